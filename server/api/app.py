@@ -1,0 +1,212 @@
+"""The HTTP pipeline every runtime shares.
+
+`App.handle(Request) -> Response` does, in order: request id, CORS preflight,
+body limit, routing (404/405), access control (key or client IP) with GCRA
+limits, the handler, then the common headers and metrics. Any `ApiError`
+becomes a problem document; any other exception a 500 that leaks nothing.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import logging
+import os
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from server.api.auth_keys import KeyCache
+from server.api.errors import ApiError
+from server.api.metrics import HttpMetrics
+from server.api.ratelimit import Decision, Gcra
+from server.api.router import Access, Route, Router
+from server.api.types import Request, Response
+from server.config import Settings
+
+log = logging.getLogger("market.http")
+
+MAX_BODY = 64 * 1024
+RATE_HEADERS = (
+    "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, "
+    "Retry-After, X-Request-ID, ETag"
+)
+ALLOWED_REQUEST_HEADERS = "X-SERVICE-Key, Authorization, Content-Type, X-Request-ID, If-None-Match"
+
+
+class App:
+    def __init__(
+        self,
+        settings: Settings,
+        router: Router,
+        keys: KeyCache,
+        metrics: HttpMetrics,
+        limiter: Gcra | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.router = router
+        self.keys = keys
+        self.metrics = metrics
+        self.limiter = limiter or Gcra()
+        self.clock = clock
+        self._ids = itertools.count(1)
+        self._id_prefix = os.urandom(4).hex()
+        self._wildcard_cors = "*" in settings.cors_origins
+        self._origins = frozenset(settings.cors_origins)
+
+    async def handle(self, req: Request) -> Response:
+        started = time.perf_counter()
+        request_id = _client_request_id(req) or f"{self._id_prefix}-{next(self._ids)}"
+        route_name = "unmatched"
+        try:
+            route, resp = await self._dispatch(req)
+            if route is not None:
+                route_name = route.name
+        except ApiError as exc:
+            resp = exc.response()
+        except Exception:
+            log.exception("unhandled error request_id=%s method=%s path=%s", request_id, req.method, req.path)
+            resp = ApiError("internal_error", "An unexpected error occurred; quote the request id.").response()
+        resp.headers.append(("x-request-id", request_id))
+        self._cors(req, resp)
+        if req.method == "HEAD":
+            resp.body = b""
+        self.metrics.requests.inc((("route", route_name), ("status", str(resp.status))))
+        self.metrics.latency.observe(time.perf_counter() - started, (("route", route_name),))
+        return resp
+
+    async def _dispatch(self, req: Request) -> tuple[Route | None, Response]:
+        found = self.router.match(req.path)
+        if found is None:
+            raise ApiError("not_found", f"No resource at {req.path}.")
+        entry, params = found
+        if req.method == "OPTIONS":
+            return None, _preflight(entry.methods)
+        route = entry.methods.get(req.method)
+        if route is None:
+            allow = ", ".join(sorted({*entry.methods, "OPTIONS"}))
+            raise ApiError(
+                "method_not_allowed", f"{req.method} is not allowed on {req.path}.", headers=[("allow", allow)]
+            )
+        if len(req.body) > MAX_BODY:
+            raise ApiError("payload_too_large", f"Request bodies are limited to {MAX_BODY} bytes.")
+        req.path_params = params
+        decision = self._admit(route, req)
+        try:
+            result = route.handler(req)
+            resp: Response = await result if route.is_async else result  # type: ignore[misc,assignment]
+        except ApiError as exc:
+            if decision is not None:
+                exc.headers.extend(decision.headers())
+            raise
+        if decision is not None:
+            resp.headers.extend(decision.headers())
+        return route, resp
+
+    def _admit(self, route: Route, req: Request) -> Decision | None:
+        """Authenticate and rate-limit; returns the decision whose headers go on the response."""
+        if route.access is Access.OPEN:
+            return None
+        now = self.clock()
+        if route.access is Access.KEYED:
+            secret = req.headers.get("x-service-key")
+            key = self.keys.lookup(secret) if secret else None
+            if key is None:
+                detail = "Missing X-SERVICE-Key header." if not secret else "Unknown or revoked API key."
+                raise ApiError("unauthorized", detail, headers=[("www-authenticate", 'ApiKey header="X-SERVICE-Key"')])
+            req.auth = key
+            rate = self.settings.rate_for(key.plan, key.rate)
+            decision = self.limiter.check("key:" + key.id, rate, now, key.plan)
+        else:
+            ip = self.client_ip(req)
+            decision = self.limiter.check("ip:" + ip, self.settings.public_rate, now, "public")
+            if decision.allowed and route.bucket is not None:
+                rate = self._bucket_rate(route.bucket)
+                extra = self.limiter.check(f"{route.bucket}:{ip}", rate, now, route.bucket)
+                decision = extra if not extra.allowed else decision
+        if not decision.allowed:
+            self.metrics.rate_limited.inc((("bucket", decision.policy),))
+            raise ApiError(
+                "rate_limited",
+                f"Rate limit of {decision.limit} requests per minute exceeded; retry in {decision.retry_after_s} s.",
+                headers=decision.headers(),
+                extra={"retryAfter": decision.retry_after_s},
+            )
+        return decision
+
+    def _bucket_rate(self, bucket: str) -> int:
+        return {"login": self.settings.login_rate, "inquiry": self.settings.inquiry_rate}.get(bucket, 60)
+
+    def check_bucket(self, bucket: str, subject: str, per_minute: int) -> Decision:
+        """For handlers whose bucket key is known only after authentication (e.g. per user)."""
+        decision = self.limiter.check(f"{bucket}:{subject}", per_minute, self.clock(), bucket)
+        if not decision.allowed:
+            self.metrics.rate_limited.inc((("bucket", bucket),))
+            raise ApiError(
+                "rate_limited",
+                f"Rate limit of {per_minute} per minute exceeded; retry in {decision.retry_after_s} s.",
+                headers=decision.headers(),
+                extra={"retryAfter": decision.retry_after_s},
+            )
+        return decision
+
+    def client_ip(self, req: Request) -> str:
+        """The peer address; X-Forwarded-For only when the peer is a trusted proxy."""
+        peer = req.client_ip
+        trusted = self.settings.trusted_proxies
+        if not trusted or not _in_networks(peer, trusted):
+            return peer
+        forwarded = req.headers.get("x-forwarded-for")
+        if not forwarded:
+            return peer
+        # walk right to left: the first address that is not a trusted proxy is the client
+        for hop in reversed([h.strip() for h in forwarded.split(",")]):
+            if hop and not _in_networks(hop, trusted):
+                return hop
+        return peer
+
+    def _cors(self, req: Request, resp: Response) -> None:
+        if self._wildcard_cors:
+            resp.headers.append(("access-control-allow-origin", "*"))
+        else:
+            origin = req.headers.get("origin")
+            if origin in self._origins:
+                resp.headers.append(("access-control-allow-origin", origin))
+            resp.headers.append(("vary", "Origin"))
+        resp.headers.append(("access-control-expose-headers", RATE_HEADERS))
+
+
+def _preflight(methods: dict[str, Any]) -> Response:
+    allow = ", ".join(sorted({*methods, "OPTIONS"}))
+    return Response(
+        204,
+        b"",
+        None,
+        [
+            ("access-control-allow-methods", allow),
+            ("access-control-allow-headers", ALLOWED_REQUEST_HEADERS),
+            ("access-control-max-age", "600"),
+        ],
+    )
+
+
+def _client_request_id(req: Request) -> str | None:
+    rid = req.headers.get("x-request-id")
+    if rid and len(rid) <= 128 and rid.isprintable():
+        return rid
+    return None
+
+
+def _in_networks(addr: str, networks: tuple[Any, ...]) -> bool:
+    try:
+        ip = ipaddress.ip_address(addr)
+    except ValueError:
+        return False
+    return any(ip in net for net in networks)
+
+
+def json_response(data: Any, status: int = 200, headers: list[tuple[str, str]] | None = None) -> Response:
+    return Response(status, orjson.dumps(data), "application/json", headers or [])

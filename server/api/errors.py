@@ -1,0 +1,93 @@
+"""Every error the service can answer with, as data.
+
+An `ApiError` carries its HTTP status and stable problem `code`; adapters and
+the app pipeline turn it into an RFC 9457 problem body without knowing which
+error it is. WebSocket close codes live here too, as an IntEnum.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Any
+
+import orjson
+
+from server.api.types import Response
+
+PROBLEM_TYPE_BASE = "https://docs.market.example/problems/"
+
+# code -> (status, title)
+ERROR_KINDS: dict[str, tuple[int, str]] = {
+    "invalid_parameter": (400, "Invalid parameter"),
+    "invalid_body": (400, "Invalid request body"),
+    "validation_failed": (400, "Validation failed"),
+    "unauthorized": (401, "Unauthorized"),
+    "forbidden": (403, "Forbidden"),
+    "not_found": (404, "Not found"),
+    "method_not_allowed": (405, "Method not allowed"),
+    "conflict": (409, "Conflict"),
+    "payload_too_large": (413, "Payload too large"),
+    "unsupported_media_type": (415, "Unsupported media type"),
+    "rate_limited": (429, "Too many requests"),
+    "too_many_connections": (429, "Too many connections"),
+    "internal_error": (500, "Internal server error"),
+    "not_ready": (503, "Service not ready"),
+}
+
+
+class ApiError(Exception):
+    """An error answered to the client as a problem document."""
+
+    def __init__(
+        self,
+        code: str,
+        detail: str,
+        *,
+        errors: list[dict[str, str]] | None = None,
+        headers: list[tuple[str, str]] | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.status, self.title = ERROR_KINDS[code]
+        self.detail = detail
+        self.errors = errors
+        self.headers = headers or []
+        self.extra = extra or {}
+
+    def problem(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "type": PROBLEM_TYPE_BASE + self.code.replace("_", "-"),
+            "title": self.title,
+            "status": self.status,
+            "detail": self.detail,
+            "code": self.code,
+        }
+        if self.errors:
+            doc["errors"] = self.errors
+        doc.update(self.extra)
+        return doc
+
+    def response(self) -> Response:
+        return Response(
+            self.status,
+            orjson.dumps(self.problem()),
+            "application/problem+json",
+            list(self.headers),
+        )
+
+
+def field_errors(errors: list[dict[str, str]], detail: str = "The request body is not valid.") -> ApiError:
+    return ApiError("validation_failed", detail, errors=errors)
+
+
+class CloseCode(IntEnum):
+    """WebSocket close codes used by /ws/quotes."""
+
+    NORMAL = 1000
+    GOING_AWAY = 1001
+    POLICY_VIOLATION = 1008
+    MESSAGE_TOO_BIG = 1009
+    INTERNAL_ERROR = 1011
+    KEY_REVOKED = 4001
+    SLOW_CONSUMER = 4008

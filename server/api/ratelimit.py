@@ -1,0 +1,88 @@
+"""GCRA rate limiting: one stored timestamp (the theoretical arrival time) per bucket.
+
+A limit of N per minute allows a burst of N, then one request every 60/N
+seconds. Exact and O(1). The clock is passed in, so tests are exact.
+The store is a seam: the in-memory dict is the default; a Redis store running
+the same arithmetic in a Lua script can replace it for several hubs.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    allowed: bool
+    limit: int
+    remaining: int
+    reset: float  # seconds until the bucket is full again
+    retry_after: float  # seconds until the next request is allowed (0 when allowed)
+    policy: str  # name used in the RateLimit-Policy field
+
+    def headers(self) -> list[tuple[str, str]]:
+        reset = max(0, math.ceil(self.reset))
+        out = [
+            ("x-ratelimit-limit", str(self.limit)),
+            ("x-ratelimit-remaining", str(self.remaining)),
+            ("x-ratelimit-reset", str(reset)),
+            ("ratelimit-policy", f'"{self.policy}";q={self.limit};w=60'),
+            ("ratelimit", f'"{self.policy}";r={self.remaining};t={reset}'),
+        ]
+        if not self.allowed:
+            out.append(("retry-after", str(self.retry_after_s)))
+        return out
+
+    @property
+    def retry_after_s(self) -> int:
+        return max(1, math.ceil(self.retry_after))
+
+
+class LimiterStore(Protocol):
+    def get(self, key: str) -> float | None: ...
+
+    def set(self, key: str, tat: float) -> None: ...
+
+
+class MemoryStore:
+    """Bucket timestamps in a dict; `prune` drops buckets that are full again."""
+
+    def __init__(self) -> None:
+        self._tat: dict[str, float] = {}
+
+    def get(self, key: str) -> float | None:
+        return self._tat.get(key)
+
+    def set(self, key: str, tat: float) -> None:
+        self._tat[key] = tat
+
+    def prune(self, now: float) -> int:
+        stale = [k for k, tat in self._tat.items() if tat <= now]
+        for k in stale:
+            del self._tat[k]
+        return len(stale)
+
+    def __len__(self) -> int:
+        return len(self._tat)
+
+
+class Gcra:
+    def __init__(self, store: LimiterStore | None = None) -> None:
+        self.store: LimiterStore = store if store is not None else MemoryStore()
+
+    def check(self, key: str, per_minute: int, now: float, policy: str = "default") -> Decision:
+        interval = 60.0 / per_minute
+        window = interval * per_minute  # burst capacity expressed in time
+        tat = self.store.get(key)
+        if tat is None or tat < now:
+            tat = now
+        new_tat = tat + interval
+        allow_at = new_tat - window
+        if now < allow_at:
+            return Decision(False, per_minute, 0, tat - now, allow_at - now, policy)
+        self.store.set(key, new_tat)
+        # small epsilon so float error never costs a whole request
+        remaining = int((window - (new_tat - now)) / interval + 1e-9)
+        return Decision(True, per_minute, remaining, new_tat - now, 0.0, policy)

@@ -1,0 +1,102 @@
+"""Route table: exact paths resolve with one dict lookup, `{param}` paths by segment match.
+
+Percent-encoded path segments are decoded here, once, for every runtime.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from enum import Enum
+from inspect import iscoroutinefunction
+from urllib.parse import unquote
+
+from server.api.types import Request, Response
+
+Handler = Callable[[Request], Response] | Callable[[Request], Awaitable[Response]]
+
+
+class Access(Enum):
+    OPEN = "open"  # no key, no rate limit (health, docs, metrics)
+    PUBLIC = "public"  # per-IP public-site bucket
+    KEYED = "keyed"  # X-SERVICE-Key + per-key bucket
+
+
+@dataclass(slots=True)
+class Route:
+    method: str
+    pattern: str
+    handler: Handler
+    access: Access
+    name: str
+    is_async: bool = False
+    bucket: str | None = None  # extra per-route bucket (e.g. "login")
+
+
+@dataclass(slots=True)
+class PathEntry:
+    pattern: str
+    segments: tuple[str, ...]
+    methods: dict[str, Route] = field(default_factory=dict)
+
+
+class Router:
+    def __init__(self) -> None:
+        self._exact: dict[str, PathEntry] = {}
+        self._templated: list[PathEntry] = []
+
+    def add(
+        self,
+        method: str,
+        pattern: str,
+        handler: Handler,
+        access: Access,
+        *,
+        name: str | None = None,
+        bucket: str | None = None,
+    ) -> Route:
+        route = Route(method, pattern, handler, access, name or pattern, iscoroutinefunction(handler), bucket)
+        entry = self._entry(pattern)
+        entry.methods[method] = route
+        if method == "GET":
+            entry.methods.setdefault("HEAD", route)
+        return route
+
+    def _entry(self, pattern: str) -> PathEntry:
+        if "{" not in pattern:
+            return self._exact.setdefault(pattern, PathEntry(pattern, ()))
+        for entry in self._templated:
+            if entry.pattern == pattern:
+                return entry
+        entry = PathEntry(pattern, tuple(pattern.strip("/").split("/")))
+        self._templated.append(entry)
+        return entry
+
+    def match(self, path: str) -> tuple[PathEntry, dict[str, str]] | None:
+        entry = self._exact.get(path)
+        if entry is not None:
+            return entry, {}
+        parts = path.strip("/").split("/")
+        for entry in self._templated:
+            params = _match_segments(entry.segments, parts)
+            if params is not None:
+                return entry, params
+        return None
+
+    def routes(self) -> list[Route]:
+        entries = [*self._exact.values(), *self._templated]
+        return [r for e in entries for m, r in e.methods.items() if not (m == "HEAD" and r.method == "GET")]
+
+
+def _match_segments(template: tuple[str, ...], parts: list[str]) -> dict[str, str] | None:
+    if len(template) != len(parts):
+        return None
+    params: dict[str, str] = {}
+    for tpl, part in zip(template, parts, strict=True):
+        if tpl[0] == "{":
+            if not part:
+                return None
+            params[tpl[1:-1]] = unquote(part)
+        elif tpl != part:
+            return None
+    return params

@@ -1,0 +1,51 @@
+"""Framework-neutral HTTP values.
+
+Runtime adapters (server/http/) build a `Request` from whatever their server
+hands them and write the returned `Response` back. Handlers never see a
+framework object, so both runtimes run the same code and pass the same tests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+
+@dataclass(slots=True)
+class Request:
+    method: str
+    path: str
+    query_string: str = ""
+    # header names are lower-case; repeated headers joined with ", "
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes = b""
+    client_ip: str = ""
+    # filled by the router
+    path_params: dict[str, str] = field(default_factory=dict)
+    # set by the pipeline after authentication (an ApiKey for keyed routes)
+    auth: Any = None
+    _query: dict[str, str] | None = None
+
+    @property
+    def query(self) -> dict[str, str]:
+        """Query parameters; the last value wins for a repeated name."""
+        if self._query is None:
+            self._query = dict(parse_qsl(self.query_string, keep_blank_values=True))
+        return self._query
+
+    def header(self, name: str, default: str | None = None) -> str | None:
+        return self.headers.get(name, default)
+
+
+@dataclass(slots=True)
+class Response:
+    status: int
+    body: bytes = b""
+    content_type: str | None = "application/json"
+    headers: list[tuple[str, str]] = field(default_factory=list)
+
+    def all_headers(self) -> list[tuple[str, str]]:
+        if self.content_type is None:
+            return self.headers
+        return [("content-type", self.content_type), *self.headers]

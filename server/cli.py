@@ -1,0 +1,56 @@
+"""`market-server` (same as `python -m server`): serve, and the operator commands.
+
+Each command group lives in server/commands/ and registers its own
+subcommands; every command takes `--data-dir` after the subcommand.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from server.commands import candles, evidence, keys
+from server.config import ConfigError, add_serve_args, settings_from_args
+
+GROUPS = [keys, candles, evidence]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="market-server", description="Commodity market-data service")
+    sub = parser.add_subparsers(dest="command", required=True)
+    serve = sub.add_parser("serve", help="run the hub (HTTP + WebSocket)")
+    add_serve_args(serve)
+    serve.set_defaults(func=_serve)
+    for group in GROUPS:
+        group.register(sub)
+    return parser
+
+
+def _serve(ns: argparse.Namespace) -> int:
+    from server.serve import run
+
+    settings = settings_from_args(ns)
+    logging.basicConfig(
+        level=settings.log_level.upper(),
+        format='{"ts":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}',
+    )
+    return run(settings)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    ns = parser.parse_args(argv)
+    try:
+        return int(ns.func(ns) or 0)
+    except ConfigError as exc:
+        print(f"market-server: configuration error: {exc}", file=sys.stderr)
+        return 2
+    except CommandError as exc:
+        print(f"market-server: {exc}", file=sys.stderr)
+        return 1
+
+
+class CommandError(Exception):
+    """A command failed for a reason the operator can fix; printed without a traceback."""

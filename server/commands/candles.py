@@ -1,0 +1,57 @@
+"""`candles import CSV`: daily candles `id,t,o,h,l,c,v` for a live (non-demo) feed."""
+
+from __future__ import annotations
+
+import argparse
+import csv
+from datetime import date
+from typing import Any
+
+from server.commands.common import command, db
+from server.market.catalogue import default_catalogue
+from server.store.candles import Candle, CandleRepo
+
+
+def register(sub: Any) -> None:
+    c = sub.add_parser("candles", help="daily candles").add_subparsers(dest="candles_cmd", required=True)
+    imp = command(c, "import", "import daily candles from CSV (id,t,o,h,l,c,v)", _import)
+    imp.add_argument("csv")
+
+
+def _import(ns: argparse.Namespace) -> int:
+    from server.cli import CommandError
+
+    known = default_catalogue().index
+    candles: list[Candle] = []
+    errors: list[str] = []
+    try:
+        with open(ns.csv, newline="", encoding="utf-8") as fh:
+            for lineno, row in enumerate(csv.reader(fh), 1):
+                if lineno == 1 and row and row[0].strip().lower() == "id":
+                    continue
+                try:
+                    candles.append(_parse(row, known))
+                except ValueError as exc:
+                    errors.append(f"line {lineno}: {exc}")
+    except OSError as exc:
+        raise CommandError(f"cannot read {ns.csv}: {exc.strerror}") from None
+    if errors:
+        raise CommandError("nothing imported:\n  " + "\n  ".join(errors[:20]))
+    CandleRepo(db(ns)).upsert(candles)
+    print(f"imported {len(candles)} candles")
+    return 0
+
+
+def _parse(row: list[str], known: dict[str, int]) -> Candle:
+    if len(row) != 7:
+        raise ValueError(f"expected 7 columns, got {len(row)}")
+    inst = row[0].strip()
+    if inst not in known:
+        raise ValueError(f"unknown instrument {inst!r}")
+    day = date.fromisoformat(row[1].strip())
+    if day.weekday() >= 5:
+        raise ValueError(f"{day} is not a trading day")
+    o, h, lo, c, v = (float(x) for x in row[2:])
+    if not (lo <= min(o, c) and h >= max(o, c) and lo > 0 and v >= 0):
+        raise ValueError("prices must satisfy 0 < l <= o,c <= h and v >= 0")
+    return (inst, day, o, h, lo, c, v)

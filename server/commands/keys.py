@@ -1,0 +1,67 @@
+"""`keys create|list|revoke`: API keys (the secret is printed once and never stored)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from server.commands.common import command, db, print_json
+from server.config import DEFAULT_ENTERPRISE_RATE, PLANS, Settings
+from server.store.keys import KeyRepo
+
+
+def register(sub: Any) -> None:
+    keys = sub.add_parser("keys", help="manage API keys").add_subparsers(dest="keys_cmd", required=True)
+    create = command(keys, "create", "create a key and print it once", _create)
+    create.add_argument("--plan", choices=PLANS, required=True)
+    create.add_argument("--rate", type=_positive, help="requests/minute (enterprise keys)")
+    create.add_argument("--label")
+    create.add_argument("--json", action="store_true")
+    listing = command(keys, "list", "list keys (never the secret)", _list)
+    listing.add_argument("--json", action="store_true")
+    revoke = command(keys, "revoke", "revoke a key", _revoke)
+    revoke.add_argument("id")
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
+def _rate(plan: str, rate: int | None) -> int:
+    return rate or Settings().plan_rate.get(plan, DEFAULT_ENTERPRISE_RATE)
+
+
+def _create(ns: argparse.Namespace) -> int:
+    key, secret = KeyRepo(db(ns)).create(ns.plan, ns.rate, ns.label)
+    if ns.json:
+        print_json({"id": key.id, "key": secret, "plan": key.plan, "rate": _rate(key.plan, key.rate)})
+    else:
+        print(f"created {key.id} ({key.plan}, {_rate(key.plan, key.rate)}/min); the key is shown once:\n{secret}")
+    return 0
+
+
+def _list(ns: argparse.Namespace) -> int:
+    rows = [
+        {"id": k.id, "plan": k.plan, "rate": _rate(k.plan, k.rate), "label": k.label,
+         "createdAt": k.created_at, "revoked": not k.active}
+        for k in KeyRepo(db(ns)).list()
+    ]
+    if ns.json:
+        print_json(rows)
+    else:
+        for r in rows:
+            state = "revoked" if r["revoked"] else "active"
+            print(f"{r['id']}  {r['plan']:<12} {r['rate']:>6}/min  {state:<7} {r['label'] or ''}")
+    return 0
+
+
+def _revoke(ns: argparse.Namespace) -> int:
+    from server.cli import CommandError
+
+    if not KeyRepo(db(ns)).revoke(ns.id):
+        raise CommandError(f"no active key with id {ns.id}")
+    print(f"revoked {ns.id}")
+    return 0

@@ -1,0 +1,209 @@
+"""One typed settings object, built from flags and MARKET_* env, validated once.
+
+Every `serve` flag also reads env `MARKET_<FLAG>` (dashes as underscores,
+e.g. MARKET_WS_PORT); a flag on the command line wins over the env.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import os
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from urllib.parse import urlsplit
+
+PLANS = ("free", "professional", "enterprise")
+WEBHOOK_KINDS = ("wecom", "dingtalk", "feishu", "generic")
+DEFAULT_ENTERPRISE_RATE = 6000
+
+
+class ConfigError(ValueError):
+    """A setting is invalid; the message names the flag."""
+
+
+class Runtime(str, Enum):
+    GRANIAN = "granian"
+    ROBYN = "robyn"
+
+
+@dataclass(frozen=True, slots=True)
+class Webhook:
+    kind: str
+    url: str
+    secret: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    ws_port: int = 8001
+    runtime: Runtime = Runtime.GRANIAN
+    data_dir: Path = Path("data")
+    feed: str = "demo"
+    seed: int = 42
+    tick_interval_ms: int = 250
+    market_refresh_s: float = 60.0
+    public_rate: int = 60
+    login_rate: int = 10
+    inquiry_rate: int = 30
+    plan_rate: dict[str, int] = field(default_factory=lambda: {"free": 60, "professional": 600})
+    ws_max_conn: dict[str, int] = field(default_factory=lambda: {"professional": 5, "enterprise": 50})
+    smtp_url: str | None = None
+    mail_from: str = "market-server@localhost"
+    notify_email: tuple[str, ...] = ()
+    webhooks: tuple[Webhook, ...] = ()
+    cors_origins: tuple[str, ...] = ("*",)
+    trusted_proxies: tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...] = ()
+    jwt_secret: str | None = None
+    jwt_public_key: str | None = None
+    log_level: str = "info"
+    demo_key: bool = True
+
+    @property
+    def feed_path(self) -> str | None:
+        """PATH of a `jsonl:PATH` feed ("-" is stdin); None for the demo feed."""
+        return self.feed.split(":", 1)[1] if self.feed.startswith("jsonl:") else None
+
+    @property
+    def is_demo(self) -> bool:
+        return self.feed == "demo"
+
+    def rate_for(self, plan: str, key_rate: int | None) -> int:
+        if key_rate:
+            return key_rate
+        return self.plan_rate.get(plan, DEFAULT_ENTERPRISE_RATE)
+
+
+# flag -> (type, help); defaults come from Settings
+SERVE_FLAGS: dict[str, tuple[type, str]] = {
+    "host": (str, "HTTP and WebSocket bind address"),
+    "port": (int, "HTTP port"),
+    "ws-port": (int, "WebSocket port"),
+    "runtime": (str, "HTTP runtime: granian (default) or robyn"),
+    "feed": (str, "demo | jsonl:PATH | jsonl:- (stdin)"),
+    "seed": (int, "seed of the demo feed"),
+    "tick-interval-ms": (int, "demo feed tick interval"),
+    "market-refresh-s": (float, "public market snapshot refresh period"),
+    "public-rate": (int, "public-site requests per minute per client IP"),
+    "plan-rate": (str, "per-plan requests/minute, e.g. free=60,professional=600"),
+    "ws-max-conn": (str, "per-plan WebSocket connections, e.g. professional=5,enterprise=50"),
+    "smtp-url": (str, "smtp://user:pass@host:port or smtps://..."),
+    "mail-from": (str, "From address of notification e-mail"),
+    "notify-email": (str, "comma-separated notification recipients"),
+    "cors-origins": (str, "comma-separated allowed origins (default *)"),
+    "trusted-proxies": (str, "comma-separated IPs/CIDRs whose X-Forwarded-For is trusted"),
+    "jwt-secret": (str, "HS256 secret (default: generated once into the data dir)"),
+    "jwt-public-key": (str, "PEM file of an RS256/ES256 identity provider's public key"),
+    "log-level": (str, "debug, info, warning or error"),
+}
+
+
+def env_default(flag: str) -> str | None:
+    return os.environ.get("MARKET_" + flag.upper().replace("-", "_"))
+
+
+def add_data_dir(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data-dir", default=env_default("data-dir") or "data", help="data directory")
+
+
+def add_serve_args(parser: argparse.ArgumentParser) -> None:
+    for flag, (typ, help_text) in SERVE_FLAGS.items():
+        parser.add_argument(f"--{flag}", type=typ, default=env_default(flag), help=help_text)
+    parser.add_argument(
+        "--webhook",
+        action="append",
+        default=[w for w in (env_default("webhook") or "").split(" ") if w],
+        metavar="KIND=URL",
+        help="notification webhook (repeatable); KIND is wecom, dingtalk, feishu or generic; "
+        "append #secret=S to the URL for a signing secret",
+    )
+    parser.add_argument("--no-demo-key", action="store_true", help="do not create the demo key on first start")
+    add_data_dir(parser)
+
+
+def settings_from_args(ns: argparse.Namespace) -> Settings:
+    """Validate everything once; a ConfigError names the bad flag."""
+    base = Settings()
+    raw = {flag.replace("-", "_"): getattr(ns, flag.replace("-", "_")) for flag in SERVE_FLAGS}
+    values: dict[str, object] = {"data_dir": Path(ns.data_dir), "demo_key": not ns.no_demo_key}
+    for name, value in raw.items():
+        if value is None:
+            continue
+        values[name] = _convert(name, value, base)
+    values["webhooks"] = tuple(_webhook(w) for w in ns.webhook)
+    settings = Settings(**values)  # type: ignore[arg-type]
+    _check(settings)
+    return settings
+
+
+def _convert(name: str, value: object, base: Settings) -> object:
+    flag = "--" + name.replace("_", "-")
+    try:
+        if name == "runtime":
+            return Runtime(str(value))
+        if name in ("port", "ws_port", "seed", "tick_interval_ms", "public_rate"):
+            return int(str(value))
+        if name == "market_refresh_s":
+            return float(str(value))
+        if name == "plan_rate":
+            return {**base.plan_rate, **_pairs(str(value), PLANS)}
+        if name == "ws_max_conn":
+            return {**base.ws_max_conn, **_pairs(str(value), PLANS)}
+        if name in ("notify_email", "cors_origins"):
+            return tuple(v.strip() for v in str(value).split(",") if v.strip())
+        if name == "trusted_proxies":
+            return tuple(ipaddress.ip_network(v.strip(), strict=False) for v in str(value).split(",") if v.strip())
+    except (ValueError, KeyError) as exc:
+        raise ConfigError(f"{flag}: invalid value {value!r} ({exc})") from None
+    return value
+
+
+def _pairs(text: str, allowed: tuple[str, ...]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in text.split(","):
+        key, _, num = item.partition("=")
+        key = key.strip()
+        if key not in allowed:
+            raise ValueError(f"unknown plan {key!r}")
+        out[key] = int(num)
+        if out[key] <= 0:
+            raise ValueError(f"{key} must be positive")
+    return out
+
+
+def _webhook(spec: str) -> Webhook:
+    kind, sep, url = spec.partition("=")
+    if not sep or kind not in WEBHOOK_KINDS:
+        raise ConfigError(f"--webhook: {spec!r} must be KIND=URL with KIND one of {', '.join(WEBHOOK_KINDS)}")
+    url, _, fragment = url.partition("#")
+    secret = fragment[len("secret=") :] if fragment.startswith("secret=") else None
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"--webhook: {kind} URL {url!r} is not an http(s) URL")
+    return Webhook(kind, url, secret)
+
+
+def _check(s: Settings) -> None:
+    for name in ("port", "ws_port"):
+        port = getattr(s, name)
+        if not 0 <= port <= 65535:
+            raise ConfigError(f"--{name.replace('_', '-')}: {port} is not a TCP port")
+    if s.port == s.ws_port and s.port != 0:
+        raise ConfigError("--ws-port: must differ from --port")
+    if s.feed != "demo" and not (s.feed.startswith("jsonl:") and len(s.feed) > len("jsonl:")):
+        raise ConfigError(f"--feed: {s.feed!r} must be demo, jsonl:PATH or jsonl:-")
+    if not 10 <= s.tick_interval_ms <= 60_000:
+        raise ConfigError("--tick-interval-ms: must be between 10 and 60000")
+    if s.market_refresh_s <= 0:
+        raise ConfigError("--market-refresh-s: must be positive")
+    if s.public_rate <= 0:
+        raise ConfigError("--public-rate: must be positive")
+    if s.log_level not in ("debug", "info", "warning", "error"):
+        raise ConfigError("--log-level: must be debug, info, warning or error")
+    if s.smtp_url is not None:
+        parts = urlsplit(s.smtp_url)
+        if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+            raise ConfigError("--smtp-url: must be smtp://[user:pass@]host:port or smtps://... (value not shown)")

@@ -1,0 +1,145 @@
+"""The hub wires the parts together and owns start and stop.
+
+Data flows one way: feed -> market state -> tick bus / serialised views ->
+HTTP and WebSocket adapters. The hub runs on one uvloop loop; on the robyn
+runtime that loop is Robyn's, entered through its startup handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import sqlite3
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
+
+from server.api.app import App
+from server.api.auth_keys import KeyCache
+from server.api.cache import VersionedCache
+from server.api.market_api import MarketApi
+from server.api.metrics import HttpMetrics, Registry
+from server.api.ops import OpsApi
+from server.api.router import Router
+from server.bus import LocalTickBus
+from server.config import Settings
+from server.feeds import FeedSource, make_feed
+from server.market.catalogue import default_catalogue
+from server.market.inventory import InventoryBook
+from server.store.db import open_db
+from server.store.keys import KeyRepo
+
+log = logging.getLogger("market.hub")
+
+KEY_REFRESH_S = 1.0
+
+
+class Service(Protocol):
+    """Something the hub starts after the core and stops before it (stream server, outbox worker...)."""
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+class Hub:
+    def __init__(self, settings: Settings, clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.epoch = f"{int(clock())}-{os.urandom(3).hex()}"
+        self.conn: sqlite3.Connection = open_db(settings.data_dir)
+        self.key_repo = KeyRepo(self.conn)
+        self.keys = KeyCache(self.key_repo)
+        self.catalogue = default_catalogue()
+        self.feed: FeedSource = make_feed(settings, self.catalogue, self.conn, clock, self.epoch)
+        self.state = self.feed.state
+        self.inventory = InventoryBook(self.catalogue, settings.seed)
+        self.bus = LocalTickBus()
+        self.registry = Registry()
+        self.cache = VersionedCache()
+        self.router = Router()
+        self.app = App(settings, self.router, self.keys, HttpMetrics(self.registry), clock=clock)
+        MarketApi(self.state, self.inventory, self.cache).register(self.router)
+        self.ops = OpsApi(self)
+        self.services: list[Service] = []
+        self.revocation_listeners: list[Callable[[set[str]], None]] = []
+        self._tasks: list[asyncio.Task[None]] = []
+        self.started = False
+        self.stopping = asyncio.Event()
+
+    def ready(self) -> bool:
+        return self.started and self.feed.ready()
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._tasks = [
+            loop.create_task(self.feed.run(self._on_ticks), name="feed"),
+            loop.create_task(self._refresh_keys(), name="keys"),
+            loop.create_task(self._roll_candles(), name="roll"),
+        ]
+        for service in self.services:
+            await service.start()
+        self.ops.register(self.router)
+        self.started = True
+        log.info("hub started epoch=%s feed=%s", self.epoch, self.settings.feed)
+
+    def _on_ticks(self, ticks: list) -> None:  # type: ignore[type-arg]
+        applied = self.state.apply(ticks)
+        if applied:
+            self.bus.publish(applied)
+
+    async def _refresh_keys(self) -> None:
+        while True:
+            await asyncio.sleep(KEY_REFRESH_S)
+            try:
+                revoked = self.keys.refresh()
+            except sqlite3.Error:
+                log.exception("key refresh failed")
+                continue
+            if revoked:
+                log.info("keys revoked: %s", ", ".join(sorted(revoked)))
+                for listener in self.revocation_listeners:
+                    listener(revoked)
+
+    async def _roll_candles(self) -> None:
+        while True:
+            await asyncio.sleep(1.0)
+            self.state.roll(self.clock())
+
+    async def stop_services(self) -> None:
+        """Stop services (WebSockets close with 1001, the outbox worker); idempotent."""
+        services, self.services = self.services, []
+        for service in reversed(services):
+            try:
+                await asyncio.wait_for(service.stop(), 3.0)
+            except Exception:
+                log.exception("service stop failed")
+
+    async def stop(self) -> None:
+        """Stop services, then the core tasks, then flush storage."""
+        await self.stop_services()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.feed.flush()
+        self.conn.close()
+        log.info("hub stopped")
+
+
+def ensure_demo_key(hub: Hub) -> str | None:
+    """On the first start of a data dir, create one professional demo key and save it (mode 0600)."""
+    path: Path = hub.settings.data_dir / "demo-key.txt"
+    conn = hub.conn
+    if conn.execute("SELECT 1 FROM meta WHERE key = 'demo_key'").fetchone():
+        return None
+    key, secret = hub.key_repo.create("professional", label="demo")
+    conn.execute("INSERT INTO meta (key, value) VALUES ('demo_key', ?)", (key.id,))
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(secret + "\n")
+    return secret

@@ -1,0 +1,64 @@
+"""Running the hub on either runtime, with SIGTERM/SIGINT handled the same way on both.
+
+Shutdown order: stop accepting HTTP, close WebSockets with 1001, let in-flight
+requests finish, flush state, exit 0; the whole sequence is bounded by 5 s.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+
+import uvloop
+
+from server.config import Runtime, Settings
+from server.hub import Hub, ensure_demo_key
+
+log = logging.getLogger("market.serve")
+SHUTDOWN_BUDGET_S = 4.5
+
+
+def run(settings: Settings) -> int:
+    if settings.runtime is Runtime.ROBYN:
+        from server.http.robyn_app import run_robyn
+
+        return run_robyn(settings)
+    return uvloop.run(_serve_granian(settings))
+
+
+def announce(hub: Hub) -> None:
+    s = hub.settings
+    secret = ensure_demo_key(hub) if s.demo_key else None
+    print(f"market-server: HTTP http://{s.host}:{s.port}  WebSocket ws://{s.host}:{s.ws_port}/ws/quotes "
+          f"runtime={s.runtime.value} feed={s.feed}", flush=True)
+    if secret:
+        print(f"market-server: demo key (professional, shown once, saved to {s.data_dir / 'demo-key.txt'}):\n"
+              f"  {secret}", flush=True)
+
+
+async def _serve_granian(settings: Settings) -> int:
+    from server.http.granian_rsgi import GranianRuntime
+
+    hub = Hub(settings)
+    announce(hub)
+    await hub.start()
+    runtime = GranianRuntime(hub.app, settings.host, settings.port)
+    await runtime.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    await stop.wait()
+    log.info("shutting down")
+    try:
+        await asyncio.wait_for(_shutdown(hub, runtime), SHUTDOWN_BUDGET_S)
+    except TimeoutError:
+        log.warning("shutdown exceeded its budget; exiting anyway")
+    return 0
+
+
+async def _shutdown(hub: Hub, runtime) -> None:  # type: ignore[no-untyped-def]
+    await hub.stop_services()
+    await runtime.stop()
+    await hub.stop()

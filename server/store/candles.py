@@ -1,0 +1,41 @@
+"""Closed daily candles of a live (non-demo) feed, persisted so a restart keeps history."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import date
+
+from server.store.db import register_schema, transaction
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS candles (
+    instrument TEXT NOT NULL,
+    day TEXT NOT NULL,
+    o REAL NOT NULL, h REAL NOT NULL, l REAL NOT NULL, c REAL NOT NULL, v REAL NOT NULL,
+    PRIMARY KEY (instrument, day)
+)
+"""
+register_schema(SCHEMA)
+
+Candle = tuple[str, date, float, float, float, float, float]
+
+
+class CandleRepo:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def upsert(self, candles: list[Candle]) -> None:
+        with transaction(self.conn):
+            self.conn.executemany(
+                "INSERT INTO candles (instrument, day, o, h, l, c, v) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                "ON CONFLICT (instrument, day) DO UPDATE SET o=excluded.o, h=excluded.h, l=excluded.l, "
+                "c=excluded.c, v=excluded.v",
+                [(i, d.isoformat(), o, h, lo, c, v) for i, d, o, h, lo, c, v in candles],
+            )
+
+    def since(self, first_day: date) -> list[Candle]:
+        rows = self.conn.execute(
+            "SELECT instrument, day, o, h, l, c, v FROM candles WHERE day >= ? ORDER BY day",
+            (first_day.isoformat(),),
+        )
+        return [(r[0], date.fromisoformat(r[1]), r[2], r[3], r[4], r[5], r[6]) for r in rows]

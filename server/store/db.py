@@ -1,0 +1,68 @@
+"""SQLite (WAL) in the data dir: one file, opened by the hub and by CLI commands alike.
+
+Each repository declares its own tables (`SCHEMA`) and `open_db` applies them
+all, so whichever command first opens an empty data dir creates everything.
+Connections are autocommit (`isolation_level=None`); multi-statement writes use
+`transaction()` (BEGIN IMMEDIATE ... COMMIT).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+DB_NAME = "market.sqlite3"
+
+_SCHEMAS: list[str] = []
+_SEEDERS: list[Callable[[sqlite3.Connection], None]] = []
+
+META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
+
+def register_schema(sql: str) -> None:
+    """Called at import time by each repository module."""
+    if sql not in _SCHEMAS:
+        _SCHEMAS.append(sql)
+
+
+def register_seeder(seed: Callable[[sqlite3.Connection], None]) -> None:
+    """Demo-content seeders, run once inside the transaction that creates the database."""
+    if seed not in _SEEDERS:
+        _SEEDERS.append(seed)
+
+
+def open_db(data_dir: Path) -> sqlite3.Connection:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(data_dir / DB_NAME, isolation_level=None, check_same_thread=False, timeout=10.0)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA busy_timeout=10000")
+    with transaction(conn):
+        conn.execute(META_SCHEMA)
+        for sql in _SCHEMAS:
+            for statement in _split(sql):
+                conn.execute(statement)
+        if conn.execute("SELECT 1 FROM meta WHERE key = 'seeded'").fetchone() is None:
+            for seed in _SEEDERS:
+                seed(conn)
+            conn.execute("INSERT INTO meta (key, value) VALUES ('seeded', '1')")
+    return conn
+
+
+def _split(sql: str) -> list[str]:
+    return [s.strip() for s in sql.split(";") if s.strip()]
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")

@@ -1,0 +1,119 @@
+from datetime import date, timedelta
+
+import numpy as np
+import pytest
+
+from server.market.candles import CandleBook
+from server.market.timefmt import trading_days_back
+
+FRI = date(2026, 11, 20)
+MON = date(2026, 11, 23)
+
+
+def book_with_history(n: int = 2, end: date = FRI, k: int = 5, capacity: int = 90) -> CandleBook:
+    days = trading_days_back(end, k)
+    close = np.tile(np.arange(1.0, k + 1.0), (n, 1)) * 10.0
+    book = CandleBook(n, capacity)
+    book.load_history(days, close - 1, close + 2, close - 3, close, np.full((n, k), 100.0))
+    return book
+
+
+def test_load_history_keeps_last_capacity() -> None:
+    book = book_with_history(k=10, capacity=4)
+    assert len(book) == 4
+    assert book.all_days() == trading_days_back(FRI, 4)
+    assert book.live(0)[3] == 100.0
+    assert book.prev_close(0) == 90.0
+
+
+def test_tick_updates_live_candle_hlcv() -> None:
+    book = book_with_history()
+    book.apply_tick(0, 120.0, 5.0, FRI)
+    book.apply_tick(0, 30.0, 2.0, FRI)
+    book.apply_tick(0, 60.0, 1.0, FRI)
+    o, h, low, c, v = book.live(0)
+    assert (o, h, low, c, v) == (49.0, 120.0, 30.0, 60.0, 108.0)
+    assert book.live(1) == (49.0, 52.0, 47.0, 50.0, 100.0)
+    assert book.last_day() == FRI
+
+
+def test_monday_tick_after_friday_opens_new_candle_at_prev_close() -> None:
+    book = book_with_history()
+    book.apply_tick(0, 55.0, 1.0, FRI)
+    book.apply_tick(0, 57.0, 3.0, MON)
+    assert book.last_day() == MON
+    assert book.all_days()[-2:] == [FRI, MON]
+    assert book.live(0) == (55.0, 57.0, 55.0, 57.0, 3.0)
+    assert book.prev_close(0) == 55.0
+    # the untouched instrument gets a flat candle at its previous close
+    assert book.live(1) == (50.0, 50.0, 50.0, 50.0, 0.0)
+
+
+def test_gap_fills_flat_candles_for_missing_trading_days() -> None:
+    book = book_with_history()
+    wed = MON + timedelta(days=2)
+    book.apply_tick(1, 44.0, 1.0, wed)
+    assert book.all_days()[-4:] == [FRI, MON, MON + timedelta(days=1), wed]
+    series = book.series(1, 3, 2)
+    assert [(s["o"], s["h"], s["l"], s["c"], s["v"]) for s in series[:2]] == [(50.0, 50.0, 50.0, 50.0, 0)] * 2
+    assert series[-1] == {"t": wed.isoformat(), "o": 50.0, "h": 50.0, "l": 44.0, "c": 44.0, "v": 1}
+
+
+def test_roll_to_same_or_earlier_day_is_noop() -> None:
+    book = book_with_history()
+    assert book.roll_to(FRI) is False
+    assert book.roll_to(FRI - timedelta(days=3)) is False
+    assert len(book) == 5 and book.last_day() == FRI
+    assert book.roll_to(MON) is True and book.last_day() == MON
+
+
+def test_ring_wraps_keeps_90_ascending_weekdays() -> None:
+    book = book_with_history(k=90)
+    end = FRI + timedelta(days=200)
+    day = FRI
+    while day < end:
+        day += timedelta(days=1)
+        book.apply_tick(0, 10.0 + day.toordinal() % 7, 1.0, day if day.weekday() < 5 else MON)
+    days = book.all_days()
+    assert len(days) == 90
+    assert days == sorted(days) and len(set(days)) == 90
+    assert all(d.weekday() < 5 for d in days)
+    assert days == trading_days_back(days[-1], 90)
+    assert len(book.series(0, 90, 2)) == 90
+    assert len(book.series(0, 5, 2)) == 5
+
+
+def test_apply_ticks_vectorised_matches_scalar() -> None:
+    rows = np.array([0, 1, 0, 0, 1])
+    prices = np.array([70.0, 20.0, 10.0, 65.0, 55.0])
+    vols = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
+    a, b = book_with_history(), book_with_history()
+    a.apply_ticks(rows, prices, vols, MON)
+    for r, p, v in zip(rows, prices, vols, strict=True):
+        b.apply_tick(int(r), float(p), float(v), MON)
+    assert a.live(0) == b.live(0) == (50.0, 70.0, 10.0, 65.0, 8.0)
+    assert a.live(1) == b.live(1)
+    np.testing.assert_array_equal(a.prev_closes(), b.prev_closes())
+
+
+def test_empty_book_first_tick_opens_candle() -> None:
+    book = CandleBook(3)
+    book.apply_tick(2, 7.5, 1.0, MON)
+    assert book.live(2) == (7.5, 7.5, 7.5, 7.5, 1.0)
+    assert book.series(0, 90, 2) == []  # never traded: no candles
+    assert book.series(2, 90, 2) == [{"t": "2026-11-23", "o": 7.5, "h": 7.5, "l": 7.5, "c": 7.5, "v": 1}]
+
+
+def test_closed_candles_exclude_live() -> None:
+    book = book_with_history()
+    book.apply_tick(0, 99.0, 1.0, MON)
+    days, (o, h, low, c, v) = book.closed_candles([0])
+    assert days == trading_days_back(FRI, 5)
+    assert c.shape == (1, 5)
+    assert c[0].tolist() == [10.0, 20.0, 30.0, 40.0, 50.0]
+
+
+def test_load_history_rejects_bad_shape() -> None:
+    book = CandleBook(2)
+    with pytest.raises(ValueError):
+        book.load_history([FRI], *(np.zeros((3, 1)),) * 5)
