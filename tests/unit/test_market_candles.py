@@ -107,7 +107,7 @@ def test_empty_book_first_tick_opens_candle() -> None:
 def test_closed_candles_exclude_live() -> None:
     book = book_with_history()
     book.apply_tick(0, 99.0, 1.0, MON)
-    days, (o, h, low, c, v) = book.closed_candles([0])
+    days, (_o, _h, _l, c, _v) = book.closed_candles([0])
     assert days == trading_days_back(FRI, 5)
     assert c.shape == (1, 5)
     assert c[0].tolist() == [10.0, 20.0, 30.0, 40.0, 50.0]

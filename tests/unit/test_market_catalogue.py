@@ -15,7 +15,7 @@ def test_catalogue_size_kinds_and_unique_ids() -> None:
     assert len(ids) >= 40
     assert len(set(ids)) == len(ids)
     assert cat.kinds == frozenset({"oil", "chem", "fx"})
-    assert REQUIRED <= set(ids)
+    assert set(ids) >= REQUIRED
     assert all(cat.index[iid] == row for row, iid in enumerate(ids))
 
 

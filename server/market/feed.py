@@ -1,0 +1,174 @@
+"""Price sources: the seeded synthetic demo feed and the JSON-lines parser.
+
+Both are pure: the demo feed takes the clock as an argument and owns a numpy
+Generator derived from its seed; the parser turns one line into a ``Tick``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date, datetime
+from typing import Any, TypeGuard
+
+import numpy as np
+import orjson
+
+from server.market.catalogue import Catalogue
+from server.market.timefmt import TZ, trading_days_back
+
+# Seconds of continuous trading that one ``daily_vol`` is spread over. Using a
+# single session (rather than 24 h) keeps tick-to-tick moves visible on screen;
+# the mean reversion below stops a long-running demo from drifting away.
+TRADING_DAY_SECONDS = 4 * 3600.0
+# Pull of the live price back to its starting level, per second (half-life ~ 2.4 days).
+MEAN_REVERSION_PER_S = 1.0 / (5 * 86400.0)
+MOVE_FRACTION = (0.10, 0.40)
+
+History = tuple[list[date], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+@dataclass(slots=True)
+class Tick:
+    row: int
+    price: float
+    ts: float
+    volume: float = 0.0
+
+
+def _round_rows(values: np.ndarray, decimals: np.ndarray) -> np.ndarray:
+    """Round each row (axis 0) of ``values`` to its instrument's decimals."""
+    scale = 10.0 ** decimals.astype(np.float64)
+    shape = (-1,) + (1,) * (values.ndim - 1)
+    return np.round(values * scale.reshape(shape)) / scale.reshape(shape)
+
+
+class DemoFeed:
+    """Seeded geometric random walk calibrated per instrument."""
+
+    def __init__(self, catalogue: Catalogue, seed: int) -> None:
+        self.catalogue = catalogue
+        self.seed = seed
+        insts = catalogue.instruments
+        self.n = len(insts)
+        self.decimals = np.array([i.decimals for i in insts], dtype=np.int64)
+        self.vol = np.array([i.daily_vol for i in insts])
+        self.volume_base = np.array([i.volume_base for i in insts])
+        self._tick_size = 10.0 ** -self.decimals.astype(np.float64)
+        init_seq, tick_seq, self._history_seq = np.random.SeedSequence(seed).spawn(3)
+        init_rng = np.random.default_rng(init_seq)
+        base = np.array([i.base_price for i in insts])
+        start = base * np.exp(init_rng.normal(0.0, 1.5 * self.vol))
+        self._anchor = start.copy()
+        self._true = start  # unrounded internal price; ticks publish it rounded
+        self._rng = np.random.default_rng(tick_seq)
+        self._last_ts: float | None = None
+
+    def live_prices(self) -> np.ndarray:
+        """Current published (rounded) price of every instrument."""
+        return np.maximum(_round_rows(self._true, self.decimals), self._tick_size)
+
+    def history(self, end_day: date, n: int = 90) -> History:
+        """``n`` trading days ending at ``end_day`` whose last close is the live price."""
+        days = trading_days_back(end_day, n)
+        rng = np.random.default_rng(self._history_seq)
+        vol = self.vol[:, None]
+        rets = rng.standard_t(5, size=(self.n, n)) * vol * math.sqrt(3.0 / 5.0)
+        log_c = np.log(self.live_prices())[:, None] - (np.cumsum(rets[:, ::-1], axis=1)[:, ::-1] - rets)
+        c = np.exp(log_c)
+        prev_c = np.concatenate([c[:, :1] * np.exp(-rets[:, :1]), c[:, :-1]], axis=1)
+        o = prev_c * np.exp(rng.normal(0.0, 0.25, size=(self.n, n)) * vol)
+        top = np.maximum(o, c) * np.exp(np.abs(rng.normal(0.0, 0.5, size=(self.n, n))) * vol)
+        bottom = np.minimum(o, c) * np.exp(-np.abs(rng.normal(0.0, 0.5, size=(self.n, n))) * vol)
+        o, c, top, bottom = (np.maximum(_round_rows(a, self.decimals), self._tick_size[:, None])
+                             for a in (o, c, top, bottom))
+        c[:, -1] = self.live_prices()
+        h = np.maximum(top, np.maximum(o, c))
+        low = np.minimum(bottom, np.minimum(o, c))
+        v = np.round(self.volume_base[:, None] * rng.lognormal(0.0, 0.3, size=(self.n, n)))
+        return days, o, h, low, c, v
+
+    def next_batch(self, ts: float, interval_s: float) -> list[Tick]:
+        """Move a random 10-40% subset of instruments one random-walk step."""
+        rng = self._rng
+        frac = rng.uniform(*MOVE_FRACTION)
+        movers = np.flatnonzero(rng.random(self.n) < frac)
+        if movers.size == 0:
+            movers = rng.integers(0, self.n, size=1)
+        dt = max(interval_s, 1e-3)
+        sigma = self.vol[movers] * math.sqrt(dt / (frac * TRADING_DAY_SECONDS))
+        pull = -MEAN_REVERSION_PER_S * dt / frac * np.log(self._true[movers] / self._anchor[movers])
+        self._true[movers] *= np.exp(pull + sigma * rng.standard_normal(movers.size))
+        prices = np.maximum(_round_rows(self._true[movers], self.decimals[movers]), self._tick_size[movers])
+        per_move = self.volume_base[movers] * dt / (frac * TRADING_DAY_SECONDS)
+        volumes = np.maximum(1.0, np.round(per_move * rng.lognormal(0.0, 0.5, size=movers.size)))
+        return [Tick(int(r), float(p), ts, float(q)) for r, p, q in zip(movers, prices, volumes, strict=True)]
+
+
+def _is_number(value: Any) -> TypeGuard[int | float]:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _parse_ts(value: Any, now: float) -> float | None:
+    if value is None:
+        return now
+    if _is_number(value):
+        return float(value) if math.isfinite(value) else None
+    if isinstance(value, str):
+        try:
+            parsed = datetime.fromisoformat(value)
+        except ValueError:
+            return None
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=TZ)
+        return parsed.timestamp()
+    return None
+
+
+class JsonlParser:
+    """Parses ``{"id","price","ts"?,"volume"?}`` lines; counts what it rejects.
+
+    ``bad_lines`` counts malformed lines (bad JSON, wrong types, non-positive or
+    non-finite price, negative volume, unparseable ts); ``unknown_ids`` counts
+    well-formed lines whose id is not in the catalogue. Blank lines are ignored.
+    A missing ts means "now"; a naive ISO 8601 ts is read as Asia/Shanghai.
+    """
+
+    def __init__(self, catalogue: Catalogue) -> None:
+        self.index = catalogue.index
+        self.bad_lines = 0
+        self.unknown_ids = 0
+        self.accepted = 0
+
+    def parse(self, line: bytes | str, now: float) -> Tick | None:
+        if not line.strip():
+            return None
+        tick = self._parse(line, now)
+        if tick is not None:
+            self.accepted += 1
+        return tick
+
+    def _bad(self) -> Tick | None:
+        self.bad_lines += 1
+        return None
+
+    def _parse(self, line: bytes | str, now: float) -> Tick | None:
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return self._bad()
+        if not isinstance(obj, dict):
+            return self._bad()
+        iid, price, volume = obj.get("id"), obj.get("price"), obj.get("volume", 0.0)
+        if not isinstance(iid, str) or not _is_number(price) or not _is_number(volume):
+            return self._bad()
+        if not (math.isfinite(price) and price > 0) or not (math.isfinite(volume) and volume >= 0):
+            return self._bad()
+        ts = _parse_ts(obj.get("ts"), now)
+        if ts is None:
+            return self._bad()
+        row = self.index.get(iid.strip().lower())
+        if row is None:
+            self.unknown_ids += 1
+            return None
+        return Tick(row, float(price), ts, float(volume))

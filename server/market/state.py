@@ -1,0 +1,183 @@
+"""The market state: current prices, per-instrument sequence numbers, candles.
+
+Single writer: only ``apply`` and ``roll`` change it, and each change bumps
+``version`` so readers can cache serialised views per version. Views return
+plain dicts and lists ready for orjson; they never mutate anything.
+
+Ticks are attributed to ``trading_day(tick.ts)``; a late tick whose trading day
+is before the live candle's day still counts toward the live candle.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
+
+from server.market.candles import CandleBook
+from server.market.catalogue import Catalogue
+from server.market.feed import DemoFeed, Tick
+from server.market.inventory import InventoryBook
+from server.market.spreads import SpreadCalculator
+from server.market.timefmt import iso, trading_day
+
+_DAY_OFFSET_S = 8 * 3600
+
+
+@dataclass(slots=True)
+class AppliedTick:
+    row: int
+    id: str
+    price: float
+    change: float
+    ts: float
+    seq: int
+
+
+def _finite_or_none(value: float, decimals: int) -> float | None:
+    return round(value, decimals) if math.isfinite(value) else None
+
+
+def price_text(price: float, decimals: int, unit: str) -> str:
+    """'2,415.00 CNY/t' style text; 'n/a' before the first price."""
+    if not math.isfinite(price):
+        return f"n/a {unit}"
+    return f"{price:,.{decimals}f} {unit}"
+
+
+class MarketState:
+    def __init__(
+        self, catalogue: Catalogue, candles: CandleBook, demo: bool, epoch: str,
+        inventory: InventoryBook | None = None,
+    ) -> None:
+        n = len(catalogue.instruments)
+        if candles.n != n:
+            raise ValueError("candle book and catalogue disagree on the instrument count")
+        self.catalogue = catalogue
+        self.candles = candles
+        self.demo = demo
+        self.epoch = epoch
+        self.inventory = inventory
+        self.prices: np.ndarray = candles.live_arrays()[3]
+        self.seq = np.zeros(n, dtype=np.int64)
+        self.updated_ts = np.full(n, np.nan)
+        self.version = 0
+        self.updated = 0.0
+        self._ids = [inst.id for inst in catalogue.instruments]
+        self._decimals = [inst.decimals for inst in catalogue.instruments]
+        self._spreads = SpreadCalculator(catalogue)
+        self._day_key = -1
+        self._day = date.min
+
+    # --- writing -------------------------------------------------------------
+    def _trading_day(self, ts: float) -> date:
+        key = int((ts + _DAY_OFFSET_S) // 86400)
+        if key != self._day_key:
+            self._day_key, self._day = key, trading_day(ts)
+        return self._day
+
+    def apply(self, ticks: list[Tick]) -> list[AppliedTick]:
+        """Apply ticks in order; bumps ``version`` once per non-empty batch."""
+        if not ticks:
+            return []
+        out = [self._apply_one(t) for t in ticks]
+        self.version += 1
+        self.updated = max(self.updated, max(t.ts for t in ticks))
+        return out
+
+    def _apply_one(self, tick: Tick) -> AppliedTick:
+        row = tick.row
+        self.candles.apply_tick(row, tick.price, tick.volume, self._trading_day(tick.ts))
+        self.prices[row] = tick.price
+        seq = int(self.seq[row]) + 1
+        self.seq[row] = seq
+        self.updated_ts[row] = tick.ts
+        prev = self.candles.prev_close(row)
+        change = tick.price - prev if math.isfinite(prev) else 0.0
+        return AppliedTick(row, self._ids[row], tick.price, round(change, self._decimals[row]), tick.ts, seq)
+
+    def roll(self, now: float) -> bool:
+        """Roll candles to ``trading_day(now)``; True (and a new version) if anything changed."""
+        if self.candles.roll_to(trading_day(now)):
+            self.version += 1
+            return True
+        return False
+
+    # --- views ---------------------------------------------------------------
+    def quote(self, row: int) -> dict:
+        inst = self.catalogue.instruments[row]
+        dec = inst.decimals
+        price = float(self.prices[row])
+        prev = self.candles.prev_close(row)
+        change = price - prev
+        pct = 100.0 * change / prev if math.isfinite(change) and prev else math.nan
+        ts = float(self.updated_ts[row])
+        return {
+            "id": inst.id,
+            "kind": inst.kind,
+            "name": inst.name,
+            "price": _finite_or_none(price, dec),
+            "priceText": price_text(price, dec, inst.price_unit),
+            "change": _finite_or_none(change, dec),
+            "changePct": _finite_or_none(pct, 2),
+            "source": inst.source,
+            "unit": inst.unit,
+            "currency": inst.currency,
+            "updated": iso(ts) if math.isfinite(ts) else None,
+        }
+
+    def quote_extended(self, row: int) -> dict:
+        dec = self._decimals[row]
+        o, h, low, _c, v = self.candles.live(row) if len(self.candles) else (math.nan,) * 4 + (0.0,)
+        out = self.quote(row)
+        out.update({
+            "extended": True,
+            "open": _finite_or_none(o, dec),
+            "high": _finite_or_none(h, dec),
+            "low": _finite_or_none(low, dec),
+            "prevClose": _finite_or_none(self.candles.prev_close(row), dec),
+            "volume": round(v),
+            "seq": int(self.seq[row]),
+        })
+        return out
+
+    def quotes(self, rows: list[int]) -> list[dict]:
+        return [self.quote(row) for row in rows]
+
+    def snapshot_quotes(self, rows: list[int]) -> list[dict]:
+        return self.quotes(rows)
+
+    def kline(self, row: int, days: int) -> list[dict]:
+        return self.candles.series(row, days, self._decimals[row])
+
+    def spreads(self) -> list[dict]:
+        return self._spreads.compute(self.prices)
+
+    def inventory_items(self) -> list[dict]:
+        return self.inventory.items() if self.inventory is not None else []
+
+    def categories(self) -> list[dict]:
+        return [self.category(cat.id) for cat in self.catalogue.categories]
+
+    def category(self, category_id: str) -> dict:
+        """One category view; raises KeyError for an unknown id."""
+        cat = self.catalogue.category_index[category_id]
+        rows = [self.catalogue.index[iid] for iid in cat.instrument_ids]
+        return {"id": cat.id, "name": cat.name, "count": len(rows), "quotes": self.quotes(rows)}
+
+
+def build_demo_state(
+    catalogue: Catalogue, seed: int, now: float, capacity: int = 90
+) -> tuple[MarketState, DemoFeed]:
+    """Demo feed plus a state whose history ends in today's live candle at the live price."""
+    feed = DemoFeed(catalogue, seed)
+    days, o, h, low, c, v = feed.history(trading_day(now), capacity)
+    candles = CandleBook(len(catalogue.instruments), capacity)
+    candles.load_history(days, o, h, low, c, v)
+    state = MarketState(catalogue, candles, demo=True, epoch=f"demo-{seed}-{int(now)}",
+                        inventory=InventoryBook(catalogue, seed))
+    state.updated_ts[:] = now
+    state.updated = now
+    return state, feed
