@@ -78,7 +78,7 @@ class Hub:
         self._tasks = [
             loop.create_task(self.feed.run(self._on_ticks), name="feed"),
             loop.create_task(self._refresh_keys(), name="keys"),
-            loop.create_task(self._roll_candles(), name="roll"),
+            loop.create_task(self._housekeeping(), name="housekeeping"),
         ]
         for service in self.services:
             await service.start()
@@ -104,10 +104,16 @@ class Hub:
                 for listener in self.revocation_listeners:
                     listener(revoked)
 
-    async def _roll_candles(self) -> None:
+    async def _housekeeping(self) -> None:
+        """Roll candles at local midnight (checked every second); drop full rate-limit buckets."""
+        ticks = 0
         while True:
             await asyncio.sleep(1.0)
-            self.state.roll(self.clock())
+            now = self.clock()
+            self.state.roll(now)
+            ticks += 1
+            if ticks % 60 == 0:
+                self.app.limiter.store.prune(now)
 
     async def stop_services(self) -> None:
         """Stop services (WebSockets close with 1001, the outbox worker); idempotent."""

@@ -40,26 +40,34 @@ class Decision:
         return max(1, math.ceil(self.retry_after))
 
 
-class LimiterStore(Protocol):
-    def get(self, key: str) -> float | None: ...
+MINUTE_NS = 60_000_000_000
 
-    def set(self, key: str, tat: float) -> None: ...
+
+class LimiterStore(Protocol):
+    def get(self, key: str) -> int | None: ...
+
+    def set(self, key: str, tat: int) -> None: ...
+
+    def prune(self, now: float) -> int:
+        """Forget buckets that are full again (a store with expiring keys returns 0)."""
+        ...
 
 
 class MemoryStore:
     """Bucket timestamps in a dict; `prune` drops buckets that are full again."""
 
     def __init__(self) -> None:
-        self._tat: dict[str, float] = {}
+        self._tat: dict[str, int] = {}
 
-    def get(self, key: str) -> float | None:
+    def get(self, key: str) -> int | None:
         return self._tat.get(key)
 
-    def set(self, key: str, tat: float) -> None:
+    def set(self, key: str, tat: int) -> None:
         self._tat[key] = tat
 
     def prune(self, now: float) -> int:
-        stale = [k for k, tat in self._tat.items() if tat <= now]
+        now_ns = int(now * 1e9)
+        stale = [k for k, tat in self._tat.items() if tat <= now_ns]
         for k in stale:
             del self._tat[k]
         return len(stale)
@@ -69,20 +77,21 @@ class MemoryStore:
 
 
 class Gcra:
+    """Arithmetic in integer nanoseconds, so a burst of N is exactly N however long the run."""
+
     def __init__(self, store: LimiterStore | None = None) -> None:
         self.store: LimiterStore = store if store is not None else MemoryStore()
 
     def check(self, key: str, per_minute: int, now: float, policy: str = "default") -> Decision:
-        interval = 60.0 / per_minute
+        interval = MINUTE_NS // per_minute
         window = interval * per_minute  # burst capacity expressed in time
-        tat = self.store.get(key)
-        if tat is None or tat < now:
-            tat = now
+        now_ns = int(now * 1e9)
+        stored = self.store.get(key)
+        tat = now_ns if stored is None or stored < now_ns else int(stored)
         new_tat = tat + interval
         allow_at = new_tat - window
-        if now < allow_at:
-            return Decision(False, per_minute, 0, tat - now, allow_at - now, policy)
+        if now_ns < allow_at:
+            return Decision(False, per_minute, 0, (tat - now_ns) / 1e9, (allow_at - now_ns) / 1e9, policy)
         self.store.set(key, new_tat)
-        # small epsilon so float error never costs a whole request
-        remaining = int((window - (new_tat - now)) / interval + 1e-9)
-        return Decision(True, per_minute, remaining, new_tat - now, 0.0, policy)
+        remaining = (window - (new_tat - now_ns)) // interval
+        return Decision(True, per_minute, remaining, (new_tat - now_ns) / 1e9, 0.0, policy)

@@ -1,0 +1,123 @@
+"""Shared test harness: real server processes on free ports, the real CLI, real HTTP clients."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNTIMES = ("granian", "robyn")
+START_TIMEOUT_S = 30.0
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def run_cli(data_dir: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    """Run `market-server <args> --data-dir DIR` as an operator would."""
+    cmd = [sys.executable, "-m", "server", *args, "--data-dir", str(data_dir)]
+    return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=60, cwd=ROOT)
+
+
+class ServerProcess:
+    """`market-server serve` in a child process; `stop()` sends SIGTERM and returns the exit code."""
+
+    def __init__(self, data_dir: Path, runtime: str = "granian", *extra: str, stdin: int | None = None) -> None:
+        self.data_dir = data_dir
+        self.runtime = runtime
+        self.port = free_port()
+        self.ws_port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.ws_base = f"ws://127.0.0.1:{self.ws_port}"
+        self.log_path = data_dir.parent / f"server-{self.port}.log"
+        data_dir.mkdir(parents=True, exist_ok=True)
+        cmd = [
+            sys.executable, "-m", "server", "serve", "--data-dir", str(data_dir), "--runtime", runtime,
+            "--port", str(self.port), "--ws-port", str(self.ws_port), *extra,
+        ]
+        self._log = open(self.log_path, "wb")  # noqa: SIM115
+        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
+                                     stdin=stdin, env=env)
+        self._wait_ready()
+
+    def _wait_ready(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.output()}")
+            try:
+                if httpx.get(self.base + "/readyz", timeout=1.0).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)  # polling a port that is not open yet: nothing to await
+        self.kill()
+        raise RuntimeError(f"server not ready within {START_TIMEOUT_S}s:\n{self.output()}")
+
+    @property
+    def demo_key(self) -> str:
+        return (self.data_dir / "demo-key.txt").read_text().strip()
+
+    def output(self) -> str:
+        self._log.flush()
+        return self.log_path.read_text(errors="replace")
+
+    def client(self, **kw: object) -> httpx.Client:
+        return httpx.Client(base_url=self.base, timeout=10.0, **kw)  # type: ignore[arg-type]
+
+    def create_key(self, plan: str, *extra: str) -> tuple[str, str]:
+        out = run_cli(self.data_dir, "keys", "create", "--plan", plan, "--json", *extra)
+        assert out.returncode == 0, out.stderr
+        import json
+
+        data = json.loads(out.stdout)
+        return data["id"], data["key"]
+
+    def stop(self, timeout: float = 10.0) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self._log.close()
+        return int(self.proc.returncode)
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+
+@pytest.fixture(scope="module", params=RUNTIMES)
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """One server per runtime per test module; a generous public rate so tests don't trip it."""
+    data_dir = tmp_path_factory.mktemp(f"data-{request.param}") / "data"
+    srv = ServerProcess(data_dir, request.param, "--public-rate", "100000")
+    yield srv
+    code = srv.stop()
+    assert code == 0, f"server exited with {code}:\n{srv.output()}"
+
+
+@pytest.fixture(scope="module")
+def http(server: ServerProcess) -> Iterator[httpx.Client]:
+    with server.client() as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def pro_key(server: ServerProcess) -> str:
+    return server.demo_key

@@ -1,0 +1,203 @@
+"""The keyed market-data API over real HTTP, on both runtimes (SPEC 4-6)."""
+
+from __future__ import annotations
+
+import re
+from datetime import date
+
+import httpx
+import pytest
+
+from tests.conftest import ServerProcess, run_cli
+
+ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?\+08:00$")
+QUOTE_FIELDS = {"id", "kind", "name", "price", "priceText", "change", "changePct", "source", "unit",
+                "currency", "updated"}
+
+
+def _problem(resp: httpx.Response, status: int, code: str) -> dict:
+    assert resp.status_code == status, resp.text
+    assert resp.headers["content-type"] == "application/problem+json"
+    body = resp.json()
+    assert body["status"] == status and body["code"] == code
+    assert {"type", "title", "detail"} <= body.keys()
+    return body
+
+
+def test_quotes_envelope_in_catalogue_order(http: httpx.Client, pro_key: str) -> None:
+    resp = http.get("/api/v1/quotes", headers={"X-SERVICE-Key": pro_key})
+    assert resp.status_code == 200
+    assert resp.headers["content-type"] == "application/json"
+    body = resp.json()
+    assert body["demo"] is True and ISO.match(body["updated"])
+    assert body["count"] == len(body["quotes"]) >= 40
+    assert {q["kind"] for q in body["quotes"]} == {"oil", "chem", "fx"}
+    for q in body["quotes"]:
+        assert QUOTE_FIELDS <= q.keys()
+        assert set(q["name"]) == {"zh", "en"}
+        assert q["price"] > 0 and q["priceText"].endswith(q["unit"]["en"]) or q["kind"] == "fx"
+    ids = [q["id"] for q in body["quotes"]]
+    assert len(set(ids)) == len(ids)
+    assert "brent" in ids and "usdcny" in ids
+
+
+def test_kind_and_ids_filters_intersect(http: httpx.Client, pro_key: str) -> None:
+    h = {"X-SERVICE-Key": pro_key}
+    oil = http.get("/api/v1/quotes", params={"kind": "oil"}, headers=h).json()
+    assert oil["count"] > 5 and {q["kind"] for q in oil["quotes"]} == {"oil"}
+    both = http.get("/api/v1/quotes", params={"kind": "oil", "ids": "usdcny,wti,brent"}, headers=h).json()
+    assert [q["id"] for q in both["quotes"]] == ["brent", "wti"]  # catalogue order, fx dropped
+    assert both["count"] == 2
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [({"kind": "metals"}, "kind"), ({"ids": "brent,nope,zzz"}, "ids"), ({"ids": ""}, "ids"),
+     ({"ids": ",".join(["brent"] * 101)}, "ids")],
+)
+def test_bad_filters_are_400(http: httpx.Client, pro_key: str, params: dict, field: str) -> None:
+    body = _problem(http.get("/api/v1/quotes", params=params, headers={"X-SERVICE-Key": pro_key}),
+                    400, "invalid_parameter")
+    assert body["errors"][0]["field"] == field
+    if params.get("ids") == "brent,nope,zzz":
+        assert "nope" in body["detail"] and "zzz" in body["detail"] and "brent" not in body["detail"]
+
+
+def test_single_quote_extended(http: httpx.Client, pro_key: str) -> None:
+    q = http.get("/api/v1/quotes/brent", headers={"X-SERVICE-Key": pro_key}).json()
+    assert q["id"] == "brent" and q["extended"] is True
+    assert {"open", "high", "low", "prevClose", "volume", "seq"} <= q.keys()
+    assert q["low"] <= q["price"] <= q["high"]
+    assert q["change"] == pytest.approx(q["price"] - q["prevClose"], abs=0.011)
+    assert q["changePct"] == pytest.approx(100 * q["change"] / q["prevClose"], abs=0.011)
+    _problem(http.get("/api/v1/quotes/gold", headers={"X-SERVICE-Key": pro_key}), 404, "not_found")
+
+
+def test_kline_series(http: httpx.Client, pro_key: str) -> None:
+    h = {"X-SERVICE-Key": pro_key}
+    body = http.get("/api/v1/kline/methanol", headers=h).json()
+    assert body["id"] == "methanol" and body["demo"] is True
+    series = body["series"]
+    assert len(series) == 90
+    days = [date.fromisoformat(c["t"]) for c in series]
+    assert days == sorted(days) and len(set(days)) == 90
+    assert all(d.weekday() < 5 for d in days)
+    for c in series:
+        assert c["l"] <= min(c["o"], c["c"]) and c["h"] >= max(c["o"], c["c"])
+    quote = http.get("/api/v1/quotes/methanol", headers=h).json()
+    assert series[-1]["c"] == pytest.approx(quote["price"], rel=0.02)  # last is the live candle
+    ten = http.get("/api/v1/kline/methanol", params={"days": "10"}, headers=h).json()["series"]
+    assert [c["t"] for c in ten] == [c["t"] for c in series[-10:]]
+    assert len(http.get("/api/v1/kline/methanol", params={"days": "1"}, headers=h).json()["series"]) == 1
+
+
+@pytest.mark.parametrize("days", ["0", "91", "-1", "abc", "10.5", "", "1e1", " 5"])
+def test_kline_bad_days(http: httpx.Client, pro_key: str, days: str) -> None:
+    resp = http.get("/api/v1/kline/brent", params={"days": days}, headers={"X-SERVICE-Key": pro_key})
+    assert _problem(resp, 400, "invalid_parameter")["errors"][0]["field"] == "days"
+
+
+def test_kline_unknown_instrument(http: httpx.Client, pro_key: str) -> None:
+    _problem(http.get("/api/v1/kline/gold", headers={"X-SERVICE-Key": pro_key}), 404, "not_found")
+
+
+def test_spreads_formula(http: httpx.Client, pro_key: str) -> None:
+    body = http.get("/api/v1/spreads", headers={"X-SERVICE-Key": pro_key}).json()
+    assert [s["pair"] for s in body["spreads"]] == ["methanol", "PTA", "PP", "PE", "PVC"]
+    for s in body["spreads"]:
+        intl = s["cfrUsd"] * s["fx"] * (1 + s["tariff"]) * (1 + s["vat"]) + s["portFee"]
+        assert s["vat"] == 0.13
+        assert s["intl"] == pytest.approx(intl, abs=0.02)
+        assert s["basis"] == pytest.approx((s["shfe"] + s["dce"]) / 2 - s["intl"], abs=0.02)
+        assert s["basisPct"] == pytest.approx(100 * s["basis"] / s["intl"], abs=0.01)
+        assert s["note"]
+
+
+def test_inventory(http: httpx.Client, pro_key: str) -> None:
+    body = http.get("/api/v1/inventory", headers={"X-SERVICE-Key": pro_key}).json()
+    assert body["demo"] is True and len(body["items"]) >= 5
+    for item in body["items"]:
+        assert item["type"] in {"port", "social", "factory"}
+        last_week = item["level"] - item["wow"]
+        assert item["wowPct"] == pytest.approx(100 * item["wow"] / last_week, abs=0.01)
+
+
+@pytest.mark.parametrize("path", ["/api/v1/quotes", "/api/v1/quotes/brent", "/api/v1/kline/brent",
+                                  "/api/v1/spreads", "/api/v1/inventory"])
+def test_every_keyed_endpoint_needs_a_key(http: httpx.Client, path: str) -> None:
+    missing = _problem(http.get(path), 401, "unauthorized")
+    assert "X-SERVICE-Key" in missing["detail"]
+    _problem(http.get(path, headers={"X-SERVICE-Key": "mk_not_a_real_key"}), 401, "unauthorized")
+
+
+def test_common_headers(http: httpx.Client, pro_key: str) -> None:
+    resp = http.get("/api/v1/spreads", headers={"X-SERVICE-Key": pro_key, "X-Request-ID": "abc-123"})
+    assert resp.headers["x-request-id"] == "abc-123"
+    assert resp.headers["access-control-allow-origin"] == "*"
+    assert "X-RateLimit-Remaining" in resp.headers["access-control-expose-headers"]
+    assert resp.headers["x-ratelimit-limit"] == "600"
+    assert resp.headers["ratelimit-policy"] == '"professional";q=600;w=60'
+    generated = http.get("/healthz").headers["x-request-id"]
+    assert generated and generated != http.get("/healthz").headers["x-request-id"]
+    err = http.get("/api/v1/quotes/zzz", headers={"X-SERVICE-Key": pro_key})
+    assert err.headers["access-control-allow-origin"] == "*" and "x-ratelimit-remaining" in err.headers
+
+
+def test_ops_endpoints(http: httpx.Client) -> None:
+    assert http.get("/healthz").json() == {"status": "ok"}
+    assert http.get("/readyz").json()["status"] == "ready"
+    metrics = http.get("/metrics")
+    assert metrics.headers["content-type"].startswith("text/plain")
+    assert 'market_http_requests_total{route="healthz",status="200"}' in metrics.text
+    spec = http.get("/openapi.json").json()
+    assert spec["openapi"].startswith("3.1")
+    assert {"/api/v1/quotes", "/api/v1/kline/{id}", "/api/v1/spreads"} <= spec["paths"].keys()
+    docs = http.get("/docs")
+    assert docs.status_code == 200 and "text/html" in docs.headers["content-type"]
+    assert http.get("/docs/swagger-ui-bundle.js").status_code == 200
+
+
+def test_free_key_61st_request_is_429(server: ServerProcess, http: httpx.Client) -> None:
+    _, key = server.create_key("free")
+    h = {"X-SERVICE-Key": key}
+    statuses = [http.get("/api/v1/quotes/brent", headers=h) for _ in range(61)]
+    assert [r.status_code for r in statuses[:60]] == [200] * 60
+    assert statuses[59].headers["x-ratelimit-remaining"] == "0"
+    refused = statuses[60]
+    body = _problem(refused, 429, "rate_limited")
+    assert int(refused.headers["retry-after"]) >= 1
+    assert body["retryAfter"] == int(refused.headers["retry-after"])
+    assert refused.headers["x-ratelimit-limit"] == "60"
+
+
+def test_enterprise_rate_from_cli(server: ServerProcess, http: httpx.Client) -> None:
+    _, key = server.create_key("enterprise", "--rate", "1234")
+    resp = http.get("/api/v1/spreads", headers={"X-SERVICE-Key": key})
+    assert resp.headers["x-ratelimit-limit"] == "1234"
+
+
+def test_key_created_and_revoked_while_running(server: ServerProcess, http: httpx.Client) -> None:
+    key_id, key = server.create_key("professional", "--label", "ci")
+    assert http.get("/api/v1/inventory", headers={"X-SERVICE-Key": key}).status_code == 200  # works at once
+    listed = run_cli(server.data_dir, "keys", "list", "--json")
+    assert key_id in listed.stdout and key not in listed.stdout
+    assert run_cli(server.data_dir, "keys", "revoke", key_id).returncode == 0
+    import time
+
+    deadline = time.monotonic() + 5.0
+    status = 200
+    while time.monotonic() < deadline and status == 200:
+        time.sleep(0.05)  # the server re-reads keys every second; nothing to await from here
+        status = http.get("/api/v1/inventory", headers={"X-SERVICE-Key": key}).status_code
+    assert status == 401
+    assert run_cli(server.data_dir, "keys", "revoke", key_id).returncode == 1  # already revoked
+
+
+def test_keys_are_stored_hashed(server: ServerProcess) -> None:
+    import sqlite3
+
+    _, key = server.create_key("free")
+    conn = sqlite3.connect(server.data_dir / "market.sqlite3")
+    dump = "\n".join(conn.iterdump())
+    assert key not in dump
+    assert key not in server.output()

@@ -1,0 +1,69 @@
+"""GCRA with an injected clock: exact burst, spacing, refill and headers."""
+
+from __future__ import annotations
+
+import pytest
+
+from server.api.ratelimit import Gcra, MemoryStore
+
+
+def test_burst_of_n_then_refusal() -> None:
+    gcra = Gcra()
+    decisions = [gcra.check("k", 60, now=1000.0) for _ in range(61)]
+    assert all(d.allowed for d in decisions[:60])
+    assert [d.remaining for d in decisions[:3]] == [59, 58, 57]
+    assert decisions[59].remaining == 0
+    refused = decisions[60]
+    assert not refused.allowed
+    assert refused.retry_after == pytest.approx(1.0)
+    assert refused.retry_after_s == 1
+    assert refused.reset == pytest.approx(60.0)
+
+
+def test_one_request_per_interval_after_the_burst() -> None:
+    gcra = Gcra()
+    for _ in range(10):
+        assert gcra.check("k", 10, now=0.0).allowed
+    assert not gcra.check("k", 10, now=5.99).allowed
+    assert gcra.check("k", 10, now=6.0).allowed  # 60/10 = 6 s later, exactly one more
+    assert not gcra.check("k", 10, now=6.0).allowed
+
+
+def test_full_refill_after_a_minute_and_idle_buckets_pruned() -> None:
+    store = MemoryStore()
+    gcra = Gcra(store)
+    for _ in range(5):
+        gcra.check("a", 5, now=0.0)
+    assert not gcra.check("a", 5, now=0.0).allowed
+    assert gcra.check("a", 5, now=60.0).remaining == 4
+    assert store.prune(now=1000.0) == 1
+    assert len(store) == 0
+
+
+def test_buckets_are_independent() -> None:
+    gcra = Gcra()
+    assert gcra.check("a", 1, now=0.0).allowed
+    assert not gcra.check("a", 1, now=0.0).allowed
+    assert gcra.check("b", 1, now=0.0).allowed
+
+
+def test_refusal_headers() -> None:
+    gcra = Gcra()
+    gcra.check("k", 2, now=0.0)
+    gcra.check("k", 2, now=0.0)
+    headers = dict(gcra.check("k", 2, now=0.5, policy="free").headers())
+    assert headers["retry-after"] == "30"  # next slot at t=30
+    assert headers["x-ratelimit-limit"] == "2"
+    assert headers["x-ratelimit-remaining"] == "0"
+    assert headers["ratelimit-policy"] == '"free";q=2;w=60'
+    assert headers["ratelimit"].startswith('"free";r=0;t=')
+
+
+def test_retry_after_is_at_least_one_second() -> None:
+    gcra = Gcra()
+    for _ in range(600):
+        gcra.check("k", 600, now=0.0)
+    refused = gcra.check("k", 600, now=0.05)
+    assert not refused.allowed
+    assert refused.retry_after == pytest.approx(0.05)
+    assert refused.retry_after_s == 1
