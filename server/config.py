@@ -10,7 +10,7 @@ import argparse
 import ipaddress
 import os
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -23,7 +23,7 @@ class ConfigError(ValueError):
     """A setting is invalid; the message names the flag."""
 
 
-class Runtime(str, Enum):
+class Runtime(StrEnum):
     GRANIAN = "granian"
     ROBYN = "robyn"
 

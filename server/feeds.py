@@ -40,6 +40,8 @@ class FeedSource(Protocol):
 
     def flush(self) -> None: ...
 
+    def stats(self) -> dict[str, int]: ...
+
 
 def make_feed(
     settings: Settings, catalogue: Catalogue, conn: sqlite3.Connection, clock: Callable[[], float], epoch: str
@@ -68,6 +70,9 @@ class DemoSource:
 
     def flush(self) -> None:
         """The demo feed keeps nothing."""
+
+    def stats(self) -> dict[str, int]:
+        return {}
 
 
 class JsonlSource:
@@ -131,6 +136,9 @@ class JsonlSource:
 
     def ready(self) -> bool:
         return True
+
+    def stats(self) -> dict[str, int]:
+        return {"bad_lines": self.parser.bad_lines, "unknown_ids": self.parser.unknown_ids}
 
     def flush(self) -> None:
         """Persist every candle in the buffer (closed ones and today's, upserted)."""

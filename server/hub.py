@@ -62,6 +62,10 @@ class Hub:
         self.cache = VersionedCache()
         self.router = Router()
         self.app = App(settings, self.router, self.keys, HttpMetrics(self.registry), clock=clock)
+        self.ticks_applied = self.registry.counter("market_ticks_applied_total", "Ticks applied to the market state.")
+        for name in ("bad_lines", "unknown_ids"):
+            self.registry.gauge(f"market_feed_{name}", f"Feed lines skipped ({name.replace('_', ' ')}).",
+                                lambda name=name: float(self.feed.stats().get(name, 0)))
         MarketApi(self.state, self.inventory, self.cache).register(self.router)
         self.ops = OpsApi(self)
         self.services: list[Service] = []
@@ -89,6 +93,7 @@ class Hub:
     def _on_ticks(self, ticks: list) -> None:  # type: ignore[type-arg]
         applied = self.state.apply(ticks)
         if applied:
+            self.ticks_applied.inc(amount=len(applied))
             self.bus.publish(applied)
 
     async def _refresh_keys(self) -> None:
