@@ -1,15 +1,154 @@
-"""Inquiry and cooperation records.
+"""Inquiries and cooperation intents: stored durably, each with its after-insert hooks in one transaction.
 
-`AFTER_INSERT` hooks run INSIDE the SQLite transaction that inserts a record,
-called as `hook(conn, kind, record_id, payload)` with kind "inquiry" or
-"cooperation" and payload the record's fields (including id and createdAt).
-The outbox worker registers one while it runs, so the record and its
-notification jobs commit (or roll back) together.
+`AFTER_INSERT` is the seam the notification outbox plugs into: every hook is
+called inside the same `BEGIN IMMEDIATE ... COMMIT` as the record's INSERT, so a
+record and its notification jobs land together or not at all. Hook signature:
+`hook(conn, kind, record_id, payload)` with kind "inquiry" or "cooperation" and
+payload the record's public fields (camelCase, including id and createdAt).
+A hook that raises rolls the record back, and the request fails with a 500.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
 
-AFTER_INSERT: list[Callable[[sqlite3.Connection, str, str, dict], None]] = []  # type: ignore[type-arg]
+from server.market.timefmt import iso
+from server.store.db import register_schema, transaction
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS inquiries (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    user_email TEXT,
+    product TEXT NOT NULL,
+    quantity REAL NOT NULL,
+    unit TEXT,
+    message TEXT,
+    delivery_place TEXT,
+    contact_phone TEXT,
+    status TEXT NOT NULL DEFAULT 'received',
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS cooperations (
+    id TEXT PRIMARY KEY,
+    company TEXT NOT NULL,
+    contact_name TEXT NOT NULL,
+    email TEXT,
+    phone TEXT,
+    type TEXT NOT NULL,
+    message TEXT,
+    status TEXT NOT NULL DEFAULT 'received',
+    created_at REAL NOT NULL
+);
+"""
+register_schema(SCHEMA)
+
+Hook = Callable[[sqlite3.Connection, str, str, dict[str, Any]], None]
+
+# The agreed seam for the notifier (server/notify/outbox.py registers `enqueue_jobs` here).
+AFTER_INSERT: list[Hook] = []
+
+RECEIVED = "received"
+_CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
+
+
+def new_record_id(prefix: str, now: float) -> str:
+    """`prefix_` + a ULID-like id: 48-bit millisecond time then 80 random bits, Crockford base32."""
+    value = (int(now * 1000) & ((1 << 48) - 1)) << 80 | int.from_bytes(os.urandom(10), "big")
+    chars = [_CROCKFORD[(value >> shift) & 31] for shift in range(125, -1, -5)]
+    return f"{prefix}_{''.join(chars)}"
+
+
+@dataclass(frozen=True, slots=True)
+class Inquiry:
+    user_id: str
+    user_email: str | None
+    product: str
+    quantity: float
+    unit: str | None = None
+    message: str | None = None
+    delivery_place: str | None = None
+    contact_phone: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cooperation:
+    company: str
+    contact_name: str
+    email: str | None
+    phone: str | None
+    type: str
+    message: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Receipt:
+    """What the client is told: the record's id, status and creation time."""
+
+    id: str
+    status: str
+    created_at: str
+
+
+class RecordRepo:
+    def __init__(
+        self, conn: sqlite3.Connection, clock: Callable[[], float] = time.time,
+        hooks: list[Hook] | None = None,
+    ) -> None:
+        self.conn = conn
+        self.clock = clock
+        self.hooks = AFTER_INSERT if hooks is None else hooks
+
+    def add_inquiry(self, q: Inquiry) -> Receipt:
+        now = self.clock()
+        rid = new_record_id("inq", now)
+        payload = {
+            "id": rid, "status": RECEIVED, "createdAt": iso(now), "userId": q.user_id, "userEmail": q.user_email,
+            "product": q.product, "quantity": q.quantity, "unit": q.unit, "message": q.message,
+            "deliveryPlace": q.delivery_place, "contactPhone": q.contact_phone,
+        }
+        self._insert(
+            "inquiry",
+            "INSERT INTO inquiries (id, user_id, user_email, product, quantity, unit, message, delivery_place, "
+            "contact_phone, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (rid, q.user_id, q.user_email, q.product, q.quantity, q.unit, q.message, q.delivery_place,
+             q.contact_phone, RECEIVED, now),
+            payload,
+        )
+        return Receipt(rid, RECEIVED, payload["createdAt"])
+
+    def add_cooperation(self, c: Cooperation) -> Receipt:
+        now = self.clock()
+        rid = new_record_id("coop", now)
+        payload = {
+            "id": rid, "status": RECEIVED, "createdAt": iso(now), "company": c.company,
+            "contactName": c.contact_name, "email": c.email, "phone": c.phone, "type": c.type,
+            "message": c.message,
+        }
+        self._insert(
+            "cooperation",
+            "INSERT INTO cooperations (id, company, contact_name, email, phone, type, message, status, created_at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (rid, c.company, c.contact_name, c.email, c.phone, c.type, c.message, RECEIVED, now),
+            payload,
+        )
+        return Receipt(rid, RECEIVED, payload["createdAt"])
+
+    def _insert(self, kind: str, sql: str, params: tuple[Any, ...], payload: dict[str, Any]) -> None:
+        with transaction(self.conn):
+            self.conn.execute(sql, params)
+            for hook in self.hooks:
+                hook(self.conn, kind, payload["id"], dict(payload))
+
+    def inquiry(self, record_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT * FROM inquiries WHERE id = ?", (record_id,)).fetchone()
+        return dict(row) if row else None
+
+    def cooperation(self, record_id: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT * FROM cooperations WHERE id = ?", (record_id,)).fetchone()
+        return dict(row) if row else None

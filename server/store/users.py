@@ -1,0 +1,92 @@
+"""Site accounts: e-mail (stored lower-case, unique), an Argon2id password hash, a disabled flag.
+
+The repository never sees a password, only its hash (server/api/passwords.py makes it).
+"""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+import time
+from dataclasses import dataclass
+
+from server.store.db import register_schema
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS users (
+    id TEXT PRIMARY KEY,
+    email TEXT NOT NULL UNIQUE,
+    password_hash TEXT NOT NULL,
+    name TEXT,
+    company TEXT,
+    created_at REAL NOT NULL,
+    disabled_at REAL
+);
+"""
+register_schema(SCHEMA)
+
+
+class DuplicateEmail(Exception):
+    """An account with this e-mail address already exists."""
+
+
+@dataclass(frozen=True, slots=True)
+class User:
+    id: str
+    email: str
+    password_hash: str
+    name: str | None
+    company: str | None
+    created_at: float
+    disabled_at: float | None
+
+    @property
+    def disabled(self) -> bool:
+        return self.disabled_at is not None
+
+
+def normalize_email(email: str) -> str:
+    return email.strip().lower()
+
+
+def _row(row: sqlite3.Row) -> User:
+    return User(row["id"], row["email"], row["password_hash"], row["name"], row["company"],
+                row["created_at"], row["disabled_at"])
+
+
+class UserRepo:
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+
+    def create(
+        self, email: str, password_hash: str, name: str | None = None, company: str | None = None,
+        now: float | None = None,
+    ) -> User:
+        user = User("usr_" + secrets.token_hex(8), normalize_email(email), password_hash, name, company,
+                    time.time() if now is None else now, None)
+        try:
+            self.conn.execute(
+                "INSERT INTO users (id, email, password_hash, name, company, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                (user.id, user.email, user.password_hash, user.name, user.company, user.created_at),
+            )
+        except sqlite3.IntegrityError:
+            raise DuplicateEmail(user.email) from None
+        return user
+
+    def by_email(self, email: str) -> User | None:
+        row = self.conn.execute("SELECT * FROM users WHERE email = ?", (normalize_email(email),)).fetchone()
+        return _row(row) if row else None
+
+    def by_id(self, user_id: str) -> User | None:
+        row = self.conn.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
+        return _row(row) if row else None
+
+    def disable(self, email: str, now: float | None = None) -> bool:
+        cur = self.conn.execute(
+            "UPDATE users SET disabled_at = ? WHERE email = ? AND disabled_at IS NULL",
+            (time.time() if now is None else now, normalize_email(email)),
+        )
+        return cur.rowcount == 1
+
+    def set_password_hash(self, user_id: str, password_hash: str) -> None:
+        self.conn.execute("UPDATE users SET password_hash = ? WHERE id = ?", (password_hash, user_id))
