@@ -15,6 +15,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 PLANS = ("free", "professional", "enterprise")
+BENCH_STATIC_PATH = "/__bench/static"
 WEBHOOK_KINDS = ("wecom", "dingtalk", "feishu", "generic")
 DEFAULT_ENTERPRISE_RATE = 6000
 
@@ -61,6 +62,8 @@ class Settings:
     jwt_public_key: str | None = None
     log_level: str = "info"
     demo_key: bool = True
+    # benchmarks only: the runtime answers BENCH_STATIC_PATH itself with fixed bytes (the ceiling)
+    bench_static: bool = False
 
     @property
     def feed_path(self) -> str | None:
@@ -121,6 +124,8 @@ def add_serve_args(parser: argparse.ArgumentParser) -> None:
         "append #secret=S to the URL for a signing secret",
     )
     parser.add_argument("--no-demo-key", action="store_true", help="do not create the demo key on first start")
+    parser.add_argument("--bench-static", action="store_true", default=bool(env_default("bench-static")),
+                        help=argparse.SUPPRESS)
     add_data_dir(parser)
 
 
@@ -128,7 +133,11 @@ def settings_from_args(ns: argparse.Namespace) -> Settings:
     """Validate everything once; a ConfigError names the bad flag."""
     base = Settings()
     raw = {flag.replace("-", "_"): getattr(ns, flag.replace("-", "_")) for flag in SERVE_FLAGS}
-    values: dict[str, object] = {"data_dir": Path(ns.data_dir), "demo_key": not ns.no_demo_key}
+    values: dict[str, object] = {
+        "data_dir": Path(ns.data_dir),
+        "demo_key": not ns.no_demo_key,
+        "bench_static": ns.bench_static,
+    }
     for name, value in raw.items():
         if value is None:
             continue

@@ -37,13 +37,23 @@ def announce(hub: Hub) -> None:
               f"  {secret}", flush=True)
 
 
+def bench_static_body(hub: Hub) -> bytes | None:
+    """With --bench-static: the quotes body as it is now, served by the runtime itself (the ceiling)."""
+    if not hub.settings.bench_static:
+        return None
+    import orjson
+
+    rows = list(range(len(hub.catalogue.instruments)))
+    return orjson.dumps({"updated": "static", "count": len(rows), "demo": True, "quotes": hub.state.quotes(rows)})
+
+
 async def _serve_granian(settings: Settings) -> int:
     from server.http.granian_rsgi import GranianRuntime
 
     hub = Hub(settings)
     announce(hub)
     await hub.start()
-    runtime = GranianRuntime(hub.app, settings.host, settings.port)
+    runtime = GranianRuntime(hub.app, settings.host, settings.port, bench_static_body(hub))
     await runtime.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

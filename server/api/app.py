@@ -56,6 +56,11 @@ class App:
         self._id_prefix = os.urandom(4).hex()
         self._wildcard_cors = "*" in settings.cors_origins
         self._origins = frozenset(settings.cors_origins)
+        self._cors_wildcard_headers = [
+            ("access-control-allow-origin", "*"),
+            ("access-control-expose-headers", RATE_HEADERS),
+        ]
+        self._labels: dict[tuple[str, int], tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {}
 
     async def handle(self, req: Request) -> Response:
         started = time.perf_counter()
@@ -74,8 +79,14 @@ class App:
         self._cors(req, resp)
         if req.method == "HEAD":
             resp.body = b""
-        self.metrics.requests.inc((("route", route_name), ("status", str(resp.status))))
-        self.metrics.latency.observe(time.perf_counter() - started, (("route", route_name),))
+        labels = self._labels.get((route_name, resp.status))
+        if labels is None:
+            labels = self._labels[(route_name, resp.status)] = (
+                (("route", route_name), ("status", str(resp.status))),
+                (("route", route_name),),
+            )
+        self.metrics.requests.inc(labels[0])
+        self.metrics.latency.observe(time.perf_counter() - started, labels[1])
         return resp
 
     async def _dispatch(self, req: Request) -> tuple[Route | None, Response]:
@@ -170,13 +181,13 @@ class App:
 
     def _cors(self, req: Request, resp: Response) -> None:
         if self._wildcard_cors:
-            resp.headers.append(("access-control-allow-origin", "*"))
+            resp.headers += self._cors_wildcard_headers
         else:
             origin = req.headers.get("origin")
             if origin in self._origins:
                 resp.headers.append(("access-control-allow-origin", origin))
             resp.headers.append(("vary", "Origin"))
-        resp.headers.append(("access-control-expose-headers", RATE_HEADERS))
+            resp.headers.append(("access-control-expose-headers", RATE_HEADERS))
 
 
 def _preflight(methods: dict[str, Any]) -> Response:

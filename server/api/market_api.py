@@ -31,6 +31,7 @@ class MarketApi:
         self.inventory = inventory
         self.cache = cache
         self.catalogue = state.catalogue
+        self._all_rows = tuple(range(len(self.catalogue.instruments)))
 
     def register(self, router: Router) -> None:
         router.add("GET", "/api/v1/quotes", self.quotes, Access.KEYED, name="quotes")
@@ -46,25 +47,27 @@ class MarketApi:
         return orjson.dumps({"updated": iso(self.state.updated), "demo": self.state.demo, **fields})
 
     def quotes(self, req: Request) -> Response:
-        rows = self._select_rows(req.query.get("kind"), req.query.get("ids"))
-        key = ("quotes", tuple(rows))
+        query = req.query
+        kind, ids = query.get("kind"), query.get("ids")
+        rows = self._all_rows if kind is None and ids is None else self._select_rows(kind, ids)
+        key = ("quotes", rows)
 
         def build() -> bytes:
-            quotes = self.state.quotes(rows)
+            quotes = self.state.quotes(list(rows))
             return orjson.dumps(
                 {"updated": iso(self.state.updated), "count": len(quotes), "demo": self.state.demo, "quotes": quotes}
             )
 
         return self._cached(key, build)
 
-    def _select_rows(self, kind: str | None, ids: str | None) -> list[int]:
-        rows = range(len(self.catalogue.instruments))
+    def _select_rows(self, kind: str | None, ids: str | None) -> tuple[int, ...]:
+        rows: tuple[int, ...] | list[int] = self._all_rows
         if kind is not None:
             if kind not in self.catalogue.kinds:
                 raise _param("kind", f"kind must be one of {', '.join(sorted(self.catalogue.kinds))}")
-            rows = self.catalogue.rows_of_kind(kind)  # type: ignore[assignment]
+            rows = self.catalogue.rows_of_kind(kind)
         if ids is None:
-            return list(rows)
+            return tuple(rows)
         wanted = [i.strip() for i in ids.split(",") if i.strip()]
         if not wanted:
             raise _param("ids", "ids must list at least one instrument id")
@@ -74,7 +77,7 @@ class MarketApi:
         if unknown:
             raise _param("ids", f"unknown instrument ids: {', '.join(unknown)}")
         chosen = {self.catalogue.index[i] for i in wanted}
-        return [r for r in rows if r in chosen]
+        return tuple(r for r in rows if r in chosen)
 
     def _row(self, req: Request) -> int:
         inst_id = req.path_params["id"]

@@ -8,8 +8,14 @@ framework object, so both runtimes run the same code and pass the same tests.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import parse_qsl
+
+
+class Headers(Protocol):
+    """Read access to request headers by lower-case name (a dict, or a runtime's own header map)."""
+
+    def get(self, key: str, default: Any = None) -> Any: ...
 
 
 @dataclass(slots=True)
@@ -17,8 +23,8 @@ class Request:
     method: str
     path: str
     query_string: str = ""
-    # header names are lower-case; repeated headers joined with ", "
-    headers: dict[str, str] = field(default_factory=dict)
+    # looked up by lower-case name; adapters pass their runtime's header map when it allows that
+    headers: Headers = field(default_factory=dict)
     body: bytes = b""
     client_ip: str = ""
     # filled by the router
@@ -31,7 +37,7 @@ class Request:
     def query(self) -> dict[str, str]:
         """Query parameters; the last value wins for a repeated name."""
         if self._query is None:
-            self._query = dict(parse_qsl(self.query_string, keep_blank_values=True))
+            self._query = dict(parse_qsl(self.query_string, keep_blank_values=True)) if self.query_string else {}
         return self._query
 
     def header(self, name: str, default: str | None = None) -> str | None:

@@ -11,35 +11,44 @@ from granian.server.embed import Server
 
 from server.api.app import MAX_BODY, App
 from server.api.types import Request
+from server.config import BENCH_STATIC_PATH
 
 log = logging.getLogger("market.granian")
 
 
 class RsgiAdapter:
-    def __init__(self, app: App) -> None:
+    def __init__(self, app: App, static_body: bytes | None = None) -> None:
         self.app = app
+        self.static_body = static_body
 
     async def __rsgi__(self, scope: Any, proto: Any) -> None:
         if scope.proto != "http":  # websockets are served on their own port
+            return
+        if self.static_body is not None and scope.path == BENCH_STATIC_PATH:
+            proto.response_bytes(200, [("content-type", "application/json")], self.static_body)
             return
         req = Request(
             scope.method,
             scope.path,
             scope.query_string,
-            {k.lower(): v for k, v in scope.headers.items()},
-            await _read_body(proto, scope.headers.get("content-length")),
+            scope.headers,  # Granian's header map: lower-case names, .get()
+            await _read_body(proto, scope.headers) if _has_body(scope.headers) else b"",
             _peer(scope.client),
         )
         resp = await self.app.handle(req)
         proto.response_bytes(resp.status, resp.all_headers(), resp.body)
 
 
-async def _read_body(proto: Any, length: str | None) -> bytes:
+def _has_body(headers: Any) -> bool:
+    length = headers.get("content-length")
+    return (length is not None and length != "0") or "transfer-encoding" in headers
+
+
+async def _read_body(proto: Any, headers: Any) -> bytes:
     """Read at most MAX_BODY + 1 bytes, so an oversized body is refused without being buffered."""
+    length = headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > MAX_BODY:
         return b"\0" * (MAX_BODY + 1)
-    if length == "0":
-        return b""
     chunks: list[bytes] = []
     size = 0
     async for chunk in proto:
@@ -58,9 +67,9 @@ def _peer(client: str) -> str:
 class GranianRuntime:
     """Embedded Granian serving the app inside the hub's event loop."""
 
-    def __init__(self, app: App, host: str, port: int) -> None:
+    def __init__(self, app: App, host: str, port: int, static_body: bytes | None = None) -> None:
         self.server = Server(
-            RsgiAdapter(app),
+            RsgiAdapter(app, static_body),
             address=host,
             port=port,
             interface=Interfaces.RSGI,
