@@ -10,6 +10,7 @@ import argparse
 import ipaddress
 import os
 from dataclasses import dataclass, field
+from email.utils import parseaddr
 from enum import StrEnum
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -64,6 +65,10 @@ class Settings:
     demo_key: bool = True
     # benchmarks only: the runtime answers BENCH_STATIC_PATH itself with fixed bytes (the ceiling)
     bench_static: bool = False
+    # notification outbox (hidden flags/env, for tests and tuning): retry backoff base, attempts, call timeout
+    outbox_base_s: float = 30.0
+    outbox_max_attempts: int = 8
+    outbox_timeout_s: float = 10.0
 
     @property
     def feed_path(self) -> str | None:
@@ -101,6 +106,9 @@ SERVE_FLAGS: dict[str, tuple[type, str]] = {
     "jwt-secret": (str, "HS256 secret (default: generated once into the data dir)"),
     "jwt-public-key": (str, "PEM file of an RS256/ES256 identity provider's public key"),
     "log-level": (str, "debug, info, warning or error"),
+    "outbox-base-s": (str, argparse.SUPPRESS),
+    "outbox-max-attempts": (str, argparse.SUPPRESS),
+    "outbox-timeout-s": (str, argparse.SUPPRESS),
 }
 
 
@@ -155,8 +163,10 @@ def _convert(name: str, value: object, base: Settings) -> object:
             return Runtime(str(value))
         if name in ("port", "ws_port", "seed", "tick_interval_ms", "public_rate"):
             return int(str(value))
-        if name == "market_refresh_s":
+        if name in ("market_refresh_s", "outbox_base_s", "outbox_timeout_s"):
             return float(str(value))
+        if name == "outbox_max_attempts":
+            return int(str(value))
         if name == "plan_rate":
             return {**base.plan_rate, **_pairs(str(value), PLANS)}
         if name == "ws_max_conn":
@@ -188,10 +198,17 @@ def _webhook(spec: str) -> Webhook:
     if not sep or kind not in WEBHOOK_KINDS:
         raise ConfigError(f"--webhook: {spec!r} must be KIND=URL with KIND one of {', '.join(WEBHOOK_KINDS)}")
     url, _, fragment = url.partition("#")
-    secret = fragment[len("secret=") :] if fragment.startswith("secret=") else None
+    if fragment and (not fragment.startswith("secret=") or fragment == "secret="):
+        raise ConfigError(f"--webhook: {kind} URL: the part after # must be secret=S (value not shown)")
+    secret = fragment[len("secret=") :] or None
     parts = urlsplit(url)
+    shown = f"{parts.scheme}://{parts.hostname or ''}/..."  # the path and query hold tokens: never echoed
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise ConfigError(f"--webhook: {kind} URL {shown} has an invalid port") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(f"--webhook: {kind} URL {url!r} is not an http(s) URL")
+        raise ConfigError(f"--webhook: {kind} URL {shown} is not an http(s) URL with a host")
     return Webhook(kind, url, secret)
 
 
@@ -216,3 +233,27 @@ def _check(s: Settings) -> None:
         parts = urlsplit(s.smtp_url)
         if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
             raise ConfigError("--smtp-url: must be smtp://[user:pass@]host:port or smtps://... (value not shown)")
+    _check_notify(s)
+
+
+def _check_notify(s: Settings) -> None:
+    if s.smtp_url is not None:
+        try:
+            urlsplit(s.smtp_url).port  # noqa: B018 - raises ValueError for a bad port
+        except ValueError:
+            raise ConfigError("--smtp-url: invalid port (value not shown)") from None
+        if not s.notify_email:
+            raise ConfigError("--notify-email: required when --smtp-url is set")
+    elif s.notify_email:
+        raise ConfigError("--smtp-url: required when --notify-email is set")
+    for flag, address in [("--notify-email", a) for a in s.notify_email] + [("--mail-from", s.mail_from)]:
+        addr = parseaddr(address)[1]
+        local, at, domain = addr.rpartition("@")
+        if not (at and local and domain) or any(c.isspace() or c in "<>,;" for c in addr):
+            raise ConfigError(f"{flag}: {address!r} is not an e-mail address")
+    if not 0 < s.outbox_base_s <= 86_400:
+        raise ConfigError("--outbox-base-s: must be between 0 and 86400 seconds")
+    if not 1 <= s.outbox_max_attempts <= 100:
+        raise ConfigError("--outbox-max-attempts: must be between 1 and 100")
+    if not 0 < s.outbox_timeout_s <= 300:
+        raise ConfigError("--outbox-timeout-s: must be between 0 and 300 seconds")

@@ -29,6 +29,7 @@ from server.config import Settings
 from server.feeds import FeedSource, make_feed
 from server.market.catalogue import default_catalogue
 from server.market.inventory import InventoryBook
+from server.notify.worker import OutboxWorker
 from server.store.db import open_db
 from server.store.keys import KeyRepo
 
@@ -69,6 +70,7 @@ class Hub:
         MarketApi(self.state, self.inventory, self.cache).register(self.router)
         self.ops = OpsApi(self)
         self.services: list[Service] = []
+        self.services.append(OutboxWorker(settings, self.registry, clock))
         self.revocation_listeners: list[Callable[[set[str]], None]] = []
         self._tasks: list[asyncio.Task[None]] = []
         self.started = False

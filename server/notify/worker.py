@@ -1,0 +1,227 @@
+"""The outbox worker: a hub service that claims due jobs, delivers them and records the outcome.
+
+At-least-once: a job is marked `sending` (attempt counted) before the send and
+`delivered` after the far side accepted it. A job found in `sending` that this
+process is not delivering (the previous process died, or a write failed) goes
+back to `pending` and is sent again with the same idempotency id; so a
+duplicate is possible only when a crash falls between the far side accepting
+and our commit, and the idempotency id lets the far side drop it. A delivered
+job is never claimed again. One hub per data dir owns delivery.
+
+The worker wakes at once when a hook enqueues a job and otherwise polls every
+second for due retries and for jobs another process put back (`outbox retry`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import sqlite3
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from server.api.metrics import Registry
+from server.config import Settings
+from server.notify.channels import EMAIL, configured_channels, describe, scrub, sensitive_strings
+from server.notify.jobs import Backoff, DeliveryFailed, IllegalTransition, JobState
+from server.notify.mail import MailSender
+from server.notify.outbox import OutboxHook
+from server.notify.webhook import WebhookSender
+from server.store import records
+from server.store.db import open_db
+from server.store.outbox import Job, OutboxRepo
+
+log = logging.getLogger("market.notify")
+
+POLL_S = 1.0
+MAX_INFLIGHT = 16
+STOP_GRACE_S = 1.5
+BACKOFF_CAP_S = 3600.0
+
+
+class Sender(Protocol):
+    async def send(self, job: Job, now: float) -> None: ...
+
+    async def close(self) -> None: ...
+
+
+class OutboxMetrics:
+    def __init__(self, registry: Registry, worker: OutboxWorker) -> None:
+        registry.gauge("market_outbox_backlog", "Notification jobs waiting (pending + failed).",
+                       lambda: worker.counts[JobState.PENDING] + worker.counts[JobState.FAILED])
+        registry.gauge("market_outbox_inflight", "Notification jobs being sent.",
+                       lambda: worker.counts[JobState.SENDING])
+        registry.gauge("market_outbox_dead", "Dead-lettered notification jobs (see `outbox list`).",
+                       lambda: worker.counts[JobState.DEAD])
+        self.attempts = registry.counter("market_outbox_attempts_total", "Delivery attempts by channel.")
+        self.deliveries = registry.counter("market_outbox_deliveries_total", "Jobs delivered by channel.")
+        self.failures = registry.counter("market_outbox_failures_total", "Failed attempts by channel.")
+        self.dead = registry.counter("market_outbox_dead_letters_total", "Jobs dead-lettered by channel.")
+        self.seconds = registry.histogram("market_outbox_delivery_seconds", "Delivery attempt time by channel.")
+
+
+class OutboxWorker:
+    def __init__(self, settings: Settings, registry: Registry, clock: Callable[[], float] = time.time,
+                 rng: Callable[[], float] = random.random,
+                 hooks: list[Callable[..., None]] | None = None) -> None:
+        self.settings = settings
+        self.clock = clock
+        self.rng = rng
+        self.channels = configured_channels(settings)
+        self.backoff = Backoff(settings.outbox_base_s, BACKOFF_CAP_S, settings.outbox_max_attempts)
+        self.hooks = records.AFTER_INSERT if hooks is None else hooks
+        self.sensitive = sensitive_strings(settings)
+        self.metrics = OutboxMetrics(registry, self)
+        self.counts: dict[JobState, int] = dict.fromkeys(JobState, 0)
+        self.hook = OutboxHook(self.channels, clock, self.wake)
+        self._event = asyncio.Event()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._inflight: dict[str, asyncio.Task[None]] = {}
+        self._senders: dict[str, Sender] = {}
+        self._repo: OutboxRepo | None = None
+
+    # --- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        conn = open_db(self.settings.data_dir)  # its own connection: never inside a request's transaction
+        self._repo = OutboxRepo(conn)
+        self._senders = self._make_senders()
+        recovered = self._repo.recover(self.clock())
+        self.hooks.append(self.hook)
+        self._task = self._loop.create_task(self._run(), name="outbox")
+        log.info("outbox started channels=[%s] recovered=%d",
+                 ", ".join(c.describe() for c in self.channels), recovered)
+
+    def _make_senders(self) -> dict[str, Sender]:
+        s = self.settings
+        webhooks = WebhookSender(s.webhooks, s.outbox_timeout_s)
+        senders: dict[str, Sender] = {kind: webhooks for kind in ("wecom", "dingtalk", "feishu", "generic")}
+        if s.smtp_url:
+            senders[EMAIL] = MailSender(s.smtp_url, s.mail_from, s.outbox_timeout_s)
+        return senders
+
+    async def stop(self) -> None:
+        with contextlib.suppress(ValueError):
+            self.hooks.remove(self.hook)
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        await self._drain()
+        for sender in {id(s): s for s in self._senders.values()}.values():
+            await sender.close()
+        if self._repo is not None:
+            self._repo.conn.close()
+            self._repo = None
+        log.info("outbox stopped")
+
+    async def _drain(self) -> None:
+        """Let in-flight sends finish for a moment, then cancel them and put their jobs back."""
+        tasks = list(self._inflight.values())
+        if tasks:
+            await asyncio.wait(tasks, timeout=STOP_GRACE_S)
+        unfinished = [job_id for job_id, task in self._inflight.items() if not task.done()]
+        for job_id in unfinished:
+            self._inflight[job_id].cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        if unfinished and self._repo is not None:
+            self._repo.release(unfinished, self.clock())
+
+    def wake(self) -> None:
+        """Called by the hook, possibly from another thread, after a job was enqueued."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            with contextlib.suppress(RuntimeError):
+                loop.call_soon_threadsafe(self._event.set)
+
+    # --- the loop ------------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            self._event.clear()
+            try:
+                self._round()
+            except sqlite3.Error as exc:
+                log.error("outbox round failed: %s", exc)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._event.wait(), POLL_S)
+
+    def _round(self) -> None:
+        repo = self._repo
+        assert self._loop is not None and repo is not None
+        free = MAX_INFLIGHT - len(self._inflight)
+        if free > 0:
+            for job in repo.claim_due(self.clock(), free):
+                task = self._loop.create_task(self._deliver(job), name=f"outbox-{job.id}")
+                self._inflight[job.id] = task
+                task.add_done_callback(lambda _t, job_id=job.id: self._finished(job_id))
+        self.counts = repo.counts()
+        if self.counts[JobState.SENDING] > len(self._inflight):
+            self._release_orphans(repo)
+
+    def _release_orphans(self, repo: OutboxRepo) -> None:
+        """Jobs in sending that no task of ours is delivering (a write of their outcome failed)."""
+        orphans = [j.id for j in repo.list(JobState.SENDING) if j.id not in self._inflight]
+        if repo.release(orphans, self.clock()):
+            log.warning("outbox released %d orphaned job(s) back to pending", len(orphans))
+            self._event.set()
+
+    def _finished(self, job_id: str) -> None:
+        self._inflight.pop(job_id, None)
+        self._event.set()  # capacity freed: claim more at once
+
+    async def _deliver(self, job: Job) -> None:
+        labels = (("channel", job.channel),)
+        self.metrics.attempts.inc(labels)
+        started = time.monotonic()
+        reason = await self._attempt(job)
+        self.metrics.seconds.observe(time.monotonic() - started, labels)
+        try:
+            if reason is None:
+                self._delivered(job)
+            else:
+                self._failed(job, reason)
+        except (sqlite3.Error, IllegalTransition) as exc:
+            log.error("outbox could not record the outcome of job=%s: %s", job.id, exc)
+
+    async def _attempt(self, job: Job) -> str | None:
+        """None when delivered, else the reason (scrubbed of URLs and secrets)."""
+        sender = self._senders.get(job.channel)
+        try:
+            if sender is None:
+                raise DeliveryFailed(f"channel {job.channel} is not configured")
+            await sender.send(job, self.clock())
+        except DeliveryFailed as exc:
+            return scrub(exc.reason, self.sensitive)
+        except Exception as exc:  # an unexpected library error: still retried, and never leaks a URL
+            return scrub(f"{type(exc).__name__}: {exc}", self.sensitive)
+        return None
+
+    def _delivered(self, job: Job) -> None:
+        assert self._repo is not None
+        self._repo.mark_delivered(job.id, self.clock())
+        self.metrics.deliveries.inc((("channel", job.channel),))
+        log.info("outbox delivered job=%s record=%s/%s channel=%s attempt=%d",
+                 job.id, job.record_kind, job.record_id, describe(job.channel, job.target), job.attempts)
+
+    def _failed(self, job: Job, reason: str) -> None:
+        assert self._repo is not None
+        now = self.clock()
+        retry = self.backoff.after_failure(job.attempts, now, self.rng)
+        self._repo.mark_failed(job.id, retry, reason, now)
+        labels = (("channel", job.channel),)
+        self.metrics.failures.inc(labels)
+        where = describe(job.channel, job.target)
+        if retry.state is JobState.DEAD:
+            self.metrics.dead.inc(labels)
+            log.error("outbox dead job=%s record=%s/%s channel=%s attempts=%d error=%s",
+                      job.id, job.record_kind, job.record_id, where, job.attempts, reason)
+        else:
+            log.warning("outbox failed job=%s record=%s/%s channel=%s attempt=%d retry_in=%.1fs error=%s",
+                        job.id, job.record_kind, job.record_id, where, job.attempts,
+                        (retry.at or now) - now, reason)
