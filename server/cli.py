@@ -11,10 +11,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from server.commands import candles, evidence, keys
+from server.commands import candles, evidence, keys, outbox
 from server.config import ConfigError, add_serve_args, settings_from_args
 
-GROUPS = [keys, candles, evidence]
+GROUPS = [keys, candles, evidence, outbox]
 
 
 def build_parser() -> argparse.ArgumentParser:
