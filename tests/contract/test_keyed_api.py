@@ -7,6 +7,7 @@ from datetime import date
 
 import httpx
 import pytest
+from openapi_spec_validator import validate
 
 from tests.conftest import ServerProcess, run_cli
 
@@ -152,6 +153,10 @@ def test_ops_endpoints(http: httpx.Client) -> None:
     assert 'market_http_requests_total{route="healthz",status="200"}' in metrics.text
     spec = http.get("/openapi.json").json()
     assert spec["openapi"].startswith("3.1")
+    validate(spec)  # a valid OpenAPI 3.1 document
+    quotes = spec["paths"]["/api/v1/quotes"]["get"]
+    assert {"401", "429", "400"} <= quotes["responses"].keys()
+    assert "X-RateLimit-Remaining" in quotes["responses"]["200"]["headers"]
     assert {"/api/v1/quotes", "/api/v1/kline/{id}", "/api/v1/spreads"} <= spec["paths"].keys()
     docs = http.get("/docs")
     assert docs.status_code == 200 and "text/html" in docs.headers["content-type"]
