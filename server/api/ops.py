@@ -41,7 +41,7 @@ class OpsApi:
         router.add("GET", "/metrics", self.metrics, Access.OPEN, name="metrics")
         router.add("GET", "/openapi.json", self.openapi, Access.OPEN, name="openapi")
         router.add("GET", "/docs", self.docs, Access.OPEN, name="docs")
-        router.add("GET", "/docs/{file}", self.docs_file, Access.OPEN, name="docs")
+        router.add("GET", "/docs/{file}", self.docs_file, Access.OPEN, name="docs_file")
 
     def healthz(self, req: Request) -> Response:
         return Response(200, b'{"status":"ok"}')
