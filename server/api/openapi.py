@@ -264,6 +264,10 @@ OPERATIONS: dict[tuple[str, str], S] = {
 def _operation(method: str, pattern: str, access: Access, name: str) -> S:
     op: S = dict(OPERATIONS.get((method, pattern), {"summary": name, "responses": {"200": {"description": "OK"}}}))
     op["operationId"] = f"{method.lower()}_{name}".replace("-", "_")
+    declared = {p["name"] for p in op.get("parameters", [])}
+    for segment in pattern.split("/"):
+        if segment.startswith("{") and segment[1:-1] not in declared:
+            op["parameters"] = [*op.get("parameters", []), param(segment[1:-1], "path", STR, "")]
     responses: S = {code: dict(resp) for code, resp in op["responses"].items()}
     limited = access is not Access.OPEN
     for code, resp in responses.items():
