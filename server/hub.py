@@ -23,6 +23,7 @@ from server.api.cache import VersionedCache
 from server.api.market_api import MarketApi
 from server.api.metrics import HttpMetrics, Registry
 from server.api.ops import OpsApi
+from server.api.public_api import register_public_site
 from server.api.router import Router
 from server.bus import LocalTickBus
 from server.config import Settings
@@ -72,6 +73,7 @@ class Hub:
         self.services: list[Service] = []
         self.services.append(OutboxWorker(settings, self.registry, clock))
         self.revocation_listeners: list[Callable[[set[str]], None]] = []
+        register_public_site(self)  # /api/... public-site routes + snapshot/anchoring service
         self._tasks: list[asyncio.Task[None]] = []
         self.started = False
         self.stopping = asyncio.Event()

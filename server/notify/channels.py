@@ -57,9 +57,10 @@ _URL = re.compile(r"(?P<scheme>https?|smtps?)://(?P<rest>[^\s'\"<>]+)")
 
 def scrub(text: str, sensitive: Iterable[str] = ()) -> str:
     """Remove configured secrets and reduce any URL to scheme://host (tokens live in paths and queries)."""
+    text = _URL.sub(lambda m: f"{m['scheme']}://{safe_host(m[0])}/…", text)
     for secret in sorted((s for s in sensitive if s and len(s) >= 4), key=len, reverse=True):
         text = text.replace(secret, "***")
-    return _URL.sub(lambda m: f"{m['scheme']}://{safe_host(m[0])}/…", text)
+    return text
 
 
 def sensitive_strings(settings: Settings) -> tuple[str, ...]:

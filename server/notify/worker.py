@@ -66,10 +66,11 @@ class OutboxMetrics:
 class OutboxWorker:
     def __init__(self, settings: Settings, registry: Registry, clock: Callable[[], float] = time.time,
                  rng: Callable[[], float] = random.random,
-                 hooks: list[Callable[..., None]] | None = None) -> None:
+                 hooks: list[Callable[..., None]] | None = None, poll_s: float = POLL_S) -> None:
         self.settings = settings
         self.clock = clock
         self.rng = rng
+        self.poll_s = poll_s
         self.channels = configured_channels(settings)
         self.backoff = Backoff(settings.outbox_base_s, BACKOFF_CAP_S, settings.outbox_max_attempts)
         self.hooks = records.AFTER_INSERT if hooks is None else hooks
@@ -149,7 +150,7 @@ class OutboxWorker:
             except sqlite3.Error as exc:
                 log.error("outbox round failed: %s", exc)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._event.wait(), POLL_S)
+                await asyncio.wait_for(self._event.wait(), self.poll_s)
 
     def _round(self) -> None:
         repo = self._repo
