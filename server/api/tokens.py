@@ -133,6 +133,8 @@ def _reason(exc: jwt.PyJWTError) -> str:
 def load_secret(configured: str | None, data_dir: Path) -> bytes:
     """`--jwt-secret`, else DATA_DIR/jwt-secret, created once (mode 0600) with 384 random bits."""
     if configured:
+        if len(configured.encode()) < MIN_SECRET_BYTES:
+            raise ConfigError(f"--jwt-secret: must be at least {MIN_SECRET_BYTES} bytes (value not shown)")
         return configured.encode()
     path = data_dir / SECRET_FILE
     try:

@@ -1,0 +1,130 @@
+"""Site accounts: `POST /api/auth/register`, `POST /api/auth/login`, and Bearer authentication.
+
+Password hashing and verification run in worker threads (at most `MAX_HASHING`
+at once, each takes 64 MiB), never on the event loop. A login for an unknown
+e-mail still verifies a password against a dummy hash, so both wrong answers
+take the same time and read the same.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from server.api import site_fields
+from server.api.app import json_response
+from server.api.body import Fields, json_object
+from server.api.errors import ApiError
+from server.api.passwords import MAX_PASSWORD, TimingShield, hash_password, needs_rehash, verify_password
+from server.api.router import Access, Router
+from server.api.tokens import TokenError, TokenService
+from server.api.types import Request, Response
+from server.store.users import DuplicateEmail, User, UserRepo
+
+MAX_HASHING = 2
+REALM = 'Bearer realm="market"'
+
+
+def unauthorized(detail: str, error: str | None = "invalid_token") -> ApiError:
+    challenge = REALM if error is None else f'{REALM}, error="{error}"'
+    return ApiError("unauthorized", detail, headers=[("www-authenticate", challenge)])
+
+
+class Accounts:
+    def __init__(self, users: UserRepo, tokens: TokenService) -> None:
+        self.users = users
+        self.tokens = tokens
+        self._hashing = asyncio.Semaphore(MAX_HASHING)
+        self._shield = TimingShield()
+
+    def register(self, router: Router) -> None:
+        router.add("POST", "/api/auth/register", self.register_user, Access.PUBLIC, name="auth_register")
+        router.add("POST", "/api/auth/login", self.login, Access.PUBLIC, name="auth_login", bucket="login")
+
+    async def register_user(self, req: Request) -> Response:
+        f = Fields(json_object(req))
+        email = site_fields.email(f)
+        password = site_fields.password(f)
+        name = f.text("name", required=False, max_len=100)
+        company = f.text("company", required=False, max_len=200)
+        f.check()
+        assert email is not None and password is not None
+        if self.users.by_email(email) is not None:  # cheap early answer; the UNIQUE index decides races
+            raise _duplicate()
+        async with self._hashing:
+            hashed = await asyncio.to_thread(hash_password, password)
+        try:
+            user = self.users.create(email, hashed, name, company)
+        except DuplicateEmail:
+            raise _duplicate() from None
+        return json_response({"id": user.id, "email": user.email}, 201)
+
+    async def login(self, req: Request) -> Response:
+        f = Fields(json_object(req))
+        email = f.text("email", max_len=site_fields.MAX_EMAIL)
+        password = f.data.get("password")
+        if password is None:
+            f.error("password", "is required")
+        elif not isinstance(password, str):
+            f.error("password", "must be a string")
+        f.check()
+        assert email is not None and isinstance(password, str)
+        user = self.users.by_email(email)
+        async with self._hashing:
+            ok = await asyncio.to_thread(self._verify, user, password)
+        if not ok or user is None:
+            raise unauthorized("Wrong e-mail or password.", error=None)
+        if user.disabled:
+            raise ApiError("forbidden", "This account is disabled.")
+        await self._upgrade_hash(user, password)
+        token = self.tokens.issue(user.id, user.email)
+        return json_response({"token": token, "tokenType": "Bearer", "expiresIn": self.tokens.ttl_s})
+
+    def _verify(self, user: User | None, password: str) -> bool:
+        if user is None or len(password) > MAX_PASSWORD:
+            self._shield.burn(password[:MAX_PASSWORD])
+            return False
+        return verify_password(user.password_hash, password)
+
+    async def _upgrade_hash(self, user: User, password: str) -> None:
+        """Re-hash with the current cost parameters after they were raised."""
+        if needs_rehash(user.password_hash):
+            async with self._hashing:
+                hashed = await asyncio.to_thread(hash_password, password)
+            self.users.set_password_hash(user.id, hashed)
+
+
+def _duplicate() -> ApiError:
+    return ApiError("conflict", "An account with this e-mail address already exists.")
+
+
+class BearerAuth:
+    """Resolves `Authorization: Bearer <JWT>` to an enabled account: 401 for any token problem, 403 if disabled.
+
+    Our HS256 tokens name the account id in `sub`; an external identity provider's
+    tokens are matched to a local account by their `email` claim.
+    """
+
+    def __init__(self, tokens: TokenService, users: UserRepo) -> None:
+        self.tokens = tokens
+        self.users = users
+
+    def user(self, req: Request) -> User:
+        header = req.headers.get("authorization")
+        if not header:
+            raise unauthorized("A bearer token is required.", error=None)
+        scheme, _, token = header.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise unauthorized("The Authorization header must be 'Bearer <token>'.", error="invalid_request")
+        try:
+            claims = self.tokens.verify(token.strip())
+        except TokenError as exc:
+            raise unauthorized(f"The bearer token was refused: {exc}.") from None
+        if claims.external:
+            user = self.users.by_email(claims.email) if claims.email else None
+        else:
+            user = self.users.by_id(claims.subject)
+        if user is None:
+            raise unauthorized("The bearer token names no account here.")
+        if user.disabled:
+            raise ApiError("forbidden", "This account is disabled.")
+        return user
