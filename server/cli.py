@@ -11,10 +11,10 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from server.commands import candles, evidence, keys, outbox
+from server.commands import candles, content, evidence, keys, outbox, receipts, users
 from server.config import ConfigError, add_serve_args, settings_from_args
 
-GROUPS = [keys, candles, evidence, outbox]
+GROUPS = [keys, candles, evidence, outbox, users, content, receipts]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,56 @@
+"""`users create --email E --password P`, `users disable EMAIL`: site accounts.
+
+`--password -` reads the password from the first line of stdin, keeping it out
+of the process list and shell history.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from server.api import site_fields
+from server.api.body import Fields
+from server.api.passwords import hash_password
+from server.commands.common import command, db
+from server.store.users import DuplicateEmail, UserRepo
+
+
+def register(sub: Any) -> None:
+    users = sub.add_parser("users", help="site accounts").add_subparsers(dest="users_cmd", required=True)
+    create = command(users, "create", "create an account", _create)
+    create.add_argument("--email", required=True)
+    create.add_argument("--password", required=True, help="8+ characters, or - to read it from stdin")
+    create.add_argument("--name")
+    create.add_argument("--company")
+    disable = command(users, "disable", "disable an account (its tokens stop working at once)", _disable)
+    disable.add_argument("email")
+
+
+def _create(ns: argparse.Namespace) -> int:
+    from server.cli import CommandError
+
+    password = sys.stdin.readline().rstrip("\r\n") if ns.password == "-" else ns.password
+    f = Fields({"email": ns.email, "password": password, "name": ns.name, "company": ns.company})
+    email = site_fields.email(f)
+    site_fields.password(f)
+    name = f.text("name", required=False, max_len=100)
+    company = f.text("company", required=False, max_len=200)
+    if f.errors or email is None:
+        raise CommandError("; ".join(f"--{e['field']}: {e['message']}" for e in f.errors))
+    try:
+        user = UserRepo(db(ns)).create(email, hash_password(password), name, company)
+    except DuplicateEmail:
+        raise CommandError(f"an account with e-mail {email} already exists") from None
+    print(f"created {user.id} ({user.email})")
+    return 0
+
+
+def _disable(ns: argparse.Namespace) -> int:
+    from server.cli import CommandError
+
+    if not UserRepo(db(ns)).disable(ns.email):
+        raise CommandError(f"no enabled account with e-mail {ns.email}")
+    print(f"disabled {ns.email.strip().lower()}")
+    return 0
