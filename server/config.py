@@ -53,6 +53,7 @@ class Settings:
     inquiry_rate: int = 30
     plan_rate: dict[str, int] = field(default_factory=lambda: {"free": 60, "professional": 600})
     ws_max_conn: dict[str, int] = field(default_factory=lambda: {"professional": 5, "enterprise": 50})
+    ws_slow_close_s: float = 10.0  # hidden: how long a WebSocket client may stay over its buffer cap (tests)
     smtp_url: str | None = None
     mail_from: str = "market-server@localhost"
     notify_email: tuple[str, ...] = ()
@@ -98,6 +99,7 @@ SERVE_FLAGS: dict[str, tuple[type, str]] = {
     "public-rate": (int, "public-site requests per minute per client IP"),
     "plan-rate": (str, "per-plan requests/minute, e.g. free=60,professional=600"),
     "ws-max-conn": (str, "per-plan WebSocket connections, e.g. professional=5,enterprise=50"),
+    "ws-slow-close-s": (str, argparse.SUPPRESS),
     "smtp-url": (str, "smtp://user:pass@host:port or smtps://..."),
     "mail-from": (str, "From address of notification e-mail"),
     "notify-email": (str, "comma-separated notification recipients"),
@@ -169,6 +171,8 @@ def _convert(name: str, value: object, base: Settings) -> object:
             return int(str(value))
         if name == "plan_rate":
             return {**base.plan_rate, **_pairs(str(value), PLANS)}
+        if name == "ws_slow_close_s":
+            return float(str(value))
         if name == "ws_max_conn":
             return {**base.ws_max_conn, **_pairs(str(value), PLANS)}
         if name in ("notify_email", "cors_origins"):
@@ -223,6 +227,8 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"--feed: {s.feed!r} must be demo, jsonl:PATH or jsonl:-")
     if not 10 <= s.tick_interval_ms <= 60_000:
         raise ConfigError("--tick-interval-ms: must be between 10 and 60000")
+    if not 0 < s.ws_slow_close_s <= 3600:
+        raise ConfigError("--ws-slow-close-s: must be between 0 and 3600 seconds")
     if s.market_refresh_s <= 0:
         raise ConfigError("--market-refresh-s: must be positive")
     if s.public_rate <= 0:

@@ -33,6 +33,7 @@ from server.market.inventory import InventoryBook
 from server.notify.worker import OutboxWorker
 from server.store.db import open_db
 from server.store.keys import KeyRepo
+from server.stream.service import StreamService
 
 log = logging.getLogger("market.hub")
 
@@ -74,6 +75,7 @@ class Hub:
         self.services.append(OutboxWorker(settings, self.registry, clock))
         self.revocation_listeners: list[Callable[[set[str]], None]] = []
         register_public_site(self)  # /api/... public-site routes + snapshot/anchoring service
+        self.services.append(StreamService(self))  # /ws/quotes on --ws-port; also serves /asyncapi.json
         self._tasks: list[asyncio.Task[None]] = []
         self.started = False
         self.stopping = asyncio.Event()

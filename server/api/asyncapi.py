@@ -1,0 +1,169 @@
+"""The AsyncAPI 3.0 document of /ws/quotes, served at /asyncapi.json (serialised once).
+
+It describes the server, the channel and its `key` query parameter, every
+server and client message, the client operations, the close codes and the
+HTTP statuses of a refused handshake, so a client in any language can be
+written from it alone.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from server.api.errors import CloseCode
+from server.api.router import Access, Router
+from server.api.types import Request, Response
+from server.config import Settings
+
+CLOSE_CODE_MEANINGS: dict[CloseCode, str] = {
+    CloseCode.NORMAL: "Normal closure (the client's close is echoed).",
+    CloseCode.GOING_AWAY: "The server is shutting down.",
+    CloseCode.POLICY_VIOLATION: "More than 20 client messages (text, binary or ping frames) within a second, "
+                                "or no opening handshake within 10 s.",
+    CloseCode.MESSAGE_TOO_BIG: "A client message over 64 KiB (65,536 bytes).",
+    CloseCode.INTERNAL_ERROR: "No pong within 20 s of a keepalive ping (sent every 20 s).",
+    CloseCode.KEY_REVOKED: "The API key was revoked (sessions close within 5 s of `keys revoke`).",
+    CloseCode.SLOW_CONSUMER: "The client stayed over its buffer cap for 10 s (slow consumer), or its unread "
+                             "control replies passed the hard cap.",
+}
+
+REFUSALS = {
+    "400": "Not a valid WebSocket upgrade request (`bad_handshake`; 426 `upgrade_required` without Upgrade).",
+    "401": "Missing, unknown or revoked key (`unauthorized`).",
+    "403": "The key's plan has no WebSocket access: the free plan (`forbidden`).",
+    "404": "Unknown path (`not_found`).",
+    "429": "The key already has as many open connections as its plan allows: professional 5, enterprise 50 "
+           "by default (`too_many_connections`, with `limit`).",
+}
+
+_REQ_ID = {"description": "Echo of the client's reqId (null when the client sent none).",
+           "oneOf": [{"type": "string", "maxLength": 128}, {"type": "integer"}, {"type": "null"}]}
+_IDS = {"type": "array", "items": {"type": "string"}, "maxItems": 500,
+        "description": "Instrument ids, as in GET /api/v1/quotes."}
+
+
+def _obj(props: dict[str, Any], required: list[str], **extra: Any) -> dict[str, Any]:
+    return {"type": "object", "properties": props, "required": required, **extra}
+
+
+def _const(value: str) -> dict[str, Any]:
+    return {"type": "string", "const": value}
+
+
+QUOTE = _obj({
+    "id": {"type": "string"}, "kind": {"type": "string", "enum": ["oil", "chem", "fx"]},
+    "name": {"type": "object", "properties": {"zh": {"type": "string"}, "en": {"type": "string"}}},
+    "price": {"type": ["number", "null"]}, "priceText": {"type": "string"},
+    "change": {"type": ["number", "null"]}, "changePct": {"type": ["number", "null"]},
+    "source": {"type": "string"}, "unit": {"type": "string"}, "currency": {"type": "string"},
+    "updated": {"type": ["string", "null"], "format": "date-time"},
+}, ["id", "kind", "name", "price", "priceText", "change", "changePct", "source", "unit", "currency", "updated"])
+
+SCHEMAS: dict[str, dict[str, Any]] = {
+    "Quote": QUOTE,
+    "Snapshot": _obj({
+        "type": _const("snapshot"),
+        "updated": {"type": ["string", "null"], "format": "date-time"},
+        "epoch": {"type": "string", "description": "Identifies the server start; changes at every start. "
+                                                   "seq values are comparable only within one epoch."},
+        "quotes": {"type": "array", "items": {"$ref": "#/components/schemas/Quote"}},
+    }, ["type", "updated", "epoch", "quotes"]),
+    "Tick": _obj({
+        "type": _const("tick"), "id": {"type": "string"}, "price": {"type": "number"},
+        "change": {"type": "number", "description": "price minus the previous daily close"},
+        "ts": {"type": "string", "format": "date-time"},
+        "seq": {"type": "integer", "minimum": 1, "description": "That instrument's tick count since the server "
+                "started (epoch). A jump means ticks were conflated or missed."},
+    }, ["type", "id", "price", "change", "ts", "seq"]),
+    "Subscribed": _obj({"type": _const("subscribed"), "ids": _IDS, "reqId": _REQ_ID}, ["type", "ids", "reqId"]),
+    "Pong": _obj({"type": _const("pong"), "ts": {"type": "string", "format": "date-time"}, "reqId": _REQ_ID},
+                 ["type", "ts", "reqId"]),
+    "Error": _obj({
+        "type": _const("error"),
+        "code": {"type": "string", "enum": ["invalid_json", "invalid_message", "unknown_op", "unknown_ids",
+                                            "unsupported_binary"]},
+        "detail": {"type": "string"}, "reqId": _REQ_ID,
+    }, ["type", "code", "detail", "reqId"]),
+    "Subscribe": _obj({"op": _const("subscribe"), "ids": _IDS, "reqId": _REQ_ID}, ["op", "ids"]),
+    "Unsubscribe": _obj({"op": _const("unsubscribe"), "ids": _IDS, "reqId": _REQ_ID}, ["op", "ids"]),
+    "Ping": _obj({"op": _const("ping"), "reqId": _REQ_ID}, ["op"]),
+}
+
+MESSAGE_DOCS = {
+    "Snapshot": "Always the first message (every instrument), and again after each subscribe/unsubscribe "
+                "acknowledgement, for the new set.",
+    "Tick": "One price change. Each tick is serialised once and the same frame goes to every subscriber; ticks "
+            "of one feed batch arrive in one write. A slow client gets only the latest tick per instrument.",
+    "Subscribed": "Acknowledges a subscribe or unsubscribe with the full current set.",
+    "Pong": "Answer to the ping op.",
+    "Error": "A bad client message; the connection stays open. An unknown id fails the whole request and "
+             "leaves the set unchanged.",
+    "Subscribe": "Replace the set with exactly these ids (atomic).",
+    "Unsubscribe": "Remove these ids from the set (atomic).",
+    "Ping": "Application-level ping.",
+}
+SERVER_MESSAGES = ("Snapshot", "Tick", "Subscribed", "Pong", "Error")
+CLIENT_MESSAGES = ("Subscribe", "Unsubscribe", "Ping")
+
+
+def build_asyncapi(settings: Settings) -> dict[str, Any]:
+    messages = {name: {"name": name.lower(), "contentType": "application/json", "summary": MESSAGE_DOCS[name],
+                       "payload": {"$ref": f"#/components/schemas/{name}"}}
+                for name in (*SERVER_MESSAGES, *CLIENT_MESSAGES)}
+    ref = {name: {"$ref": f"#/channels/quotes/messages/{name}"} for name in messages}
+    return {
+        "asyncapi": "3.0.0",
+        "info": {
+            "title": "Commodity market quote stream", "version": "1.0.0",
+            "description": "Live quotes over WebSocket. Text frames of JSON, compression off. Keepalive: the "
+                           "server pings every 20 s and closes when no pong arrives within 20 s. A client "
+                           "that stops reading is not buffered without bound: past a per-connection cap its "
+                           "pending ticks conflate to the latest per instrument (seq jumps); over the cap for "
+                           "10 s it is closed with 4008. Every close has a 2 s timeout, then the TCP "
+                           "connection is dropped.",
+        },
+        "servers": {"local": {"host": f"{settings.host}:{settings.ws_port}", "protocol": "ws",
+                              "security": [{"$ref": "#/components/securitySchemes/queryKey"}]}},
+        "channels": {"quotes": {
+            "address": "/ws/quotes",
+            "messages": messages,
+            "bindings": {"ws": {"method": "GET", "query": _obj(
+                {"key": {"type": "string", "description": "A professional or enterprise API key."}}, ["key"])}},
+            "x-handshake-refusals": {
+                "description": "A refused handshake is an HTTP response with an RFC 9457 "
+                               "application/problem+json body {type, title, status, detail, code}.",
+                "statuses": REFUSALS,
+            },
+            "x-close-codes": {str(int(code)): text for code, text in CLOSE_CODE_MEANINGS.items()},
+        }},
+        "operations": {
+            "receiveServerMessages": {"action": "receive", "channel": {"$ref": "#/channels/quotes"},
+                                      "summary": "What the server sends.",
+                                      "messages": [ref[m] for m in SERVER_MESSAGES]},
+            "subscribe": {"action": "send", "channel": {"$ref": "#/channels/quotes"},
+                          "messages": [ref["Subscribe"]],
+                          "reply": {"channel": {"$ref": "#/channels/quotes"},
+                                    "messages": [ref["Subscribed"], ref["Snapshot"], ref["Error"]]}},
+            "unsubscribe": {"action": "send", "channel": {"$ref": "#/channels/quotes"},
+                            "messages": [ref["Unsubscribe"]],
+                            "reply": {"channel": {"$ref": "#/channels/quotes"},
+                                      "messages": [ref["Subscribed"], ref["Snapshot"], ref["Error"]]}},
+            "ping": {"action": "send", "channel": {"$ref": "#/channels/quotes"}, "messages": [ref["Ping"]],
+                     "reply": {"channel": {"$ref": "#/channels/quotes"}, "messages": [ref["Pong"]]}},
+        },
+        "components": {
+            "schemas": SCHEMAS,
+            "securitySchemes": {"queryKey": {"type": "httpApiKey", "name": "key", "in": "query"}},
+        },
+    }
+
+
+def register_asyncapi(router: Router, settings: Settings) -> None:
+    body = orjson.dumps(build_asyncapi(settings))
+
+    def asyncapi(req: Request) -> Response:
+        return Response(200, body)
+
+    router.add("GET", "/asyncapi.json", asyncapi, Access.OPEN, name="asyncapi")

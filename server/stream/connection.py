@@ -1,0 +1,240 @@
+"""The connection pump: bytes between a TCP transport and websockets' Sans-I/O `ServerProtocol`.
+
+Per connection there is no task and no queue: `data_received` feeds the
+protocol, hands its events to the core, and writes what is due. Ticks do
+not go through the protocol object: the core writes pre-built frame bytes
+straight to ``transport.write``.
+
+Why writing around the protocol object is safe (the single-writer invariant):
+- every write happens on the event-loop thread, and each `transport.write`
+  carries whole frames (the protocol's `data_to_send()` chunks are whole
+  frames or the handshake; tick writes are concatenated whole frames), so
+  frames can never interleave mid-frame on the wire;
+- the server never sends fragmented messages, so a tick frame can never land
+  between the fragments of another message;
+- compression is never negotiated (no `extensions`), so frames carry no
+  per-connection compression state and the same bytes are valid everywhere;
+- ticks are written only while the session is OPEN in the core's registry,
+  and a session leaves the registry in the same call that makes the protocol
+  send its close frame, so no data frame ever follows a close frame;
+- the handshake response is flushed before the first snapshot is written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import email.utils
+import logging
+import os
+import socket
+from collections.abc import Callable
+from typing import TYPE_CHECKING, cast
+from urllib.parse import urlsplit
+
+import orjson
+from websockets.datastructures import Headers
+from websockets.frames import Frame, Opcode
+from websockets.http11 import Request, Response
+from websockets.protocol import State
+from websockets.server import ServerProtocol
+
+from server.api.errors import ApiError, CloseCode
+from server.stream.core import StreamCore
+from server.stream.handshake import WS_PATH
+from server.stream.messages import Payload
+from server.stream.states import SessionState
+
+if TYPE_CHECKING:
+    from server.stream.session import Session
+
+MAX_MESSAGE = 64 * 1024  # bigger client messages close with 1009
+CLOSE_TIMEOUT_S = 2.0  # after a close starts, the TCP connection is dropped at the latest this much later
+SNDBUF = 32 * 1024  # kernel send buffer per socket (Linux doubles it): bounds kernel memory per slow client
+
+# websockets logs every open/close at INFO and, at DEBUG, the request target, which
+# carries the key: its logger stays at WARNING whatever --log-level says.
+PROTOCOL_LOG = logging.getLogger("market.stream.protocol")
+PROTOCOL_LOG.setLevel(logging.WARNING)
+log = logging.getLogger("market.stream")
+
+_HANDSHAKE_ERRORS = {405: "method_not_allowed", 426: "upgrade_required"}
+
+
+class StreamConnection(asyncio.Protocol):
+    def __init__(self, core: StreamCore, clock: Callable[[], float],
+                 on_made: Callable[[StreamConnection], None], on_lost: Callable[[StreamConnection], None]) -> None:
+        self.core = core
+        self.clock = clock
+        self.on_made = on_made
+        self.on_lost = on_lost
+        self.proto = ServerProtocol(max_size=MAX_MESSAGE, logger=PROTOCOL_LOG)
+        self.transport: asyncio.Transport | None = None
+        self.session: Session | None = None
+        self._close_timer: asyncio.TimerHandle | None = None
+        self._fragments: list[bytes | bytearray | memoryview] | None = None
+        self._fragment_text = True
+
+    # --- asyncio.Protocol ----------------------------------------------------
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        transport = cast(asyncio.Transport, transport)  # uvloop's TCPTransport is not a subclass
+        self.transport = transport
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SNDBUF)
+        cap = self.core.limits.buffer_cap
+        transport.set_write_buffer_limits(high=cap, low=cap // 2)
+        self.session = self.core.connect(transport.write, self.clock())
+        self.on_made(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.proto.receive_data(data)
+        self._process()
+
+    def eof_received(self) -> bool | None:
+        self.proto.receive_eof()
+        self._process()
+        return None  # let the transport close
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self._close_timer is not None:
+            self._close_timer.cancel()
+        if self.session is not None:
+            self.core.closed(self.session)
+        self.on_lost(self)
+
+    def pause_writing(self) -> None:
+        if self.session is not None:
+            self.session.out.pause(self.clock())
+
+    def resume_writing(self) -> None:
+        if self.session is not None:
+            self.core.resumed(self.session)
+
+    # --- events ----------------------------------------------------------------
+    def _process(self) -> None:
+        session = self.session
+        assert session is not None
+        for event in self.proto.events_received():
+            if isinstance(event, Request):
+                self._handshake(event)
+            elif isinstance(event, Frame):
+                code = self._frame(event)
+                if code is not None:
+                    self.close(code)
+        self._flush()
+        if session.is_open and self.proto.state is not State.OPEN:
+            # the protocol closed by itself: the client's close, 1009 (too big), 1002 (protocol error)
+            sent = self.proto.close_sent
+            failed = self.proto.close_rcvd is None and sent is not None and sent.code in _CODES
+            self.core.closing(session, CloseCode(sent.code) if failed and sent is not None else None)
+        if self.proto.close_expected():
+            self._arm_close_timer()
+        elif (session.is_open and self.transport is not None
+              and session.out.exceeds_hard_cap(self.transport.get_write_buffer_size())):
+            self.close(CloseCode.SLOW_CONSUMER)
+
+    def _frame(self, frame: Frame) -> CloseCode | None:
+        session = self.session
+        assert session is not None
+        now = self.clock()
+        opcode = frame.opcode
+        if opcode is Opcode.PONG:
+            session.pong_received()
+            return None
+        if opcode is Opcode.PING:
+            return self.core.on_control(session, now)
+        if opcode is Opcode.CLOSE:
+            return None
+        if opcode is Opcode.CONT:
+            if self._fragments is None:
+                return None
+            self._fragments.append(frame.data)
+            if not frame.fin:
+                return None
+            data, self._fragments = b"".join(self._fragments), None
+            return self._message(self._fragment_text, data, now)
+        if not frame.fin:
+            self._fragments, self._fragment_text = [frame.data], opcode is Opcode.TEXT
+            return None
+        return self._message(opcode is Opcode.TEXT, frame.data, now)
+
+    def _message(self, is_text: bool, data: Payload, now: float) -> CloseCode | None:
+        session = self.session
+        assert session is not None
+        if is_text:
+            return self.core.on_text(session, data, now)
+        return self.core.on_binary(session, now)
+
+    def _handshake(self, request: Request) -> None:
+        session = self.session
+        assert session is not None
+        response = self.proto.accept(request)
+        if response.status_code != 101 and urlsplit(request.path).path == WS_PATH:
+            code = _HANDSHAKE_ERRORS.get(response.status_code, "bad_handshake")
+            self.core.refuse(session, code)
+            self._send_problem(ApiError(code, response.body.decode(errors="replace").strip()[:300]))
+            return
+        refusal = self.core.admit(session, request.path)
+        if refusal is not None:
+            self._send_problem(refusal.error)
+            return
+        self.proto.send_response(response)
+        self._flush()  # the 101 must precede the snapshot the core writes next
+        self.core.open(session)
+
+    def _send_problem(self, error: ApiError) -> None:
+        body = orjson.dumps(error.problem())
+        headers = Headers([
+            ("Date", email.utils.formatdate(usegmt=True)),
+            ("Connection", "close"),
+            ("Content-Type", "application/problem+json"),
+            ("Content-Length", str(len(body))),
+            *error.headers,
+        ])
+        self.proto.send_response(Response(error.status, error.title, headers, body))
+
+    # --- output ------------------------------------------------------------------
+    def _flush(self) -> None:
+        transport = self.transport
+        if transport is None:
+            return
+        for data in self.proto.data_to_send():
+            if data:
+                transport.write(data)
+            else:  # SEND_EOF: the server closes the TCP connection once the buffer drains
+                transport.close()
+
+    def ping(self) -> None:
+        session = self.session
+        if session is None or not session.is_open or self.proto.state is not State.OPEN:
+            return
+        self.proto.send_ping(os.urandom(4))
+        session.ping_sent(self.clock())
+        self._flush()
+
+    def close(self, code: CloseCode, reason: str = "") -> None:
+        """Start a server close; the TCP connection is dropped after CLOSE_TIMEOUT_S at the latest."""
+        session = self.session
+        if session is None or self.transport is None:
+            return
+        if session.state is SessionState.OPEN and self.proto.state is State.OPEN:
+            self.core.closing(session, code)
+            self.proto.send_close(code, reason)
+            self._flush()
+        elif session.state is SessionState.CONNECTING:
+            self.transport.close()
+        self._arm_close_timer()
+
+    def _arm_close_timer(self) -> None:
+        if self._close_timer is None and self.transport is not None:
+            loop = asyncio.get_running_loop()
+            self._close_timer = loop.call_later(CLOSE_TIMEOUT_S, self.abort)
+
+    def abort(self) -> None:
+        if self.transport is not None:
+            self.transport.abort()
+
+
+_CODES = {int(c) for c in CloseCode}

@@ -1,0 +1,292 @@
+"""The quote stream without I/O: sessions, the client protocol, fan-out and housekeeping.
+
+Push inputs in (a handshake target, a client text message, a tick batch, the
+time), and it writes complete frames through each session's injected
+``write`` and returns decisions (refuse, close with a code, ping) for the
+connection pump to carry out. No sockets, no awaits: tests drive it directly.
+
+Invariants:
+- only OPEN sessions are in ``registry``; a session leaves it in the same
+  call that moves it out of OPEN, so no tick frame follows a close frame;
+- everything runs on the hub's single event-loop thread, and every write is
+  whole frames, so writes to one connection never interleave mid-frame;
+- ``write`` never mutates the registry synchronously (a transport reports a
+  lost connection later, through the loop), so the fan-out may iterate the
+  registry's member sets directly.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import Counter as Tally
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from server.api.errors import CloseCode
+from server.api.metrics import Registry
+from server.market.catalogue import Catalogue
+from server.market.state import AppliedTick
+from server.market.timefmt import iso
+from server.store.keys import ApiKey
+from server.stream import messages as msg
+from server.stream.handshake import Refusal, decide
+from server.stream.messages import Payload
+from server.stream.outbuf import OutBuffer
+from server.stream.registry import SubscriptionRegistry
+from server.stream.session import Session
+from server.stream.states import SessionState
+from server.stream.wire import text_frame
+
+KEEPALIVE_INTERVAL_S = 20.0
+KEEPALIVE_TIMEOUT_S = 20.0
+HANDSHAKE_TIMEOUT_S = 10.0
+SLOW_CLOSE_S = 10.0
+
+
+class QuoteSource(Protocol):
+    """What the stream reads from the market state (MarketState satisfies it)."""
+
+    version: int
+    updated: float
+
+    def quotes(self, rows: list[int]) -> list[dict]: ...  # type: ignore[type-arg]
+
+
+@dataclass(frozen=True, slots=True)
+class StreamLimits:
+    max_conn: dict[str, int]  # plan -> open sessions per key; a plan absent here has no access
+    slow_close_s: float = SLOW_CLOSE_S
+    keepalive_interval_s: float = KEEPALIVE_INTERVAL_S
+    keepalive_timeout_s: float = KEEPALIVE_TIMEOUT_S
+    handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S
+    buffer_cap: int = 64 * 1024
+    hard_cap: int = 1024 * 1024
+
+
+class StreamMetrics:
+    def __init__(self, registry: Registry, open_sessions: Callable[[], float]) -> None:
+        registry.gauge("market_ws_connections", "Open WebSocket sessions.", open_sessions)
+        self.delivered = registry.counter("market_ws_ticks_delivered_total", "Tick frames written to clients.")
+        self.conflated = registry.counter(
+            "market_ws_ticks_conflated_total", "Ticks superseded in a slow client's buffer before it read them.")
+        self.slow_closes = registry.counter(
+            "market_ws_slow_consumer_closes_total", "Sessions closed 4008 for staying over the buffer cap.")
+        self.refusals = registry.counter("market_ws_handshake_refusals_total", "Refused handshakes by reason.")
+        self.closes = registry.counter("market_ws_server_closes_total", "Sessions the server closed, by code.")
+
+
+@dataclass(frozen=True, slots=True)
+class Sweep:
+    ping: list[Session]
+    close: list[tuple[Session, CloseCode]]
+
+
+class StreamCore:
+    def __init__(
+        self,
+        state: QuoteSource,
+        catalogue: Catalogue,
+        epoch: str,
+        limits: StreamLimits,
+        metrics: StreamMetrics,
+        lookup: Callable[[str], ApiKey | None],
+    ) -> None:
+        self.state = state
+        self.catalogue = catalogue
+        self.epoch = epoch
+        self.limits = limits
+        self.metrics = metrics
+        self.lookup = lookup
+        self.ids = [inst.id for inst in catalogue.instruments]
+        self.all_rows = frozenset(range(len(self.ids)))
+        self.registry: SubscriptionRegistry[Session] = SubscriptionRegistry(len(self.ids))
+        self.sessions: dict[int, Session] = {}  # every session not yet CLOSED
+        self.per_key: Tally[str] = Tally()  # key id -> OPEN sessions
+        self._next_id = itertools.count(1)
+        self._snapshots: dict[frozenset[int], bytes] = {}
+        self._snapshots_version = -1
+
+    # --- lifecycle -----------------------------------------------------------
+    def connect(self, write: Callable[[bytes], object], now: float) -> Session:
+        session = Session(next(self._next_id), write, now, OutBuffer(self.limits.buffer_cap, self.limits.hard_cap))
+        self.sessions[session.id] = session
+        return session
+
+    def admit(self, session: Session, target: str) -> Refusal | None:
+        """Decide the handshake; on success the session is bound to its key (call `open` after the 101)."""
+        verdict = decide(target, self.lookup, self.limits.max_conn, lambda kid: self.per_key[kid])
+        if isinstance(verdict, Refusal):
+            session.transition(SessionState.REJECTED)
+            self.metrics.refusals.inc((("reason", verdict.reason),))
+            return verdict
+        session.key_id, session.plan = verdict.id, verdict.plan
+        self.per_key[verdict.id] += 1  # counted now, so two handshakes in one read cannot both pass
+        return None
+
+    def refuse(self, session: Session, reason: str) -> None:
+        """A handshake the protocol layer refused before `admit` (bad upgrade request)."""
+        session.transition(SessionState.REJECTED)
+        self.metrics.refusals.inc((("reason", reason),))
+
+    def open(self, session: Session) -> None:
+        """The 101 went out: join the full set and send the first snapshot."""
+        session.transition(SessionState.OPEN)
+        self.registry.join(session, self.all_rows)
+        session.write(self.snapshot_frame(self.all_rows))
+
+    def closing(self, session: Session, code: CloseCode | None = None) -> None:
+        """The session sent or received a close frame: no more ticks."""
+        if session.state is SessionState.OPEN:
+            self._leave_open(session)
+            session.transition(SessionState.CLOSING)
+            if code is not None:
+                self.metrics.closes.inc((("code", str(int(code))),))
+                if code is CloseCode.SLOW_CONSUMER:
+                    self.metrics.slow_closes.inc()
+
+    def closed(self, session: Session) -> None:
+        """The TCP connection is gone."""
+        if session.state is SessionState.OPEN:
+            self._leave_open(session)
+        elif session.state is SessionState.CONNECTING and session.key_id is not None:
+            self.per_key[session.key_id] -= 1  # admitted, 101 never sent
+        if session.state is not SessionState.CLOSED:
+            session.transition(SessionState.CLOSED)
+        self.sessions.pop(session.id, None)
+
+    def _leave_open(self, session: Session) -> None:
+        self.registry.leave(session)
+        session.out.drop_pending()
+        if session.key_id is not None:
+            self.per_key[session.key_id] -= 1
+            if self.per_key[session.key_id] <= 0:
+                del self.per_key[session.key_id]
+
+    # --- client messages -----------------------------------------------------
+    def on_text(self, session: Session, data: Payload, now: float) -> CloseCode | None:
+        """Handle one client message; a close code means: close the session with it."""
+        if not session.rate.allow(now):
+            return CloseCode.POLICY_VIOLATION
+        if not session.is_open:
+            return None
+        parsed = msg.parse_client_message(data)
+        if isinstance(parsed, msg.MessageError):
+            session.write(text_frame(msg.error_payload(parsed.code, parsed.detail, parsed.req_id)))
+        elif parsed.op is msg.Op.PING:
+            session.write(text_frame(msg.pong_payload(iso(now), parsed.req_id)))
+        else:
+            self._change_subscription(session, parsed)
+        return None
+
+    def on_control(self, session: Session, now: float) -> CloseCode | None:
+        """A client ping frame (the protocol answers it); it counts toward the message rate."""
+        return None if session.rate.allow(now) else CloseCode.POLICY_VIOLATION
+
+    def on_binary(self, session: Session, now: float) -> CloseCode | None:
+        if not session.rate.allow(now):
+            return CloseCode.POLICY_VIOLATION
+        if session.is_open:
+            session.write(text_frame(msg.error_payload(
+                msg.ErrorCode.UNSUPPORTED_BINARY, "Send client messages as JSON text frames.", None)))
+        return None
+
+    def _change_subscription(self, session: Session, op: msg.ClientOp) -> None:
+        index = self.catalogue.index
+        unknown = [i for i in op.ids if i not in index]
+        if unknown:
+            detail = "Unknown instrument ids: " + ", ".join(u[:64] for u in unknown[:20])
+            session.write(text_frame(msg.error_payload(msg.ErrorCode.UNKNOWN_IDS, detail, op.req_id)))
+            return
+        rows = frozenset(index[i] for i in op.ids)
+        if op.op is msg.Op.UNSUBSCRIBE:
+            rows = self.registry.rows_of(session) - rows
+        self.registry.join(session, rows)
+        session.out.drop_pending()  # the snapshot below supersedes every held tick
+        ids = [self.ids[r] for r in sorted(rows)]
+        ack = text_frame(msg.subscribed_payload(ids, op.req_id))
+        session.write(ack + self.snapshot_frame(rows))
+
+    # --- server messages -----------------------------------------------------
+    def snapshot_frame(self, rows: frozenset[int]) -> bytes:
+        """The snapshot frame for a set of rows, built once per data version and set."""
+        if self._snapshots_version != self.state.version:
+            self._snapshots.clear()
+            self._snapshots_version = self.state.version
+        frame = self._snapshots.get(rows)
+        if frame is None:
+            if len(self._snapshots) > 64:
+                self._snapshots.clear()
+            updated = self.state.updated
+            quotes = self.state.quotes(sorted(rows))
+            payload = msg.snapshot_payload(iso(updated) if updated > 0 and math.isfinite(updated) else None,
+                                           self.epoch, quotes)
+            frame = self._snapshots[rows] = text_frame(payload)
+        return frame
+
+    def on_ticks(self, ticks: list[AppliedTick]) -> None:
+        """Fan one bus batch out: each tick framed once, one write per connection per batch."""
+        by_row = self.registry.by_row
+        touched: dict[Any, list[tuple[int, bytes]]] = {}
+        for t in ticks:
+            groups = by_row[t.row]
+            if not groups:
+                continue
+            item = (t.row, text_frame(msg.tick_payload(t.id, t.price, t.change, iso(t.ts), t.seq)))
+            for group in groups:
+                items = touched.get(group)
+                if items is None:
+                    touched[group] = [item]
+                else:
+                    items.append(item)
+        delivered = conflated = 0
+        for group, items in touched.items():
+            data = items[0][1] if len(items) == 1 else b"".join([frame for _, frame in items])
+            n = len(items)
+            for session in group.members:
+                out = session.out
+                if out.over_since is None:
+                    session.write(data)
+                    delivered += n
+                else:
+                    conflated += out.hold(items)
+        if delivered:
+            self.metrics.delivered.inc(amount=delivered)
+        if conflated:
+            self.metrics.conflated.inc(amount=conflated)
+
+    def resumed(self, session: Session) -> None:
+        """The connection drained below its low-water mark: send the held (conflated) ticks."""
+        held, count = session.out.resume()
+        if count and session.is_open:
+            self.metrics.delivered.inc(amount=count)
+            session.write(held)
+
+    # --- time ------------------------------------------------------------------
+    def sweep(self, now: float) -> Sweep:
+        """Keepalive pings due, and sessions to close: pong overdue, slow consumer, stuck handshake."""
+        lim = self.limits
+        ping: list[Session] = []
+        close: list[tuple[Session, CloseCode]] = []
+        for s in self.sessions.values():
+            if s.state is SessionState.OPEN:
+                if s.out.overdue(now, lim.slow_close_s):
+                    close.append((s, CloseCode.SLOW_CONSUMER))
+                elif s.pong_overdue(now, lim.keepalive_timeout_s):
+                    close.append((s, CloseCode.INTERNAL_ERROR))
+                elif s.ping_due(now, lim.keepalive_interval_s):
+                    ping.append(s)
+            elif s.state is SessionState.CONNECTING and now - s.created_at >= lim.handshake_timeout_s:
+                close.append((s, CloseCode.POLICY_VIOLATION))
+        return Sweep(ping, close)
+
+    def sessions_of_keys(self, key_ids: set[str]) -> list[Session]:
+        return [s for s in self.sessions.values() if s.is_open and s.key_id in key_ids]
+
+    def open_sessions(self) -> list[Session]:
+        return [s for s in self.sessions.values() if s.is_open]
+
+    @property
+    def open_count(self) -> int:
+        return len(self.registry)  # every OPEN session is a member (possibly of the empty set)

@@ -1,0 +1,70 @@
+"""The per-connection outgoing buffer policy: write, conflate, or give up on a slow reader.
+
+Invariants (what keeps memory bounded whatever a client does):
+- ticks are written to the transport only while it is under ``cap`` (its
+  write-buffer high-water mark); while over it they wait in ``pending``,
+  which holds at most one frame per instrument (the latest: conflation), so
+  the client's ``seq`` for that instrument jumps;
+- control replies (acks, snapshots, pongs, errors) are not conflatable and go
+  to the transport, but past ``hard_cap`` the connection is closed at once;
+- a connection over ``cap`` for longer than the grace period is closed (4008).
+
+Pure bookkeeping: the caller reports the transport's state and writes bytes.
+"""
+
+from __future__ import annotations
+
+DEFAULT_CAP = 64 * 1024
+DEFAULT_HARD_CAP = 1024 * 1024
+
+
+class OutBuffer:
+    __slots__ = ("cap", "hard_cap", "over_since", "pending")
+
+    def __init__(self, cap: int = DEFAULT_CAP, hard_cap: int = DEFAULT_HARD_CAP) -> None:
+        if not 0 < cap <= hard_cap:
+            raise ValueError("need 0 < cap <= hard_cap")
+        self.cap = cap
+        self.hard_cap = hard_cap
+        self.over_since: float | None = None  # None while ticks may be written
+        self.pending: dict[int, bytes] = {}  # row -> latest tick frame, oldest first
+
+    @property
+    def over(self) -> bool:
+        return self.over_since is not None
+
+    def pause(self, now: float) -> None:
+        """The transport went over ``cap``: hold ticks from now on."""
+        if self.over_since is None:
+            self.over_since = now
+
+    def resume(self) -> tuple[bytes, int]:
+        """The transport drained below its low-water mark: the held ticks, ready for one write, and their count."""
+        self.over_since = None
+        count = len(self.pending)
+        if not count:
+            return b"", 0
+        data = b"".join(self.pending.values())
+        self.pending.clear()
+        return data, count
+
+    def hold(self, items: list[tuple[int, bytes]]) -> int:
+        """Keep the latest frame per instrument; returns how many held frames were superseded."""
+        pending = self.pending
+        replaced = 0
+        for row, frame in items:
+            if row in pending:
+                del pending[row]  # re-insert so the order stays by latest arrival
+                replaced += 1
+            pending[row] = frame
+        return replaced
+
+    def drop_pending(self) -> None:
+        """A fresh snapshot supersedes every held tick (after a subscription change)."""
+        self.pending.clear()
+
+    def overdue(self, now: float, grace_s: float) -> bool:
+        return self.over_since is not None and now - self.over_since >= grace_s
+
+    def exceeds_hard_cap(self, buffered: int) -> bool:
+        return buffered > self.hard_cap

@@ -1,0 +1,345 @@
+"""The stream core without an event loop: handshake decisions, protocol, fan-out, conflation, sweep."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+import pytest
+from websockets.frames import Frame, Opcode
+
+from server.api.errors import CloseCode
+from server.api.metrics import Registry
+from server.market.catalogue import default_catalogue
+from server.market.state import AppliedTick
+from server.store.keys import ApiKey
+from server.stream.core import StreamCore, StreamLimits, StreamMetrics
+from server.stream.session import Session
+from server.stream.states import SessionState
+
+CAT = default_catalogue()
+IDS = [i.id for i in CAT.instruments]
+KEYS = {
+    "pro": ApiKey("key_pro", "professional", None, None, 0.0, None),
+    "ent": ApiKey("key_ent", "enterprise", None, None, 0.0, None),
+    "free": ApiKey("key_free", "free", None, None, 0.0, None),
+}
+
+
+@dataclass
+class FakeState:
+    version: int = 1
+    updated: float = 1_700_000_000.0
+    calls: list[list[int]] = field(default_factory=list)
+
+    def quotes(self, rows: list[int]) -> list[dict[str, Any]]:
+        self.calls.append(rows)
+        return [{"id": IDS[r]} for r in rows]
+
+
+class Sink:
+    """What a connection received: the list of writes, decoded into messages."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def __call__(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    def messages(self) -> list[dict[str, Any]]:
+        out = []
+        for data in self.writes:
+            buf = bytearray(data)
+            while buf:
+                frame = Frame.parse(_reader(buf), mask=False, max_size=None, extensions=[])
+                f = _run(frame)
+                assert f.opcode is Opcode.TEXT and f.fin
+                out.append(orjson.loads(f.data))
+        return out
+
+    def clear(self) -> None:
+        self.writes.clear()
+
+
+def _reader(buf: bytearray):  # type: ignore[no-untyped-def]
+    def read_exact(n: int):  # type: ignore[no-untyped-def]
+        chunk = bytes(buf[:n])
+        del buf[:n]
+        return chunk
+        yield  # pragma: no cover
+
+    return read_exact
+
+
+def _run(gen):  # type: ignore[no-untyped-def]
+    try:
+        while True:
+            next(gen)
+    except StopIteration as stop:
+        return stop.value
+
+
+def make_core(**limits: Any) -> tuple[StreamCore, FakeState, Registry]:
+    reg = Registry()
+    state = FakeState()
+    lim = StreamLimits(max_conn={"professional": 2, "enterprise": 50}, **limits)
+    core: StreamCore = StreamCore(state, CAT, "epoch-1", lim, StreamMetrics(reg, lambda: 0.0), _lookup)
+    return core, state, reg
+
+
+def _lookup(secret: str) -> ApiKey | None:
+    return KEYS.get(secret)
+
+
+def open_session(core: StreamCore, key: str = "pro", now: float = 0.0) -> tuple[Session, Sink]:
+    sink = Sink()
+    s = core.connect(sink, now)
+    assert core.admit(s, f"/ws/quotes?key={key}") is None
+    core.open(s)
+    return s, sink
+
+
+def tick(row: int, seq: int, price: float = 1.0) -> AppliedTick:
+    return AppliedTick(row, IDS[row], price, 0.5, 1_700_000_000.5, seq)
+
+
+# --- handshake ------------------------------------------------------------------
+
+@pytest.mark.parametrize(("target", "status", "reason"), [
+    ("/ws/other?key=pro", 404, "not_found"),
+    ("/ws/quotes", 401, "missing_key"),
+    ("/ws/quotes?key=", 401, "missing_key"),
+    ("/ws/quotes?key=nope", 401, "invalid_key"),
+    ("/ws/quotes?key=free", 403, "free_plan"),
+])
+def test_handshake_refusals_are_problems_with_reasons(target: str, status: int, reason: str) -> None:
+    core, _, reg = make_core()
+    s = core.connect(Sink(), 0.0)
+    refusal = core.admit(s, target)
+    assert refusal is not None and refusal.error.status == status and refusal.reason == reason
+    problem = refusal.error.problem()
+    assert problem["status"] == status and problem["code"] and problem["detail"]
+    assert "nope" not in problem["detail"]  # the secret is never echoed
+    assert s.state is SessionState.REJECTED
+    assert b'reason="%s"} 1' % reason.encode() in reg.render()
+
+
+def test_connection_limit_per_key_and_release_on_close() -> None:
+    core, _, _ = make_core()
+    a, _ = open_session(core)
+    open_session(core)
+    third = core.connect(Sink(), 0.0)
+    refusal = core.admit(third, "/ws/quotes?key=pro")
+    assert refusal is not None and refusal.error.status == 429 and refusal.error.code == "too_many_connections"
+    open_session(core, "ent")  # other keys are counted separately
+    core.closing(a, CloseCode.NORMAL)
+    fourth = core.connect(Sink(), 0.0)
+    assert core.admit(fourth, "/ws/quotes?key=pro") is None
+
+
+def test_admitted_but_never_opened_releases_its_slot() -> None:
+    core, _, _ = make_core()
+    s = core.connect(Sink(), 0.0)
+    assert core.admit(s, "/ws/quotes?key=pro") is None
+    core.closed(s)
+    assert core.per_key["key_pro"] == 0
+    assert not core.sessions
+
+
+# --- protocol -------------------------------------------------------------------
+
+def test_snapshot_first_with_epoch_and_full_set() -> None:
+    core, _, _ = make_core()
+    _, sink = open_session(core)
+    first = sink.messages()[0]
+    assert first["type"] == "snapshot" and first["epoch"] == "epoch-1"
+    assert [q["id"] for q in first["quotes"]] == IDS
+    assert first["updated"].endswith("+08:00")
+
+
+def test_snapshot_serialised_once_per_version_and_set() -> None:
+    core, state, _ = make_core()
+    open_session(core)
+    open_session(core, "ent")
+    assert len(state.calls) == 1
+    state.version += 1
+    open_session(core, "ent")
+    assert len(state.calls) == 2
+
+
+def test_subscribe_narrows_and_acks_then_snapshot() -> None:
+    core, _, _ = make_core()
+    s, sink = open_session(core)
+    sink.clear()
+    assert core.on_text(s, b'{"op":"subscribe","ids":["wti","brent"],"reqId":"a1"}', 1.0) is None
+    ack, snap = sink.messages()
+    assert ack == {"type": "subscribed", "ids": ["brent", "wti"], "reqId": "a1"}  # catalogue order
+    assert snap["type"] == "snapshot" and [q["id"] for q in snap["quotes"]] == ["brent", "wti"]
+    sink.clear()
+    core.on_ticks([tick(CAT.index["lpg"], 1), tick(CAT.index["wti"], 4)])
+    assert [m["id"] for m in sink.messages()] == ["wti"]
+
+
+def test_unknown_ids_reject_the_whole_request_and_keep_the_set() -> None:
+    core, _, _ = make_core()
+    s, sink = open_session(core)
+    core.on_text(s, b'{"op":"subscribe","ids":["brent"]}', 1.0)
+    sink.clear()
+    core.on_text(s, b'{"op":"subscribe","ids":["wti","nope","zzz"],"reqId":9}', 1.1)
+    (err,) = sink.messages()
+    assert err["type"] == "error" and err["code"] == "unknown_ids" and err["reqId"] == 9
+    assert "nope" in err["detail"] and "zzz" in err["detail"]
+    assert core.registry.rows_of(s) == {CAT.index["brent"]}
+
+
+def test_unsubscribe_removes_and_reports_full_set() -> None:
+    core, _, _ = make_core()
+    s, sink = open_session(core)
+    sink.clear()
+    core.on_text(s, b'{"op":"unsubscribe","ids":["brent"]}', 1.0)
+    ack = sink.messages()[0]
+    assert ack["type"] == "subscribed" and ack["reqId"] is None
+    assert ack["ids"] == [i for i in IDS if i != "brent"]
+
+
+def test_ping_pong_echoes_req_id() -> None:
+    core, _, _ = make_core()
+    s, sink = open_session(core)
+    sink.clear()
+    core.on_text(s, b'{"op":"ping","reqId":"p-1"}', 1_700_000_000.0)
+    (pong,) = sink.messages()
+    assert pong["type"] == "pong" and pong["reqId"] == "p-1" and pong["ts"].endswith("+08:00")
+
+
+@pytest.mark.parametrize(("raw", "code"), [
+    (b"{nope", "invalid_json"),
+    (b"[1,2]", "invalid_message"),
+    (b'{"op":"dance"}', "unknown_op"),
+    (b'{"op":"subscribe","ids":"brent"}', "invalid_message"),
+    (b'{"op":"subscribe","ids":[1]}', "invalid_message"),
+    (b'{"op":7}', "invalid_message"),
+])
+def test_bad_messages_answer_errors_and_keep_the_session(raw: bytes, code: str) -> None:
+    core, _, _ = make_core()
+    s, sink = open_session(core)
+    sink.clear()
+    assert core.on_text(s, raw, 1.0) is None
+    (err,) = sink.messages()
+    assert err["type"] == "error" and err["code"] == code
+    assert s.is_open
+
+
+def test_more_than_20_messages_a_second_is_a_policy_violation() -> None:
+    core, _, _ = make_core()
+    s, _ = open_session(core)
+    results = [core.on_text(s, b'{"op":"ping"}', 5.0 + i * 0.001) for i in range(21)]
+    assert results[:20] == [None] * 20
+    assert results[20] is CloseCode.POLICY_VIOLATION
+    # a steady 20 per second is fine
+    s2, _ = open_session(core, "ent")
+    assert all(core.on_text(s2, b'{"op":"ping"}', 10.0 + i * 0.05) is None for i in range(100))
+
+
+# --- fan-out ----------------------------------------------------------------------
+
+def test_each_tick_framed_once_and_one_write_per_connection_per_batch() -> None:
+    core, _, reg = make_core()
+    sessions = [open_session(core, "ent") for _ in range(3)]
+    for _, sink in sessions:
+        sink.clear()
+    batch = [tick(0, 1), tick(1, 1), tick(2, 1)]
+    core.on_ticks(batch)
+    writes = [sink.writes for _, sink in sessions]
+    assert all(len(w) == 1 for w in writes)
+    assert writes[0][0] is writes[1][0] is writes[2][0]  # the same bytes object for everyone
+    msgs = sessions[0][1].messages()
+    assert msgs[0] == {"type": "tick", "id": IDS[0], "price": 1.0, "change": 0.5,
+                       "ts": "2023-11-15T06:13:20.500+08:00", "seq": 1}
+    assert b"market_ws_ticks_delivered_total 9" in reg.render()
+
+
+def test_tick_touches_only_its_subscribers() -> None:
+    core, _, _ = make_core()
+    a, sink_a = open_session(core, "ent")
+    b, sink_b = open_session(core, "ent")
+    core.on_text(a, b'{"op":"subscribe","ids":["brent"]}', 1.0)
+    core.on_text(b, b'{"op":"subscribe","ids":["wti"]}', 1.0)
+    sink_a.clear()
+    sink_b.clear()
+    core.on_ticks([tick(CAT.index["brent"], 2), tick(CAT.index["wti"], 3)])
+    assert [m["id"] for m in sink_a.messages()] == ["brent"]
+    assert [m["id"] for m in sink_b.messages()] == ["wti"]
+
+
+def test_slow_session_conflates_to_latest_per_instrument_then_resumes() -> None:
+    core, _, reg = make_core()
+    _fast, fast_sink = open_session(core, "ent")
+    slow, slow_sink = open_session(core, "ent")
+    fast_sink.clear()
+    slow_sink.clear()
+    slow.out.pause(10.0)
+    for seq in range(1, 6):
+        core.on_ticks([tick(0, seq, price=float(seq)), tick(1, seq)])
+    assert not slow_sink.writes
+    assert len(fast_sink.writes) == 5
+    assert b"market_ws_ticks_conflated_total 8" in reg.render()
+    core.resumed(slow)
+    assert len(slow_sink.writes) == 1  # held ticks go out in one write
+    got = slow_sink.messages()
+    assert sorted((m["id"], m["seq"]) for m in got) == sorted([(IDS[0], 5), (IDS[1], 5)])
+    core.on_ticks([tick(0, 6)])
+    assert slow_sink.messages()[-1]["seq"] == 6
+
+
+def test_subscription_change_drops_held_ticks() -> None:
+    core, _, _ = make_core()
+    s, _sink = open_session(core)
+    s.out.pause(1.0)
+    core.on_ticks([tick(0, 1)])
+    assert s.out.pending
+    core.on_text(s, b'{"op":"subscribe","ids":["wti"]}', 1.5)
+    assert not s.out.pending
+
+
+def test_closing_session_gets_no_more_ticks() -> None:
+    core, _, _ = make_core()
+    s, sink = open_session(core)
+    core.closing(s, CloseCode.GOING_AWAY)
+    sink.clear()
+    core.on_ticks([tick(0, 1)])
+    assert not sink.writes
+    assert s.state is SessionState.CLOSING
+    core.closed(s)
+    assert s.state is SessionState.CLOSED and not core.sessions
+
+
+# --- sweep ------------------------------------------------------------------------
+
+def test_sweep_pings_closes_slow_and_silent_sessions() -> None:
+    core, _, reg = make_core(slow_close_s=10.0)
+    quiet, _ = open_session(core, "ent", now=0.0)
+    slow, _ = open_session(core, "ent", now=0.0)
+    stuck = core.connect(Sink(), 0.0)  # TCP open, no handshake
+    slow.out.pause(5.0)
+    due = core.sweep(9.9)
+    assert due.ping == [] and due.close == []
+    assert core.sweep(10.0).close == [(stuck, CloseCode.POLICY_VIOLATION)]
+    assert (slow, CloseCode.SLOW_CONSUMER) in core.sweep(15.0).close
+    due = core.sweep(20.0)
+    assert due.ping == [quiet]  # the slow one is being closed, not pinged
+    quiet.ping_sent(20.0)
+    assert core.sweep(30.0).ping == []
+    assert (quiet, CloseCode.INTERNAL_ERROR) not in core.sweep(39.9).close
+    assert (quiet, CloseCode.INTERNAL_ERROR) in core.sweep(40.0).close
+    quiet.pong_received()
+    assert (quiet, CloseCode.INTERNAL_ERROR) not in core.sweep(40.0).close
+    core.closing(slow, CloseCode.SLOW_CONSUMER)
+    assert b"market_ws_slow_consumer_closes_total 1" in reg.render()
+
+
+def test_sessions_of_revoked_keys() -> None:
+    core, _, _ = make_core()
+    a, _ = open_session(core, "pro")
+    open_session(core, "ent")
+    assert core.sessions_of_keys({"key_pro"}) == [a]
