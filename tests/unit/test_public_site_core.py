@@ -1,0 +1,121 @@
+"""Public-site cores without a server: market snapshots and ETags, strict query integers, record hooks."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+
+from server.api.errors import ApiError
+from server.api.site_fields import int_params
+from server.api.site_market import MarketSnapshots, etag_matches
+from server.market.catalogue import default_catalogue
+from server.market.feed import Tick
+from server.market.state import build_demo_state
+from server.store.db import open_db
+from server.store.records import Cooperation, Inquiry, RecordRepo, new_record_id
+
+NOW = 1_790_000_000.0
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.t = NOW
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def test_snapshot_serialised_once_per_refresh_with_max_age_countdown() -> None:
+    clock = Clock()
+    state, _feed = build_demo_state(default_catalogue(), 1, NOW)
+    snaps = MarketSnapshots(state, 60.0, clock)
+    first = snaps.current
+    doc = orjson.loads(first.whole.data)
+    assert doc["refreshSeconds"] == 60 and doc["demo"] is True and len(doc["categories"]) == 8
+    assert set(first.categories) == {c["id"] for c in doc["categories"]}
+    assert orjson.loads(first.categories["fx"].data)["id"] == "fx"
+    assert snaps.max_age() == 60
+    clock.t += 59.5
+    assert snaps.max_age() == 0
+    clock.t += 1
+    assert not snaps.refresh() and snaps.current is first  # unchanged market: same bytes, same ETag
+    assert snaps.max_age() == 60 and snaps.builds == 1
+    state.apply([Tick(0, float(state.prices[0]) + 1.0, clock.t)])
+    clock.t += 60
+    assert snaps.refresh() and snaps.builds == 2
+    assert snaps.current.whole.etag != first.whole.etag
+    assert orjson.loads(snaps.current.whole.data)["updated"] != doc["updated"]
+    assert re.fullmatch(r'"[0-9a-f]{32}"', snaps.current.whole.etag)
+
+
+@pytest.mark.parametrize(
+    ("header", "match"),
+    [(None, False), ("", False), ('"abc"', True), ('W/"abc"', True), ('"x", "abc"', True), ("*", True),
+     ('"abcd"', False), ("abc", False)],
+)
+def test_if_none_match(header: str | None, match: bool) -> None:
+    assert etag_matches(header, '"abc"') is match
+
+
+@pytest.mark.parametrize("raw", ["-1", "+5", " 5", "5 ", "1.0", "1e2", "", "0x10", "١٢", "9" * 13, "101"])
+def test_int_params_are_strict(raw: str) -> None:
+    with pytest.raises(ApiError) as err:
+        int_params({"limit": raw}, limit=(20, 1, 100))
+    assert err.value.status == 400 and err.value.errors == [
+        {"field": "limit", "message": "limit must be an integer from 1 to 100"}]
+
+
+def test_int_params_defaults_and_all_errors_at_once() -> None:
+    assert int_params({}, limit=(20, 1, 100), offset=(0, 0, 10)) == {"limit": 20, "offset": 0}
+    assert int_params({"limit": "100", "offset": "007"}, limit=(20, 1, 100), offset=(0, 0, 10)) == {
+        "limit": 100, "offset": 7}
+    with pytest.raises(ApiError) as err:
+        int_params({"limit": "0", "offset": "x"}, limit=(20, 1, 100), offset=(0, 0, 10))
+    assert [e["field"] for e in err.value.errors or []] == ["limit", "offset"]
+
+
+@pytest.fixture
+def conn(tmp_path: Path) -> Iterator[sqlite3.Connection]:
+    c = open_db(tmp_path / "data")
+    yield c
+    c.close()
+
+
+def test_record_ids_are_prefixed_and_time_ordered() -> None:
+    a, b = new_record_id("inq", NOW), new_record_id("inq", NOW + 0.002)
+    assert re.fullmatch(r"inq_[0-9A-HJKMNP-TV-Z]{26}", a)
+    assert a < b and a != new_record_id("inq", NOW)
+
+
+def test_hooks_run_inside_the_insert_transaction(conn: sqlite3.Connection) -> None:
+    seen: list[tuple[str, str, dict[str, Any], bool]] = []
+
+    def hook(c: sqlite3.Connection, kind: str, rid: str, payload: dict[str, Any]) -> None:
+        table = "inquiries" if kind == "inquiry" else "cooperations"
+        visible = c.execute(f"SELECT 1 FROM {table} WHERE id = ?", (rid,)).fetchone() is not None
+        seen.append((kind, rid, payload, c.in_transaction and visible))
+
+    repo = RecordRepo(conn, lambda: NOW, hooks=[hook])
+    inq = repo.add_inquiry(Inquiry("usr_1", "a@example.com", "甲醇", 100.0, "t", "hi", "宁波", "+86 21 5555 0000"))
+    coop = repo.add_cooperation(Cooperation("Acme", "Li Lei", "li@example.com", None, "data"))
+    assert [s[0] for s in seen] == ["inquiry", "cooperation"] and all(s[3] for s in seen)
+    assert seen[0][1] == inq.id and seen[0][2]["createdAt"] == inq.created_at == "2026-09-21T22:13:20.000+08:00"
+    assert seen[0][2]["product"] == "甲醇" and seen[0][2]["status"] == "received"
+    assert seen[1][2] | {"id": coop.id} == seen[1][2] and seen[1][2]["email"] == "li@example.com"
+
+
+def test_a_failing_hook_rolls_the_record_back(conn: sqlite3.Connection) -> None:
+    def broken(c: sqlite3.Connection, kind: str, rid: str, payload: dict[str, Any]) -> None:
+        raise RuntimeError("outbox unavailable")
+
+    repo = RecordRepo(conn, lambda: NOW, hooks=[broken])
+    with pytest.raises(RuntimeError):
+        repo.add_cooperation(Cooperation("Acme", "Li Lei", None, "+86 10 1234 5678", "other"))
+    assert conn.execute("SELECT COUNT(*) FROM cooperations").fetchone()[0] == 0
+    assert not conn.in_transaction
