@@ -91,6 +91,9 @@ class MailSender:
         if refused:  # some recipients accepted: retrying would duplicate their copy
             log.warning("smtp host=%s refused recipients %s", s.host, ", ".join(sorted(refused)))
 
+    async def close(self) -> None:
+        """Nothing to close: each delivery opens and closes its own SMTP connection."""
+
 
 def _codes(exc: aiosmtplib.SMTPRecipientsRefused) -> str:
     return ", ".join(f"{r.recipient} {r.code}" for r in exc.recipients)
