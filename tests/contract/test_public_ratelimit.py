@@ -1,0 +1,86 @@
+"""The public bucket at its default of 60/min per client IP, X-Forwarded-For trust, and the market refresh.
+
+Each test starts its own server: the shared fixture runs with a huge public rate.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.conftest import RUNTIMES, ServerProcess
+
+PUBLIC_PATHS = ("/api/market", "/api/news?limit=1", "/api/research?limit=1", "/api/market/fx",
+                "/api/receipt/WR-NB-000101", "/api/verify-anchor?hash=bad")
+
+
+def _exhaust(c: httpx.Client, headers: dict[str, str] | None = None) -> int:
+    """Spend a fresh 60/min bucket across all public endpoints; returns how many were admitted."""
+    started = time.monotonic()
+    admitted = 0
+    for i in range(60):
+        resp = c.get(PUBLIC_PATHS[i % len(PUBLIC_PATHS)], headers=headers)
+        assert resp.status_code != 429, f"request {i + 1} refused"
+        assert resp.headers["x-ratelimit-limit"] == "60"
+        admitted += 1
+    # GCRA refills one request per second: the 61st is refused if we got here within a second
+    assert time.monotonic() - started < 1.0, "too slow to test the burst exactly"
+    return admitted
+
+
+def _refused(resp: httpx.Response) -> None:
+    assert resp.status_code == 429, resp.text
+    assert resp.headers["content-type"] == "application/problem+json"
+    assert int(resp.headers["retry-after"]) >= 1 and resp.json()["retryAfter"] >= 1
+    assert resp.json()["code"] == "rate_limited" and resp.headers["access-control-allow-origin"] == "*"
+    assert resp.headers["x-ratelimit-remaining"] == "0"
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_61st_public_request_is_429_and_forwarded_for_is_ignored_from_untrusted_peers(
+    runtime: str, tmp_path: Path
+) -> None:
+    srv = ServerProcess(tmp_path / "data", runtime)
+    try:
+        with srv.client() as c:
+            assert _exhaust(c, {"X-Forwarded-For": "203.0.113.1"}) == 60
+            _refused(c.get("/api/news"))
+            _refused(c.post("/api/cooperation", json={}))  # every public endpoint shares the bucket
+            _refused(c.get("/api/market", headers={"X-Forwarded-For": "203.0.113.99"}))  # spoofing does not help
+            assert c.get("/healthz").status_code == 200  # open endpoints are not limited
+    finally:
+        assert srv.stop() == 0
+
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_forwarded_for_is_honoured_from_a_trusted_proxy_and_market_refreshes(runtime: str, tmp_path: Path) -> None:
+    srv = ServerProcess(tmp_path / "data", runtime, "--trusted-proxies", "127.0.0.1", "--market-refresh-s", "1")
+    try:
+        with srv.client() as c:
+            a = {"X-Forwarded-For": "203.0.113.7"}
+            assert _exhaust(c, a) == 60
+            _refused(c.get("/api/news", headers=a))
+            _refused(c.get("/api/news", headers={"X-Forwarded-For": "198.51.100.1, 203.0.113.7"}))  # rightmost hop
+            assert c.get("/api/news", headers={"X-Forwarded-For": "203.0.113.8"}).status_code == 200
+            assert c.get("/api/news").status_code == 200  # the proxy's own address has its own bucket
+            _market_refreshes(c, {"X-Forwarded-For": "203.0.113.9"})
+    finally:
+        assert srv.stop() == 0
+
+
+def _market_refreshes(c: httpx.Client, headers: dict[str, str]) -> None:
+    first = c.get("/api/market", headers=headers)
+    assert first.json()["refreshSeconds"] == 1
+    assert re.fullmatch(r"public, max-age=[01]", first.headers["cache-control"])
+    deadline = time.monotonic() + 5.0
+    resp = first
+    while resp.headers["etag"] == first.headers["etag"] and time.monotonic() < deadline:
+        time.sleep(0.2)  # waiting for the server's own refresh timer
+        resp = c.get("/api/market", headers=headers)
+    assert resp.headers["etag"] != first.headers["etag"], "snapshot not rebuilt within 5 s"
+    assert resp.json()["updated"] > first.json()["updated"]
+    assert c.get("/api/market", headers=headers | {"If-None-Match": first.headers["etag"]}).status_code == 200
