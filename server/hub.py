@@ -25,6 +25,7 @@ from server.api.metrics import HttpMetrics, Registry
 from server.api.ops import OpsApi
 from server.api.public_api import register_public_site
 from server.api.router import Router
+from server.api.web import WebApi
 from server.bus import LocalTickBus
 from server.config import Settings
 from server.feeds import FeedSource, make_feed
@@ -70,6 +71,7 @@ class Hub:
             self.registry.gauge(f"market_feed_{name}", f"Feed lines skipped ({name.replace('_', ' ')}).",
                                 lambda name=name: float(self.feed.stats().get(name, 0)))
         MarketApi(self.state, self.inventory, self.cache).register(self.router)
+        WebApi(settings).register(self.router)  # the dashboard at / and /static/..., /api/config
         self.ops = OpsApi(self)
         self.services: list[Service] = []
         self.services.append(OutboxWorker(settings, self.registry, clock))

@@ -247,6 +247,32 @@ OPERATIONS: dict[tuple[str, str], S] = {
                              required=True)],
         "responses": {**ok("Verification"), "400": problem("not 64 hex characters"), "404": problem("unknown hash")},
     },
+    ("GET", "/api/config"): {
+        "summary": "What the web dashboard needs to know: the WebSocket port and path", "tags": ["dashboard"],
+        "responses": {"200": {"description": "client configuration", "content": {"application/json": {"schema": obj(
+            ["wsPort", "wsPath", "demo"], wsPort={**INT, "description": "port of ws://HOST:PORT/ws/quotes"},
+            wsPath={"const": "/ws/quotes"}, demo=BOOL)}}}},
+    },
+    ("GET", "/"): {
+        "summary": "The web dashboard (HTML, not JSON)", "tags": ["dashboard"],
+        "parameters": [param("If-None-Match", "header", STR, "ETag of a copy already held")],
+        "responses": {"200": {"description": "the page", "content": {"text/html": {"schema": STR}}},
+                      "304": {"description": "not changed"}},
+    },
+    ("GET", "/static/{file}"): {
+        "summary": "The dashboard's scripts and styles (ETag; revalidated on each load)", "tags": ["dashboard"],
+        "parameters": [param("file", "path", STR, "e.g. app.js, app.css"),
+                       param("If-None-Match", "header", STR, "ETag of a copy already held")],
+        "responses": {"200": {"description": "the file (text/javascript, text/css, ...)"},
+                      "304": {"description": "not changed"}, "404": problem("no such file")},
+    },
+    ("GET", "/static/vendor/{file}"): {
+        "summary": "Vendored browser libraries (lightweight-charts), cached as immutable", "tags": ["dashboard"],
+        "parameters": [param("file", "path", STR, "e.g. lightweight-charts.standalone.production.js"),
+                       param("If-None-Match", "header", STR, "ETag of a copy already held")],
+        "responses": {"200": {"description": "the file"}, "304": {"description": "not changed"},
+                      "404": problem("no such file")},
+    },
     ("GET", "/healthz"): {"summary": "Liveness", "tags": ["operations"],
                           "responses": {"200": {"description": "alive"}}},
     ("GET", "/readyz"): {"summary": "Readiness (feed and storage)", "tags": ["operations"],

@@ -1,0 +1,118 @@
+"""The web dashboard: static files shipped in the package, read once at start, served at `/` and `/static/...`.
+
+These are the only non-JSON bodies besides /metrics and /docs (SPEC 4). Every file
+gets a strong ETag and `If-None-Match` answers 304. The page and the app's own
+modules are revalidated on each load (`no-cache`: a cheap 304 when unchanged);
+vendored libraries are referenced from index.html with a content-hash query, so
+they may be cached for a year. `GET /api/config` tells the page the WebSocket port,
+which differs from the HTTP port. Nothing touches the file system after start.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+from server.api.errors import ApiError
+from server.api.router import Access, Router
+from server.api.site_market import etag_matches
+from server.api.types import Request, Response
+from server.config import Settings
+
+WEB_ROOT = Path(__file__).resolve().parent.parent / "web"
+WS_PATH = "/ws/quotes"
+VENDOR = "vendor/"
+CONTENT_TYPES = {
+    ".html": "text/html; charset=utf-8",
+    ".js": "text/javascript; charset=utf-8",
+    ".css": "text/css; charset=utf-8",
+    ".svg": "image/svg+xml",
+    ".md": "text/markdown; charset=utf-8",
+    ".LICENSE": "text/plain; charset=utf-8",
+}
+REVALIDATE = "no-cache"
+IMMUTABLE = "public, max-age=31536000, immutable"
+# the page talks to its own origin over HTTP and to the WebSocket port (another origin) over ws:/wss:;
+# the chart library sets inline styles on its elements
+CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+       "connect-src 'self' ws: wss:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+PAGE_HEADERS = [("content-security-policy", CSP), ("referrer-policy", "no-referrer"), ("x-frame-options", "DENY")]
+
+
+@dataclass(frozen=True, slots=True)
+class StaticFile:
+    body: bytes
+    content_type: str
+    etag: str
+    cache_control: str
+
+
+def _static(body: bytes, content_type: str, cache_control: str) -> StaticFile:
+    return StaticFile(body, content_type, '"' + hashlib.blake2b(body, digest_size=12).hexdigest() + '"', cache_control)
+
+
+def load_files(root: Path = WEB_ROOT) -> dict[str, StaticFile]:
+    """Every servable file under `root`, keyed by its path relative to it (`app.js`, `vendor/x.js`)."""
+    files: dict[str, StaticFile] = {}
+    for path in sorted(root.rglob("*")):
+        ctype = CONTENT_TYPES.get(path.suffix)
+        if not path.is_file() or ctype is None:
+            continue
+        name = path.relative_to(root).as_posix()
+        files[name] = _static(path.read_bytes(), ctype, IMMUTABLE if name.startswith(VENDOR) else REVALIDATE)
+    if "index.html" not in files:
+        raise RuntimeError(f"the web dashboard is missing from the package: no index.html in {root}")
+    return files
+
+
+def versioned_index(files: dict[str, StaticFile]) -> StaticFile:
+    """index.html with `?v=<hash>` on each vendored file's URL, so those can be cached as immutable."""
+    html = files["index.html"].body
+    for name, item in files.items():
+        if name.startswith(VENDOR):
+            url = f"/static/{name}".encode()
+            html = html.replace(b'"' + url + b'"', b'"' + url + b"?v=" + item.etag.strip('"')[:12].encode() + b'"')
+    return _static(html, files["index.html"].content_type, REVALIDATE)
+
+
+class WebApi:
+    def __init__(self, settings: Settings, root: Path = WEB_ROOT) -> None:
+        self.files = load_files(root)
+        self.index = versioned_index(self.files)
+        config = {"wsPort": settings.ws_port, "wsPath": WS_PATH, "demo": settings.is_demo}
+        self.config = orjson.dumps(config)
+
+    def register(self, router: Router) -> None:
+        router.add("GET", "/", self.page, Access.OPEN, name="web_index")
+        router.add("GET", "/static/{file}", self.static, Access.OPEN, name="web_static")
+        router.add("GET", "/static/vendor/{file}", self.vendor, Access.OPEN, name="web_vendor")
+        router.add("GET", "/api/config", self.client_config, Access.OPEN, name="web_config")
+
+    def page(self, req: Request) -> Response:
+        return _answer(req, self.index, PAGE_HEADERS)
+
+    def static(self, req: Request) -> Response:
+        return self._file(req, req.path_params["file"])
+
+    def vendor(self, req: Request) -> Response:
+        return self._file(req, VENDOR + req.path_params["file"])
+
+    def _file(self, req: Request, name: str) -> Response:
+        found = self.files.get(name)
+        if found is None or name == "index.html":
+            raise ApiError("not_found", f"No dashboard file {name[:200]}.")
+        return _answer(req, found, [])
+
+    def client_config(self, req: Request) -> Response:
+        return Response(200, self.config, "application/json", [("cache-control", REVALIDATE)])
+
+
+def _answer(req: Request, item: StaticFile, extra: list[tuple[str, str]]) -> Response:
+    headers = [("etag", item.etag), ("cache-control", item.cache_control), ("x-content-type-options", "nosniff"),
+               *extra]
+    if etag_matches(req.headers.get("if-none-match"), item.etag):
+        return Response(304, b"", None, headers)
+    return Response(200, item.body, item.content_type, headers)

@@ -1,0 +1,38 @@
+// Tiny DOM helpers. Data goes in as text nodes only (never HTML), so nothing from the API can inject markup.
+
+/** el("td", {class: "num", dataset: {id}}, "text", child...) */
+export function el(tag, props = {}, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(props)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (name === "class") node.className = value;
+    else if (name === "dataset") Object.assign(node.dataset, value);
+    else if (name === "text") node.textContent = value;
+    else if (name.startsWith("on")) node.addEventListener(name.slice(2), value);
+    else node.setAttribute(name, value === true ? "" : value);
+  }
+  for (const child of children.flat()) {
+    if (child === null || child === undefined || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+/** Replace a node's children. */
+export function replaceChildren(node, ...children) {
+  node.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined));
+}
+
+/** Up/down/flat class for a signed value. */
+export function signClass(value) {
+  if (!value) return "flat";
+  return value > 0 ? "up" : "down";
+}
+
+/** Restart a CSS flash animation on a cell. */
+export function flash(node, dir) {
+  node.classList.remove("flash-up", "flash-down");
+  if (!dir) return;
+  void node.offsetWidth; // reflow, so the same animation can run again
+  node.classList.add(dir > 0 ? "flash-up" : "flash-down");
+}

@@ -1,0 +1,464 @@
+// Everything a key unlocks: live quotes (WebSocket for professional/enterprise keys, polling
+// within the plan's budget otherwise), the candle chart, spreads and inventories.
+//
+// Modes: "checking" -> "live" | "connecting" | "reconnecting" | "polling" | "fallback" | "paused" | "offline".
+// The plan comes from the RateLimit-Policy header of the first keyed answer ("free", "professional", ...).
+// A browser cannot read why a WebSocket handshake was refused, so after two attempts that never
+// opened the page polls while it keeps retrying the socket with backoff.
+
+import { getJson } from "./api.js";
+import { PriceChart } from "./chart.js";
+import { el, flash, replaceChildren, signClass } from "./dom.js";
+import { Close, LiveSocket, SeqTracker } from "./live.js";
+import { QuoteBook, clockOf, formatNumber } from "./quotes.js";
+
+const SIDE_REFRESH_MS = 60000; // spreads and inventories
+const POLL_SHARE = 0.5; // polling may use half of the plan's budget; the rest is for charts and tables
+const RESYNC_MIN_MS = 10000;
+const FAILURES_BEFORE_FALLBACK = 2;
+const KINDS = ["all", "oil", "chem", "fx"];
+
+export class KeyedSession {
+  /** ctx: {i18n, notices, wsUrl(key), onRejected(status)} */
+  constructor(key, ctx) {
+    this.key = key;
+    this.ctx = ctx;
+    this.book = new QuoteBook();
+    this.seq = new SeqTracker();
+    this.mode = "checking";
+    this.plan = "";
+    this.rate = null;
+    this.rateAt = 0;
+    this.retryAt = 0;
+    this.ticks = 0;
+    this.resyncs = 0;
+    this.lastResync = 0;
+    this.kind = "all";
+    this.chartId = null;
+    this.chart = null;
+    this.spreads = null;
+    this.inventory = null;
+    this.socket = null;
+    this.pollTimer = null;
+    this.timers = [];
+    this.stopped = false;
+    this.netFailures = 0;
+  }
+
+  /** Check the key and start; resolves to "ok", "unauthorized" or "stopped". */
+  async start() {
+    this._renderStatus();
+    this.timers.push(setInterval(() => this._renderStatus(), 500));
+    for (;;) {
+      const r = await this.call("/api/v1/quotes");
+      if (this.stopped) return "stopped";
+      if (r.status === 401) return "unauthorized";
+      if (r.ok) {
+        this._begin(r);
+        return "ok";
+      }
+      await sleep(this._retryDelay(r));
+    }
+  }
+
+  stop() {
+    this.stopped = true;
+    this.socket?.stop();
+    clearTimeout(this.pollTimer);
+    for (const t of this.timers) clearInterval(t);
+    this.chart?.remove();
+    this.chart = null;
+    for (const id of ["rate", "network", "server", "chart", "revoked"]) this.ctx.notices.clear(id);
+  }
+
+  _begin(first) {
+    this.plan = first.rate?.policy ?? "";
+    this.book.setAll(first.data.quotes);
+    document.getElementById("keyed").hidden = false;
+    this._renderTabs();
+    this._renderQuotes();
+    this._renderChartSelect();
+    this.selectChart(this.chartId ?? first.data.quotes[0]?.id);
+    this.loadSide();
+    this.timers.push(setInterval(() => this.loadSide(), SIDE_REFRESH_MS));
+    if (this.plan === "free") this._poll("polling");
+    else this._openSocket();
+  }
+
+  /** A keyed GET that keeps the budget and the notices up to date. */
+  async call(path) {
+    const r = await getJson(path, { key: this.key });
+    if (this.stopped) return r;
+    const { i18n, notices } = this.ctx;
+    if (r.rate) {
+      this.rate = r.rate;
+      this.rateAt = performance.now();
+    }
+    if (r.status === 401) {
+      this.ctx.onRejected(401);
+    } else if (r.status === 429) {
+      const limit = r.rate?.limit ?? this.rate?.limit;
+      notices.set("rate", () => i18n.t(limit ? "err429" : "err429NoLimit", { limit, s: r.retryAfter }), 429);
+    } else if (r.status === 0) {
+      this.netFailures += 1;
+      notices.set("network", () => i18n.t("errNetwork", { s: Math.ceil(this._netDelay() / 1000) }), 0);
+    } else if (r.status === 403) {
+      notices.set("server", () => i18n.t("err403"), 403);
+    } else if (!r.ok && r.status !== 404) {
+      notices.set("server", () => i18n.t("errServer", { status: r.status, detail: r.problem?.detail ?? "" }),
+        r.status);
+    } else {
+      this.netFailures = 0;
+      for (const id of ["rate", "network", "server"]) notices.clear(id);
+    }
+    return r;
+  }
+
+  _netDelay() {
+    return Math.min(30000, 1000 * 2 ** Math.min(this.netFailures, 5));
+  }
+
+  _retryDelay(r) {
+    if (r.status === 429) return r.retryAfter * 1000;
+    if (r.status === 0) return this._netDelay();
+    return 10000;
+  }
+
+  // --- live quotes: WebSocket ---------------------------------------------------------------
+
+  _openSocket() {
+    this.mode = "connecting";
+    this.socket = new LiveSocket(this.ctx.wsUrl(this.key), {
+      onMessage: (msg) => this._onMessage(msg),
+      onState: (s) => this._onSocketState(s),
+    });
+    this.socket.start();
+  }
+
+  _onSocketState(s) {
+    if (this.stopped) return;
+    if (s.state === "open") {
+      this.mode = "live";
+      clearTimeout(this.pollTimer);
+      this.ctx.notices.clear("network");
+    } else if (s.state === "waiting") {
+      this.retryAt = performance.now() + s.retryInMs;
+      if (s.failuresBeforeOpen >= FAILURES_BEFORE_FALLBACK) {
+        if (this.mode !== "fallback" && this.mode !== "paused") this._poll("fallback");
+      } else {
+        this.mode = "reconnecting";
+      }
+    } else if (s.state === "stopped" && s.closeCode === Close.REVOKED) {
+      this.ctx.notices.set("revoked", () => this.ctx.i18n.t("errRevoked"), 401);
+      this.call("/api/v1/quotes"); // answers 401, which signs the key out
+    }
+    this._renderStatus();
+  }
+
+  _onMessage(msg) {
+    if (msg.type === "tick") this._onTick(msg);
+    else if (msg.type === "snapshot") {
+      this.seq.setEpoch(msg.epoch);
+      this.book.setAll(msg.quotes);
+      this._renderQuotes();
+    }
+  }
+
+  _onTick(tick) {
+    const verdict = this.seq.observe(tick.id, tick.seq);
+    if (verdict === "stale") return;
+    this.ticks += 1;
+    const row = this.book.applyTick(tick);
+    if (row) this._updateRow(row);
+    if (tick.id === this.chartId) {
+      this.chart?.updateLast(tick.price);
+      this._renderChartMeta();
+    }
+    if (verdict === "gap") this._resync();
+  }
+
+  /** After a gap, ask for a fresh snapshot (a subscribe with the same set answers with one), at most every 10 s. */
+  _resync() {
+    const now = performance.now();
+    if (now - this.lastResync < RESYNC_MIN_MS) return;
+    if (this.socket?.send({ op: "subscribe", ids: this.book.order })) {
+      this.lastResync = now;
+      this.resyncs += 1;
+    }
+  }
+
+  // --- live quotes: polling -----------------------------------------------------------------
+
+  _poll(mode) {
+    this.mode = mode;
+    clearTimeout(this.pollTimer);
+    this.pollTimer = setTimeout(() => this._pollOnce(mode), this._pollIntervalMs());
+    this._renderStatus();
+  }
+
+  async _pollOnce(mode) {
+    const r = await this.call("/api/v1/quotes");
+    if (this.stopped || (mode === "fallback" && this.mode === "live")) return;
+    let delay = this._pollIntervalMs();
+    if (r.ok) {
+      this.mode = mode;
+      for (const id of this.book.merge(r.data.quotes)) this._updateRow(this.book.get(id));
+      const chartRow = this.chartId && this.book.get(this.chartId);
+      if (chartRow) {
+        this.chart?.updateLast(chartRow.quote.price);
+        this._renderChartMeta();
+      }
+    } else if (r.status === 401) {
+      return;
+    } else {
+      delay = this._retryDelay(r);
+      this.mode = r.status === 429 ? "paused" : "offline";
+      this.retryAt = performance.now() + delay;
+    }
+    this._renderStatus();
+    this.pollTimer = setTimeout(() => this._pollOnce(mode), delay);
+  }
+
+  /** Poll with a share of the plan's requests per minute; slow down when the bucket runs low. */
+  _pollIntervalMs() {
+    const limit = this.rate?.limit || 60;
+    let ms = Math.ceil(60000 / (limit * POLL_SHARE));
+    if (this.rate && this.rate.remaining < 5) ms = Math.max(ms, (60000 / limit) * 2);
+    return Math.min(10000, Math.max(1000, ms));
+  }
+
+  // --- quotes table ---------------------------------------------------------------------
+
+  _renderTabs() {
+    const { i18n } = this.ctx;
+    const tabs = KINDS.map((kind) => el("button", {
+      type: "button", role: "tab", class: "tab", "aria-selected": String(kind === this.kind),
+      dataset: { kind }, onclick: () => { this.kind = kind; this._renderTabs(); this._applyFilter(); },
+    }, kind === "all" ? i18n.t("all") : i18n.t(`kind_${kind}`)));
+    replaceChildren(document.getElementById("kind-tabs"), tabs);
+  }
+
+  _applyFilter() {
+    for (const tr of document.getElementById("live-body").rows) {
+      tr.hidden = this.kind !== "all" && tr.dataset.kind !== this.kind;
+    }
+  }
+
+  _renderQuotes() {
+    const { i18n } = this.ctx;
+    const rows = this.book.list().map((row) => {
+      const q = row.quote;
+      const tr = el("tr", {
+        dataset: { id: q.id, kind: q.kind }, tabindex: "0", class: q.id === this.chartId ? "selected" : null,
+        onclick: () => this.selectChart(q.id),
+        onkeydown: (e) => { if (e.key === "Enter") this.selectChart(q.id); },
+      },
+        el("td", { class: "name" }, i18n.loc(q.name)),
+        el("td", { class: "num mono price" }),
+        el("td", { class: "num mono change" }),
+        el("td", { class: "num mono pct" }),
+        el("td", { class: "opt unit" }, i18n.loc(q.unit)),
+        el("td", { class: "opt wide source" }, i18n.loc(q.source)),
+        el("td", { class: "num opt mono time" }),
+      );
+      this._fillRow(tr, row);
+      return tr;
+    });
+    replaceChildren(document.getElementById("live-body"), rows);
+    this._applyFilter();
+  }
+
+  _fillRow(tr, row) {
+    const q = row.quote;
+    const cls = signClass(q.change);
+    const cells = tr.cells;
+    cells[1].textContent = formatNumber(q.price, row.decimals);
+    cells[2].textContent = formatNumber(q.change, row.decimals, { sign: true });
+    cells[3].textContent = q.changePct === null ? "—" : `${formatNumber(q.changePct, 2, { sign: true })}%`;
+    cells[2].className = `num mono change ${cls}`;
+    cells[3].className = `num mono pct ${cls}`;
+    cells[6].textContent = clockOf(q.updated);
+  }
+
+  _updateRow(row) {
+    const tr = document.querySelector(`#live-body tr[data-id="${CSS.escape(row.quote.id)}"]`);
+    if (!tr) return;
+    this._fillRow(tr, row);
+    flash(tr.cells[1], row.moved);
+  }
+
+  // --- chart ----------------------------------------------------------------------------
+
+  _renderChartSelect() {
+    const { i18n } = this.ctx;
+    const select = document.getElementById("chart-select");
+    replaceChildren(select, this.book.list().map(({ quote }) =>
+      el("option", { value: quote.id, selected: quote.id === this.chartId }, i18n.loc(quote.name))));
+    select.onchange = () => this.selectChart(select.value);
+    const days = document.getElementById("chart-days");
+    days.onchange = () => this.selectChart(this.chartId);
+  }
+
+  async selectChart(id) {
+    if (!id) return;
+    this.chartId = id;
+    document.getElementById("chart-select").value = id;
+    for (const tr of document.getElementById("live-body").rows) tr.classList.toggle("selected", tr.dataset.id === id);
+    const { i18n, notices } = this.ctx;
+    const box = document.getElementById("chart");
+    box.setAttribute("aria-busy", "true");
+    document.getElementById("chart-meta").textContent = i18n.t("chartLoading");
+    const days = document.getElementById("chart-days").value;
+    const r = await this.call(`/api/v1/kline/${encodeURIComponent(id)}?days=${days}`);
+    if (this.stopped || id !== this.chartId) return;
+    box.setAttribute("aria-busy", "false");
+    if (!r.ok) {
+      if (r.status !== 401) {
+        notices.set("chart", () => i18n.t("errChart", { detail: r.problem?.detail ?? r.status }), r.status);
+      }
+      return;
+    }
+    notices.clear("chart");
+    try {
+      this.chart ??= new PriceChart(box);
+    } catch {
+      notices.set("chart", () => i18n.t("errNoChartLib"), 0);
+      return;
+    }
+    this.chart.setSeries(r.data.series, this.book.get(id)?.decimals ?? 2);
+    box.dataset.instrument = id;
+    box.dataset.candles = String(r.data.series.length);
+    this._renderChartMeta();
+  }
+
+  _renderChartMeta() {
+    const row = this.book.get(this.chartId);
+    if (!row) return;
+    const { i18n } = this.ctx;
+    const q = row.quote;
+    const pct = q.changePct === null ? "" : ` (${formatNumber(q.changePct, 2, { sign: true })}%)`;
+    replaceChildren(document.getElementById("chart-meta"),
+      el("strong", {}, i18n.loc(q.name)), " ",
+      el("span", { class: "mono" }, `${formatNumber(q.price, row.decimals)} ${i18n.loc(q.unit)}`), " ",
+      el("span", { class: `mono ${signClass(q.change)}` },
+        `${formatNumber(q.change, row.decimals, { sign: true })}${pct}`),
+      el("span", { class: "hint" }, ` · ${i18n.loc(q.source)}`));
+  }
+
+  // --- spreads and inventories ------------------------------------------------------------
+
+  async loadSide() {
+    const [spreads, inventory] = [await this.call("/api/v1/spreads"), await this.call("/api/v1/inventory")];
+    if (this.stopped) return;
+    if (spreads.ok) this.spreads = spreads.data.spreads;
+    if (inventory.ok) this.inventory = inventory.data.items;
+    this._renderSpreads();
+    this._renderInventory();
+  }
+
+  _renderSpreads() {
+    if (!this.spreads) return;
+    const { i18n } = this.ctx;
+    const n = (v, d = 2) => formatNumber(v, d);
+    const pct = (v) => `${formatNumber(v * 100, 1)}%`;
+    replaceChildren(document.getElementById("spreads-body"), this.spreads.map((s) => el("tr", {
+      title: s.note, dataset: { pair: s.pair },
+    },
+      el("td", { class: "name" }, i18n.t(`pair_${s.pair}`)),
+      el("td", { class: "num mono" }, n(s.shfe)),
+      el("td", { class: "num mono" }, n(s.dce)),
+      el("td", { class: "num mono" }, n(s.cfrUsd)),
+      el("td", { class: "num mono" }, n(s.fx, 4)),
+      el("td", { class: "num mono" }, pct(s.tariff)),
+      el("td", { class: "num mono" }, pct(s.vat)),
+      el("td", { class: "num mono" }, n(s.portFee, 0)),
+      el("td", { class: "num mono strong" }, n(s.intl)),
+      el("td", { class: `num mono strong ${signClass(s.basis)}` }, formatNumber(s.basis, 2, { sign: true })),
+      el("td", { class: `num mono ${signClass(s.basisPct)}` }, `${formatNumber(s.basisPct, 2, { sign: true })}%`),
+    )));
+  }
+
+  _renderInventory() {
+    if (!this.inventory) return;
+    const { i18n } = this.ctx;
+    replaceChildren(document.getElementById("inventory-body"), this.inventory.map((item) => {
+      const arrow = item.wow > 0 ? "▲" : item.wow < 0 ? "▼" : "▬";
+      return el("tr", { dataset: { id: item.id } },
+        el("td", { class: "name" }, i18n.loc(item.name)),
+        el("td", {}, i18n.t(`type_${item.type}`)),
+        el("td", { class: "num mono" }, `${formatNumber(item.level, 1)} ${item.unit}`),
+        el("td", { class: `num mono wow ${signClass(item.wow)}` },
+          el("span", { class: "arrow", "aria-hidden": "true" }, arrow), " ",
+          `${formatNumber(item.wow, 1, { sign: true })} (${formatNumber(item.wowPct, 2, { sign: true })}%)`),
+      );
+    }));
+  }
+
+  // --- status line ------------------------------------------------------------------------
+
+  _renderStatus() {
+    if (this.stopped) return;
+    const { i18n } = this.ctx;
+    const status = document.getElementById("status");
+    status.hidden = false;
+    const conn = document.getElementById("conn");
+    conn.dataset.mode = this.mode;
+    conn.textContent = this._modeText();
+    document.getElementById("budget").textContent = this._budgetText();
+    document.getElementById("counters").textContent = this.socket
+      ? [i18n.t("ticks", { n: this.ticks }), i18n.t("gaps", { n: this.seq.gaps }),
+        i18n.t("resyncs", { n: this.resyncs })].join(" · ")
+      : "";
+    const badge = document.getElementById("plan-badge");
+    badge.textContent = this.plan ? i18n.t("plan", { plan: this._planName() }) : "";
+    badge.dataset.plan = this.plan;
+  }
+
+  _planName() {
+    const key = { free: "planFree", professional: "planProfessional", enterprise: "planEnterprise" }[this.plan];
+    return key ? this.ctx.i18n.t(key) : this.plan;
+  }
+
+  _modeText() {
+    const { i18n } = this.ctx;
+    const s = Math.max(0, Math.ceil((this.retryAt - performance.now()) / 1000));
+    const every = Math.round(this._pollIntervalMs() / 100) / 10;
+    switch (this.mode) {
+      case "checking": return i18n.t("checkingKey");
+      case "connecting": return i18n.t("modeConnecting");
+      case "live": return i18n.t("modeLive");
+      case "reconnecting": return i18n.t("modeReconnecting", { s, n: this.socket?.backoff.attempt ?? 1 });
+      case "polling": return i18n.t("modePolling", { s: every });
+      case "fallback": return i18n.t("modePollingFallback", { s: every });
+      case "paused": return i18n.t("modePaused", { s });
+      case "offline": return i18n.t("modeOffline", { s });
+      default: return "";
+    }
+  }
+
+  _budgetText() {
+    if (!this.rate) return "";
+    const { i18n } = this.ctx;
+    const { remaining, limit, reset } = this.rate;
+    const left = Math.max(0, Math.ceil(reset - (performance.now() - this.rateAt) / 1000));
+    const text = i18n.t("budget", { remaining, limit });
+    return left > 0 ? `${text} · ${i18n.t("budgetFull", { s: left })}` : text;
+  }
+
+  /** Re-render everything in the current language. */
+  render() {
+    if (this.stopped || !this.book.size) return;
+    this._renderTabs();
+    this._renderQuotes();
+    this._renderChartSelect();
+    this._renderChartMeta();
+    this._renderSpreads();
+    this._renderInventory();
+    this.chart?.applyColors();
+    this._renderStatus();
+  }
+}
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}

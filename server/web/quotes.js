@@ -1,0 +1,100 @@
+// The page's copy of the quotes: filled from a snapshot or a REST poll, moved by ticks.
+// Pure data and formatting; rendering lives in app.js.
+
+/** Decimal places shown in a priceText such as "2,415.00 CNY/t" (the server's choice per instrument). */
+export function decimalsOf(priceText, fallback = 2) {
+  const m = /^-?[\d,]+(?:\.(\d+))?/.exec(priceText ?? "");
+  if (!m) return fallback;
+  return m[1] ? m[1].length : 0;
+}
+
+const formatters = new Map();
+
+/** A number with fixed decimals and thousands separators; "—" for null. */
+export function formatNumber(value, decimals = 2, { sign = false } = {}) {
+  if (value === null || value === undefined || Number.isNaN(value)) return "—";
+  const key = `${decimals}:${sign}`;
+  let fmt = formatters.get(key);
+  if (!fmt) {
+    fmt = new Intl.NumberFormat("en-US", {
+      minimumFractionDigits: decimals,
+      maximumFractionDigits: decimals,
+      signDisplay: sign ? "exceptZero" : "auto",
+    });
+    formatters.set(key, fmt);
+  }
+  return fmt.format(value);
+}
+
+/** "HH:MM:SS" of an ISO time with offset (the server's local time, Asia/Shanghai). */
+export function clockOf(iso) {
+  const m = /T(\d{2}:\d{2}:\d{2})/.exec(iso ?? "");
+  return m ? m[1] : "—";
+}
+
+/** -1, 0 or 1. */
+export function direction(value) {
+  if (!value) return 0;
+  return value > 0 ? 1 : -1;
+}
+
+export class QuoteBook {
+  constructor() {
+    this.rows = new Map(); // id -> {quote, decimals, prevClose, moved}
+    this.order = [];
+  }
+
+  get size() {
+    return this.order.length;
+  }
+
+  /** Replace everything (a snapshot, or the first REST answer). */
+  setAll(quotes) {
+    this.rows.clear();
+    this.order = quotes.map((q) => q.id);
+    for (const q of quotes) this.rows.set(q.id, this._row(q, 0));
+  }
+
+  /** Merge polled quotes; returns the ids whose price changed, each with its direction. */
+  merge(quotes) {
+    const changed = [];
+    for (const q of quotes) {
+      const old = this.rows.get(q.id);
+      const moved = old ? direction((q.price ?? 0) - (old.quote.price ?? 0)) : 0;
+      this.rows.set(q.id, this._row(q, moved));
+      if (!old) this.order.push(q.id);
+      if (moved) changed.push(q.id);
+    }
+    return changed;
+  }
+
+  /** Apply a tick {id, price, change, ts, seq}; returns the row, or null for an unknown id. */
+  applyTick(tick) {
+    const row = this.rows.get(tick.id);
+    if (!row) return null;
+    const prevClose = tick.price - tick.change;
+    row.moved = direction(tick.price - (row.quote.price ?? tick.price));
+    row.quote = {
+      ...row.quote,
+      price: tick.price,
+      change: tick.change,
+      changePct: prevClose ? (100 * tick.change) / prevClose : null,
+      updated: tick.ts,
+    };
+    row.prevClose = prevClose;
+    return row;
+  }
+
+  get(id) {
+    return this.rows.get(id) ?? null;
+  }
+
+  list() {
+    return this.order.map((id) => this.rows.get(id));
+  }
+
+  _row(quote, moved) {
+    const prevClose = quote.price !== null && quote.change !== null ? quote.price - quote.change : null;
+    return { quote, decimals: decimalsOf(quote.priceText), prevClose, moved };
+  }
+}
