@@ -15,7 +15,7 @@ from server.api.app import json_response
 from server.api.body import Fields, json_object
 from server.api.router import Access, Router
 from server.api.types import Request, Response
-from server.store.records import Cooperation, Inquiry, Receipt, RecordRepo
+from server.store.records import Accepted, Cooperation, Inquiry, RecordRepo
 
 MAX_MESSAGE = 2000
 MAX_QUANTITY = 1e12
@@ -84,5 +84,5 @@ def _present(f: Fields, name: str) -> bool:
     return value is not None and not (isinstance(value, str) and not value.strip())
 
 
-def _created(receipt: Receipt) -> Response:
+def _created(receipt: Accepted) -> Response:
     return json_response({"id": receipt.id, "status": receipt.status, "createdAt": receipt.created_at}, 201)

@@ -87,7 +87,7 @@ class Cooperation:
 
 
 @dataclass(frozen=True, slots=True)
-class Receipt:
+class Accepted:
     """What the client is told: the record's id, status and creation time."""
 
     id: str
@@ -104,11 +104,12 @@ class RecordRepo:
         self.clock = clock
         self.hooks = AFTER_INSERT if hooks is None else hooks
 
-    def add_inquiry(self, q: Inquiry) -> Receipt:
+    def add_inquiry(self, q: Inquiry) -> Accepted:
         now = self.clock()
         rid = new_record_id("inq", now)
-        payload = {
-            "id": rid, "status": RECEIVED, "createdAt": iso(now), "userId": q.user_id, "userEmail": q.user_email,
+        created = iso(now)
+        payload: dict[str, Any] = {
+            "id": rid, "status": RECEIVED, "createdAt": created, "userId": q.user_id, "userEmail": q.user_email,
             "product": q.product, "quantity": q.quantity, "unit": q.unit, "message": q.message,
             "deliveryPlace": q.delivery_place, "contactPhone": q.contact_phone,
         }
@@ -120,13 +121,14 @@ class RecordRepo:
              q.contact_phone, RECEIVED, now),
             payload,
         )
-        return Receipt(rid, RECEIVED, payload["createdAt"])
+        return Accepted(rid, RECEIVED, created)
 
-    def add_cooperation(self, c: Cooperation) -> Receipt:
+    def add_cooperation(self, c: Cooperation) -> Accepted:
         now = self.clock()
         rid = new_record_id("coop", now)
-        payload = {
-            "id": rid, "status": RECEIVED, "createdAt": iso(now), "company": c.company,
+        created = iso(now)
+        payload: dict[str, Any] = {
+            "id": rid, "status": RECEIVED, "createdAt": created, "company": c.company,
             "contactName": c.contact_name, "email": c.email, "phone": c.phone, "type": c.type,
             "message": c.message,
         }
@@ -137,7 +139,7 @@ class RecordRepo:
             (rid, c.company, c.contact_name, c.email, c.phone, c.type, c.message, RECEIVED, now),
             payload,
         )
-        return Receipt(rid, RECEIVED, payload["createdAt"])
+        return Accepted(rid, RECEIVED, created)
 
     def _insert(self, kind: str, sql: str, params: tuple[Any, ...], payload: dict[str, Any]) -> None:
         with transaction(self.conn):
