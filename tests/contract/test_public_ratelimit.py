@@ -18,18 +18,25 @@ PUBLIC_PATHS = ("/api/market", "/api/news?limit=1", "/api/research?limit=1", "/a
                 "/api/receipt/WR-NB-000101", "/api/verify-anchor?hash=bad")
 
 
-def _exhaust(c: httpx.Client, headers: dict[str, str] | None = None) -> int:
-    """Spend a fresh 60/min bucket across all public endpoints; returns how many were admitted."""
+def _exhaust(c: httpx.Client, headers: dict[str, str] | None = None) -> httpx.Response:
+    """Spend a fresh 60/min bucket across all public endpoints; returns the first refusal.
+
+    GCRA refills one request per second, so exactly 60 are admitted when this takes
+    under a second, and at most one more per second elapsed on a slow machine.
+    """
     started = time.monotonic()
     admitted = 0
-    for i in range(60):
+    for i in range(200):
         resp = c.get(PUBLIC_PATHS[i % len(PUBLIC_PATHS)], headers=headers)
-        assert resp.status_code != 429, f"request {i + 1} refused"
         assert resp.headers["x-ratelimit-limit"] == "60"
+        if resp.status_code == 429:
+            break
         admitted += 1
-    # GCRA refills one request per second: the 61st is refused if we got here within a second
-    assert time.monotonic() - started < 1.0, "too slow to test the burst exactly"
-    return admitted
+    elapsed = time.monotonic() - started
+    assert 60 <= admitted <= 60 + int(elapsed), (admitted, elapsed)
+    if elapsed < 1.0:
+        assert admitted == 60  # the 61st request was the first refused
+    return resp
 
 
 def _refused(resp: httpx.Response) -> None:
@@ -47,7 +54,7 @@ def test_61st_public_request_is_429_and_forwarded_for_is_ignored_from_untrusted_
     srv = ServerProcess(tmp_path / "data", runtime)
     try:
         with srv.client() as c:
-            assert _exhaust(c, {"X-Forwarded-For": "203.0.113.1"}) == 60
+            _refused(_exhaust(c, {"X-Forwarded-For": "203.0.113.1"}))
             _refused(c.get("/api/news"))
             _refused(c.post("/api/cooperation", json={}))  # every public endpoint shares the bucket
             _refused(c.get("/api/market", headers={"X-Forwarded-For": "203.0.113.99"}))  # spoofing does not help
@@ -62,7 +69,7 @@ def test_forwarded_for_is_honoured_from_a_trusted_proxy_and_market_refreshes(run
     try:
         with srv.client() as c:
             a = {"X-Forwarded-For": "203.0.113.7"}
-            assert _exhaust(c, a) == 60
+            _refused(_exhaust(c, a))
             _refused(c.get("/api/news", headers=a))
             _refused(c.get("/api/news", headers={"X-Forwarded-For": "198.51.100.1, 203.0.113.7"}))  # rightmost hop
             assert c.get("/api/news", headers={"X-Forwarded-For": "203.0.113.8"}).status_code == 200
