@@ -253,12 +253,11 @@ export class KeyedSession {
         onclick: () => this.selectChart(q.id),
         onkeydown: (e) => { if (e.key === "Enter") this.selectChart(q.id); },
       },
-        el("td", { class: "name" }, i18n.loc(q.name)),
+        el("td", { class: "name", title: i18n.loc(q.source) }, i18n.loc(q.name)),
         el("td", { class: "num mono price" }),
         el("td", { class: "num mono change" }),
         el("td", { class: "num mono pct" }),
         el("td", { class: "opt unit" }, i18n.loc(q.unit)),
-        el("td", { class: "opt wide source" }, i18n.loc(q.source)),
         el("td", { class: "num opt mono time" }),
       );
       this._fillRow(tr, row);
@@ -277,7 +276,7 @@ export class KeyedSession {
     cells[3].textContent = q.changePct === null ? "—" : `${formatNumber(q.changePct, 2, { sign: true })}%`;
     cells[2].className = `num mono change ${cls}`;
     cells[3].className = `num mono pct ${cls}`;
-    cells[6].textContent = clockOf(q.updated);
+    cells[5].textContent = clockOf(q.updated);
   }
 
   _updateRow(row) {
