@@ -81,6 +81,7 @@ class OutboxWorker:
         self._event = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         self._inflight: dict[str, asyncio.Task[None]] = {}
         self._senders: dict[str, Sender] = {}
         self._repo: OutboxRepo | None = None
@@ -109,10 +110,10 @@ class OutboxWorker:
     async def stop(self) -> None:
         with contextlib.suppress(ValueError):
             self.hooks.remove(self.hook)
+        self._stopping = True
+        self._event.set()
         if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await self._task  # the loop sees _stopping at once: it only ever awaits the event
         await self._drain()
         for sender in {id(s): s for s in self._senders.values()}.values():
             await sender.close()
@@ -143,14 +144,15 @@ class OutboxWorker:
     # --- the loop ------------------------------------------------------------------------------
 
     async def _run(self) -> None:
-        while True:
+        while not self._stopping:
             self._event.clear()
             try:
                 self._round()
-            except sqlite3.Error as exc:
-                log.error("outbox round failed: %s", exc)
+            except Exception:  # keep delivering: a locked or broken database is retried next round
+                log.exception("outbox round failed")
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._event.wait(), self.poll_s)
+                async with asyncio.timeout(self._sleep_s()):  # not wait_for: 3.11's can swallow a cancel
+                    await self._event.wait()
 
     def _round(self) -> None:
         repo = self._repo
@@ -164,6 +166,16 @@ class OutboxWorker:
         self.counts = repo.counts()
         if self.counts[JobState.SENDING] > len(self._inflight):
             self._release_orphans(repo)
+
+    def _sleep_s(self) -> float:
+        """Until the next retry falls due, but at most the poll period (other processes add work too)."""
+        try:
+            due = self._repo.next_due() if self._repo is not None else None
+        except sqlite3.Error:
+            due = None
+        if due is None:
+            return self.poll_s
+        return min(self.poll_s, max(0.0, due - self.clock()))
 
     def _release_orphans(self, repo: OutboxRepo) -> None:
         """Jobs in sending that no task of ours is delivering (a write of their outcome failed)."""

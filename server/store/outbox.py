@@ -192,6 +192,13 @@ class OutboxRepo:
             out[JobState(row[0])] = row[1]
         return out
 
+    def next_due(self) -> float | None:
+        """When the earliest pending or failed job falls due (None when there is none)."""
+        row = self.conn.execute(
+            f"SELECT MIN(next_attempt_at) FROM outbox_jobs WHERE state IN {_in(CLAIMABLE)}"
+        ).fetchone()
+        return None if row[0] is None else float(row[0])
+
     def backlog(self) -> int:
         row = self.conn.execute(f"SELECT COUNT(*) FROM outbox_jobs WHERE state IN {_in(BACKLOG)}").fetchone()
         return int(row[0])

@@ -37,7 +37,7 @@ from server.notify.worker import OutboxWorker
 from server.store.db import open_db
 from server.store.outbox import OutboxRepo
 from server.store.records import Cooperation, Inquiry, RecordRepo
-from tests.conftest import free_port, run_cli
+from tests.conftest import ServerProcess, free_port, run_cli
 
 # --- far sides -----------------------------------------------------------------------------------
 
@@ -271,7 +271,7 @@ def test_faults_are_retried_until_the_far_side_recovers(
     receiver.script["wecom"].extend(["errcode", "errcode"])  # HTTP 200 with errcode != 0
     receiver.script["dingtalk"].extend(["stall"])  # times out
     receiver.script["feishu"].extend(["errcode", "500"])
-    settings = settings_for(tmp_path / "data", receiver, port, outbox_timeout_s=0.3)
+    settings = settings_for(tmp_path / "data", receiver, port, outbox_timeout_s=1.0)
     registry = Registry()
     caplog.set_level(logging.INFO, logger="market")
 
@@ -457,3 +457,83 @@ def test_smtp_starttls_with_auth_and_implicit_tls(tmp_path: Path, monkeypatch: p
     finally:
         starttls.stop()
         implicit.stop()
+
+
+# --- a real server process, killed with SIGKILL ----------------------------------------------------
+
+def _jobs(data_dir: Path, record_id: str) -> list[Any]:
+    conn = open_db(data_dir)
+    try:
+        return sorted(OutboxRepo(conn).for_record("cooperation", record_id), key=lambda j: j.target[-1])  # a, b
+    finally:
+        conn.close()
+
+
+def _submit(srv: ServerProcess, company: str) -> str:
+    with srv.client() as client:
+        started = time.monotonic()
+        response = client.post("/api/cooperation", json={"company": company, "contactName": "赵女士",
+                                                         "email": "zhao@example.cn", "type": "partnership"})
+        elapsed = time.monotonic() - started
+    assert response.status_code == 201, response.text
+    assert elapsed < 2.0  # the answer never waits for a delivery (one receiver is down, one stalls for 30 s)
+    return str(response.json()["id"])
+
+
+def test_kill_9_between_accepting_and_delivering_loses_nothing_and_resends_nothing(tmp_path: Path) -> None:
+    down_port = free_port()  # receiver A is down while the first server runs
+    stalling = Receiver()  # receiver B takes the request and never answers: that job is in `sending` at the kill
+    stalling.script["generic"].append("stall")
+    data_dir = tmp_path / "data"
+    flags = ("--webhook", f"generic=http://127.0.0.1:{down_port}/generic/a", "--webhook",
+             f"generic={stalling.base}/generic/b", "--outbox-base-s", "0.2", "--outbox-timeout-s", "30",
+             "--outbox-max-attempts", "50")
+    up: Receiver | None = None
+    first = ServerProcess(data_dir, "granian", *flags)
+    try:
+        record_id = _submit(first, "鼎信石化")
+        deadline = time.monotonic() + 10
+        while True:  # polling another process's database: nothing to await
+            a, b = _jobs(data_dir, record_id)
+            if a.attempts >= 1 and a.state is JobState.FAILED and b.state is JobState.SENDING and stalling.hits:
+                break
+            assert time.monotonic() < deadline, f"jobs never reached failed/sending: {a} {b}\n{first.output()}"
+            time.sleep(0.02)
+        assert a.last_error == "ConnectError: All connection attempts failed"
+    finally:
+        first.kill()
+    assert first.proc.returncode == -9
+    try:
+        up = Receiver(port=down_port)  # A comes up; B answers from now on
+        stalling.release.set()
+        second = ServerProcess(data_dir, "granian", *flags)
+        try:
+            deadline = time.monotonic() + 15
+            while {j.state for j in _jobs(data_dir, record_id)} != {JobState.DELIVERED}:
+                assert time.monotonic() < deadline, f"not delivered after restart:\n{second.output()}"
+                time.sleep(0.05)
+        finally:
+            assert second.stop() == 0
+        third = ServerProcess(data_dir, "granian", *flags)  # a delivered job is never sent again
+        try:
+            later = _submit(third, "后来者")
+            deadline = time.monotonic() + 10
+            while {j.state for j in _jobs(data_dir, later)} != {JobState.DELIVERED}:
+                assert time.monotonic() < deadline, third.output()
+                time.sleep(0.05)
+        finally:
+            assert third.stop() == 0
+        assert "recovered=1" in second.log_path.read_text()  # the job cut off in `sending` was put back
+    finally:
+        if up is not None:
+            up.close()
+        stalling.close()
+
+    def ids(r: Receiver, record: str) -> list[str]:
+        return [h.headers["Idempotency-Key"] for h in r.of("generic") if h.json["id"] == record]
+
+    assert len(ids(up, record_id)) == 1 and len(ids(up, later)) == 1  # none lost, none re-sent
+    # B: the request cut off by the kill was sent again after the restart, with the same idempotency key,
+    # which is the documented at-least-once window; a receiver that dedupes on the key sees it once
+    assert len(ids(stalling, record_id)) == 2 and len(set(ids(stalling, record_id))) == 1
+    assert len(ids(stalling, later)) == 1
