@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests.conftest import ServerProcess  # noqa: E402  (the same launcher the tests use)
+from tests.conftest import ServerProcess
 
 PATHS = {
     "static": "/__bench/static",

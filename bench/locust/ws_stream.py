@@ -74,6 +74,7 @@ class StreamReport:
     disconnects: int = 0
     instruments: dict[str, InstrumentStats] = field(default_factory=lambda: defaultdict(InstrumentStats))
     users: itertools.count = field(default_factory=itertools.count)  # type: ignore[type-arg]
+    stopped: bool = False  # the test stopped: readers count nothing more
 
 
 _REPORT_ATTR = "market_stream_report"
@@ -180,6 +181,8 @@ class QuoteStreamUser(User):
                     self.ws = None
                 return
             now = time.time()
+            if report.stopped:
+                return
             msg = orjson.loads(raw)
             kind = msg.get("type")
             if kind == "tick":
@@ -217,6 +220,11 @@ class QuoteStreamUser(User):
             self.reader.kill(block=True, timeout=2)  # one greenlet reads at a time: stop ours first
         if ws is not None:
             ws.close(timeout=2)
+
+
+@events.test_stop.add_listener
+def _stopped(environment: Any, **_kw: Any) -> None:
+    _report(environment).stopped = True
 
 
 @events.quitting.add_listener

@@ -1,0 +1,413 @@
+"""Every benchmark in one run, one table of ratios: what `bench/run` executes (see bench/README.md).
+
+1. Servers: `market-server serve --bench-static` on each runtime (demo feed ticking in the same
+   process, an enterprise key with an unreachable rate) and the FastAPI + uvicorn baseline
+   (bench/baselines/fastapi_app.py, its own ticker) - all on 127.0.0.1, free ports.
+2. Throughput: wrk (closed loop, 1 thread, 32 connections) on every endpoint of every server,
+   interleaved over rounds so drift hits all alike; the median of the rounds counts.
+3. Latency: the open-loop client (bench/openloop.py) at 50% of each hot endpoint's measured
+   peak; p99 from each request's due time.
+4. WebSocket fan-out: bench/ws_fanout.py (ours vs websockets.broadcast()), when present.
+
+Raw results go to bench/results/<UTC time>/ (results.json, table.md, wrk outputs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench.openloop import measure as open_loop  # noqa: E402
+from bench.wrkrun import WrkError, require_wrk, wrk  # noqa: E402
+
+OUR_PATHS = {
+    "static": "/__bench/static",
+    "quotes": "/api/v1/quotes",
+    "quote": "/api/v1/quotes/brent",
+    "kline": "/api/v1/kline/brent",
+    "spreads": "/api/v1/spreads",
+    "inventory": "/api/v1/inventory",
+}
+BASELINE_PATHS = {"quotes": "/api/v1/quotes", "kline": "/api/v1/kline/brent"}
+HOT = ("quotes", "quote", "kline", "spreads", "inventory")
+LATENCY_ENDPOINTS = ("quotes", "kline")
+CEILING_TARGET = 0.7
+BASELINE_TARGET = 3.0
+P99_TARGET_MS = 10.0
+KEY_HEADER = "X-SERVICE-Key"
+
+
+@dataclass(frozen=True, slots=True)
+class Profile:
+    duration: float
+    rounds: int
+    connections: int
+    latency_duration: float
+    latency_warmup: float
+    fanout_args: tuple[str, ...]
+
+
+FULL = Profile(5, 3, 32, 10.0, 2.0, ())
+QUICK = Profile(1, 1, 16, 1.0, 0.3, ("--scenario", "100x20", "--impl", "ours", "--impl", "broadcast",
+                                     "--duration", "2", "--warmup", "0.5"))
+
+
+@dataclass(slots=True)
+class Target:
+    """A server under test."""
+
+    name: str
+    base: str
+    key: str
+    paths: dict[str, str]
+    stop: Callable[[], Any]
+
+
+@dataclass(slots=True)
+class Row:
+    benchmark: str
+    result: str
+    ratio: str = ""
+    target: str = ""
+    ok: str = ""
+
+
+@dataclass(slots=True)
+class Run:
+    profile: Profile
+    out: Path
+    throughput: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    latency: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
+    fanout: list[dict[str, Any]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+
+# --- servers ------------------------------------------------------------------------------------
+
+
+def start_ours(runtime: str, work: Path) -> Target:
+    from tests.conftest import ServerProcess
+
+    data = work / f"data-{runtime}"
+    srv = ServerProcess(data, runtime, "--bench-static", "--log-level", "warning")
+    _, key = srv.create_key("enterprise", "--rate", "1000000000")
+    return Target(runtime, srv.base, key, dict(OUR_PATHS), srv.stop)
+
+
+def start_baseline(work: Path) -> Target:
+    from tests.conftest import free_port
+
+    port = free_port()
+    key = "bench-" + os.urandom(8).hex()
+    log = open(work / "fastapi.log", "wb")  # noqa: SIM115 - closed by stop()
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "bench" / "baselines" / "fastapi_app.py"), "--port", str(port)],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "BASELINE_KEY": key},
+    )
+    base = f"http://127.0.0.1:{port}"
+
+    def stop() -> None:
+        proc.terminate()
+        try:
+            proc.wait(10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(5)
+        log.close()
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            stop()
+            raise RuntimeError(f"baseline exited with {proc.returncode}: {(work / 'fastapi.log').read_text()}")
+        try:
+            if httpx.get(base + BASELINE_PATHS["quotes"], headers={KEY_HEADER: key}, timeout=1).status_code == 200:
+                return Target("fastapi", base, key, dict(BASELINE_PATHS), stop)
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)  # polling a port that is not open yet: nothing to await
+    stop()
+    raise RuntimeError("baseline not ready within 30 s")
+
+
+# --- measurements -------------------------------------------------------------------------------
+
+
+def check_equivalent(run: Run, targets: list[Target]) -> None:
+    """The baseline must serve the same shape of body as ours, or the comparison means nothing."""
+    bodies = {}
+    for t in targets:
+        bodies[t.name] = {e: httpx.get(t.base + t.paths[e], headers={KEY_HEADER: t.key}, timeout=10).json()
+                          for e in BASELINE_PATHS}
+    ours = next((b for name, b in bodies.items() if name != "fastapi"), None)
+    base = bodies.get("fastapi")
+    if ours is None or base is None:
+        return
+    for endpoint in BASELINE_PATHS:
+        if _shape(ours[endpoint]) != _shape(base[endpoint]):
+            run.errors.append(f"baseline {endpoint} body differs in shape from ours: "
+                              f"{_shape(base[endpoint])} vs {_shape(ours[endpoint])}")
+
+
+def _shape(body: dict[str, Any]) -> tuple[Any, ...]:
+    """Top-level keys, list lengths and the keys of the first list item."""
+    items = body.get("quotes") or body.get("series") or [{}]
+    return tuple(sorted(body)), len(items), tuple(sorted(items[0]))
+
+
+def warm_up(targets: list[Target]) -> None:
+    for t in targets:
+        for path in t.paths.values():
+            wrk(t.base + path, 1, 16, {KEY_HEADER: t.key})
+
+
+def measure_throughput(run: Run, targets: list[Target]) -> None:
+    p = run.profile
+    samples: dict[str, dict[str, list[Any]]] = {t.name: {e: [] for e in t.paths} for t in targets}
+    for rnd in range(p.rounds):
+        for t in targets:
+            for endpoint, path in t.paths.items():
+                try:
+                    res = wrk(t.base + path, p.duration, p.connections, {KEY_HEADER: t.key})
+                except WrkError as exc:
+                    run.errors.append(f"{t.name} {endpoint}: {exc}")
+                    continue
+                samples[t.name][endpoint].append(res)
+                (run.out / f"wrk-{t.name}-{endpoint}-r{rnd + 1}.txt").write_text(res.output)
+                print(f"  {t.name:8} {endpoint:10} round {rnd + 1}: {res.rps:>10,.0f} req/s  p99 {res.p99_ms:.2f} ms",
+                      flush=True)
+    for name, per_endpoint in samples.items():
+        run.throughput[name] = {
+            e: {"rps": statistics.median(r.rps for r in rs), "p99_ms": statistics.median(r.p99_ms for r in rs),
+                "rounds": [r.rps for r in rs]}
+            for e, rs in per_endpoint.items() if rs
+        }
+
+
+def measure_latency(run: Run, targets: list[Target]) -> None:
+    p = run.profile
+    for t in targets:
+        for endpoint in LATENCY_ENDPOINTS:
+            peak = run.throughput.get(t.name, {}).get(endpoint, {}).get("rps")
+            if not peak:
+                continue
+            rate = peak / 2
+            res = open_loop(t.base + t.paths[endpoint], rate, p.latency_duration, [f"{KEY_HEADER}: {t.key}"],
+                            connections=64, warmup=p.latency_warmup)
+            run.latency.setdefault(t.name, {})[endpoint] = res.as_dict()
+            print(f"  {t.name:8} {endpoint:10} open loop {rate:,.0f} req/s: p99 {res.p99_ms:.2f} ms "
+                  f"(client lateness p99 {res.lag_p99_ms:.2f} ms, {res.errors} errors)", flush=True)
+            if res.errors:
+                run.errors.append(f"{t.name} {endpoint} open loop: {res.errors} non-2xx")
+
+
+def measure_fanout(run: Run) -> None:
+    script = ROOT / "bench" / "ws_fanout.py"
+    if not script.exists():
+        run.notes.append("bench/ws_fanout.py not present: WebSocket fan-out rows skipped")
+        return
+    cmd = [sys.executable, str(script), "--json", *run.profile.fanout_args]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=3600)
+    (run.out / "ws_fanout.txt").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        run.errors.append(f"ws_fanout exited with {proc.returncode}: {proc.stderr.strip()[-500:]}")
+    for line in proc.stdout.splitlines():
+        if line.startswith("{"):
+            row = json.loads(line)
+            if "impl" in row:
+                run.fanout.append(row)
+                print(f"  fan-out {row.get('impl')} {row.get('conns')} conns: "
+                      f"{row.get('us_per_frame', 'n/a')} us/frame", flush=True)
+
+
+# --- the table ----------------------------------------------------------------------------------
+
+
+def verdict(ok: bool) -> str:
+    return "yes" if ok else "NO"
+
+
+def throughput_rows(run: Run, runtimes: list[str]) -> list[Row]:
+    rows: list[Row] = []
+    for rt in runtimes:
+        res = run.throughput.get(rt, {})
+        static = res.get("static", {}).get("rps")
+        if static:
+            rows.append(Row(f"{rt}: static-bytes ceiling", _rps(res["static"]), "1.00"))
+        for endpoint in HOT:
+            if endpoint not in res:
+                continue
+            ratio = res[endpoint]["rps"] / static if static else math.nan
+            rows.append(Row(f"{rt}: GET {OUR_PATHS[endpoint]}", _rps(res[endpoint]), f"{ratio:.2f} of static",
+                            f">= {CEILING_TARGET:.2f}", verdict(ratio >= CEILING_TARGET)))
+    return rows
+
+
+def comparison_rows(run: Run, runtimes: list[str]) -> list[Row]:
+    rows: list[Row] = []
+    tp = run.throughput
+    if "granian" in tp and "robyn" in tp:
+        for endpoint in ("static", "quotes", "kline"):
+            a, b = tp["granian"].get(endpoint), tp["robyn"].get(endpoint)
+            if a and b:
+                rows.append(Row(f"granian vs robyn: {endpoint}", f"{a['rps']:,.0f} vs {b['rps']:,.0f} req/s",
+                                f"{a['rps'] / b['rps']:.2f}x"))
+    base = tp.get("fastapi", {})
+    for rt in runtimes:
+        for endpoint in BASELINE_PATHS:
+            ours, theirs = tp.get(rt, {}).get(endpoint), base.get(endpoint)
+            if ours and theirs:
+                ratio = ours["rps"] / theirs["rps"]
+                rows.append(Row(f"{rt} vs FastAPI+uvicorn: {endpoint}",
+                                f"{ours['rps']:,.0f} vs {theirs['rps']:,.0f} req/s", f"{ratio:.1f}x",
+                                f">= {BASELINE_TARGET:.0f}x", verdict(ratio >= BASELINE_TARGET)))
+    return rows
+
+
+def latency_rows(run: Run) -> list[Row]:
+    rows: list[Row] = []
+    for name, per_endpoint in run.latency.items():
+        for endpoint, res in per_endpoint.items():
+            client = " (client-limited)" if res["lag_p99_ms"] > 1.0 else ""
+            rows.append(Row(f"{name}: p99 at 50% of peak, {endpoint}",
+                            f"{res['p99_ms']:.2f} ms at {res['achieved']:,.0f} req/s (open loop){client}", "",
+                            f"< {P99_TARGET_MS:.0f} ms", verdict(res["p99_ms"] < P99_TARGET_MS)))
+    return rows
+
+
+def fanout_rows(run: Run) -> list[Row]:
+    rows: list[Row] = []
+    by_key: dict[tuple[Any, Any], dict[str, dict[str, Any]]] = {}
+    for row in run.fanout:
+        by_key.setdefault((row.get("conns"), row.get("ticks_per_s")), {})[str(row.get("impl"))] = row
+    for (conns, ticks), impls in by_key.items():
+        for impl, r in impls.items():
+            label = "ours" if impl == "ours" else "websockets.broadcast()"
+            rows.append(Row(
+                f"ws fan-out {conns} conns x {ticks} ticks/s: {label}",
+                f"{_num(r.get('us_per_frame'))} us CPU/frame, {_num(r.get('frames_per_s'), 0)} frames/s, "
+                f"p99 {_num(r.get('p99_ms'))} ms, {_num(r.get('idle_kib_per_conn'))} KiB/conn",
+            ))
+        ours, base = impls.get("ours"), impls.get("broadcast")
+        if ours and base and ours.get("us_per_frame") and base.get("us_per_frame"):
+            rows.append(Row(f"ws fan-out {conns} conns x {ticks} ticks/s: CPU/frame, broadcast vs ours", "",
+                            f"{base['us_per_frame'] / ours['us_per_frame']:.2f}x"))
+    return rows
+
+
+def _num(value: Any, digits: int = 1) -> str:
+    return f"{value:,.{digits}f}" if isinstance(value, int | float) and math.isfinite(value) else "n/a"
+
+
+def _rps(res: dict[str, Any]) -> str:
+    return f"{res['rps']:,.0f} req/s (p99 {res['p99_ms']:.2f} ms)"
+
+
+def render(rows: list[Row]) -> str:
+    lines = ["| benchmark | result | ratio | target | met |", "|---|---|---|---|---|"]
+    lines += [f"| {r.benchmark} | {r.result} | {r.ratio} | {r.target} | {r.ok} |" for r in rows]
+    return "\n".join(lines)
+
+
+# --- main ---------------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    model = platform.processor() or "unknown CPU"
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+        model = next(line.split(":", 1)[1].strip() for line in out.splitlines() if line.startswith("Model name"))
+    except (OSError, StopIteration, subprocess.SubprocessError):
+        pass
+    return f"{os.cpu_count()} cores, {model}, Python {platform.python_version()}, {platform.system()}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="tiny durations and counts (smoke test)")
+    parser.add_argument("--runtimes", default="granian,robyn")
+    parser.add_argument("--no-baseline", action="store_true", help="skip the FastAPI baseline")
+    parser.add_argument("--no-fanout", action="store_true", help="skip the WebSocket fan-out harness")
+    parser.add_argument("--duration", type=float, help="seconds per wrk run")
+    parser.add_argument("--rounds", type=int, help="interleaved rounds")
+    parser.add_argument("--out", type=Path, help="results directory (default bench/results/<UTC time>)")
+    parser.add_argument("--no-setup", action="store_true", help=argparse.SUPPRESS)  # handled by bench/run
+    args = parser.parse_args(argv)
+    profile = QUICK if args.quick else FULL
+    if args.duration or args.rounds:
+        profile = Profile(args.duration or profile.duration, args.rounds or profile.rounds, profile.connections,
+                          profile.latency_duration, profile.latency_warmup, profile.fanout_args)
+    require_wrk()
+    started = datetime.now(UTC)
+    out = args.out or ROOT / "bench" / "results" / started.strftime("%Y%m%dT%H%M%SZ")
+    out.mkdir(parents=True, exist_ok=True)
+    run = Run(profile, out)
+    runtimes = [r for r in args.runtimes.split(",") if r]
+    work = Path(tempfile.mkdtemp(prefix="bench-run-"))
+    targets: list[Target] = []
+    try:
+        print(f"bench: {machine()}; results in {out}", flush=True)
+        for rt in runtimes:
+            try:
+                targets.append(start_ours(rt, work))
+            except RuntimeError as exc:
+                lines = [line for line in str(exc).splitlines() if line.strip()]
+                run.notes.append(f"runtime {rt} did not start: {lines[-1] if lines else exc!r}")
+        if not args.no_baseline:
+            targets.append(start_baseline(work))
+        check_equivalent(run, targets)
+        if not args.quick:
+            warm_up(targets)
+        print("throughput (wrk):", flush=True)
+        measure_throughput(run, targets)
+        print("latency at 50% of peak (open loop):", flush=True)
+        measure_latency(run, [t for t in targets if t.name != "fastapi"])
+    finally:
+        for t in targets:
+            t.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    if not args.no_fanout:
+        print("WebSocket fan-out (bench/ws_fanout.py):", flush=True)
+        measure_fanout(run)
+    started_rts = [t.name for t in targets if t.name != "fastapi"]
+    rows = throughput_rows(run, started_rts) + comparison_rows(run, started_rts) + latency_rows(run) + fanout_rows(run)
+    table = render(rows)
+    command = "bench/run" + (" --quick" if args.quick else "")
+    header = f"{started:%Y-%m-%d %H:%M} UTC, `{command}`, {machine()}"
+    print(f"\n{header}\n\n{table}\n", flush=True)
+    for note in run.notes:
+        print(f"note: {note}", flush=True)
+    for err in run.errors:
+        print(f"error: {err}", flush=True)
+    (out / "table.md").write_text(f"{header}\n\n{table}\n" + "".join(f"\nnote: {n}" for n in run.notes))
+    (out / "results.json").write_text(json.dumps({
+        "started": started.isoformat(), "command": command, "machine": machine(), "profile": profile.__repr__(),
+        "throughput": run.throughput, "latency": run.latency, "fanout": run.fanout, "notes": run.notes,
+        "errors": run.errors,
+    }, indent=2))
+    return 1 if run.errors else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

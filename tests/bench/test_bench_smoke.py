@@ -1,0 +1,134 @@
+"""Smoke tests: each locust suite and `bench/run --quick` run end to end against real servers.
+
+Small counts and seconds-long runs, so the suites cannot rot; the figures themselves live in
+bench/README.md. Deselect with `-m "not bench"`.
+"""
+
+from __future__ import annotations
+
+import csv
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import ROOT, ServerProcess
+
+pytestmark = pytest.mark.bench
+LOCUST_DIR = ROOT / "bench" / "locust"
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """The server with the default limits (the shared fixture raises the public rate)."""
+    data = tmp_path_factory.mktemp("bench-smoke") / "data"
+    server = ServerProcess(data, "granian", "--public-rate", "60")
+    yield server
+    assert server.stop() == 0, server.output()
+
+
+@pytest.fixture(scope="module")
+def enterprise_key(srv: ServerProcess) -> str:
+    return srv.create_key("enterprise", "--rate", "100000000")[1]
+
+
+def locust(suite: str, host: str, csv_prefix: Path, env: dict[str, str], *args: str,
+           timeout: float = 90) -> subprocess.CompletedProcess[str]:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MARKET_")}
+    cmd = [sys.executable, "-m", "locust", "-f", str(LOCUST_DIR / suite), "--headless", "--only-summary",
+           "--host", host, "--csv", str(csv_prefix), *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=ROOT, env={**clean, **env})
+
+
+def read_csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as fh:
+        return list(csv.DictReader(fh))
+
+
+def test_ratelimits_suite_passes_against_default_limits(srv: ServerProcess, tmp_path: Path) -> None:
+    _, free = srv.create_key("free")
+    _, pro = srv.create_key("professional")
+    out = locust("ratelimits.py", srv.base, tmp_path / "rl", {"MARKET_FREE_KEY": free, "MARKET_PRO_KEY": pro},
+                 "-u", "1", "-r", "1", "--run-time", "60s")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "OVERALL: PASS" in out.stdout
+    verdicts = read_csv(tmp_path / "rl_verdicts.csv")
+    assert [v["check"] for v in verdicts] == [
+        f"{bucket}: {check}"
+        for bucket in ("free key", "professional key", "public per IP")
+        for check in ("limit header", "burst", "429 response", "Retry-After honoured")
+    ]
+    assert {v["verdict"] for v in verdicts} == {"PASS"}, verdicts
+    burst = {v["check"]: v["measured"] for v in verdicts}
+    assert burst["free key: burst"].startswith("60 x 200 then 429")
+    assert burst["public per IP: burst"].startswith("60 x 200 then 429")
+    stats = {row["Name"]: row for row in read_csv(tmp_path / "rl_stats.csv")}
+    assert int(stats["free key burst"]["Request Count"]) > 60
+
+
+def test_ratelimits_suite_fails_when_the_limit_differs(srv: ServerProcess, tmp_path: Path) -> None:
+    _, free = srv.create_key("free")
+    out = locust("ratelimits.py", srv.base, tmp_path / "rl", {"MARKET_FREE_KEY": free},
+                 "-u", "1", "-r", "1", "--run-time", "60s", "--plan-rate", "free=30", "--public-paths", "")
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "OVERALL: FAIL" in out.stdout
+    verdicts = {v["check"]: v for v in read_csv(tmp_path / "rl_verdicts.csv")}
+    assert verdicts["free key: limit header"]["verdict"] == "FAIL"
+    assert verdicts["free key: burst"]["verdict"] == "FAIL"  # 60 allowed where 30 were claimed
+    assert verdicts["professional key"]["verdict"] == "SKIP"
+    assert verdicts["public per IP"]["verdict"] == "SKIP"
+
+
+def test_throughput_suite(srv: ServerProcess, enterprise_key: str, tmp_path: Path) -> None:
+    out = locust("throughput.py", srv.base, tmp_path / "tp", {"MARKET_KEY": enterprise_key},
+                 "-u", "4", "-r", "4", "--run-time", "2s")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "OVERALL: PASS" in out.stdout
+    stats = {row["Name"]: row for row in read_csv(tmp_path / "tp_stats.csv")}
+    for name in ("/api/v1/quotes", "/api/v1/quotes/[id]", "/api/v1/kline/[id]", "/api/v1/spreads",
+                 "/api/v1/inventory"):
+        assert int(stats[name]["Request Count"]) > 0, name
+        assert stats[name]["Failure Count"] == "0", name
+
+
+def test_ws_stream_suite(srv: ServerProcess, enterprise_key: str, tmp_path: Path) -> None:
+    out = locust("ws_stream.py", srv.base, tmp_path / "ws", {"MARKET_KEY": enterprise_key},
+                 "--ws-url", f"{srv.ws_base}/ws/quotes", "--ping-s", "0.5", "-u", "3", "-r", "3", "--run-time", "3s")
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert "OVERALL: PASS" in out.stdout
+    stats = {row["Name"]: row for row in read_csv(tmp_path / "ws_stats.csv")}
+    assert int(stats["connect"]["Request Count"]) == 3
+    assert int(stats["tick"]["Request Count"]) > 0
+    assert int(stats["pong"]["Request Count"]) > 0
+    gaps = read_csv(tmp_path / "ws_ws_gaps.csv")
+    assert sum(int(g["ticks"]) for g in gaps) > 0
+    assert all(g["gaps"] == "0" for g in gaps)
+
+
+def test_ws_stream_suite_reports_a_refused_handshake(srv: ServerProcess, tmp_path: Path) -> None:
+    _, free = srv.create_key("free")  # WebSocket push is not for the free plan: 403
+    out = locust("ws_stream.py", srv.base, tmp_path / "ws", {"MARKET_KEY": free},
+                 "--ws-url", f"{srv.ws_base}/ws/quotes", "-u", "1", "-r", "1", "--run-time", "2s")
+    assert out.returncode == 1, out.stdout + out.stderr
+    verdicts = {v["check"]: v for v in read_csv(tmp_path / "ws_verdicts.csv")}
+    assert verdicts["connections"]["verdict"] == "FAIL"
+    assert "403: 1" in verdicts["connections"]["note"]
+
+
+def test_bench_run_quick_prints_its_table(tmp_path: Path) -> None:
+    out = subprocess.run([str(ROOT / "bench" / "run"), "--quick", "--no-setup", "--out", str(tmp_path)],
+                         capture_output=True, text=True, timeout=240, cwd=ROOT)
+    assert out.returncode == 0, out.stdout + out.stderr
+    table = (tmp_path / "table.md").read_text()
+    for row in ("granian: static-bytes ceiling", "granian: GET /api/v1/quotes |", "granian: GET /api/v1/kline/brent",
+                "granian vs FastAPI+uvicorn: quotes", "granian vs FastAPI+uvicorn: kline",
+                "granian: p99 at 50% of peak, quotes"):
+        assert row in table, row
+        assert row in out.stdout, row
+    if (ROOT / "bench" / "ws_fanout.py").exists():
+        assert "ws fan-out" in table
+    assert (tmp_path / "results.json").exists()
+    assert list(tmp_path.glob("wrk-granian-quotes-r1.txt"))
