@@ -199,8 +199,9 @@ def _pairs(text: str, allowed: tuple[str, ...]) -> dict[str, int]:
 
 def _webhook(spec: str) -> Webhook:
     kind, sep, url = spec.partition("=")
-    if not sep or kind not in WEBHOOK_KINDS:
-        raise ConfigError(f"--webhook: {spec!r} must be KIND=URL with KIND one of {', '.join(WEBHOOK_KINDS)}")
+    if not sep or kind not in WEBHOOK_KINDS:  # the spec holds a token: only a short KIND is echoed
+        shown = f" (got KIND {kind!r})" if sep and len(kind) <= 20 else ""
+        raise ConfigError(f"--webhook: must be KIND=URL with KIND one of {', '.join(WEBHOOK_KINDS)}{shown}")
     url, _, fragment = url.partition("#")
     if fragment and (not fragment.startswith("secret=") or fragment == "secret="):
         raise ConfigError(f"--webhook: {kind} URL: the part after # must be secret=S (value not shown)")
