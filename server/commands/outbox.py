@@ -41,7 +41,7 @@ def view(job: Job) -> dict[str, Any]:
 
 def _list(ns: argparse.Namespace) -> int:
     state = JobState(ns.status) if ns.status else None
-    jobs = [view(j) for j in OutboxRepo(db(ns)).list(state, ns.limit)]
+    jobs = [view(j) for j in OutboxRepo(db(ns)).list_jobs(state, ns.limit)]
     if ns.json:
         print_json(jobs)
         return 0

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import random
 import sqlite3
@@ -66,7 +67,7 @@ class OutboxMetrics:
 class OutboxWorker:
     def __init__(self, settings: Settings, registry: Registry, clock: Callable[[], float] = time.time,
                  rng: Callable[[], float] = random.random,
-                 hooks: list[Callable[..., None]] | None = None, poll_s: float = POLL_S) -> None:
+                 hooks: list[records.Hook] | None = None, poll_s: float = POLL_S) -> None:
         self.settings = settings
         self.clock = clock
         self.rng = rng
@@ -162,7 +163,7 @@ class OutboxWorker:
             for job in repo.claim_due(self.clock(), free):
                 task = self._loop.create_task(self._deliver(job), name=f"outbox-{job.id}")
                 self._inflight[job.id] = task
-                task.add_done_callback(lambda _t, job_id=job.id: self._finished(job_id))
+                task.add_done_callback(functools.partial(self._finished, job.id))
         self.counts = repo.counts()
         if self.counts[JobState.SENDING] > len(self._inflight):
             self._release_orphans(repo)
@@ -179,12 +180,12 @@ class OutboxWorker:
 
     def _release_orphans(self, repo: OutboxRepo) -> None:
         """Jobs in sending that no task of ours is delivering (a write of their outcome failed)."""
-        orphans = [j.id for j in repo.list(JobState.SENDING) if j.id not in self._inflight]
+        orphans = [j.id for j in repo.list_jobs(JobState.SENDING) if j.id not in self._inflight]
         if repo.release(orphans, self.clock()):
             log.warning("outbox released %d orphaned job(s) back to pending", len(orphans))
             self._event.set()
 
-    def _finished(self, job_id: str) -> None:
+    def _finished(self, job_id: str, _task: asyncio.Task[None]) -> None:
         self._inflight.pop(job_id, None)
         self._event.set()  # capacity freed: claim more at once
 

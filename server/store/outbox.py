@@ -167,7 +167,7 @@ class OutboxRepo:
             raise JobNotFound(job_id)
         return _job(row)
 
-    def list(self, state: JobState | None = None, limit: int = 1000) -> list[Job]:
+    def list_jobs(self, state: JobState | None = None, limit: int = 1000) -> list[Job]:
         if state is None:
             rows = self.conn.execute("SELECT * FROM outbox_jobs ORDER BY created_at, id LIMIT ?", (limit,))
         else:

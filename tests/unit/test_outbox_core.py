@@ -13,7 +13,7 @@ from server.notify.jobs import TRANSITIONS, Backoff, IllegalTransition, JobState
 from server.notify.outbox import OutboxHook, enqueue_jobs
 from server.store.db import open_db, transaction
 from server.store.outbox import JobNotFound, OutboxRepo
-from server.store.records import Cooperation, RecordRepo
+from server.store.records import Cooperation, Hook, RecordRepo
 
 S = JobState
 ALLOWED = {
@@ -115,7 +115,7 @@ def test_recover_and_release_put_sending_jobs_back(repo: OutboxRepo) -> None:
 def test_record_and_jobs_commit_or_roll_back_together(tmp_path: Path) -> None:
     conn = open_db(tmp_path / "data")
     woken: list[int] = []
-    hooks = [OutboxHook(CHANNELS, lambda: 5.0, lambda: woken.append(1))]
+    hooks: list[Hook] = [OutboxHook(CHANNELS, lambda: 5.0, lambda: woken.append(1))]
     receipt = RecordRepo(conn, hooks=hooks).add_cooperation(Cooperation("ACME", "Li", "li@acme.cn", None, "data"))
     jobs = OutboxRepo(conn).for_record("cooperation", receipt.id)
     assert len(jobs) == 2 and woken == [1]
