@@ -32,7 +32,7 @@ export class KeyedSession {
     this.retryAt = 0;
     this.ticks = 0;
     this.resyncs = 0;
-    this.lastResync = 0;
+    this.lastResync = -Infinity;
     this.kind = "all";
     this.chartId = null;
     this.chart = null;

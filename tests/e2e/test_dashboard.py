@@ -1,0 +1,405 @@
+"""The web dashboard end to end: a real server, driven in headless Chromium (Debian's `chromium`) by Playwright.
+
+Playwright's own browser downloads are never used: the tests launch the system Chromium through
+`executable_path`, and skip (saying why) only where no Chromium is installed. Each test gets a
+fresh browser context (empty local storage); screenshots of each state go to test-artifacts/.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from websockets.sync.client import connect
+
+from tests.conftest import ROOT, ServerProcess
+
+sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package (dev extra) is not installed")
+
+CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
+pytestmark = pytest.mark.skipif(
+    not CHROMIUM, reason="Chromium not found: install Debian's `chromium` (apt-get install chromium) to run these"
+)
+CHROMIUM_ARGS = [
+    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+]
+ARTIFACTS = ROOT / "test-artifacts"
+LAPTOP = {"width": 1400, "height": 900}
+PHONE = {"width": 390, "height": 844}
+WS_ROUTE = re.compile(r".*/ws/quotes\?key=.*")
+
+
+@pytest.fixture(scope="module")
+def dash(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    data_dir = tmp_path_factory.mktemp("dashboard") / "data"
+    srv = ServerProcess(data_dir, "granian", "--tick-interval-ms", "100", "--public-rate", "100000")
+    yield srv
+    assert srv.stop() == 0, srv.output()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    with sync_api.sync_playwright() as pw:
+        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield b
+        b.close()
+
+
+class Tab:
+    """A page in its own context, recording console errors, page errors and WebSockets opened."""
+
+    def __init__(self, browser: Any, base: str, viewport: dict[str, int]) -> None:
+        self.context = browser.new_context(viewport=viewport, base_url=base)
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(5000)
+        self.errors: list[str] = []
+        self.sockets: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
+        self.page.on("websocket", lambda ws: self.sockets.append(ws.url))
+
+    def open(self) -> Any:
+        self.page.goto("/")
+        self.page.wait_for_selector("[data-testid=category]")
+        return self.page
+
+    def enter_key(self, key: str) -> None:
+        self.page.fill("[data-testid=key-input]", key)
+        self.page.click("[data-testid=key-submit]")
+
+    def shot(self, name: str, full_page: bool = True) -> Path:
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / f"dashboard-{name}.png"
+        self.page.screenshot(path=str(path), full_page=full_page)
+        return path
+
+    def shot_of(self, selector: str, name: str) -> Path:
+        ARTIFACTS.mkdir(exist_ok=True)
+        path = ARTIFACTS / f"dashboard-{name}.png"
+        self.page.locator(selector).screenshot(path=str(path))
+        return path
+
+    def close(self) -> None:
+        self.context.close()
+
+
+@pytest.fixture
+def tab(browser: Any, dash: ServerProcess) -> Iterator[Tab]:
+    t = Tab(browser, dash.base, LAPTOP)
+    yield t
+    t.close()
+
+
+def live_prices(page: Any) -> dict[str, str]:
+    return page.evaluate(
+        "() => Object.fromEntries([...document.querySelectorAll('#live-body tr')]"
+        ".map(r => [r.dataset.id, r.cells[1].textContent]))"
+    )
+
+
+def counter(page: Any, name: str) -> int:
+    match = re.search(rf"{name} (\d+)", page.inner_text("[data-testid=counters]"))
+    assert match, page.inner_text("[data-testid=counters]")
+    return int(match.group(1))
+
+
+def test_public_page_loads_clean_with_8_categories_news_and_research(tab: Tab, dash: ServerProcess) -> None:
+    page = tab.open()
+    market = httpx.get(dash.base + "/api/market").json()
+    cards = page.locator("[data-testid=category]")
+    assert cards.count() == 8
+    assert page.locator(".cat-name").all_inner_texts() == [c["name"]["en"] for c in market["categories"]]
+    first = market["categories"][0]
+    assert page.locator("[data-testid=category]").first.locator("tbody tr").count() == first["count"]
+    page.wait_for_selector("[data-testid=news] li[data-id]")
+    page.wait_for_selector("[data-testid=research] li[data-id]")
+    assert page.locator("[data-testid=news] li[data-id]").count() == 8
+    assert "by " in page.inner_text("[data-testid=research]")
+    assert page.is_hidden("#keyed") and page.is_hidden("[data-testid=error]")
+    assert page.is_visible("#demo-badge")
+    assert tab.sockets == []  # no key, no WebSocket
+    tab.shot("public")
+    assert tab.errors == []
+
+
+def test_professional_key_shows_ticking_prices_within_3s(tab: Tab, dash: ServerProcess) -> None:
+    page = tab.open()
+    started = time.monotonic()
+    tab.enter_key(dash.demo_key)
+    page.wait_for_selector("[data-testid=conn-status][data-mode=live]", timeout=3000)
+    before = live_prices(page)
+    assert len(before) >= 40
+    page.wait_for_function(
+        "before => [...document.querySelectorAll('#live-body tr')]"
+        ".filter(r => r.cells[1].textContent !== before[r.dataset.id]).length >= 3",
+        arg=before, timeout=max(1, 3000 - (time.monotonic() - started) * 1000),
+    )
+    elapsed = time.monotonic() - started
+    assert elapsed < 3.0, elapsed
+    assert counter(page, "ticks") > 0 and counter(page, "seq gaps") == 0
+    assert page.inner_text("[data-testid=plan]") == "professional plan"
+    assert re.search(r"API budget \d+/600", page.inner_text("[data-testid=budget]"))
+    assert len(tab.sockets) == 1 and "/ws/quotes?key=" in tab.sockets[0]
+    assert page.evaluate("localStorage.getItem('market.apiKey')") == dash.demo_key
+    assert dash.demo_key not in page.content()  # shown masked, never in the page
+    tab.shot("live")
+    assert tab.errors == []
+
+
+def test_chart_draws_candles_and_volume_for_a_chosen_instrument(tab: Tab, dash: ServerProcess) -> None:
+    page = tab.open()
+    tab.enter_key(dash.demo_key)
+    page.wait_for_selector("#chart[data-candles]")
+    page.select_option("[data-testid=chart-select]", "methanol")
+    page.wait_for_selector("#chart[data-instrument=methanol]")
+    kline = httpx.get(dash.base + "/api/v1/kline/methanol", headers={"X-SERVICE-Key": dash.demo_key}).json()
+    assert page.get_attribute("#chart", "data-candles") == str(len(kline["series"]))
+    sizes = page.evaluate("[...document.querySelectorAll('#chart canvas')].map(c => [c.width, c.height])")
+    assert max(w * h for w, h in sizes) > 200 * 150
+    # the main pane really has pixels drawn on it (candles, volume bars, grid)
+    painted = page.evaluate("""() => {
+        const area = (c) => c.width * c.height;
+        const c = [...document.querySelectorAll('#chart canvas')].sort((a, b) => area(b) - area(a))[0];
+        const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+        let n = 0; for (let i = 3; i < d.length; i += 4) if (d[i] > 0) n++;
+        return n / (c.width * c.height);
+    }""")
+    assert painted > 0.02, painted
+    assert "Methanol" in page.inner_text("#chart-meta")
+    page.click("#live-body tr[data-id=brent]")  # a row click charts that instrument
+    page.wait_for_selector("#chart[data-instrument=brent]")
+    assert page.locator("#live-body tr.selected").get_attribute("data-id") == "brent"
+    tab.shot_of(".chart-panel", "chart")
+    assert tab.errors == []
+
+
+def test_spreads_show_the_import_parity_breakdown_and_inventories_their_arrows(tab: Tab, dash: ServerProcess) -> None:
+    page = tab.open()
+    tab.enter_key(dash.demo_key)
+    page.wait_for_selector("[data-testid=spreads] tbody tr")
+    page.wait_for_selector("[data-testid=inventory] tbody tr")
+    rows = page.locator("[data-testid=spreads] tbody tr")
+    assert [rows.nth(i).get_attribute("data-pair") for i in range(rows.count())] == \
+        ["methanol", "PTA", "PP", "PE", "PVC"]
+    cells = rows.first.locator("td").all_inner_texts()
+    assert len(cells) == 11  # product, shfe, dce, cfrUsd, fx, tariff, vat, portFee, intl, basis, basisPct
+    assert cells[5].endswith("%") and cells[6] == "13.0%" and cells[10].endswith("%")
+    assert "CFR China" in (rows.first.get_attribute("title") or "")
+    items = httpx.get(dash.base + "/api/v1/inventory", headers={"X-SERVICE-Key": dash.demo_key}).json()["items"]
+    arrows = page.locator("[data-testid=inventory] .arrow").all_inner_texts()
+    assert arrows == ["▲" if i["wow"] > 0 else "▼" if i["wow"] < 0 else "▬" for i in items]
+    assert {"▲", "▼"} <= set(arrows)
+    assert tab.errors == []
+
+
+def test_wrong_key_shows_the_401_message(tab: Tab) -> None:
+    page = tab.open()
+    tab.enter_key("mk_this-key-does-not-exist")
+    banner = page.wait_for_selector("[data-testid=error] p[data-status='401']")
+    text = banner.inner_text()
+    assert "401" in text and "not accepted" in text and "revoked" in text
+    assert page.is_visible("[data-testid=key-form]") and page.is_hidden("#keyed")
+    assert page.evaluate("localStorage.getItem('market.apiKey')") is None
+    assert tab.sockets == []
+    tab.shot("wrong-key")
+
+
+def test_free_key_polls_within_its_budget(tab: Tab, dash: ServerProcess) -> None:
+    _, key = dash.create_key("free")
+    page = tab.open()
+    polls: list[float] = []
+    page.on("request", lambda r: polls.append(time.monotonic()) if r.url.endswith("/api/v1/quotes") else None)
+    tab.enter_key(key)
+    page.wait_for_selector("[data-testid=conn-status][data-mode=polling]")
+    assert "Polling every 2 s" in page.inner_text("[data-testid=conn-status]")
+    assert page.inner_text("[data-testid=plan]") == "free plan"
+    page.wait_for_function("() => document.querySelectorAll('#live-body tr').length >= 40")
+    deadline = time.monotonic() + 4
+    while len(polls) < 2 and time.monotonic() < deadline:
+        page.wait_for_timeout(100)  # polls are the page's own timers: nothing to await from here
+    assert len(polls) >= 2, polls
+    gaps = [b - a for a, b in itertools.pairwise(polls)]
+    assert all(g > 1.5 for g in gaps), gaps  # 2 s apart: half of 60/min, leaving room for charts and tables
+    budget = page.inner_text("[data-testid=budget]")
+    remaining = re.search(r"API budget (\d+)/60 left", budget)
+    assert remaining and int(remaining.group(1)) < 60, budget
+    assert tab.sockets == []  # the free plan has no WebSocket: the page does not even try
+    assert page.inner_text("[data-testid=counters]").strip() == ""  # no tick counters without a socket
+    tab.shot("free-polling")
+    assert tab.errors == []
+
+
+def test_exhausted_budget_shows_429_with_retry_after_then_recovers(tab: Tab, dash: ServerProcess) -> None:
+    _, key = dash.create_key("free")
+    with httpx.Client(base_url=dash.base, headers={"X-SERVICE-Key": key}) as client:
+        statuses = [client.get("/api/v1/quotes/brent").status_code for _ in range(61)]
+    assert statuses[-1] == 429
+    page = tab.open()
+    tab.enter_key(key)
+    banner = page.wait_for_selector("[data-testid=error] p[data-status='429']")
+    text = banner.inner_text()
+    assert re.search(r"Too many requests \(429\): the limit is 60 per minute\. Waiting \d+ s", text), text
+    tab.shot("rate-limited")
+    page.wait_for_selector("[data-testid=conn-status][data-mode=polling]", timeout=8000)
+
+
+def test_language_toggle_switches_names_and_persists(tab: Tab, dash: ServerProcess) -> None:
+    page = tab.open()
+    market = httpx.get(dash.base + "/api/market").json()
+    tab.enter_key(dash.demo_key)
+    page.wait_for_selector("[data-testid=conn-status][data-mode=live]")
+    page.wait_for_selector("[data-testid=spreads] tbody tr")
+    page.click("[data-testid=lang-toggle]")
+    assert page.locator(".cat-name").all_inner_texts() == [c["name"]["zh"] for c in market["categories"]]
+    assert page.evaluate("document.documentElement.lang") == "zh-CN"
+    assert page.inner_text("#live-body tr[data-id=brent] td.name") == "布伦特原油"
+    assert page.inner_text("[data-testid=conn-status]") == "实时 · WebSocket"
+    assert page.inner_text("[data-testid=lang-toggle]") == "English"
+    assert page.inner_text("[data-testid=spreads] tbody tr[data-pair=PP] td.name") == "聚丙烯"
+    tab.shot("zh")
+    page.reload()
+    page.wait_for_selector("[data-testid=conn-status][data-mode=live]")  # the key survives the reload
+    assert page.locator(".cat-name").first.inner_text() == market["categories"][0]["name"]["zh"]
+    page.click("[data-testid=lang-toggle]")
+    assert page.locator(".cat-name").first.inner_text() == market["categories"][0]["name"]["en"]
+    page.click("[data-testid=forget-key]")
+    assert page.is_visible("[data-testid=key-form]") and page.is_hidden("#keyed")
+    assert page.evaluate("localStorage.getItem('market.apiKey')") is None
+    assert tab.errors == []
+
+
+def test_phone_width_has_no_sideways_scroll(browser: Any, dash: ServerProcess) -> None:
+    phone = Tab(browser, dash.base, PHONE)
+    try:
+        page = phone.open()
+        phone.enter_key(dash.demo_key)
+        page.wait_for_selector("[data-testid=conn-status][data-mode=live]")
+        page.wait_for_selector("#chart[data-candles]")
+        assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+        assert page.is_hidden("#live-body tr td.opt")  # unit and time columns give way on a phone
+        assert page.evaluate("document.querySelector('#chart').getBoundingClientRect().width") <= PHONE["width"]
+        phone.shot("phone")
+        assert phone.errors == []
+    finally:
+        phone.close()
+
+
+def test_lost_connection_is_shown_and_the_socket_reconnects(tab: Tab, dash: ServerProcess) -> None:
+    routes: list[Any] = []
+    tab.page.route_web_socket(WS_ROUTE, lambda ws: routes.append((ws, ws.connect_to_server())))
+    page = tab.open()
+    tab.enter_key(dash.demo_key)
+    page.wait_for_selector("[data-testid=conn-status][data-mode=live]")
+    ws, upstream = routes[0]
+    ws.close(code=1001, reason="going away")
+    upstream.close()
+    status = page.wait_for_selector("[data-testid=conn-status][data-mode=reconnecting]")
+    assert re.fullmatch(r"Connection lost · reconnecting in \d+ s \(attempt 1\)", status.inner_text())
+    tab.shot("reconnecting")
+    page.wait_for_selector("[data-testid=conn-status][data-mode=live]", timeout=5000)
+    assert len(routes) == 2
+    ticks = counter(page, "ticks")
+    page.wait_for_function(f"() => /ticks (\\d+)/.exec(document.querySelector('#counters').textContent)[1] > {ticks}")
+
+
+def test_seq_gap_is_counted_and_resynced(tab: Tab, dash: ServerProcess) -> None:
+    state = {"ticks": 0, "dropped": 0, "snapshots": 0, "subscribes": 0}
+
+    def route(ws: Any) -> None:
+        upstream = ws.connect_to_server()
+
+        def down(message: str | bytes) -> None:
+            text = message if isinstance(message, str) else message.decode()
+            if '"type":"snapshot"' in text:
+                state["snapshots"] += 1
+            elif '"type":"tick"' in text:
+                state["ticks"] += 1
+                if 100 < state["ticks"] <= 160:  # lose a stretch of ticks after the page has seen each seq
+                    state["dropped"] += 1
+                    return
+            ws.send(message)
+
+        def up(message: str | bytes) -> None:
+            if '"op":"subscribe"' in str(message):
+                state["subscribes"] += 1
+            upstream.send(message)
+
+        upstream.on_message(down)
+        ws.on_message(up)
+
+    tab.page.route_web_socket(WS_ROUTE, route)
+    page = tab.open()
+    tab.enter_key(dash.demo_key)
+    page.wait_for_function("() => /seq gaps [1-9]/.test(document.querySelector('#counters').textContent)")
+    page.wait_for_function("() => /resyncs 1/.test(document.querySelector('#counters').textContent)")
+    deadline = time.monotonic() + 3
+    while state["snapshots"] < 2 and time.monotonic() < deadline:
+        page.wait_for_timeout(50)
+    assert state["dropped"] == 60 and state["subscribes"] == 1
+    assert state["snapshots"] == 2  # the re-subscribe brought a fresh snapshot
+    assert page.is_visible("[data-testid=conn-status][data-mode=live]")
+    tab.shot("seq-gap")
+
+
+def test_refused_websocket_falls_back_to_polling_and_recovers(tab: Tab, dash: ServerProcess) -> None:
+    _, key = dash.create_key("professional")
+    with ExitStack() as held:  # the plan's 5 connections, drained by their reader threads (max_queue=None)
+        for _ in range(5):
+            held.enter_context(connect(f"{dash.ws_base}/ws/quotes?key={key}", max_queue=None))
+        page = tab.open()
+        tab.enter_key(key)
+        status = page.wait_for_selector("[data-testid=conn-status][data-mode=fallback]", timeout=8000)
+        assert status.inner_text().startswith("Live feed unavailable, polling every")
+        tab.shot("fallback")
+    page.wait_for_selector("[data-testid=conn-status][data-mode=live]", timeout=10000)
+    assert len(tab.sockets) >= 3
+
+
+def test_live_client_units_in_the_browser(tab: Tab) -> None:
+    """SeqTracker, Backoff and the number formatting, exercised in the real browser engine."""
+    page = tab.open()
+    result = page.evaluate("""async () => {
+        const { SeqTracker, Backoff } = await import('/static/live.js');
+        const { decimalsOf, formatNumber, QuoteBook } = await import('/static/quotes.js');
+        const s = new SeqTracker();
+        s.setEpoch('a');
+        const seen = [s.observe('x', 1), s.observe('x', 2), s.observe('x', 5), s.observe('x', 5), s.observe('x', 4),
+                      s.observe('y', 7)];
+        const gaps = [s.gaps, s.missed];
+        s.setEpoch('a');
+        const sameEpoch = s.observe('x', 6);
+        s.setEpoch('b');
+        const newEpoch = s.observe('x', 1);
+        const low = new Backoff({ baseMs: 100, capMs: 1000, random: () => 0 });
+        const high = new Backoff({ baseMs: 100, capMs: 1000, random: () => 1 });
+        const delays = [[], []];
+        for (let i = 0; i < 6; i++) { delays[0].push(low.next()); delays[1].push(high.next()); }
+        high.reset();
+        const book = new QuoteBook();
+        book.setAll([{ id: 'a', price: 10, change: 1, changePct: 11.11, priceText: '10.000 USD/t' }]);
+        const row = book.applyTick({ id: 'a', price: 12, change: 3, ts: '2026-01-05T09:30:00.000+08:00', seq: 9 });
+        return { seen, gaps, sameEpoch, newEpoch, delays, afterReset: high.next(),
+                 decimals: [decimalsOf('2,415.00 CNY/t'), decimalsOf('7.1231 CNY'), decimalsOf('148 JPY')],
+                 formatted: [formatNumber(2415, 2), formatNumber(-0.5, 3, { sign: true }), formatNumber(null)],
+                 tick: [row.quote.price, row.decimals, row.moved, Math.round(row.quote.changePct * 100) / 100],
+                 unknown: book.applyTick({ id: 'zz', price: 1, change: 0, ts: '', seq: 1 }) };
+    }""")
+    assert result["seen"] == ["ok", "ok", "gap", "stale", "stale", "ok"]
+    assert result["gaps"] == [1, 2]
+    assert result["sameEpoch"] == "ok" and result["newEpoch"] == "ok"
+    assert result["delays"] == [[50, 100, 200, 400, 500, 500], [100, 200, 400, 800, 1000, 1000]]
+    assert result["afterReset"] == 100
+    assert result["decimals"] == [2, 4, 0]
+    assert result["formatted"] == ["2,415.00", "-0.500", "—"]
+    assert result["tick"] == [12, 3, 1, 33.33]
+    assert result["unknown"] is None
