@@ -77,22 +77,22 @@ class Connection(asyncio.Protocol):
         self.transport.write(self.gen.request)  # type: ignore[union-attr]
 
     def data_received(self, data: bytes) -> None:
-        self.buf += data
-        end = self.buf.find(HEADER_END)
+        buf = self.buf + data if self.buf else data
+        end = buf.find(HEADER_END)
         if end < 0:
+            self.buf = buf
             return
-        head = self.buf[:end].lower()
-        at = head.find(CONTENT_LENGTH)
-        if at < 0:
+        at = buf.find(CONTENT_LENGTH, 0, end)  # servers here send it lower-case; fall back for others
+        head = buf if at >= 0 else buf[:end].lower()
+        if at < 0 and (at := head.find(CONTENT_LENGTH)) < 0:
             raise RuntimeError("response without content-length")
-        stop = head.find(b"\r\n", at + 2)
-        length = int(head[at + len(CONTENT_LENGTH): stop if stop > 0 else None])
-        total = end + 4 + length
-        if len(self.buf) < total:
+        stop = head.find(b"\r\n", at + 2, end + 2)
+        total = end + 4 + int(head[at + len(CONTENT_LENGTH): stop])
+        if len(buf) < total:
+            self.buf = buf
             return
-        status = int(self.buf[9:12])
-        self.buf = self.buf[total:]
-        self.gen.done(self, status)
+        self.buf = buf[total:]
+        self.gen.done(self, int(buf[9:12]))
 
 
 class OpenLoop:
