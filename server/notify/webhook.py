@@ -8,6 +8,7 @@ status or error code only: never the URL (its query holds the token).
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import httpx
 
@@ -19,8 +20,15 @@ from server.store.outbox import Job
 MAX_RESPONSE_BYTES = 64 * 1024
 
 
+def quiet_http_client_logs() -> None:
+    """httpx logs every request's full URL at INFO: webhook URLs carry tokens, so keep it to warnings."""
+    for name in ("httpx", "httpcore"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 class WebhookSender:
     def __init__(self, webhooks: tuple[Webhook, ...], timeout_s: float) -> None:
+        quiet_http_client_logs()
         self.secrets = {(w.kind, w.url): w.secret for w in webhooks}
         self.timeout_s = timeout_s
         self.client = httpx.AsyncClient(timeout=timeout_s, follow_redirects=False)

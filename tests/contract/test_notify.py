@@ -37,7 +37,7 @@ from server.notify.worker import OutboxWorker
 from server.store.db import open_db
 from server.store.outbox import OutboxRepo
 from server.store.records import Cooperation, Inquiry, RecordRepo
-from tests.conftest import ServerProcess, free_port, run_cli
+from tests.conftest import RUNTIMES, ServerProcess, free_port, run_cli
 
 # --- far sides -----------------------------------------------------------------------------------
 
@@ -273,7 +273,7 @@ def test_faults_are_retried_until_the_far_side_recovers(
     receiver.script["feishu"].extend(["errcode", "500"])
     settings = settings_for(tmp_path / "data", receiver, port, outbox_timeout_s=1.0)
     registry = Registry()
-    caplog.set_level(logging.INFO, logger="market")
+    caplog.set_level(logging.DEBUG)  # every logger, libraries included (httpx logs URLs at INFO)
 
     async def scenario() -> str:
         hooks: list[Any] = []
@@ -537,3 +537,48 @@ def test_kill_9_between_accepting_and_delivering_loses_nothing_and_resends_nothi
     # which is the documented at-least-once window; a receiver that dedupes on the key sees it once
     assert len(ids(stalling, record_id)) == 2 and len(set(ids(stalling, record_id))) == 1
     assert len(ids(stalling, later)) == 1
+
+
+# --- through the public HTTP API, on each runtime ----------------------------------------------------
+
+@pytest.mark.parametrize("runtime", RUNTIMES)
+def test_public_api_records_are_notified_on_every_channel(
+        runtime: str, tmp_path: Path, receiver: Receiver, smtp: tuple[Inbox, int]) -> None:
+    inbox, port = smtp
+    srv = ServerProcess(
+        tmp_path / "data", runtime, "--public-rate", "100000",
+        "--smtp-url", f"smtp://127.0.0.1:{port}", "--notify-email", "ops@example.com",
+        "--mail-from", "noreply@market.example",
+        "--webhook", f"wecom={receiver.base}/wecom/send?key=WECOMKEY42",
+        "--webhook", f"generic={receiver.base}/generic/in",
+    )
+    try:
+        with srv.client() as client:
+            coop = client.post("/api/cooperation", json={"company": "华东贸易", "contactName": "陈先生",
+                                                          "phone": "+86 21 6666 0000", "message": "数据合作"})
+            assert coop.status_code == 201, coop.text
+            assert client.post("/api/auth/register", json={"email": "buyer@example.com",
+                                                            "password": "long-enough-1"}).status_code == 201
+            login = client.post("/api/auth/login", json={"email": "buyer@example.com", "password": "long-enough-1"})
+            token = login.json()["token"]
+            inquiry = client.post("/api/submit-inquiry", headers={"Authorization": f"Bearer {token}"},
+                                  json={"product": "聚丙烯 PP", "quantity": 120, "unit": "吨"})
+            assert inquiry.status_code == 201, inquiry.text
+            ids = {coop.json()["id"], inquiry.json()["id"]}
+            deadline = time.monotonic() + 10
+            while len(inbox.messages) < 2 or len(receiver.hits) < 4:  # another process delivers: poll
+                assert time.monotonic() < deadline, srv.output()
+                time.sleep(0.05)
+            metrics = client.get("/metrics").text
+        subjects = {m[2]["Subject"] for m in inbox.messages}
+        assert subjects == {f"[Cooperation 合作意向] {coop.json()['id']}", f"[Inquiry 询价] {inquiry.json()['id']}"}
+        assert {h.json["id"] for h in receiver.of("generic")} == ids
+        assert all(any(i in h.json["markdown"]["content"] for i in ids) for h in receiver.of("wecom"))
+        for channel in ("email", "wecom", "generic"):
+            assert f'market_outbox_deliveries_total{{channel="{channel}"}} 2' in metrics
+        listed = run_cli(srv.data_dir, "outbox", "list", "--status", "delivered", "--json")
+        rows = json.loads(listed.stdout)
+        assert len(rows) == 6 and {r["recordId"] for r in rows} == ids
+        assert "WECOMKEY42" not in listed.stdout and "WECOMKEY42" not in srv.output()
+    finally:
+        assert srv.stop() == 0
