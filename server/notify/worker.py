@@ -170,6 +170,8 @@ class OutboxWorker:
 
     def _sleep_s(self) -> float:
         """Until the next retry falls due, but at most the poll period (other processes add work too)."""
+        if len(self._inflight) >= MAX_INFLIGHT:
+            return self.poll_s  # due jobs wait for a free slot; a finishing task sets the event
         try:
             due = self._repo.next_due() if self._repo is not None else None
         except sqlite3.Error:
