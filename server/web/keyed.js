@@ -402,6 +402,8 @@ export class KeyedSession {
     status.hidden = false;
     const conn = document.getElementById("conn");
     conn.dataset.mode = this.mode;
+    const stale = ["reconnecting", "paused", "offline"].includes(this.mode);
+    document.querySelector(".quotes-panel").dataset.stale = String(stale);
     conn.textContent = this._modeText();
     document.getElementById("budget").textContent = this._budgetText();
     document.getElementById("counters").textContent = this.socket

@@ -186,8 +186,8 @@ def test_chart_draws_candles_and_volume_for_a_chosen_instrument(tab: Tab, dash: 
 def test_spreads_show_the_import_parity_breakdown_and_inventories_their_arrows(tab: Tab, dash: ServerProcess) -> None:
     page = tab.open()
     tab.enter_key(dash.demo_key)
-    page.wait_for_selector("[data-testid=spreads] tbody tr")
-    page.wait_for_selector("[data-testid=inventory] tbody tr")
+    page.wait_for_selector("[data-testid=spreads] tbody tr[data-pair]")
+    page.wait_for_selector("[data-testid=inventory] tbody tr[data-id]")
     rows = page.locator("[data-testid=spreads] tbody tr")
     assert [rows.nth(i).get_attribute("data-pair") for i in range(rows.count())] == \
         ["methanol", "PTA", "PP", "PE", "PVC"]
@@ -258,7 +258,7 @@ def test_language_toggle_switches_names_and_persists(tab: Tab, dash: ServerProce
     market = httpx.get(dash.base + "/api/market").json()
     tab.enter_key(dash.demo_key)
     page.wait_for_selector("[data-testid=conn-status][data-mode=live]")
-    page.wait_for_selector("[data-testid=spreads] tbody tr")
+    page.wait_for_selector("[data-testid=spreads] tbody tr[data-pair]")
     page.click("[data-testid=lang-toggle]")
     assert page.locator(".cat-name").all_inner_texts() == [c["name"]["zh"] for c in market["categories"]]
     assert page.evaluate("document.documentElement.lang") == "zh-CN"
@@ -305,8 +305,10 @@ def test_lost_connection_is_shown_and_the_socket_reconnects(tab: Tab, dash: Serv
     upstream.close()
     status = page.wait_for_selector("[data-testid=conn-status][data-mode=reconnecting]")
     assert re.fullmatch(r"Connection lost · reconnecting in \d+ s \(attempt 1\)", status.inner_text())
+    assert page.get_attribute(".quotes-panel", "data-stale") == "true"  # stale prices are dimmed
     tab.shot("reconnecting")
     page.wait_for_selector("[data-testid=conn-status][data-mode=live]", timeout=5000)
+    assert page.get_attribute(".quotes-panel", "data-stale") == "false"
     assert len(routes) == 2
     ticks = counter(page, "ticks")
     page.wait_for_function(f"() => /ticks (\\d+)/.exec(document.querySelector('#counters').textContent)[1] > {ticks}")
