@@ -22,6 +22,7 @@ import math
 from collections import Counter as Tally
 from collections.abc import Callable
 from dataclasses import dataclass
+from time import perf_counter
 from typing import Any, Protocol
 
 from server.api.errors import CloseCode
@@ -75,6 +76,7 @@ class StreamMetrics:
             "market_ws_slow_consumer_closes_total", "Sessions closed 4008 for staying over the buffer cap.")
         self.refusals = registry.counter("market_ws_handshake_refusals_total", "Refused handshakes by reason.")
         self.closes = registry.counter("market_ws_server_closes_total", "Sessions the server closed, by code.")
+        self.fanout = registry.histogram("market_ws_fanout_seconds", "Time to frame and write one tick batch.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +229,7 @@ class StreamCore:
 
     def on_ticks(self, ticks: list[AppliedTick]) -> None:
         """Fan one bus batch out: each tick framed once, one write per connection per batch."""
+        started = perf_counter()
         by_row = self.registry.by_row
         touched: dict[Any, list[tuple[int, bytes]]] = {}
         for t in ticks:
@@ -255,6 +258,8 @@ class StreamCore:
             self.metrics.delivered.inc(amount=delivered)
         if conflated:
             self.metrics.conflated.inc(amount=conflated)
+        if touched:
+            self.metrics.fanout.observe(perf_counter() - started)
 
     def resumed(self, session: Session) -> None:
         """The connection drained below its low-water mark: send the held (conflated) ticks."""

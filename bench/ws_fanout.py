@@ -1,0 +1,383 @@
+"""WebSocket fan-out: server CPU per delivered frame, frames/s, tick latency, idle memory per connection.
+
+For each scenario (connections x ticks/s) and implementation:
+- ``ours``: `market-server serve` (demo feed at the chosen tick rate, an enterprise key allowed
+  10,000 connections) - each tick framed once, one write per connection per batch;
+- ``broadcast``: the baseline, a bare `websockets.asyncio.server.serve` app in its own process
+  with the same demo feed calling `websockets.broadcast()` once per tick.
+
+A lightweight client process (uvloop, raw asyncio protocol: handshake, then it only splits
+frames) opens the connections, counts tick frames and measures latency (receive time minus the
+tick's `ts`) on a sample of connections. The harness reads the server's utime+stime from
+/proc/<pid>/stat and its RSS from /proc/<pid>/status around the measured window.
+
+Only 127.0.0.1; every run is bounded (connect timeout, fixed windows).
+
+    .venv/bin/python bench/ws_fanout.py                        # default scenarios, both implementations
+    .venv/bin/python bench/ws_fanout.py --scenario 1000x200 --impl ours --duration 10
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import os
+import resource
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+MEAN_MOVERS = 0.25  # the demo feed moves a uniform 10-40% of instruments per batch
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def raise_nofile() -> None:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+
+
+def rss_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError("no VmRSS")
+
+
+def interval_ms(ticks_per_s: float, n_instruments: int) -> int:
+    return max(10, round(1000.0 * n_instruments * MEAN_MOVERS / ticks_per_s))
+
+
+# --- the client process ---------------------------------------------------------------------------
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.frames = 0
+        self.lat: list[float] = []
+        self.opened = 0
+        self.failed = 0
+        self.closed = 0
+
+
+_PREFIX_CACHE: dict[bytes, float] = {}
+
+
+def ts_epoch(text: bytes) -> float:
+    """'YYYY-MM-DDTHH:MM:SS.mmm' (local +08:00) -> epoch seconds, the second part cached."""
+    prefix = text[:19]
+    base = _PREFIX_CACHE.get(prefix)
+    if base is None:
+        base = _PREFIX_CACHE[prefix] = datetime.fromisoformat(prefix.decode() + "+08:00").timestamp()
+    return base + int(text[20:23]) / 1000.0
+
+
+class RawClient(asyncio.Protocol):
+    """Handshake, then split frames: count ticks; on sampled connections read `ts` for latency."""
+
+    def __init__(self, request: bytes, counter: Counter, sample: bool, opened: asyncio.Future[None]) -> None:
+        self.request, self.counter, self.sample, self.opened_fut = request, counter, sample, opened
+        self.buf = b""
+        self.open = False
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+        transport.write(self.request)  # type: ignore[attr-defined]
+
+    def data_received(self, data: bytes) -> None:
+        buf = self.buf + data if self.buf else data
+        if not self.open:
+            end = buf.find(b"\r\n\r\n")
+            if end < 0:
+                self.buf = buf
+                return
+            if not buf.startswith(b"HTTP/1.1 101"):
+                self.counter.failed += 1
+                self.opened_fut.done() or self.opened_fut.set_exception(RuntimeError(buf[:200].decode()))
+                return
+            self.open = True
+            self.counter.opened += 1
+            self.opened_fut.done() or self.opened_fut.set_result(None)
+            buf = buf[end + 4:]
+        self.buf = self._frames(buf)
+
+    def _frames(self, buf: bytes) -> bytes:
+        i, size = 0, len(buf)
+        now = time.time()
+        counter = self.counter
+        while size - i >= 2:
+            n = buf[i + 1] & 0x7F
+            head = 2
+            if n == 126:
+                if size - i < 4:
+                    break
+                n, head = int.from_bytes(buf[i + 2:i + 4]), 4
+            elif n == 127:
+                if size - i < 10:
+                    break
+                n, head = int.from_bytes(buf[i + 2:i + 10]), 10
+            if size - i < head + n:
+                break
+            start = i + head
+            opcode = buf[i] & 0x0F
+            if opcode == 1 and buf.startswith(b'{"type":"tick"', start):
+                counter.frames += 1
+                if self.sample:
+                    at = buf.find(b'"ts":"', start, start + n) + 6
+                    counter.lat.append(now - ts_epoch(buf[at:at + 23]))
+            elif opcode == 9 and self.transport is not None:  # keepalive ping: masked pong, zero mask
+                payload = buf[start:start + n]
+                self.transport.write(bytes([0x8A, 0x80 | len(payload)]) + b"\0\0\0\0" + payload)
+            i = start + n
+        return buf[i:]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.counter.closed += 1
+        if not self.opened_fut.done():
+            self.opened_fut.set_exception(ConnectionError("closed before the handshake"))
+
+
+async def client_main(args: argparse.Namespace) -> None:
+    loop = asyncio.get_running_loop()
+    counter = Counter()
+    target = f"/ws/quotes?key={args.key}" if args.key else "/"
+    sem = asyncio.Semaphore(100)
+    transports: list[asyncio.BaseTransport] = []
+
+    async def one(i: int) -> None:
+        nonce = base64.b64encode(os.urandom(16)).decode()
+        request = (f"GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                   f"Sec-WebSocket-Key: {nonce}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode()
+        async with sem:
+            fut: asyncio.Future[None] = loop.create_future()
+            transport, _ = await loop.create_connection(
+                lambda: RawClient(request, counter, i % args.sample_every == 0, fut), "127.0.0.1", args.port)
+            transports.append(transport)
+            await asyncio.wait_for(fut, 90)
+
+    started = time.monotonic()
+    await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(args.conns))), 300)
+    print(json.dumps({"event": "connected", "opened": counter.opened, "seconds": time.monotonic() - started}),
+          flush=True)
+    await loop.run_in_executor(None, sys.stdin.readline)  # the harness measured idle memory; go on
+    await asyncio.sleep(args.warmup)
+    counter.frames, counter.lat = 0, []
+    print(json.dumps({"event": "start"}), flush=True)
+    t0, c0 = time.monotonic(), time.process_time()
+    await asyncio.sleep(args.duration)
+    elapsed, client_cpu = time.monotonic() - t0, time.process_time() - c0
+    frames, lat = counter.frames, sorted(counter.lat)
+    print(json.dumps({"event": "stop"}), flush=True)
+    q = statistics.quantiles(lat, n=100) if len(lat) >= 100 else [float("nan")] * 99
+    print(json.dumps({
+        "event": "result", "frames": frames, "elapsed": elapsed, "closed": counter.closed,
+        "client_cpu_pct": 100 * client_cpu / elapsed,
+        "lat_n": len(lat), "p50_ms": q[49] * 1000, "p99_ms": q[98] * 1000, "max_ms": (lat[-1] * 1000) if lat else None,
+    }), flush=True)
+    for t in transports:
+        t.abort()
+
+
+# --- the baseline server (websockets.broadcast) ----------------------------------------------------
+
+
+async def baseline_main(args: argparse.Namespace) -> None:
+    import orjson
+    from websockets.asyncio.server import broadcast, serve
+
+    from server.market.catalogue import default_catalogue
+    from server.market.state import build_demo_state
+    from server.market.timefmt import iso
+
+    state, feed = build_demo_state(default_catalogue(), 42, time.time())
+    conns: set[Any] = set()
+
+    async def handler(ws: Any) -> None:
+        conns.add(ws)
+        try:
+            await ws.send('{"type":"snapshot"}')
+            await ws.wait_closed()
+        finally:
+            conns.discard(ws)
+
+    async def ticker() -> None:
+        loop = asyncio.get_running_loop()
+        step = args.interval_ms / 1000.0
+        next_at = loop.time()
+        while True:
+            next_at += step
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
+            for t in state.apply(feed.next_batch(time.time(), step)):
+                message = orjson.dumps({"type": "tick", "id": t.id, "price": t.price, "change": t.change,
+                                        "ts": iso(t.ts), "seq": t.seq}).decode()
+                broadcast(conns, message)
+
+    async with serve(handler, "127.0.0.1", args.port, compression=None, max_queue=None, backlog=4096):
+        task = asyncio.create_task(ticker())
+        print("ready", flush=True)
+        stop = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        await stop.wait()
+        task.cancel()
+
+
+# --- the harness -------------------------------------------------------------------------------------
+
+
+def start_ours(tick_ms: int) -> tuple[subprocess.Popen[bytes], int, str, str]:
+    from tests.conftest import ServerProcess, run_cli
+
+    data = Path(tempfile.mkdtemp(prefix="bench-ws-")) / "data"
+    srv = ServerProcess(data, "granian", "--tick-interval-ms", str(tick_ms), "--ws-max-conn", "enterprise=10000",
+                        "--log-level", "warning")
+    out = run_cli(data, "keys", "create", "--plan", "enterprise", "--json")
+    key = json.loads(out.stdout)["key"]
+    return srv.proc, srv.ws_port, key, srv.base
+
+
+def start_baseline(tick_ms: int) -> tuple[subprocess.Popen[bytes], int, str, str]:
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, __file__, "_baseline", "--port", str(port), "--interval-ms",
+                             str(tick_ms)], stdout=subprocess.PIPE, preexec_fn=raise_nofile)
+    assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
+    return proc, port, "", ""
+
+
+def fanout_stats(base: str) -> tuple[float, float]:
+    """(count, sum) of the server's market_ws_fanout_seconds histogram."""
+    if not base:
+        return 0.0, 0.0
+    import httpx
+
+    text = httpx.get(base + "/metrics", timeout=10).text
+    values = {line.split(" ")[0]: float(line.split(" ")[1]) for line in text.splitlines()
+              if line.startswith(("market_ws_fanout_seconds_count", "market_ws_fanout_seconds_sum"))}
+    return values.get("market_ws_fanout_seconds_count", 0.0), values.get("market_ws_fanout_seconds_sum", 0.0)
+
+
+def run_scenario(impl: str, conns: int, ticks_per_s: float, duration: float, warmup: float,
+                 sample_every: int) -> dict[str, Any]:
+    from server.market.catalogue import default_catalogue
+
+    tick_ms = interval_ms(ticks_per_s, len(default_catalogue().instruments))
+    proc, port, key, base = (start_ours if impl == "ours" else start_baseline)(tick_ms)
+    client: subprocess.Popen[str] | None = None
+    try:
+        time.sleep(1.0)
+        rss0 = rss_kib(proc.pid)
+        client = subprocess.Popen(
+            [sys.executable, __file__, "_client", "--port", str(port), "--key", key, "--conns", str(conns),
+             "--duration", str(duration), "--warmup", str(warmup), "--sample-every", str(sample_every)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, preexec_fn=raise_nofile)
+        assert client.stdout is not None and client.stdin is not None
+        connected = json.loads(client.stdout.readline())
+        time.sleep(1.0)
+        rss1 = rss_kib(proc.pid)
+        client.stdin.write("go\n")
+        client.stdin.flush()
+        assert json.loads(client.stdout.readline())["event"] == "start"
+        cpu0, t0, fan0 = cpu_seconds(proc.pid), time.monotonic(), fanout_stats(base)
+        assert json.loads(client.stdout.readline())["event"] == "stop"
+        cpu1, t1, fan1 = cpu_seconds(proc.pid), time.monotonic(), fanout_stats(base)
+        result = json.loads(client.stdout.readline())
+        client.wait(30)
+    finally:
+        if client is not None and client.poll() is None:
+            client.kill()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    frames = result["frames"]
+    cpu = cpu1 - cpu0
+    batches = fan1[0] - fan0[0]
+    return {
+        "impl": impl, "conns": conns, "opened": connected["opened"], "ticks_per_s": ticks_per_s,
+        "tick_ms": tick_ms, "frames_per_s": frames / (t1 - t0), "server_cpu_pct": 100 * cpu / (t1 - t0),
+        "us_per_frame": 1e6 * cpu / frames if frames else float("nan"),
+        "p50_ms": result["p50_ms"], "p99_ms": result["p99_ms"], "max_ms": result["max_ms"],
+        "lat_samples": result["lat_n"], "idle_kib_per_conn": (rss1 - rss0) / conns,
+        "connect_s": connected["seconds"], "client_cpu_pct": result["client_cpu_pct"],
+        "fanout_ms_per_batch": 1000 * (fan1[1] - fan0[1]) / batches if batches else None,
+        "loadavg_1m": os.getloadavg()[0],
+    }
+
+
+def fmt(row: dict[str, Any]) -> str:
+    return (f"| {row['impl']:9} | {row['conns']:5} | {row['ticks_per_s']:5.0f} | {row['frames_per_s']:9,.0f} | "
+            f"{row['server_cpu_pct']:5.1f} | {row['us_per_frame']:6.2f} | {row['p50_ms']:6.1f} | "
+            f"{row['p99_ms']:6.1f} | {row['idle_kib_per_conn']:6.1f} |")
+
+
+HEADER = ("| impl      | conns | tick/s | frames/s  | cpu % | us/frame | p50 ms | p99 ms | KiB/conn |\n"
+          "|-----------|-------|--------|-----------|-------|----------|--------|--------|----------|")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="cmd")
+    c = sub.add_parser("_client")
+    c.add_argument("--port", type=int, required=True)
+    c.add_argument("--key", default="")
+    c.add_argument("--conns", type=int, required=True)
+    c.add_argument("--duration", type=float, default=10)
+    c.add_argument("--warmup", type=float, default=2)
+    c.add_argument("--sample-every", type=int, default=10)
+    b = sub.add_parser("_baseline")
+    b.add_argument("--port", type=int, required=True)
+    b.add_argument("--interval-ms", type=int, required=True)
+    parser.add_argument("--scenario", action="append", help="CONNSxTICKS_PER_S, e.g. 1000x200 (repeatable)")
+    parser.add_argument("--impl", action="append", choices=["ours", "broadcast"])
+    parser.add_argument("--duration", type=float, default=10.0)
+    parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--sample-every", type=int, default=10, help="measure latency on every Nth connection")
+    parser.add_argument("--json", action="store_true", help="print rows as JSON lines too")
+    args = parser.parse_args()
+    raise_nofile()
+    import uvloop
+
+    if args.cmd == "_client":
+        uvloop.run(client_main(args))
+        return
+    if args.cmd == "_baseline":
+        uvloop.run(baseline_main(args))
+        return
+    scenarios = args.scenario or ["1000x200", "5000x50", "5000x200"]
+    impls = args.impl or ["ours", "broadcast"]
+    print(HEADER, flush=True)
+    for scenario in scenarios:
+        conns, rate = (int(x) for x in scenario.split("x"))
+        for impl in impls:
+            row = run_scenario(impl, conns, rate, args.duration, args.warmup, args.sample_every)
+            print(fmt(row), flush=True)
+            if args.json:
+                print(json.dumps(row), flush=True)
+
+
+if __name__ == "__main__":
+    main()
