@@ -406,6 +406,8 @@ export class KeyedSession {
     document.querySelector(".quotes-panel").dataset.stale = String(stale);
     conn.textContent = this._modeText();
     document.getElementById("budget").textContent = this._budgetText();
+    const hint = { polling: "hintFree", fallback: "hintFallback" }[this.mode];
+    document.getElementById("mode-hint").textContent = hint ? i18n.t(hint) : "";
     document.getElementById("counters").textContent = this.socket
       ? [i18n.t("ticks", { n: this.ticks }), i18n.t("gaps", { n: this.seq.gaps }),
         i18n.t("resyncs", { n: this.resyncs })].join(" · ")

@@ -222,6 +222,7 @@ def test_free_key_polls_within_its_budget(tab: Tab, dash: ServerProcess) -> None
     tab.enter_key(key)
     page.wait_for_selector("[data-testid=conn-status][data-mode=polling]")
     assert "Polling every 2 s" in page.inner_text("[data-testid=conn-status]")
+    assert "free plan has no live push (403" in page.inner_text("[data-testid=mode-hint]")
     assert page.inner_text("[data-testid=plan]") == "free plan"
     page.wait_for_function("() => document.querySelectorAll('#live-body tr').length >= 40")
     deadline = time.monotonic() + 4
@@ -362,6 +363,7 @@ def test_refused_websocket_falls_back_to_polling_and_recovers(tab: Tab, dash: Se
         tab.enter_key(key)
         status = page.wait_for_selector("[data-testid=conn-status][data-mode=fallback]", timeout=8000)
         assert status.inner_text().startswith("Live feed unavailable, polling every")
+        assert "429 when the key already holds its plan's connections" in page.inner_text("[data-testid=mode-hint]")
         tab.shot("fallback")
     page.wait_for_selector("[data-testid=conn-status][data-mode=live]", timeout=10000)
     assert len(tab.sockets) >= 3
