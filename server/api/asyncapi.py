@@ -20,7 +20,7 @@ from server.config import Settings
 CLOSE_CODE_MEANINGS: dict[CloseCode, str] = {
     CloseCode.NORMAL: "Normal closure (the client's close is echoed).",
     CloseCode.GOING_AWAY: "The server is shutting down.",
-    CloseCode.POLICY_VIOLATION: "More than 20 client messages (text, binary or ping frames) within a second, "
+    CloseCode.POLICY_VIOLATION: "More than 20 client messages (text, binary, ping or pong frames) within a second, "
                                 "or no opening handshake within 10 s.",
     CloseCode.MESSAGE_TOO_BIG: "A client message over 64 KiB (65,536 bytes).",
     CloseCode.INTERNAL_ERROR: "No pong within 20 s of a keepalive ping (sent every 20 s).",

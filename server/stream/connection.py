@@ -142,7 +142,7 @@ class StreamConnection(asyncio.Protocol):
         opcode = frame.opcode
         if opcode is Opcode.PONG:
             session.pong_received()
-            return None
+            return self.core.on_control(session, now)
         if opcode is Opcode.PING:
             return self.core.on_control(session, now)
         if opcode is Opcode.CLOSE:

@@ -63,7 +63,7 @@ class StreamLimits:
     keepalive_timeout_s: float = KEEPALIVE_TIMEOUT_S
     handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S
     buffer_cap: int = 64 * 1024
-    hard_cap: int = 1024 * 1024
+    hard_cap: int = 256 * 1024
 
 
 class StreamMetrics:
@@ -183,7 +183,7 @@ class StreamCore:
         return None
 
     def on_control(self, session: Session, now: float) -> CloseCode | None:
-        """A client ping frame (the protocol answers it); it counts toward the message rate."""
+        """A client ping or pong frame (the protocol answers pings); it counts toward the message rate."""
         return None if session.rate.allow(now) else CloseCode.POLICY_VIOLATION
 
     def on_binary(self, session: Session, now: float) -> CloseCode | None:
@@ -250,7 +250,10 @@ class StreamCore:
             for session in group.members:
                 out = session.out
                 if out.over_since is None:
-                    session.write(data)
+                    try:
+                        session.write(data)
+                    except RuntimeError:  # transport already closed; its connection_lost is queued
+                        continue
                     delivered += n
                 else:
                     conflated += out.hold(items)

@@ -15,7 +15,7 @@ Pure bookkeeping: the caller reports the transport's state and writes bytes.
 from __future__ import annotations
 
 DEFAULT_CAP = 64 * 1024
-DEFAULT_HARD_CAP = 1024 * 1024
+DEFAULT_HARD_CAP = 256 * 1024
 
 
 class OutBuffer:
