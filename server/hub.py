@@ -69,7 +69,7 @@ class Hub:
         self.ticks_applied = self.registry.counter("market_ticks_applied_total", "Ticks applied to the market state.")
         for name in ("bad_lines", "unknown_ids"):
             self.registry.gauge(f"market_feed_{name}", f"Feed lines skipped ({name.replace('_', ' ')}).",
-                                lambda name=name: float(self.feed.stats().get(name, 0)))
+                                self._feed_stat(name))
         MarketApi(self.state, self.inventory, self.cache).register(self.router)
         WebApi(settings).register(self.router)  # the dashboard at / and /static/..., /api/config
         self.ops = OpsApi(self)
@@ -81,6 +81,9 @@ class Hub:
         self._tasks: list[asyncio.Task[None]] = []
         self.started = False
         self.stopping = asyncio.Event()
+
+    def _feed_stat(self, name: str) -> Callable[[], float]:
+        return lambda: float(self.feed.stats().get(name, 0))
 
     def ready(self) -> bool:
         return self.started and self.feed.ready()

@@ -24,7 +24,7 @@ class Request:
     path: str
     query_string: str = ""
     # looked up by lower-case name; adapters pass their runtime's header map when it allows that
-    headers: Headers = field(default_factory=dict)
+    headers: Headers = field(default_factory=dict)  # type: ignore[assignment]
     body: bytes = b""
     client_ip: str = ""
     # filled by the router
