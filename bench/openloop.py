@@ -154,7 +154,7 @@ class OpenLoop:
                     self._send(self.idle.pop(), due)
                 else:
                     self.backlog.append(due)
-            await asyncio.sleep(0.0005)
+            await asyncio.sleep(0.001)  # libuv timers have 1 ms resolution: shorter would spin
         drain_until = time.perf_counter() + 5.0
         while (self.in_flight or self.backlog) and time.perf_counter() < drain_until:
             await asyncio.sleep(0.005)
