@@ -137,6 +137,9 @@ def test_professional_key_shows_ticking_prices_within_3s(tab: Tab, dash: ServerP
     started = time.monotonic()
     tab.enter_key(dash.demo_key)
     page.wait_for_selector("[data-testid=conn-status][data-mode=live]", timeout=3000)
+    # ticks counted, then prices seen moving (after the snapshot that replaced the first REST answer)
+    page.wait_for_function("() => /ticks [1-9]/.test(document.querySelector('#counters').textContent)",
+                           timeout=max(1, 3000 - (time.monotonic() - started) * 1000))
     before = live_prices(page)
     assert len(before) >= 40
     page.wait_for_function(
