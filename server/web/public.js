@@ -6,7 +6,7 @@ import { el, replaceChildren, signClass } from "./dom.js";
 import { formatNumber } from "./quotes.js";
 
 const FEED_REFRESH_MS = 5 * 60 * 1000;
-const MIN_REFRESH_S = 5;
+const MIN_REFRESH_S = 2; // when max-age is 0 (a refresh is due now), do not hammer the public bucket
 
 export class PublicView {
   /** ctx: {i18n, notices, onDemo(bool)} */

@@ -42,7 +42,8 @@ WS_ROUTE = re.compile(r".*/ws/quotes\?key=.*")
 @pytest.fixture(scope="module")
 def dash(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     data_dir = tmp_path_factory.mktemp("dashboard") / "data"
-    srv = ServerProcess(data_dir, "granian", "--tick-interval-ms", "100", "--public-rate", "100000")
+    srv = ServerProcess(data_dir, "granian", "--tick-interval-ms", "100", "--public-rate", "100000",
+                        "--market-refresh-s", "2")
     yield srv
     assert srv.stop() == 0, srv.output()
 
@@ -129,6 +130,19 @@ def test_public_page_loads_clean_with_8_categories_news_and_research(tab: Tab, d
     assert page.is_visible("#demo-badge")
     assert tab.sockets == []  # no key, no WebSocket
     tab.shot("public")
+    assert tab.errors == []
+
+
+def test_public_snapshot_refreshes_when_its_max_age_runs_out(tab: Tab) -> None:
+    fetched: list[float] = []
+    tab.page.on("request", lambda r: fetched.append(time.monotonic()) if r.url.endswith("/api/market") else None)
+    page = tab.open()
+    first = page.inner_text("#markets-note")
+    assert "refreshed every 2 s" in first
+    page.wait_for_function("before => document.querySelector('#markets-note').textContent !== before",
+                           arg=first, timeout=6000)
+    assert len(fetched) >= 2
+    assert fetched[1] - fetched[0] >= 1.5  # waited for max-age, not a busy loop
     assert tab.errors == []
 
 
