@@ -138,31 +138,26 @@ class App:
                 rate = self._bucket_rate(route.bucket)
                 extra = self.limiter.check(f"{route.bucket}:{ip}", rate, now, route.bucket)
                 decision = extra if not extra.allowed else decision
-        if not decision.allowed:
-            self.metrics.rate_limited.inc((("bucket", decision.policy),))
-            raise ApiError(
-                "rate_limited",
-                f"Rate limit of {decision.limit} requests per minute exceeded; retry in {decision.retry_after_s} s.",
-                headers=decision.headers(),
-                extra={"retryAfter": decision.retry_after_s},
-            )
-        return decision
+        return self._enforce(decision)
+
+    def _enforce(self, decision: Decision) -> Decision:
+        """Raise the 429 problem for a refusal; pass an allowed decision through."""
+        if decision.allowed:
+            return decision
+        self.metrics.rate_limited.inc((("bucket", decision.policy),))
+        raise ApiError(
+            "rate_limited",
+            f"Rate limit of {decision.limit} requests per minute exceeded; retry in {decision.retry_after_s} s.",
+            headers=decision.headers(),
+            extra={"retryAfter": decision.retry_after_s},
+        )
 
     def _bucket_rate(self, bucket: str) -> int:
         return {"login": self.settings.login_rate, "inquiry": self.settings.inquiry_rate}.get(bucket, 60)
 
     def check_bucket(self, bucket: str, subject: str, per_minute: int) -> Decision:
         """For handlers whose bucket key is known only after authentication (e.g. per user)."""
-        decision = self.limiter.check(f"{bucket}:{subject}", per_minute, self.clock(), bucket)
-        if not decision.allowed:
-            self.metrics.rate_limited.inc((("bucket", bucket),))
-            raise ApiError(
-                "rate_limited",
-                f"Rate limit of {per_minute} per minute exceeded; retry in {decision.retry_after_s} s.",
-                headers=decision.headers(),
-                extra={"retryAfter": decision.retry_after_s},
-            )
-        return decision
+        return self._enforce(self.limiter.check(f"{bucket}:{subject}", per_minute, self.clock(), bucket))
 
     def client_ip(self, req: Request) -> str:
         """The peer address; X-Forwarded-For only when the peer is a trusted proxy."""

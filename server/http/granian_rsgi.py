@@ -15,6 +15,9 @@ from server.config import BENCH_STATIC_PATH
 
 log = logging.getLogger("market.granian")
 
+DRAIN_LIMIT = 1024 * 1024
+TOO_LARGE = b"\0" * (MAX_BODY + 1)  # any body longer than MAX_BODY makes the pipeline answer 413
+
 
 class RsgiAdapter:
     def __init__(self, app: App, static_body: bytes | None = None) -> None:
@@ -45,18 +48,24 @@ def _has_body(headers: Any) -> bool:
 
 
 async def _read_body(proto: Any, headers: Any) -> bytes:
-    """Read at most MAX_BODY + 1 bytes, so an oversized body is refused without being buffered."""
+    """Keep at most MAX_BODY + 1 bytes, so an oversized body is refused without being buffered.
+
+    An oversized body of up to DRAIN_LIMIT is read and dropped before the 413 goes out: a
+    client still uploading would otherwise see the connection reset instead of the answer.
+    """
     length = headers.get("content-length")
-    if length is not None and length.isdigit() and int(length) > MAX_BODY:
-        return b"\0" * (MAX_BODY + 1)
+    declared = int(length) if length is not None and length.isdigit() else None
+    if declared is not None and declared > DRAIN_LIMIT:
+        return TOO_LARGE
     chunks: list[bytes] = []
     size = 0
     async for chunk in proto:
-        chunks.append(chunk)
         size += len(chunk)
-        if size > MAX_BODY:
+        if size <= MAX_BODY + 1:
+            chunks.append(chunk)
+        elif size > DRAIN_LIMIT:
             break
-    return b"".join(chunks)
+    return TOO_LARGE if size > MAX_BODY else b"".join(chunks)
 
 
 def _peer(client: str) -> str:
