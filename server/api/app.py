@@ -110,7 +110,8 @@ class App:
             result = route.handler(req)
             resp: Response = await result if route.is_async else result  # type: ignore[misc,assignment]
         except ApiError as exc:
-            if decision is not None:
+            # a 429 raised by the handler (a per-user bucket) carries its own bucket's headers
+            if decision is not None and exc.code != "rate_limited":
                 exc.headers.extend(decision.headers())
             raise
         if decision is not None:
