@@ -1,6 +1,8 @@
 """Route table: exact paths resolve with one dict lookup, `{param}` paths by segment match.
 
-Percent-encoded path segments are decoded here, once, for every runtime.
+Paths arrive percent-decoded (Granian's RSGI scope decodes them and offers no raw path, so the
+Robyn adapter decodes too); nothing here decodes again, so a literal "%" in a segment survives.
+Trailing slashes never matter.
 """
 
 from __future__ import annotations
@@ -9,7 +11,6 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from inspect import iscoroutinefunction
-from urllib.parse import unquote
 
 from server.api.types import Request, Response
 
@@ -74,6 +75,9 @@ class Router:
 
     def match(self, path: str) -> tuple[PathEntry, dict[str, str]] | None:
         entry = self._exact.get(path)
+        if entry is None and path.endswith("/"):
+            # Robyn drops one trailing slash itself; templated paths ignore them too
+            entry = self._exact.get(path.rstrip("/") or "/")
         if entry is not None:
             return entry, {}
         parts = path.strip("/").split("/")
@@ -96,7 +100,7 @@ def _match_segments(template: tuple[str, ...], parts: list[str]) -> dict[str, st
         if tpl[0] == "{":
             if not part:
                 return None
-            params[tpl[1:-1]] = unquote(part)
+            params[tpl[1:-1]] = part
         elif tpl != part:
             return None
     return params

@@ -21,8 +21,8 @@ class Headers(Protocol):
 @dataclass(slots=True)
 class Request:
     method: str
-    path: str
-    query_string: str = ""
+    path: str  # percent-decoded, as Granian's RSGI scope gives it
+    query_string: str = ""  # raw
     # looked up by lower-case name; adapters pass their runtime's header map when it allows that
     headers: Headers = field(default_factory=dict)  # type: ignore[assignment]
     body: bytes = b""

@@ -16,17 +16,20 @@ def _ok(req: Request) -> Response:
     return Response(200)
 
 
-def test_router_exact_templated_and_decoding() -> None:
+def test_router_exact_templated_and_trailing_slashes() -> None:
     router = Router()
-    router.add("GET", "/api/v1/quotes", _ok, Access.KEYED)
+    collection = router.add("GET", "/api/v1/quotes", _ok, Access.KEYED)
     router.add("GET", "/api/v1/quotes/{id}", _ok, Access.KEYED)
     entry, params = router.match("/api/v1/quotes") or (None, None)
     assert entry is not None and params == {}
-    entry, params = router.match("/api/v1/quotes/bre%6Et") or (None, None)
+    entry, params = router.match("/api/v1/quotes/brent/") or (None, None)
     assert entry is not None and params == {"id": "brent"}
     assert "HEAD" in entry.methods
+    # paths come percent-decoded from the adapters: no second decoding
+    assert router.match("/api/v1/quotes/50%25") == (entry, {"id": "50%25"})
     assert router.match("/api/v1/quotes/a/b") is None
-    assert router.match("/api/v1/quotes/") is None
+    found = router.match("/api/v1/quotes/")  # a trailing slash never matters (Robyn drops one itself)
+    assert found is not None and found[0].methods["GET"] is collection and found[1] == {}
     assert router.match("/nope") is None
 
 

@@ -1,0 +1,186 @@
+"""Robyn adapter: Robyn's request in, `App.handle`, Robyn's response out; the hub runs on Robyn's uvloop.
+
+What it works around in robyn 0.88.0 (measured here; single process, one worker):
+
+- It drives `robyn.robyn.Server` the way `robyn.processpool.spawn_process` does, not `Robyn.start()`,
+  which parses sys.argv (our --log-level), adds its own /docs and /openapi.json, asks on stdin
+  when the port is busy, lets ROBYN_HOST/ROBYN_PORT override our settings, inspects the handler's
+  signature on every request and re-enters `run_forever()` once the server stops.
+- Routing: Robyn answers unmatched paths and methods with its own text 404, so `/` and `/*path`
+  are registered for every method it knows and the shared router makes the JSON 404/405.
+- Signals: on SIGTERM/SIGINT actix stops accepting but the process never exits (issue 1324). The
+  startup handler puts our handlers on Robyn's loop; shutdown closes WebSockets (1001), waits for
+  in-flight requests, stops the hub and the loop, then `os._exit`, because finalising Python
+  while actix's thread is alive makes pyo3 panic.
+- It binds with SO_REUSEPORT, so a second server on a busy port would start and share it: we
+  check the port first. A startup handler that raises aborts the process: ours never raises.
+- Request: the path comes raw minus one trailing slash. Granian's path is percent-decoded (with
+  no raw one to be had), so this decodes it the same way; the router ignores trailing slashes.
+  There is no raw query string: it is rebuilt from Robyn's raw pairs (order across different
+  names is lost; `Request.query` keeps the last value per name anyway).
+- Body: any size is buffered (ROBYN_MAX_PAYLOAD_SIZE has no effect) and UTF-8 text arrives as
+  str; over MAX_BODY it is swapped for a placeholder so the pipeline answers 413 without
+  re-encoding it.
+- Response: headers go as a dict (Robyn adds only content-length and date); a repeated name goes
+  through `Headers.append` so every line is sent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import logging
+import os
+import signal
+import socket
+import sys
+from typing import Any, NoReturn
+from urllib.parse import unquote
+
+import uvloop
+from robyn.robyn import FunctionInfo, Headers, HttpMethod, Server, SocketHeld
+from robyn.robyn import Response as RobynResponse
+
+from server.api.app import MAX_BODY, App
+from server.api.types import Request, Response
+from server.config import BENCH_STATIC_PATH, Settings
+from server.hub import Hub
+from server.serve import SHUTDOWN_BUDGET_S, announce, bench_static_body
+
+log = logging.getLogger("market.robyn")
+
+# every method Robyn routes; its .pyi types the members as str
+METHODS: tuple[HttpMethod, ...] = (  # type: ignore[assignment]
+    HttpMethod.GET, HttpMethod.HEAD, HttpMethod.POST, HttpMethod.PUT, HttpMethod.PATCH, HttpMethod.DELETE,
+    HttpMethod.OPTIONS, HttpMethod.TRACE, HttpMethod.CONNECT,
+)
+TOO_LARGE = bytes(MAX_BODY + 1)  # stands for any body over the limit
+
+
+def run_robyn(settings: Settings) -> int:
+    """Serve until SIGTERM/SIGINT, then exit the process (0, or 1 if the hub failed to start)."""
+    _check_port_free(settings.host, settings.port)
+    runtime = RobynRuntime(settings)
+    server = Server()
+    handler = FunctionInfo(runtime.handle, True, 1, {"request": None}, {})
+    for method in METHODS:
+        for route in ("/", "/*path"):
+            server.add_route(method, route, handler, False)
+    if settings.bench_static:
+        static = FunctionInfo(runtime.static, False, 1, {"request": None}, {})
+        server.add_route(METHODS[0], BENCH_STATIC_PATH, static, False)
+    server.add_startup_handler(FunctionInfo(runtime.startup, True, 0, {}, {}))
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())  # Robyn makes its loop with new_event_loop()
+    # one worker; returns when the loop stops (the .pyi lists two more arguments 0.88 does not take)
+    server.start(SocketHeld(settings.host, settings.port), 1)  # type: ignore[call-arg]
+    _exit(runtime.exit_code)
+
+
+class RobynRuntime:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.hub: Hub | None = None
+        self.app: App | None = None
+        self.static_response: RobynResponse | None = None
+        self.exit_code = 0
+        self.in_flight = 0
+        self._drained: asyncio.Event | None = None
+        self._stopping: asyncio.Task[None] | None = None
+
+    async def startup(self) -> None:
+        """Runs on Robyn's loop, on the main thread, before actix accepts connections."""
+        loop = asyncio.get_running_loop()
+        try:
+            hub = Hub(self.settings)
+            announce(hub)
+            await hub.start()
+        except Exception:
+            log.exception("the hub failed to start")
+            self.exit_code = 1
+            loop.stop()
+            return
+        self.hub, self.app = hub, hub.app
+        body = bench_static_body(hub)
+        if body is not None:
+            self.static_response = RobynResponse(200, {"content-type": "application/json"}, body)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, self.begin_shutdown)
+
+    async def handle(self, request: Any) -> RobynResponse:
+        self.in_flight += 1
+        try:
+            resp = await self.app.handle(_request(request))  # type: ignore[union-attr]
+        finally:
+            self.in_flight -= 1
+            if self._drained is not None and not self.in_flight:
+                self._drained.set()
+        return _response(resp)
+
+    def static(self, request: Any) -> RobynResponse | None:
+        return self.static_response
+
+    def begin_shutdown(self) -> None:
+        if self._stopping is None:
+            self._stopping = asyncio.get_running_loop().create_task(self._shutdown())
+
+    async def _shutdown(self) -> None:
+        log.info("shutting down")
+        try:
+            await asyncio.wait_for(self._stop_hub(), SHUTDOWN_BUDGET_S)
+        except TimeoutError:
+            log.warning("shutdown exceeded its budget; exiting anyway")
+        except Exception:
+            log.exception("shutdown failed")
+        asyncio.get_running_loop().stop()
+
+    async def _stop_hub(self) -> None:
+        assert self.hub is not None
+        await self.hub.stop_services()  # actix has stopped accepting on the same signal
+        if self.in_flight:
+            self._drained = asyncio.Event()
+            await self._drained.wait()
+        await self.hub.stop()
+
+
+def _request(r: Any) -> Request:
+    body = r.body
+    if len(body) > MAX_BODY:  # a str longer than MAX_BODY has more bytes than that too
+        body = TOO_LARGE
+    elif type(body) is str:
+        body = body.encode()
+    path = r.url.path
+    if "%" in path:
+        path = unquote(path)  # invalid UTF-8 becomes U+FFFD, as in Granian
+    pairs = r.query_params.multi_items()  # raw: still percent-encoded
+    query = "&".join([f"{k}={v}" for k, v in pairs if k or v]) if pairs else ""  # "&&" gives ("", "")
+    return Request(r.method, path, query, r.headers.to_dict(), body, r.ip_addr or "")
+
+
+def _response(resp: Response) -> RobynResponse:
+    pairs = resp.all_headers()
+    headers = dict(pairs)
+    if len(headers) == len(pairs):
+        return RobynResponse(resp.status, headers, resp.body)
+    repeated = Headers({})  # a repeated name: send every value
+    for name, value in pairs:
+        repeated.append(name, value)
+    return RobynResponse(resp.status, repeated, resp.body)
+
+
+def _check_port_free(host: str, port: int) -> None:
+    """Robyn binds with SO_REUSEPORT and would share a port another server already holds."""
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise OSError(errno.EADDRINUSE, f"{host}:{port} is already in use") from exc
+            raise
+
+
+def _exit(code: int) -> NoReturn:
+    logging.shutdown()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
