@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import signal
+import sys
 
 import uvloop
 
@@ -54,8 +55,16 @@ async def _serve_granian(settings: Settings) -> int:
     announce(hub)
     await hub.start()
     runtime = GranianRuntime(hub.app, settings.host, settings.port, bench_static_body(hub))
-    await runtime.start()
     stop = asyncio.Event()
+    failure: list[BaseException | None] = []
+
+    def http_exited(exc: BaseException | None) -> None:
+        reason = str(exc).splitlines()[0] if exc else "exited"  # Granian appends a Rust backtrace
+        log.error("HTTP server on %s:%s stopped: %s", settings.host, settings.port, reason)
+        failure.append(RuntimeError(reason))
+        stop.set()
+
+    await runtime.start(http_exited)
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
@@ -65,6 +74,9 @@ async def _serve_granian(settings: Settings) -> int:
         await asyncio.wait_for(_shutdown(hub, runtime), SHUTDOWN_BUDGET_S)
     except TimeoutError:
         log.warning("shutdown exceeded its budget; exiting anyway")
+    if failure:
+        print(f"market-server: HTTP server failed on {settings.host}:{settings.port}: {failure[0]}", file=sys.stderr)
+        return 1
     return 0
 
 

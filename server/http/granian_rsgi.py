@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from granian.constants import HTTPModes, Interfaces
@@ -88,14 +89,25 @@ class GranianRuntime:
             backlog=2048,
         )
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
 
-    async def start(self) -> None:
+    async def start(self, on_exit: Callable[[BaseException | None], None]) -> None:
+        """Start serving; `on_exit` is called if the server stops by itself (e.g. the port is taken)."""
         self._task = asyncio.get_running_loop().create_task(self.server.serve())
 
+        def done(task: asyncio.Task[None]) -> None:
+            if not self._stopping:
+                on_exit(None if task.cancelled() else task.exception())
+
+        self._task.add_done_callback(done)
+
     async def stop(self) -> None:
+        self._stopping = True
         self.server.stop()
         if self._task is not None:
             try:
                 await asyncio.wait_for(self._task, 3.0)
             except (TimeoutError, asyncio.CancelledError):
                 log.warning("granian did not stop in time")
+            except Exception:  # it already failed; on_exit reported why
+                pass

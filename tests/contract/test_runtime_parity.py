@@ -130,11 +130,13 @@ def test_sigterm_exits_0_within_5_s(fresh_server: ServerProcess) -> None:
         httpx.get(fresh_server.base + "/healthz", timeout=2.0)
 
 
-def test_robyn_refuses_a_port_another_server_holds(tmp_path: Path) -> None:
-    """Robyn binds with SO_REUSEPORT: without our check a second server would share the port."""
-    first = ServerProcess(tmp_path / "first", "robyn")
+@pytest.mark.parametrize("runtime", ["granian", "robyn"])
+def test_a_port_another_server_holds_is_refused(tmp_path: Path, runtime: str) -> None:
+    """Robyn binds with SO_REUSEPORT (without our check a second server would share the port);
+    Granian fails in its serve task, which must stop the whole process, not leave a hub without HTTP."""
+    first = ServerProcess(tmp_path / "first", runtime)
     try:
-        cmd = [sys.executable, "-m", "server", "serve", "--runtime", "robyn", "--data-dir", str(tmp_path / "second"),
+        cmd = [sys.executable, "-m", "server", "serve", "--runtime", runtime, "--data-dir", str(tmp_path / "second"),
                "--port", str(first.port), "--ws-port", str(first.ws_port + 1)]
         second = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=30)
         assert second.returncode != 0
