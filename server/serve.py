@@ -7,8 +7,10 @@ requests finish, flush state, exit 0; the whole sequence is bounded by 5 s.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import signal
+import socket
 import sys
 
 import uvloop
@@ -21,11 +23,31 @@ SHUTDOWN_BUDGET_S = 4.5
 
 
 def run(settings: Settings) -> int:
+    for port in (settings.port, settings.ws_port):
+        try:
+            check_port_free(settings.host, port)
+        except OSError as exc:
+            print(f"market-server: cannot listen on {settings.host}:{port}: {exc.strerror}", file=sys.stderr)
+            return 1
     if settings.runtime is Runtime.ROBYN:
         from server.http.robyn_app import run_robyn
 
         return run_robyn(settings)
     return uvloop.run(_serve_granian(settings))
+
+
+def check_port_free(host: str, port: int) -> None:
+    """Both runtimes bind with SO_REUSEPORT, so a second server would silently share a busy port."""
+    if port == 0:
+        return
+    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise OSError(errno.EADDRINUSE, "address already in use") from exc
+            raise
 
 
 def announce(hub: Hub) -> None:

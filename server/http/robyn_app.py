@@ -28,11 +28,9 @@ What it works around in robyn 0.88.0 (measured here; single process, one worker)
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
 import os
 import signal
-import socket
 import sys
 from typing import Any, NoReturn
 from urllib.parse import unquote
@@ -59,7 +57,6 @@ TOO_LARGE = bytes(MAX_BODY + 1)  # stands for any body over the limit
 
 def run_robyn(settings: Settings) -> int:
     """Serve until SIGTERM/SIGINT, then exit the process (0, or 1 if the hub failed to start)."""
-    _check_port_free(settings.host, settings.port)
     runtime = RobynRuntime(settings)
     server = Server()
     handler = FunctionInfo(runtime.handle, True, 1, {"request": None}, {})
@@ -165,18 +162,6 @@ def _response(resp: Response) -> RobynResponse:
     for name, value in pairs:
         repeated.append(name, value)
     return RobynResponse(resp.status, repeated, resp.body)
-
-
-def _check_port_free(host: str, port: int) -> None:
-    """Robyn binds with SO_REUSEPORT and would share a port another server already holds."""
-    with socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET) as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind((host, port))
-        except OSError as exc:
-            if exc.errno == errno.EADDRINUSE:
-                raise OSError(errno.EADDRINUSE, f"{host}:{port} is already in use") from exc
-            raise
 
 
 def _exit(code: int) -> NoReturn:
