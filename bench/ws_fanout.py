@@ -177,10 +177,14 @@ async def client_main(args: argparse.Namespace) -> None:
             transport, _ = await loop.create_connection(
                 lambda: RawClient(request, counter, i % args.sample_every == 0, fut), "127.0.0.1", args.port)
             transports.append(transport)
-            await asyncio.wait_for(fut, 90)
+            await asyncio.wait_for(fut, 60)
 
     started = time.monotonic()
-    await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(args.conns))), 300)
+    tasks = [asyncio.ensure_future(one(i)) for i in range(args.conns)]
+    _, pending = await asyncio.wait(tasks, timeout=args.connect_timeout)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)  # a server that cannot keep up: measure what opened
     print(json.dumps({"event": "connected", "opened": counter.opened, "seconds": time.monotonic() - started}),
           flush=True)
     await loop.run_in_executor(None, sys.stdin.readline)  # the harness measured idle memory; go on
@@ -321,7 +325,7 @@ def run_scenario(impl: str, conns: int, ticks_per_s: float, duration: float, war
         "tick_ms": tick_ms, "frames_per_s": frames / (t1 - t0), "server_cpu_pct": 100 * cpu / (t1 - t0),
         "us_per_frame": 1e6 * cpu / frames if frames else float("nan"),
         "p50_ms": result["p50_ms"], "p99_ms": result["p99_ms"], "max_ms": result["max_ms"],
-        "lat_samples": result["lat_n"], "idle_kib_per_conn": (rss1 - rss0) / conns,
+        "lat_samples": result["lat_n"], "idle_kib_per_conn": (rss1 - rss0) / max(1, connected["opened"]),
         "connect_s": connected["seconds"], "client_cpu_pct": result["client_cpu_pct"],
         "fanout_ms_per_batch": 1000 * (fan1[1] - fan0[1]) / batches if batches else None,
         "loadavg_1m": os.getloadavg()[0],
@@ -329,7 +333,8 @@ def run_scenario(impl: str, conns: int, ticks_per_s: float, duration: float, war
 
 
 def fmt(row: dict[str, Any]) -> str:
-    return (f"| {row['impl']:9} | {row['conns']:5} | {row['ticks_per_s']:5.0f} | {row['frames_per_s']:9,.0f} | "
+    conns = f"{row['conns']}" if row["opened"] == row["conns"] else f"{row['opened']}/{row['conns']}"
+    return (f"| {row['impl']:9} | {conns:>5} | {row['ticks_per_s']:5.0f} | {row['frames_per_s']:9,.0f} | "
             f"{row['server_cpu_pct']:5.1f} | {row['us_per_frame']:6.2f} | {row['p50_ms']:6.1f} | "
             f"{row['p99_ms']:6.1f} | {row['idle_kib_per_conn']:6.1f} |")
 
@@ -348,6 +353,7 @@ def main() -> None:
     c.add_argument("--duration", type=float, default=10)
     c.add_argument("--warmup", type=float, default=2)
     c.add_argument("--sample-every", type=int, default=10)
+    c.add_argument("--connect-timeout", type=float, default=120)
     b = sub.add_parser("_baseline")
     b.add_argument("--port", type=int, required=True)
     b.add_argument("--interval-ms", type=int, required=True)
@@ -367,7 +373,7 @@ def main() -> None:
     if args.cmd == "_baseline":
         uvloop.run(baseline_main(args))
         return
-    scenarios = args.scenario or ["1000x200", "5000x50", "5000x200"]
+    scenarios = args.scenario or ["1000x200", "5000x50"]
     impls = args.impl or ["ours", "broadcast"]
     print(HEADER, flush=True)
     for scenario in scenarios:
