@@ -55,9 +55,10 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def cpu_seconds(pid: int) -> float:
+def cpu_times(pid: int) -> tuple[float, float]:
+    """(user, system) CPU seconds of a process, from /proc/<pid>/stat."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+    return int(fields[11]) / CLK_TCK, int(fields[12]) / CLK_TCK
 
 
 def rss_kib(pid: int) -> int:
@@ -304,9 +305,9 @@ def run_scenario(impl: str, conns: int, ticks_per_s: float, duration: float, war
         client.stdin.write("go\n")
         client.stdin.flush()
         assert json.loads(client.stdout.readline())["event"] == "start"
-        cpu0, t0, fan0 = cpu_seconds(proc.pid), time.monotonic(), fanout_stats(base)
+        cpu0, t0, fan0 = cpu_times(proc.pid), time.monotonic(), fanout_stats(base)
         assert json.loads(client.stdout.readline())["event"] == "stop"
-        cpu1, t1, fan1 = cpu_seconds(proc.pid), time.monotonic(), fanout_stats(base)
+        cpu1, t1, fan1 = cpu_times(proc.pid), time.monotonic(), fanout_stats(base)
         result = json.loads(client.stdout.readline())
         client.wait(30)
     finally:
@@ -318,12 +319,15 @@ def run_scenario(impl: str, conns: int, ticks_per_s: float, duration: float, war
         except subprocess.TimeoutExpired:
             proc.kill()
     frames = result["frames"]
-    cpu = cpu1 - cpu0
+    user, system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
+    cpu = user + system
     batches = fan1[0] - fan0[0]
     return {
         "impl": impl, "conns": conns, "opened": connected["opened"], "ticks_per_s": ticks_per_s,
         "tick_ms": tick_ms, "frames_per_s": frames / (t1 - t0), "server_cpu_pct": 100 * cpu / (t1 - t0),
         "us_per_frame": 1e6 * cpu / frames if frames else float("nan"),
+        "user_us_per_frame": 1e6 * user / frames if frames else float("nan"),
+        "sys_us_per_frame": 1e6 * system / frames if frames else float("nan"),
         "p50_ms": result["p50_ms"], "p99_ms": result["p99_ms"], "max_ms": result["max_ms"],
         "lat_samples": result["lat_n"], "idle_kib_per_conn": (rss1 - rss0) / max(1, connected["opened"]),
         "connect_s": connected["seconds"], "client_cpu_pct": result["client_cpu_pct"],
