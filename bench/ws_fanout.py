@@ -118,11 +118,13 @@ class RawClient(asyncio.Protocol):
                 return
             if not buf.startswith(b"HTTP/1.1 101"):
                 self.counter.failed += 1
-                self.opened_fut.done() or self.opened_fut.set_exception(RuntimeError(buf[:200].decode()))
+                if not self.opened_fut.done():
+                    self.opened_fut.set_exception(RuntimeError(buf[:200].decode()))
                 return
             self.open = True
             self.counter.opened += 1
-            self.opened_fut.done() or self.opened_fut.set_result(None)
+            if not self.opened_fut.done():
+                self.opened_fut.set_result(None)
             buf = buf[end + 4:]
         self.buf = self._frames(buf)
 
@@ -167,7 +169,7 @@ async def client_main(args: argparse.Namespace) -> None:
     counter = Counter()
     target = f"/ws/quotes?key={args.key}" if args.key else "/"
     sem = asyncio.Semaphore(100)
-    transports: list[asyncio.BaseTransport] = []
+    transports: list[asyncio.Transport] = []
 
     async def one(i: int) -> None:
         nonce = base64.b64encode(os.urandom(16)).decode()
@@ -177,7 +179,7 @@ async def client_main(args: argparse.Namespace) -> None:
             fut: asyncio.Future[None] = loop.create_future()
             transport, _ = await loop.create_connection(
                 lambda: RawClient(request, counter, i % args.sample_every == 0, fut), "127.0.0.1", args.port)
-            transports.append(transport)
+            transports.append(transport)  # type: ignore[arg-type]
             await asyncio.wait_for(fut, 60)
 
     started = time.monotonic()

@@ -108,12 +108,18 @@ def metric(srv: ServerProcess, name: str) -> float:
 def test_snapshot_first_with_epoch_then_ticks_with_per_instrument_seq(stream_server: ServerProcess) -> None:
     epoch = httpx.get(stream_server.base + "/readyz").json()["epoch"]
 
-    async def scenario() -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    delivered_before = metric(stream_server, "market_ws_ticks_delivered_total")
+
+    async def scenario() -> tuple[dict[str, Any], list[dict[str, Any]], float]:
         async with client(url(stream_server, stream_server.demo_key)) as ws:
             first = await recv_json(ws)
-            return first, await ticks_for(ws, 1.0)
+            ticks = await ticks_for(ws, 1.0)
+            connections = await asyncio.to_thread(metric, stream_server, "market_ws_connections")
+            return first, ticks, connections
 
-    first, ticks = run(scenario())
+    first, ticks, connections = run(scenario())
+    assert connections >= 1
+    assert metric(stream_server, "market_ws_ticks_delivered_total") >= delivered_before + len(ticks)
     assert first["type"] == "snapshot" and first["epoch"] == epoch and ISO.match(first["updated"])
     assert len(first["quotes"]) >= 40
     for q in first["quotes"]:
