@@ -1,0 +1,133 @@
+"""The connection pump and service in process, with short keepalive timings: pings answered keep a
+session open; a peer that never answers is closed with 1011 and dropped after the close timeout."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import uvloop
+from websockets.asyncio.client import connect
+
+from server.api.metrics import Registry
+from server.api.router import Router
+from server.bus import LocalTickBus
+from server.config import Settings
+from server.market.catalogue import default_catalogue
+from server.market.state import build_demo_state
+from server.store.keys import ApiKey
+from server.stream.connection import CLOSE_TIMEOUT_S
+from server.stream.core import StreamLimits
+from server.stream.service import StreamService
+
+KEY = ApiKey("key_t", "professional", None, None, 0.0, None)
+
+
+def make_service() -> StreamService:
+    catalogue = default_catalogue()
+    state, _ = build_demo_state(catalogue, 1, time.time())
+    hub: Any = SimpleNamespace(
+        settings=Settings(ws_port=0), state=state, catalogue=catalogue, epoch="e1", registry=Registry(),
+        keys=SimpleNamespace(lookup=lambda secret: KEY if secret == "good" else None), bus=LocalTickBus(),
+        revocation_listeners=[], router=Router(), clock=time.time,
+    )
+    service = StreamService(hub)
+    fast = StreamLimits(max_conn={"professional": 5}, slow_close_s=0.4, keepalive_interval_s=0.3,
+                        keepalive_timeout_s=0.3)
+    service.limits = service.core.limits = fast
+    return service
+
+
+def split_frames(data: bytes) -> list[tuple[int, bytes]]:
+    """(opcode, payload) of each unmasked server frame."""
+    out, i = [], 0
+    while i < len(data):
+        n, head = data[i + 1] & 0x7F, 2
+        if n == 126:
+            n, head = int.from_bytes(data[i + 2:i + 4]), 4
+        elif n == 127:
+            n, head = int.from_bytes(data[i + 2:i + 10]), 10
+        out.append((data[i] & 0x0F, data[i + head:i + head + n]))
+        i += head + n
+    return out
+
+
+def port_of(service: StreamService) -> int:
+    assert service._server is not None
+    return int(service._server.sockets[0].getsockname()[1])  # type: ignore[attr-defined]
+
+
+def run(coro: Any) -> Any:
+    return uvloop.run(asyncio.wait_for(coro, 20))
+
+
+def test_client_answering_pings_stays_open() -> None:
+    async def scenario() -> None:
+        service = make_service()
+        await service.start()
+        try:
+            async with connect(f"ws://127.0.0.1:{port_of(service)}/ws/quotes?key=good", max_queue=None) as ws:
+                await ws.recv()
+                await asyncio.sleep(1.2)  # several keepalive rounds
+                assert ws.close_code is None
+                (session,) = service.core.open_sessions()
+                assert session.last_ping_at > session.created_at  # pinged at least once
+                await ws.send('{"op":"ping","reqId":1}')
+        finally:
+            await service.stop()
+
+    run(scenario())
+
+
+def test_silent_peer_is_closed_1011_then_dropped() -> None:
+    async def scenario() -> tuple[bytes, float]:
+        service = make_service()
+        await service.start()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port_of(service))
+            nonce = base64.b64encode(os.urandom(16)).decode()
+            writer.write((f"GET /ws/quotes?key=good HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\n"
+                          f"Connection: Upgrade\r\nSec-WebSocket-Key: {nonce}\r\n"
+                          f"Sec-WebSocket-Version: 13\r\n\r\n").encode())
+            head = await reader.readuntil(b"\r\n\r\n")
+            assert head.startswith(b"HTTP/1.1 101")
+            started = time.monotonic()
+            data = b""
+            while chunk := await reader.read(65536):  # never answers a ping nor the close
+                data += chunk
+            return data, time.monotonic() - started
+        finally:
+            await service.stop()
+
+    data, elapsed = run(scenario())
+    frames = split_frames(data)
+    opcodes = [op for op, _ in frames]
+    assert opcodes[0] == 0x1 and 0x9 in opcodes  # the snapshot, then a keepalive ping
+    assert opcodes[-1] == 0x8 and int.from_bytes(frames[-1][1][:2]) == 1011
+    # ping after ~0.3 s, no pong for 0.3 s, then the 2 s close timeout: the TCP connection is dropped
+    assert 0.5 < elapsed < 0.6 + CLOSE_TIMEOUT_S + 1.0
+
+
+@pytest.mark.parametrize("target", ["/ws/quotes?key=bad", "/elsewhere"])
+def test_refusal_is_an_http_problem(target: str) -> None:
+    async def scenario() -> bytes:
+        service = make_service()
+        await service.start()
+        try:
+            reader, writer = await asyncio.open_connection("127.0.0.1", port_of(service))
+            nonce = base64.b64encode(os.urandom(16)).decode()
+            writer.write((f"GET {target} HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                          f"Sec-WebSocket-Key: {nonce}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+            return await reader.read()  # the server closes after the response
+        finally:
+            await service.stop()
+
+    raw = run(scenario())
+    assert raw.split(b"\r\n", 1)[0] in (b"HTTP/1.1 401 Unauthorized", b"HTTP/1.1 404 Not found")
+    assert b"Content-Type: application/problem+json" in raw
+    assert b"bad" not in raw.split(b"\r\n\r\n", 1)[1]  # the key is not echoed
