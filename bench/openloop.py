@@ -5,8 +5,10 @@ Debian has no wrk2, so latency "at 50% of peak throughput" comes from this clien
 i is due at t0 + i/rate whether or not earlier ones were answered; it goes out on an idle
 keep-alive connection, or waits for one, and its latency runs from its due time. A server
 that stalls is therefore charged for every request that queued behind the stall (no
-coordinated omission). `lag` (when this client noticed a request was due, minus its due time)
-shows whether the client itself kept up: if its p99 is large, latencies include its own delay.
+coordinated omission). The generator spins on the event loop (one core, as wrk does), since
+libuv timers have 1 ms resolution and sleeping would send requests in 1 ms bursts. `lag` (when
+this client noticed a request was due, minus its due time) shows whether the client itself
+kept up: if its p99 is large, latencies include its own delay.
 
     python bench/openloop.py --url http://127.0.0.1:8000/api/v1/quotes --rate 15000 --duration 10 \\
         -H "X-SERVICE-Key: KEY"
@@ -154,7 +156,7 @@ class OpenLoop:
                     self._send(self.idle.pop(), due)
                 else:
                     self.backlog.append(due)
-            await asyncio.sleep(0.001)  # libuv timers have 1 ms resolution: shorter would spin
+            await asyncio.sleep(0)  # one loop pass (I/O polled without blocking): sub-ms pacing
         drain_until = time.perf_counter() + 5.0
         while (self.in_flight or self.backlog) and time.perf_counter() < drain_until:
             await asyncio.sleep(0.005)
