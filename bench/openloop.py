@@ -5,8 +5,9 @@ Debian has no wrk2, so latency "at 50% of peak throughput" comes from this clien
 i is due at t0 + i/rate whether or not earlier ones were answered; it goes out on an idle
 keep-alive connection, or waits for one, and its latency runs from its due time. A server
 that stalls is therefore charged for every request that queued behind the stall (no
-coordinated omission). The generator spins on the event loop (one core, as wrk does), since
-libuv timers have 1 ms resolution and sleeping would send requests in 1 ms bursts. `lag` (when
+coordinated omission). Between loop passes the generator naps with the OS's microsecond sleep
+until the next request is due (libuv timers have 1 ms resolution, which would send requests in
+1 ms bursts; spinning would take a core from the server). `lag` (when
 this client noticed a request was due, minus its due time) shows whether the client itself
 kept up: if its p99 is large, latencies include its own delay.
 
@@ -29,6 +30,7 @@ import uvloop
 
 HEADER_END = b"\r\n\r\n"
 CONTENT_LENGTH = b"\r\ncontent-length:"
+MAX_NAP_S = 0.0005
 
 
 @dataclass(slots=True)
@@ -146,7 +148,7 @@ class OpenLoop:
         issued = 0
         end = t0 + self.warmup + self.duration
         while (now := time.perf_counter()) < end:
-            due_count = int((now - t0) * self.rate)
+            due_count = int((now - t0) * self.rate) + 1  # request i is due at t0 + i / rate
             while issued < due_count:
                 due = t0 + issued / self.rate
                 issued += 1
@@ -156,7 +158,13 @@ class OpenLoop:
                     self._send(self.idle.pop(), due)
                 else:
                     self.backlog.append(due)
-            await asyncio.sleep(0)  # one loop pass (I/O polled without blocking): sub-ms pacing
+            # libuv timers have 1 ms resolution (requests would go out in 1 ms bursts) and spinning
+            # would take a core from the server: nap with the OS's microsecond sleep until the
+            # next request is due (answers wait in the socket at most that long), then poll I/O
+            gap = t0 + issued / self.rate - time.perf_counter()
+            if gap > 0:
+                time.sleep(min(gap, MAX_NAP_S))
+            await asyncio.sleep(0)
         drain_until = time.perf_counter() + 5.0
         while (self.in_flight or self.backlog) and time.perf_counter() < drain_until:
             await asyncio.sleep(0.005)
