@@ -30,6 +30,7 @@ from server.bus import LocalTickBus
 from server.config import Settings
 from server.feeds import FeedSource, make_feed
 from server.market.catalogue import default_catalogue
+from server.market.feed import Tick
 from server.market.inventory import InventoryBook
 from server.notify.worker import OutboxWorker
 from server.store.db import open_db
@@ -72,7 +73,7 @@ class Hub:
                                 self._feed_stat(name))
         MarketApi(self.state, self.inventory, self.cache).register(self.router)
         WebApi(settings).register(self.router)  # the dashboard at / and /static/..., /api/config
-        self.ops = OpsApi(self)
+        OpsApi(self).register(self.router)
         self.services: list[Service] = []
         self.services.append(OutboxWorker(settings, self.registry, clock))
         self.revocation_listeners: list[Callable[[set[str]], None]] = []
@@ -80,7 +81,6 @@ class Hub:
         self.services.append(StreamService(self))  # /ws/quotes on --ws-port; also serves /asyncapi.json
         self._tasks: list[asyncio.Task[None]] = []
         self.started = False
-        self.stopping = asyncio.Event()
 
     def _feed_stat(self, name: str) -> Callable[[], float]:
         return lambda: float(self.feed.stats().get(name, 0))
@@ -97,11 +97,10 @@ class Hub:
         ]
         for service in self.services:
             await service.start()
-        self.ops.register(self.router)
         self.started = True
         log.info("hub started epoch=%s feed=%s", self.epoch, self.settings.feed)
 
-    def _on_ticks(self, ticks: list) -> None:  # type: ignore[type-arg]
+    def _on_ticks(self, ticks: list[Tick]) -> None:
         applied = self.state.apply(ticks)
         if applied:
             self.ticks_applied.inc(amount=len(applied))
