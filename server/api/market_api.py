@@ -50,7 +50,7 @@ class MarketApi:
         query = req.query
         kind, ids = query.get("kind"), query.get("ids")
         rows = self._all_rows if kind is None and ids is None else self._select_rows(kind, ids)
-        key = ("quotes", rows)
+        key = ("quotes",) if rows is self._all_rows else ("quotes", rows)  # hashing every row costs per request
 
         def build() -> bytes:
             quotes = self.state.quotes(list(rows))

@@ -39,6 +39,13 @@ class PathEntry:
     pattern: str
     segments: tuple[str, ...]
     methods: dict[str, Route] = field(default_factory=dict)
+    # for matching, computed once: (index, literal segment) and (index, parameter name)
+    literals: tuple[tuple[int, str], ...] = field(init=False, default=())
+    params: tuple[tuple[int, str], ...] = field(init=False, default=())
+
+    def __post_init__(self) -> None:
+        self.literals = tuple((i, s) for i, s in enumerate(self.segments) if not s.startswith("{"))
+        self.params = tuple((i, s[1:-1]) for i, s in enumerate(self.segments) if s.startswith("{"))
 
 
 class Router:
@@ -82,7 +89,7 @@ class Router:
             return entry, {}
         parts = path.strip("/").split("/")
         for entry in self._templated:
-            params = _match_segments(entry.segments, parts)
+            params = _match_segments(entry, parts)
             if params is not None:
                 return entry, params
         return None
@@ -92,15 +99,12 @@ class Router:
         return [r for e in entries for m, r in e.methods.items() if not (m == "HEAD" and r.method == "GET")]
 
 
-def _match_segments(template: tuple[str, ...], parts: list[str]) -> dict[str, str] | None:
-    if len(template) != len(parts):
+def _match_segments(entry: PathEntry, parts: list[str]) -> dict[str, str] | None:
+    """Parameters of `parts` under `entry`'s template, or None (a parameter never matches an empty segment)."""
+    if len(entry.segments) != len(parts):
         return None
-    params: dict[str, str] = {}
-    for tpl, part in zip(template, parts, strict=True):
-        if tpl[0] == "{":
-            if not part:
-                return None
-            params[tpl[1:-1]] = part
-        elif tpl != part:
+    for i, literal in entry.literals:
+        if parts[i] != literal:
             return None
-    return params
+    params = {name: parts[i] for i, name in entry.params}
+    return params if all(params.values()) else None
