@@ -4,8 +4,8 @@
    process, an enterprise key with an unreachable rate) and the FastAPI + uvicorn baseline
    (bench/baselines/fastapi_app.py, its own ticker) - all on 127.0.0.1, free ports.
 2. Throughput: wrk (closed loop, 1 thread, 32 connections) on every endpoint of every server,
-   interleaved over rounds so drift hits all alike; the best round counts (other load only
-   ever lowers throughput), the median is shown beside it.
+   interleaved over rounds so drift hits all alike; req/s is the best round (other load only
+   ever lowers throughput), ratios are the median over rounds of the per-round ratio.
 3. Latency: the open-loop client (bench/openloop.py) at 50% of each hot endpoint's measured
    peak; p99 from each request's due time; the best of the interleaved rounds counts.
 4. WebSocket fan-out: bench/ws_fanout.py (ours vs websockets.broadcast()), when present.
@@ -261,17 +261,25 @@ def verdict(ok: bool) -> str:
     return "yes" if ok else "NO"
 
 
+def paired_ratio(a: dict[str, Any], b: dict[str, Any]) -> float:
+    """Median over rounds of a/b, each pair measured seconds apart, so drift cancels; best/best otherwise."""
+    ra, rb = a.get("rounds", []), b.get("rounds", [])
+    if ra and len(ra) == len(rb):
+        return statistics.median(x / y for x, y in zip(ra, rb, strict=True))
+    return float(a["rps"] / b["rps"])
+
+
 def throughput_rows(run: Run, runtimes: list[str]) -> list[Row]:
     rows: list[Row] = []
     for rt in runtimes:
         res = run.throughput.get(rt, {})
-        static = res.get("static", {}).get("rps")
+        static = res.get("static")
         if static:
-            rows.append(Row(f"{rt}: static-bytes ceiling", _rps(res["static"]), "1.00"))
+            rows.append(Row(f"{rt}: static-bytes ceiling", _rps(static), "1.00"))
         for endpoint in HOT:
             if endpoint not in res:
                 continue
-            ratio = res[endpoint]["rps"] / static if static else math.nan
+            ratio = paired_ratio(res[endpoint], static) if static else math.nan
             rows.append(Row(f"{rt}: GET {OUR_PATHS[endpoint]}", _rps(res[endpoint]), f"{ratio:.2f} of static",
                             f">= {CEILING_TARGET:.2f}", verdict(ratio >= CEILING_TARGET)))
     return rows
@@ -285,13 +293,13 @@ def comparison_rows(run: Run, runtimes: list[str]) -> list[Row]:
             a, b = tp["granian"].get(endpoint), tp["robyn"].get(endpoint)
             if a and b:
                 rows.append(Row(f"granian vs robyn: {endpoint}", f"{a['rps']:,.0f} vs {b['rps']:,.0f} req/s",
-                                f"{a['rps'] / b['rps']:.2f}x"))
+                                f"{paired_ratio(a, b):.2f}x"))
     base = tp.get("fastapi", {})
     for rt in runtimes:
         for endpoint in BASELINE_PATHS:
             ours, theirs = tp.get(rt, {}).get(endpoint), base.get(endpoint)
             if ours and theirs:
-                ratio = ours["rps"] / theirs["rps"]
+                ratio = paired_ratio(ours, theirs)
                 rows.append(Row(f"{rt} vs FastAPI+uvicorn: {endpoint}",
                                 f"{ours['rps']:,.0f} vs {theirs['rps']:,.0f} req/s", f"{ratio:.1f}x",
                                 f">= {BASELINE_TARGET:.0f}x", verdict(ratio >= BASELINE_TARGET)))
