@@ -417,7 +417,7 @@ def main(argv: list[str] | None = None) -> int:
     started_rts = [t.name for t in targets if t.name != "fastapi"]
     rows = throughput_rows(run, started_rts) + comparison_rows(run, started_rts) + latency_rows(run) + fanout_rows(run)
     table = render(rows)
-    command = "bench/run" + (" --quick" if args.quick else "")
+    command = " ".join(["bench/run", *(sys.argv[1:] if argv is None else argv)])
     header = f"{started:%Y-%m-%d %H:%M} UTC, `{command}`, {machine()}"
     print(f"\n{header}\n\n{table}\n", flush=True)
     for note in run.notes:
