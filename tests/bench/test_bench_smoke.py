@@ -118,6 +118,7 @@ def test_ws_stream_suite_reports_a_refused_handshake(srv: ServerProcess, tmp_pat
     assert "403: 1" in verdicts["connections"]["note"]
 
 
+@pytest.mark.timeout(300)  # about 30 s on an idle machine; the suite-wide 120 s is tight under load
 def test_bench_run_quick_prints_its_table(tmp_path: Path) -> None:
     out = subprocess.run([str(ROOT / "bench" / "run"), "--quick", "--no-setup", "--out", str(tmp_path)],
                          capture_output=True, text=True, timeout=240, cwd=ROOT)
