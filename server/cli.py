@@ -12,6 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from server.commands import candles, content, evidence, keys, outbox, receipts, users
+from server.commands.common import CommandError
 from server.config import ConfigError, add_serve_args, settings_from_args
 
 GROUPS = [keys, candles, evidence, outbox, users, content, receipts]
@@ -50,7 +51,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except CommandError as exc:
         print(f"market-server: {exc}", file=sys.stderr)
         return 1
-
-
-class CommandError(Exception):
-    """A command failed for a reason the operator can fix; printed without a traceback."""

@@ -7,7 +7,7 @@ import csv
 from datetime import date
 from typing import Any
 
-from server.commands.common import command, db
+from server.commands.common import CommandError, command, db
 from server.market.catalogue import default_catalogue
 from server.store.candles import Candle, CandleRepo
 
@@ -19,8 +19,6 @@ def register(sub: Any) -> None:
 
 
 def _import(ns: argparse.Namespace) -> int:
-    from server.cli import CommandError
-
     known = default_catalogue().index
     candles: list[Candle] = []
     errors: list[str] = []

@@ -13,6 +13,10 @@ from server.config import add_data_dir
 from server.store.db import open_db
 
 
+class CommandError(Exception):
+    """A command failed for a reason the operator can fix; printed without a traceback."""
+
+
 def command(sub: Any, name: str, help_text: str, func: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(name, help=help_text)
     add_data_dir(parser)
@@ -29,8 +33,6 @@ def print_json(data: Any) -> None:
 
 
 def load_json_file(path: str) -> Any:
-    from server.cli import CommandError
-
     try:
         return orjson.loads(Path(path).read_bytes())
     except OSError as exc:

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from server.api.body import Fields
-from server.commands.common import command, db, load_json_file
+from server.commands.common import CommandError, command, db, load_json_file
 from server.commands.import_fields import localised, parse_items, report, string_list, timestamp
 from server.store.content import ContentItem, ContentKind, ContentRepo
 from server.store.db import transaction
@@ -36,8 +36,6 @@ def parse_content(f: Fields) -> ContentItem | None:
 
 
 def _import(ns: argparse.Namespace) -> int:
-    from server.cli import CommandError
-
     data = load_json_file(ns.file)
     items, errors = parse_items(data, parse_content)
     if errors:

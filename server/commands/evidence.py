@@ -7,7 +7,7 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from server.commands.common import command, db, print_json
+from server.commands.common import CommandError, command, db, print_json
 from server.evidence import EvidenceLog
 
 
@@ -20,8 +20,6 @@ def register(sub: Any) -> None:
 
 
 def _anchor(ns: argparse.Namespace) -> int:
-    from server.cli import CommandError
-
     if ns.hash:
         digest = ns.hash
     else:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from server.commands.common import command, db, print_json
+from server.commands.common import CommandError, command, db, print_json
 from server.config import DEFAULT_ENTERPRISE_RATE, PLANS, Settings
 from server.store.keys import KeyRepo
 
@@ -59,8 +59,6 @@ def _list(ns: argparse.Namespace) -> int:
 
 
 def _revoke(ns: argparse.Namespace) -> int:
-    from server.cli import CommandError
-
     if not KeyRepo(db(ns)).revoke(ns.id):
         raise CommandError(f"no active key with id {ns.id}")
     print(f"revoked {ns.id}")

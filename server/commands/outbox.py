@@ -11,7 +11,7 @@ import argparse
 import time
 from typing import Any
 
-from server.commands.common import command, db, print_json
+from server.commands.common import CommandError, command, db, print_json
 from server.market.timefmt import iso
 from server.notify.channels import describe
 from server.notify.jobs import IllegalTransition, JobState
@@ -54,8 +54,6 @@ def _list(ns: argparse.Namespace) -> int:
 
 
 def _retry(ns: argparse.Namespace) -> int:
-    from server.cli import CommandError
-
     repo = OutboxRepo(db(ns))
     try:
         job = repo.retry(ns.id, time.time())

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from server.api.body import Fields
-from server.commands.common import command, db, load_json_file, print_json
+from server.commands.common import CommandError, command, db, load_json_file, print_json
 from server.commands.import_fields import parse_items, report, timestamp
 from server.evidence import EvidenceLog
 from server.store.receipts import (
@@ -71,8 +71,6 @@ def _duplicates(items: list[ReceiptData]) -> list[str]:
 
 
 def _import(ns: argparse.Namespace) -> int:
-    from server.cli import CommandError
-
     data = load_json_file(ns.file)
     items, errors = parse_items(data, parse_receipt)
     errors += _duplicates(items)

@@ -13,7 +13,7 @@ from typing import Any
 from server.api import site_fields
 from server.api.body import Fields
 from server.api.passwords import hash_password
-from server.commands.common import command, db
+from server.commands.common import CommandError, command, db
 from server.store.users import DuplicateEmail, UserRepo
 
 
@@ -29,8 +29,6 @@ def register(sub: Any) -> None:
 
 
 def _create(ns: argparse.Namespace) -> int:
-    from server.cli import CommandError
-
     password = sys.stdin.readline().rstrip("\r\n") if ns.password == "-" else ns.password
     f = Fields({"email": ns.email, "password": password, "name": ns.name, "company": ns.company})
     email = site_fields.email(f)
@@ -48,8 +46,6 @@ def _create(ns: argparse.Namespace) -> int:
 
 
 def _disable(ns: argparse.Namespace) -> int:
-    from server.cli import CommandError
-
     if not UserRepo(db(ns)).disable(ns.email):
         raise CommandError(f"no enabled account with e-mail {ns.email}")
     print(f"disabled {ns.email.strip().lower()}")
