@@ -12,7 +12,6 @@ import contextlib
 import logging
 import os
 import sqlite3
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -27,7 +26,7 @@ from server.api.public_api import register_public_site
 from server.api.router import Router
 from server.api.web import WebApi
 from server.bus import LocalTickBus
-from server.config import Settings
+from server.config import Settings, settings_clock
 from server.feeds import FeedSource, make_feed
 from server.market.catalogue import default_catalogue
 from server.market.feed import Tick
@@ -51,9 +50,9 @@ class Service(Protocol):
 
 
 class Hub:
-    def __init__(self, settings: Settings, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, settings: Settings, clock: Callable[[], float] | None = None) -> None:
         self.settings = settings
-        self.clock = clock
+        self.clock = clock = clock or settings_clock(settings)
         self.epoch = f"{int(clock())}-{os.urandom(3).hex()}"
         self.conn: sqlite3.Connection = open_db(settings.data_dir)
         self.key_repo = KeyRepo(self.conn)

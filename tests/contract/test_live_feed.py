@@ -4,11 +4,24 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import date, datetime, timedelta
 from pathlib import Path
 
 import httpx
+import pytest
 
+from server.market.timefmt import TZ, trading_day, trading_days_back
 from tests.conftest import ServerProcess, run_cli
+
+# The server runs on a fake "now" (hidden --clock-start) so the test holds on any calendar day: a Monday, a
+# Saturday (its ticks count for the next Monday), a month end, a year end, and whatever today really is.
+FAKE_TODAYS = {
+    "monday": "2026-11-23T10:00:00+08:00",
+    "saturday": "2026-11-28T10:00:00+08:00",
+    "month-end": "2027-04-30T12:00:00+08:00",
+    "year-end": "2026-12-31T12:00:00+08:00",
+    "today": None,
+}
 
 
 def _wait_for(predicate, timeout: float = 10.0):  # type: ignore[no-untyped-def]
@@ -21,22 +34,31 @@ def _wait_for(predicate, timeout: float = 10.0):  # type: ignore[no-untyped-def]
     raise AssertionError("condition not met in time")
 
 
-def test_jsonl_feed_with_imported_history_survives_restart(tmp_path: Path) -> None:
+def _weekend_day(near: date) -> date:
+    return near + timedelta(days=(5 - near.weekday()) % 7)
+
+
+@pytest.mark.parametrize("fake_now", list(FAKE_TODAYS.values()), ids=list(FAKE_TODAYS))
+def test_jsonl_feed_with_imported_history_survives_restart(tmp_path: Path, fake_now: str | None) -> None:
+    now = datetime.fromisoformat(fake_now).timestamp() if fake_now else time.time()
+    clock_args = ("--clock-start", fake_now) if fake_now else ()
+    live_day = trading_day(now)
+    day1, day2, _ = trading_days_back(live_day, 3)  # the two trading days before the live candle's
     data = tmp_path / "data"
     csv = tmp_path / "c.csv"
-    csv.write_text("id,t,o,h,l,c,v\nbrent,2026-11-19,70,71,69,70.5,1000\nbrent,2026-11-20,70.5,72,70,71.2,1200\n")
+    csv.write_text(f"id,t,o,h,l,c,v\nbrent,{day1},70,71,69,70.5,1000\nbrent,{day2},70.5,72,70,71.2,1200\n")
     bad_csv = tmp_path / "bad.csv"
-    bad_csv.write_text("brent,2026-11-21,70,71,69,70.5,1000\nnope,2026-11-20,1,1,1,1,1\n")
+    bad_csv.write_text(f"brent,{_weekend_day(day1)},70,71,69,70.5,1000\nnope,{day2},1,1,1,1,1\n")
     assert run_cli(data, "candles", "import", str(csv)).returncode == 0
     bad = run_cli(data, "candles", "import", str(bad_csv))
     assert bad.returncode == 1 and "not a trading day" in bad.stderr and "unknown instrument" in bad.stderr
 
     ticks = tmp_path / "ticks.jsonl"
     lines = [{"id": "brent", "price": 72.5, "volume": 10}, "not json", {"id": "gold", "price": 1},
-             {"id": "wti", "price": -1}, {"id": "brent", "price": 73.0, "ts": time.time(), "volume": 5}]
+             {"id": "wti", "price": -1}, {"id": "brent", "price": 73.0, "ts": now, "volume": 5}]
     ticks.write_text("\n".join(x if isinstance(x, str) else json.dumps(x) for x in lines) + "\n")
 
-    srv = ServerProcess(data, "granian", "--feed", f"jsonl:{ticks}", "--no-demo-key")
+    srv = ServerProcess(data, "granian", "--feed", f"jsonl:{ticks}", "--no-demo-key", *clock_args)
     try:
         _, key = srv.create_key("free")
         h = {"X-SERVICE-Key": key}
@@ -50,15 +72,17 @@ def test_jsonl_feed_with_imported_history_survives_restart(tmp_path: Path) -> No
         metrics = httpx.get(srv.base + "/metrics").text
         assert "market_feed_bad_lines 2" in metrics and "market_feed_unknown_ids 1" in metrics
         series = httpx.get(srv.base + "/api/v1/kline/brent", headers=h).json()["series"]
-        assert [c["c"] for c in series] == [70.5, 71.2, 73.0]
+        assert [(c["t"], c["c"]) for c in series] == [(str(day1), 70.5), (str(day2), 71.2), (str(live_day), 73.0)]
         assert series[-1]["h"] == 73.0 and series[-1]["v"] == 15
+        assert datetime.fromisoformat(quote["updated"]).astimezone(TZ).date() == datetime.fromtimestamp(now, TZ).date()
     finally:
         assert srv.stop() == 0
 
     ticks.write_text("")
-    again = ServerProcess(data, "granian", "--feed", f"jsonl:{ticks}", "--no-demo-key")
+    again = ServerProcess(data, "granian", "--feed", f"jsonl:{ticks}", "--no-demo-key", *clock_args)
     try:
         series = httpx.get(again.base + "/api/v1/kline/brent", headers=h).json()["series"]
-        assert [c["c"] for c in series] == [70.5, 71.2, 73.0]  # the live candle was persisted on stop
+        # the live candle was persisted on stop
+        assert [(c["t"], c["c"]) for c in series] == [(str(day1), 70.5), (str(day2), 71.2), (str(live_day), 73.0)]
     finally:
         assert again.stop() == 0
