@@ -1,9 +1,10 @@
-"""The web dashboard: static files shipped in the package, read once at start, served at `/` and `/static/...`.
+"""The web dashboard and the API docs: static files shipped in the package, read once at start.
 
-These are the only non-JSON bodies besides /metrics and /docs (SPEC 4). Every file
-gets a strong ETag and `If-None-Match` answers 304. The page and the app's own
-modules are revalidated on each load (`no-cache`: a cheap 304 when unchanged);
-vendored libraries are referenced from index.html with a content-hash query, so
+`/` is the dashboard, `/docs` the Swagger UI 5 viewer of /openapi.json, `/static/...`
+their scripts and styles. These are the only non-JSON bodies besides /metrics (SPEC 4).
+Every file gets a strong ETag and `If-None-Match` answers 304. The pages and the
+app's own modules are revalidated on each load (`no-cache`: a cheap 304 when unchanged);
+vendored libraries are referenced from the pages with a content-hash query, so
 they may be cached for a year. `GET /api/config` tells the page the WebSocket port,
 which differs from the HTTP port. Nothing touches the file system after start.
 """
@@ -40,6 +41,13 @@ IMMUTABLE = "public, max-age=31536000, immutable"
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
        "connect-src 'self' ws: wss:; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 PAGE_HEADERS = [("content-security-policy", CSP), ("referrer-policy", "no-referrer"), ("x-frame-options", "DENY")]
+# Swagger UI renders with inline styles and data: icons, and fetches /openapi.json and "try it out" calls
+# from this origin only (no online validator, no fonts from elsewhere)
+DOCS_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+            "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
+DOCS_HEADERS = [("content-security-policy", DOCS_CSP), ("referrer-policy", "no-referrer"),
+                ("x-frame-options", "DENY")]
+PAGES = ("index.html", "docs.html")  # served at / and /docs, never under /static
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,31 +76,42 @@ def load_files(root: Path = WEB_ROOT) -> dict[str, StaticFile]:
     return files
 
 
-def versioned_index(files: dict[str, StaticFile]) -> StaticFile:
-    """index.html with `?v=<hash>` on each vendored file's URL, so those can be cached as immutable."""
-    html = files["index.html"].body
+def versioned_page(files: dict[str, StaticFile], page: str) -> StaticFile:
+    """A page with `?v=<hash>` on each vendored file's URL, so those can be cached as immutable."""
+    html = files[page].body
     for name, item in files.items():
         if name.startswith(VENDOR):
             url = f"/static/{name}".encode()
             html = html.replace(b'"' + url + b'"', b'"' + url + b"?v=" + item.etag.strip('"')[:12].encode() + b'"')
-    return _static(html, files["index.html"].content_type, REVALIDATE)
+    return _static(html, files[page].content_type, REVALIDATE)
+
+
+def versioned_index(files: dict[str, StaticFile]) -> StaticFile:
+    return versioned_page(files, "index.html")
 
 
 class WebApi:
     def __init__(self, settings: Settings, root: Path = WEB_ROOT) -> None:
         self.files = load_files(root)
         self.index = versioned_index(self.files)
+        self.docs_page = versioned_page(self.files, "docs.html") if "docs.html" in self.files else None
         config = {"wsPort": settings.ws_port, "wsPath": WS_PATH, "demo": settings.is_demo}
         self.config = orjson.dumps(config)
 
     def register(self, router: Router) -> None:
         router.add("GET", "/", self.page, Access.OPEN, name="web_index")
+        router.add("GET", "/docs", self.docs, Access.OPEN, name="docs")
         router.add("GET", "/static/{file}", self.static, Access.OPEN, name="web_static")
         router.add("GET", "/static/vendor/{file}", self.vendor, Access.OPEN, name="web_vendor")
         router.add("GET", "/api/config", self.client_config, Access.OPEN, name="web_config")
 
     def page(self, req: Request) -> Response:
         return _answer(req, self.index, PAGE_HEADERS)
+
+    def docs(self, req: Request) -> Response:
+        if self.docs_page is None:
+            raise ApiError("not_found", "The API docs page is missing from the package.")
+        return _answer(req, self.docs_page, DOCS_HEADERS)
 
     def static(self, req: Request) -> Response:
         return self._file(req, req.path_params["file"])
@@ -102,7 +121,7 @@ class WebApi:
 
     def _file(self, req: Request, name: str) -> Response:
         found = self.files.get(name)
-        if found is None or name == "index.html":
+        if found is None or name in PAGES:
             raise ApiError("not_found", f"No dashboard file {name[:200]}.")
         return _answer(req, found, [])
 

@@ -160,7 +160,7 @@ def test_ops_endpoints(http: httpx.Client) -> None:
     assert {"/api/v1/quotes", "/api/v1/kline/{id}", "/api/v1/spreads"} <= spec["paths"].keys()
     docs = http.get("/docs")
     assert docs.status_code == 200 and "text/html" in docs.headers["content-type"]
-    assert http.get("/docs/swagger-ui-bundle.js").status_code == 200
+    assert http.get("/static/vendor/swagger-ui-bundle.js").status_code == 200
 
 
 def test_free_key_61st_request_is_429(server: ServerProcess) -> None:
