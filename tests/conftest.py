@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
 import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
@@ -17,12 +19,23 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIMES = ("granian", "robyn")
 START_TIMEOUT_S = 30.0
+PORT_ATTEMPTS = 3
+PORT_TAKEN = re.compile(r"already in use|cannot listen on", re.IGNORECASE)
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(n: int) -> list[int]:
+    """n distinct ports free a moment ago (held together while picked, so the kernel cannot hand one out twice).
+
+    Another process may still bind one before the server does: ServerProcess then starts again on new ports."""
+    with ExitStack() as stack:
+        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [int(s.getsockname()[1]) for s in socks]
 
 
 def run_cli(data_dir: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -37,30 +50,35 @@ class ServerProcess:
     def __init__(self, data_dir: Path, runtime: str = "granian", *extra: str, stdin: int | None = None) -> None:
         self.data_dir = data_dir
         self.runtime = runtime
-        self.port = free_port()
-        self.ws_port = free_port()
-        self.base = f"http://127.0.0.1:{self.port}"
-        self.ws_base = f"ws://127.0.0.1:{self.ws_port}"
-        self.log_path = data_dir.parent / f"server-{self.port}.log"
         data_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [
-            sys.executable, "-m", "server", "serve", "--data-dir", str(data_dir), "--runtime", runtime,
-            "--port", str(self.port), "--ws-port", str(self.ws_port), *extra,
-        ]
-        self._log = open(self.log_path, "wb")  # noqa: SIM115
-        env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
-                                     stdin=stdin, env=env)
-        self._wait_ready()
+        for attempt in range(1, PORT_ATTEMPTS + 1):
+            self.port, self.ws_port = free_ports(2)
+            self.base = f"http://127.0.0.1:{self.port}"
+            self.ws_base = f"ws://127.0.0.1:{self.ws_port}"
+            self.log_path = data_dir.parent / f"server-{self.port}.log"
+            cmd = [
+                sys.executable, "-m", "server", "serve", "--data-dir", str(data_dir), "--runtime", runtime,
+                "--port", str(self.port), "--ws-port", str(self.ws_port), *extra,
+            ]
+            self._log = open(self.log_path, "wb")  # noqa: SIM115
+            env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+            self.proc = subprocess.Popen(cmd, cwd=ROOT, stdout=self._log, stderr=subprocess.STDOUT,
+                                         stdin=stdin, env=env)
+            if self._wait_ready(may_retry=attempt < PORT_ATTEMPTS):
+                return
 
-    def _wait_ready(self) -> None:
+    def _wait_ready(self, may_retry: bool = False) -> bool:
+        """True once /readyz answers 200; False if the ports were taken meanwhile (start again on new ones)."""
         deadline = time.monotonic() + START_TIMEOUT_S
         while time.monotonic() < deadline:
             if self.proc.poll() is not None:
+                if may_retry and PORT_TAKEN.search(self.output()):
+                    self._log.close()
+                    return False
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.output()}")
             try:
                 if httpx.get(self.base + "/readyz", timeout=1.0).status_code == 200:
-                    return
+                    return True
             except httpx.TransportError:
                 pass
             time.sleep(0.05)  # polling a port that is not open yet: nothing to await
