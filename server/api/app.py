@@ -72,9 +72,11 @@ class App:
                 route_name = route.name
         except ApiError as exc:
             resp = exc.response()
+            route_name = req.route_name  # a refusal after routing (401, 429, 400...) counts for its route
         except Exception:
             log.exception("unhandled error request_id=%s method=%s path=%s", request_id, req.method, req.path)
             resp = ApiError("internal_error", "An unexpected error occurred; quote the request id.").response()
+            route_name = req.route_name
         resp.headers.append(("x-request-id", request_id))
         self._cors(req, resp)
         if req.method == "HEAD":
@@ -102,6 +104,7 @@ class App:
             raise ApiError(
                 "method_not_allowed", f"{req.method} is not allowed on {req.path}.", headers=[("allow", allow)]
             )
+        req.route_name = route.name
         if len(req.body) > MAX_BODY:
             raise ApiError("payload_too_large", f"Request bodies are limited to {MAX_BODY} bytes.")
         req.path_params = params

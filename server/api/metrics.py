@@ -1,18 +1,36 @@
-"""Prometheus metrics: plain-int counters and fixed-bucket histograms.
+"""Prometheus metrics: plain counters updated on the hot path, exposed by prometheus_client.
 
-Written here rather than with prometheus_client because every HTTP request
-and every delivered tick increments these: a dict increment on the event loop
-thread costs a fraction of prometheus_client's locked `labels().inc()`. All
-updates happen on the hub's single event-loop thread; `render` is a read.
+Every HTTP request and every delivered tick updates these, so an update is a
+dict increment keyed by a label tuple the caller builds once and keeps (the
+labelled child, cached: `App.handle` keeps one per (route, status)). Measured
+in process (bench/metrics_cost.py): prometheus_client's own locked
+`labels(...).inc()` + `observe()` cost about three times as much per request.
+All updates happen on the hub's single event-loop thread.
+
+The exposition is prometheus_client's: at scrape time the `Registry` is a
+custom collector that turns these values into metric families, and
+`generate_latest` writes the text format (exact values, `1.23456789e+08`
+rather than `:g`'s six digits, label escaping, `+Inf` buckets).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
+
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4, generate_latest
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5)
+CONTENT_TYPE = CONTENT_TYPE_PLAIN_0_0_4
 
 Labels = tuple[tuple[str, str], ...]
 
@@ -20,18 +38,19 @@ Labels = tuple[tuple[str, str], ...]
 class Counter:
     def __init__(self, name: str, help_text: str) -> None:
         self.name, self.help = name, help_text
-        self.values: defaultdict[Labels, float] = defaultdict(float)
+        self.values: defaultdict[Labels, float] = defaultdict(int)
 
-    def inc(self, labels: Labels = (), amount: float = 1.0) -> None:
+    def inc(self, labels: Labels = (), amount: float = 1) -> None:
         self.values[labels] += amount
 
     def value(self, labels: Labels = ()) -> float:
-        return self.values.get(labels, 0.0)
+        return self.values.get(labels, 0)
 
-    def render(self) -> list[str]:
-        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} counter"]
-        lines += [f"{self.name}{_fmt(lbl)} {v:g}" for lbl, v in sorted(self.values.items())]
-        return lines
+    def collect(self) -> Metric:
+        family = CounterMetricFamily(self.name, self.help, labels=_names(self.values))
+        for labels, value in sorted(self.values.items()):
+            family.add_metric([v for _, v in labels], value)
+        return family
 
 
 class Gauge:
@@ -40,8 +59,8 @@ class Gauge:
     def __init__(self, name: str, help_text: str, read: Callable[[], float]) -> None:
         self.name, self.help, self.read = name, help_text, read
 
-    def render(self) -> list[str]:
-        return [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} gauge", f"{self.name} {self.read():g}"]
+    def collect(self) -> Metric:
+        return GaugeMetricFamily(self.name, self.help, value=self.read())
 
 
 class Histogram:
@@ -54,55 +73,60 @@ class Histogram:
         counts = self.counts.get(labels)
         if counts is None:
             counts = self.counts[labels] = [0] * (len(self.buckets) + 1)
-        counts[bisect_left(self.buckets, value)] += 1
+        counts[bisect_left(self.buckets, value)] += 1  # bucket i holds buckets[i-1] < value <= buckets[i]
         self.sums[labels] += value
 
-    def render(self) -> list[str]:
-        lines = [f"# HELP {self.name} {self.help}", f"# TYPE {self.name} histogram"]
+    def collect(self) -> Metric:
+        family = HistogramMetricFamily(self.name, self.help, labels=_names(self.counts))
+        bounds = [floatToGoString(b) for b in self.buckets] + ["+Inf"]
         for labels, counts in sorted(self.counts.items()):
-            cumulative = 0
-            for bound, n in zip((*self.buckets, float("inf")), counts, strict=True):
+            cumulative, buckets = 0, []
+            for bound, n in zip(bounds, counts, strict=True):
                 cumulative += n
-                le = "+Inf" if bound == float("inf") else f"{bound:g}"
-                lines.append(f"{self.name}_bucket{_fmt((*labels, ('le', le)))} {cumulative}")
-            lines.append(f"{self.name}_sum{_fmt(labels)} {self.sums[labels]:g}")
-            lines.append(f"{self.name}_count{_fmt(labels)} {cumulative}")
-        return lines
+                buckets.append((bound, cumulative))
+            family.add_metric([v for _, v in labels], buckets, self.sums[labels])
+        return family
 
 
-class Registry:
+class Registry(Collector):
+    """The process's metrics; a prometheus_client collector, rendered by `generate_latest`."""
+
     def __init__(self) -> None:
         self._metrics: list[Counter | Gauge | Histogram] = []
 
     def counter(self, name: str, help_text: str) -> Counter:
-        return self._add(Counter(name, help_text))
-
-    def histogram(self, name: str, help_text: str) -> Histogram:
-        return self._add(Histogram(name, help_text))
-
-    def gauge(self, name: str, help_text: str, read: Callable[[], float]) -> Gauge:
-        return self._add(Gauge(name, help_text, read))
-
-    def _add(self, metric):  # type: ignore[no-untyped-def]
+        metric = Counter(name, help_text)
         self._metrics.append(metric)
         return metric
 
-    def render(self) -> bytes:
-        lines: list[str] = []
+    def histogram(self, name: str, help_text: str) -> Histogram:
+        metric = Histogram(name, help_text)
+        self._metrics.append(metric)
+        return metric
+
+    def gauge(self, name: str, help_text: str, read: Callable[[], float]) -> Gauge:
+        metric = Gauge(name, help_text, read)
+        self._metrics.append(metric)
+        return metric
+
+    def collect(self) -> Iterator[Metric]:
         for metric in self._metrics:
-            lines += metric.render()
-        return ("\n".join(lines) + "\n").encode()
+            yield metric.collect()
+
+    def render(self) -> bytes:
+        return generate_latest(self)
 
 
-def _fmt(labels: Labels) -> str:
-    if not labels:
-        return ""
-    inner = ",".join(f'{k}="{_escape(v)}"' for k, v in labels)
-    return "{" + inner + "}"
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+def _names(series: Iterable[Labels]) -> list[str]:
+    """The label names of a metric's series (every series of one metric has the same names)."""
+    names: list[str] | None = None
+    for labels in series:
+        these = [n for n, _ in labels]
+        if names is None:
+            names = these
+        elif these != names:
+            raise ValueError(f"label names {these} differ from {names} within one metric")
+    return names or []
 
 
 class HttpMetrics:

@@ -31,6 +31,8 @@ class Request:
     path_params: dict[str, str] = field(default_factory=dict)
     # set by the pipeline after authentication (an ApiKey for keyed routes)
     auth: Any = None
+    # the matched route's name once routing found one (the metrics label of a refusal after routing)
+    route_name: str = "unmatched"
     _query: dict[str, str] | None = None
 
     @property
