@@ -58,6 +58,12 @@ class Settings:
     plan_rate: dict[str, int] = field(default_factory=lambda: {"free": 60, "professional": 600})
     ws_max_conn: dict[str, int] = field(default_factory=lambda: {"professional": 5, "enterprise": 50})
     ws_slow_close_s: float = 10.0  # hidden: how long a WebSocket client may stay over its buffer cap (tests)
+    # hidden (tests, tuning): HTTP edge limits (SPEC 11). A request body must arrive within body_timeout_s of its
+    # headers (else 408); a keep-alive connection idle, or a request head unfinished, for idle_timeout_s is closed
+    # (Granian only); one client IP may have at most uploads_per_ip requests reading a body at once (else 429)
+    body_timeout_s: float = 10.0
+    idle_timeout_s: float = 30.0
+    uploads_per_ip: int = 64
     smtp_url: str | None = None
     mail_from: str = "market-server@localhost"
     notify_email: tuple[str, ...] = ()
@@ -107,6 +113,9 @@ SERVE_FLAGS: dict[str, tuple[type, str]] = {
     "plan-rate": (str, "per-plan requests/minute, e.g. free=60,professional=600"),
     "ws-max-conn": (str, "per-plan WebSocket connections, e.g. professional=5,enterprise=50"),
     "ws-slow-close-s": (str, argparse.SUPPRESS),
+    "body-timeout-s": (str, argparse.SUPPRESS),
+    "idle-timeout-s": (str, argparse.SUPPRESS),
+    "uploads-per-ip": (str, argparse.SUPPRESS),
     "smtp-url": (str, "smtp://user:pass@host:port or smtps://..."),
     "mail-from": (str, "From address of notification e-mail"),
     "notify-email": (str, "comma-separated notification recipients"),
@@ -179,8 +188,10 @@ def _convert(name: str, value: object, base: Settings) -> object:
             return int(str(value))
         if name == "plan_rate":
             return {**base.plan_rate, **_pairs(str(value), PLANS)}
-        if name == "ws_slow_close_s":
+        if name in ("ws_slow_close_s", "body_timeout_s", "idle_timeout_s"):
             return float(str(value))
+        if name == "uploads_per_ip":
+            return int(str(value))
         if name == "ws_max_conn":
             return {**base.ws_max_conn, **_pairs(str(value), PLANS)}
         if name in ("notify_email", "cors_origins"):
@@ -260,6 +271,12 @@ def _check(s: Settings) -> None:
         raise ConfigError("--tick-interval-ms: must be between 10 and 60000")
     if not 0 < s.ws_slow_close_s <= 3600:
         raise ConfigError("--ws-slow-close-s: must be between 0 and 3600 seconds")
+    if not 0 < s.body_timeout_s <= 3600:
+        raise ConfigError("--body-timeout-s: must be between 0 and 3600 seconds")
+    if not 1 <= s.idle_timeout_s <= 60:  # Granian (in ms) allows at most 60 s
+        raise ConfigError("--idle-timeout-s: must be between 1 and 60 seconds")
+    if s.uploads_per_ip < 1:
+        raise ConfigError("--uploads-per-ip: must be positive")
     if s.market_refresh_s <= 0:
         raise ConfigError("--market-refresh-s: must be positive")
     if s.public_rate <= 0:

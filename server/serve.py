@@ -1,7 +1,6 @@
 """Running the hub on either runtime, with SIGTERM/SIGINT handled the same way on both.
 
-Shutdown order: stop accepting HTTP, close WebSockets with 1001, let in-flight
-requests finish, flush state, exit 0; the whole sequence is bounded by 5 s.
+The shutdown order is server/lifecycle.py's, on both runtimes; the whole sequence is bounded by 5 s.
 """
 
 from __future__ import annotations
@@ -9,7 +8,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
-import signal
+import resource
 import socket
 import sys
 
@@ -17,9 +16,10 @@ import uvloop
 
 from server.config import Runtime, Settings
 from server.hub import Hub, ensure_demo_key
+from server.lifecycle import on_signals, shutdown
 
 log = logging.getLogger("market.serve")
-SHUTDOWN_BUDGET_S = 4.5
+MAX_OPEN_FILES = 1 << 20
 
 
 def run(settings: Settings) -> int:
@@ -29,11 +29,25 @@ def run(settings: Settings) -> int:
         except OSError as exc:
             print(f"market-server: cannot listen on {settings.host}:{port}: {exc.strerror}", file=sys.stderr)
             return 1
+    raise_open_files_limit()
     if settings.runtime is Runtime.ROBYN:
         from server.http.robyn_app import run_robyn
 
         return run_robyn(settings)
     return uvloop.run(_serve_granian(settings))
+
+
+def raise_open_files_limit() -> int:
+    """Raise the soft RLIMIT_NOFILE to the hard limit (every connection holds a descriptor); returns it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = MAX_OPEN_FILES if hard == resource.RLIM_INFINITY else min(hard, MAX_OPEN_FILES)
+    if soft == resource.RLIM_INFINITY or soft >= target:
+        return min(soft, MAX_OPEN_FILES)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    except (ValueError, OSError):  # e.g. above fs.nr_open: keep what we have
+        return soft
+    return target
 
 
 def check_port_free(host: str, port: int) -> None:
@@ -76,7 +90,8 @@ async def _serve_granian(settings: Settings) -> int:
     hub = Hub(settings)
     announce(hub)
     await hub.start()
-    runtime = GranianRuntime(hub.app, settings.host, settings.port, bench_static_body(hub))
+    open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    runtime = GranianRuntime(hub.app, settings, open_files, bench_static_body(hub))
     stop = asyncio.Event()
     failure: list[BaseException | None] = []
 
@@ -87,22 +102,10 @@ async def _serve_granian(settings: Settings) -> int:
         stop.set()
 
     await runtime.start(http_exited)
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    on_signals(asyncio.get_running_loop(), stop.set)
     await stop.wait()
-    log.info("shutting down")
-    try:
-        await asyncio.wait_for(_shutdown(hub, runtime), SHUTDOWN_BUDGET_S)
-    except TimeoutError:
-        log.warning("shutdown exceeded its budget; exiting anyway")
+    await shutdown(hub, runtime)
     if failure:
         print(f"market-server: HTTP server failed on {settings.host}:{settings.port}: {failure[0]}", file=sys.stderr)
         return 1
     return 0
-
-
-async def _shutdown(hub: Hub, runtime) -> None:  # type: ignore[no-untyped-def]
-    await hub.stop_services()
-    await runtime.stop()
-    await hub.stop()

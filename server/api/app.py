@@ -29,6 +29,7 @@ from server.config import Settings
 log = logging.getLogger("market.http")
 
 MAX_BODY = 64 * 1024
+MAX_TARGET = 8 * 1024  # path + query; longer ones get our 414 (Granian/hyper answers a bare 414 past 64 KiB)
 RATE_HEADERS = (
     "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, "
     "Retry-After, X-Request-ID, ETag"
@@ -77,6 +78,15 @@ class App:
             log.exception("unhandled error request_id=%s method=%s path=%s", request_id, req.method, req.path)
             resp = ApiError("internal_error", "An unexpected error occurred; quote the request id.").response()
             route_name = req.route_name
+        return self._finish(req, resp, route_name, request_id, started)
+
+    def refuse(self, req: Request, error: ApiError) -> Response:
+        """A problem a runtime adapter decided on before the pipeline ran (a stalled body, too many uploads from
+        one client, shutdown): it gets the request id, CORS headers and metrics like every other answer."""
+        request_id = _client_request_id(req) or f"{self._id_prefix}-{next(self._ids)}"
+        return self._finish(req, error.response(), "edge", request_id, time.perf_counter())
+
+    def _finish(self, req: Request, resp: Response, route_name: str, request_id: str, started: float) -> Response:
         resp.headers.append(("x-request-id", request_id))
         self._cors(req, resp)
         if req.method == "HEAD":
@@ -92,6 +102,8 @@ class App:
         return resp
 
     async def _dispatch(self, req: Request) -> tuple[Route | None, Response]:
+        if len(req.path) + len(req.query_string) > MAX_TARGET:
+            raise ApiError("uri_too_long", f"Request targets are limited to {MAX_TARGET} characters.")
         found = self.router.match(req.path)
         if found is None:
             raise ApiError("not_found", f"No resource at {req.path}.")

@@ -27,13 +27,17 @@ ERROR_KINDS: dict[str, tuple[int, str]] = {
     "method_not_allowed": (405, "Method not allowed"),
     "bad_handshake": (400, "Invalid WebSocket handshake"),
     "conflict": (409, "Conflict"),
+    "request_timeout": (408, "Request timeout"),
     "payload_too_large": (413, "Payload too large"),
+    "uri_too_long": (414, "URI too long"),
     "unsupported_media_type": (415, "Unsupported media type"),
     "upgrade_required": (426, "Upgrade required"),
     "rate_limited": (429, "Too many requests"),
     "too_many_connections": (429, "Too many connections"),
+    "too_many_uploads": (429, "Too many uploads in progress"),
     "internal_error": (500, "Internal server error"),
     "not_ready": (503, "Service not ready"),
+    "shutting_down": (503, "Shutting down"),
 }
 
 

@@ -1,4 +1,4 @@
-"""Granian RSGI adapter: RSGI scope/protocol in, `App.handle`, bytes out. Nothing else."""
+"""Granian RSGI adapter: RSGI scope/protocol in, `App.handle`, bytes out; the edge gate around it."""
 
 from __future__ import annotations
 
@@ -8,21 +8,26 @@ from collections.abc import Callable
 from typing import Any
 
 from granian.constants import HTTPModes, Interfaces
+from granian.http import HTTP1Settings
 from granian.server.embed import Server
 
 from server.api.app import MAX_BODY, App
-from server.api.types import Request
-from server.config import BENCH_STATIC_PATH
+from server.api.types import Request, Response
+from server.config import BENCH_STATIC_PATH, Settings
+from server.http.edge import EdgeGate, shutting_down
 
 log = logging.getLogger("market.granian")
 
 DRAIN_LIMIT = 1024 * 1024
 TOO_LARGE = b"\0" * (MAX_BODY + 1)  # any body longer than MAX_BODY makes the pipeline answer 413
+BACKLOG = 8192  # the kernel caps it at net.core.somaxconn
+MAX_BACKPRESSURE = 65536
 
 
 class RsgiAdapter:
-    def __init__(self, app: App, static_body: bytes | None = None) -> None:
+    def __init__(self, app: App, gate: EdgeGate, static_body: bytes | None = None) -> None:
         self.app = app
+        self.gate = gate
         self.static_body = static_body
 
     async def __rsgi__(self, scope: Any, proto: Any) -> None:
@@ -31,16 +36,33 @@ class RsgiAdapter:
         if self.static_body is not None and scope.path == BENCH_STATIC_PATH:
             proto.response_bytes(200, [("content-type", "application/json")], self.static_body)
             return
-        req = Request(
-            scope.method,
-            scope.path,
-            scope.query_string,
-            scope.headers,  # Granian's header map: lower-case names, .get()
-            await _read_body(proto, scope.headers) if _has_body(scope.headers) else b"",
-            _peer(scope.client),
-        )
-        resp = await self.app.handle(req)
+        headers = scope.headers  # Granian's header map: lower-case names, .get()
+        req = Request(scope.method, scope.path, scope.query_string, headers, b"", _peer(scope.client))
+        gate = self.gate
+        try:
+            if not gate.enter():
+                resp = self.app.refuse(req, shutting_down())
+            elif _has_body(headers):
+                resp = await self._with_body(req, proto)
+            else:
+                resp = await self.app.handle(req)
+        finally:
+            gate.leave()
         proto.response_bytes(resp.status, resp.all_headers(), resp.body)
+
+    async def _with_body(self, req: Request, proto: Any) -> Response:
+        ip = self.app.client_ip(req)
+        refusal = self.gate.start_upload(ip)
+        if refusal is not None:  # answered without reading the body; hyper then closes the connection
+            return self.app.refuse(req, refusal)
+        try:
+            async with self.gate.body_deadline():
+                req.body = await _read_body(proto, req.headers)
+        except TimeoutError:
+            return self.app.refuse(req, self.gate.timed_out())
+        finally:
+            self.gate.end_upload(ip)
+        return await self.app.handle(req)
 
 
 def _has_body(headers: Any) -> bool:
@@ -74,19 +96,32 @@ def _peer(client: str) -> str:
     return host[1:-1] if host.startswith("[") else host
 
 
+def backpressure(open_files: int) -> int:
+    """Connections Granian serves at once (each holds a file descriptor); the rest wait in the backlog.
+
+    Granian's default (the backlog, 1024-2048) let 2,048 idle connections from one client lock everyone
+    out; here it takes three quarters of the descriptors, leaving the rest to WebSockets and storage.
+    """
+    return max(128, min(MAX_BACKPRESSURE, open_files * 3 // 4))
+
+
 class GranianRuntime:
     """Embedded Granian serving the app inside the hub's event loop."""
 
-    def __init__(self, app: App, host: str, port: int, static_body: bytes | None = None) -> None:
+    def __init__(self, app: App, settings: Settings, open_files: int, static_body: bytes | None = None) -> None:
+        self.gate = EdgeGate(settings.body_timeout_s, settings.uploads_per_ip)
         self.server = Server(
-            RsgiAdapter(app, static_body),
-            address=host,
-            port=port,
+            RsgiAdapter(app, self.gate, static_body),
+            address=settings.host,
+            port=settings.port,
             interface=Interfaces.RSGI,
             http=HTTPModes.http1,
             websockets=False,
             log_enabled=False,
-            backlog=2048,
+            backlog=BACKLOG,
+            backpressure=backpressure(open_files),
+            # hyper's header read timeout covers an unfinished request head and an idle keep-alive connection
+            http1_settings=HTTP1Settings(header_read_timeout=round(settings.idle_timeout_s * 1000), keep_alive=True),
         )
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
@@ -101,13 +136,21 @@ class GranianRuntime:
 
         self._task.add_done_callback(done)
 
-    async def stop(self) -> None:
+    # --- lifecycle.HttpRuntime -------------------------------------------------------------------------------
+    def stop_accepting(self) -> None:
         self._stopping = True
+        self.gate.closing = True
         self.server.stop()
-        if self._task is not None:
-            try:
-                await asyncio.wait_for(self._task, 3.0)
-            except (TimeoutError, asyncio.CancelledError):
-                log.warning("granian did not stop in time")
-            except Exception:  # it already failed; on_exit reported why
-                pass
+
+    async def drain(self, timeout_s: float) -> bool:
+        return await self.gate.drain(timeout_s)
+
+    async def release(self, timeout_s: float) -> bool:
+        """Wait for Granian's worker to close its connections; never cancel it (its shutdown callback would
+        then hit a cancelled future: the InvalidStateError traceback)."""
+        if self._task is None:
+            return True
+        done, _ = await asyncio.wait({self._task}, timeout=timeout_s)
+        if done and not self._task.cancelled() and self._task.exception() is not None:
+            return True  # it had already failed; on_exit reported why
+        return bool(done)

@@ -9,9 +9,13 @@ What it works around in robyn 0.88.0 (measured here; single process, one worker)
 - Routing: Robyn answers unmatched paths and methods with its own text 404, so `/` and `/*path`
   are registered for every method it knows and the shared router makes the JSON 404/405.
 - Signals: on SIGTERM/SIGINT actix stops accepting but the process never exits (issue 1324). The
-  startup handler puts our handlers on Robyn's loop; shutdown closes WebSockets (1001), waits for
-  in-flight requests, stops the hub and the loop, then `os._exit`, because finalising Python
-  while actix's thread is alive makes pyo3 panic.
+  startup handler puts our handlers on Robyn's loop; shutdown runs server/lifecycle.py's order (the
+  edge gate refuses what still arrives, in-flight requests drain, WebSockets close 1001, workers
+  stop, the hub flushes), stops the loop, then `os._exit`, because finalising Python while actix's
+  thread is alive makes pyo3 panic.
+- Edge limits: actix buffers the whole body before the handler runs and Robyn sets no header, body or
+  keep-alive timeout we could change, so the body deadline and the per-IP upload cap of the Granian
+  runtime cannot be applied here (docs/operations.md says what each runtime guarantees).
 - It binds with SO_REUSEPORT, so a second server on a busy port would start and share it: we
   check the port first. A startup handler that raises aborts the process: ours never raises.
 - Request: the path comes raw minus one trailing slash. Granian's path is percent-decoded (with
@@ -30,7 +34,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-import signal
 import sys
 from typing import Any, NoReturn
 from urllib.parse import unquote
@@ -42,8 +45,10 @@ from robyn.robyn import Response as RobynResponse
 from server.api.app import MAX_BODY, App
 from server.api.types import Request, Response
 from server.config import BENCH_STATIC_PATH, Settings
+from server.http.edge import EdgeGate, shutting_down
 from server.hub import Hub
-from server.serve import SHUTDOWN_BUDGET_S, announce, bench_static_body
+from server.lifecycle import on_signals, shutdown
+from server.serve import announce, bench_static_body
 
 log = logging.getLogger("market.robyn")
 
@@ -80,8 +85,7 @@ class RobynRuntime:
         self.app: App | None = None
         self.static_response: RobynResponse | None = None
         self.exit_code = 0
-        self.in_flight = 0
-        self._drained: asyncio.Event | None = None
+        self.gate = EdgeGate(settings.body_timeout_s, settings.uploads_per_ip)  # only in-flight and closing apply
         self._stopping: asyncio.Task[None] | None = None
 
     async def startup(self) -> None:
@@ -100,17 +104,16 @@ class RobynRuntime:
         body = bench_static_body(hub)
         if body is not None:
             self.static_response = RobynResponse(200, {"content-type": "application/json"}, body)
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, self.begin_shutdown)
+        on_signals(loop, self.begin_shutdown)
 
     async def handle(self, request: Any) -> RobynResponse:
-        self.in_flight += 1
+        app = self.app
+        assert app is not None
+        req = _request(request)
         try:
-            resp = await self.app.handle(_request(request))  # type: ignore[union-attr]
+            resp = await app.handle(req) if self.gate.enter() else app.refuse(req, shutting_down())
         finally:
-            self.in_flight -= 1
-            if self._drained is not None and not self.in_flight:
-                self._drained.set()
+            self.gate.leave()
         return _response(resp)
 
     def static(self, request: Any) -> RobynResponse | None:
@@ -121,22 +124,23 @@ class RobynRuntime:
             self._stopping = asyncio.get_running_loop().create_task(self._shutdown())
 
     async def _shutdown(self) -> None:
-        log.info("shutting down")
+        assert self.hub is not None
         try:
-            await asyncio.wait_for(self._stop_hub(), SHUTDOWN_BUDGET_S)
-        except TimeoutError:
-            log.warning("shutdown exceeded its budget; exiting anyway")
+            await shutdown(self.hub, self)
         except Exception:
             log.exception("shutdown failed")
         asyncio.get_running_loop().stop()
 
-    async def _stop_hub(self) -> None:
-        assert self.hub is not None
-        await self.hub.stop_services()  # actix has stopped accepting on the same signal
-        if self.in_flight:
-            self._drained = asyncio.Event()
-            await self._drained.wait()
-        await self.hub.stop()
+    # --- lifecycle.HttpRuntime -------------------------------------------------------------------------------
+    def stop_accepting(self) -> None:
+        """actix stops accepting on the same signal; the gate refuses what it had already accepted."""
+        self.gate.closing = True
+
+    async def drain(self, timeout_s: float) -> bool:
+        return await self.gate.drain(timeout_s)
+
+    async def release(self, timeout_s: float) -> bool:
+        return True  # actix's connections end with the process
 
 
 def _request(r: Any) -> Request:
