@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sqlite3
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from server.commands import candles, content, evidence, keys, outbox, receipts, users
-from server.commands.common import CommandError
+from server.commands.common import CommandError, check_data_dir
 from server.config import ConfigError, add_serve_args, settings_from_args
 
 GROUPS = [keys, candles, evidence, outbox, users, content, receipts]
@@ -44,10 +46,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
     try:
+        check_data_dir(Path(ns.data_dir), create=ns.command == "serve")
         return int(ns.func(ns) or 0)
     except ConfigError as exc:
         print(f"market-server: configuration error: {exc}", file=sys.stderr)
         return 2
     except CommandError as exc:
         print(f"market-server: {exc}", file=sys.stderr)
+        return 1
+    except sqlite3.Error as exc:  # e.g. DATA_DIR/market.db is not a database: one line, not a traceback
+        print(f"market-server: storage error in data dir {ns.data_dir}: {exc}", file=sys.stderr)
         return 1

@@ -41,6 +41,10 @@ class Decision:
 
 
 MINUTE_NS = 60_000_000_000
+# The highest rate a key may have (`keys create --rate` refuses more): one request per 60 ns of
+# GCRA time, far above what one process serves. The limiter clamps any rate it is given into
+# 1..MAX_RATE, so a rate stored by hand or by an older version can never divide by zero.
+MAX_RATE = 1_000_000_000
 
 
 class LimiterStore(Protocol):
@@ -83,6 +87,8 @@ class Gcra:
         self.store: LimiterStore = store if store is not None else MemoryStore()
 
     def check(self, key: str, per_minute: int, now: float, policy: str = "default") -> Decision:
+        if not 0 < per_minute <= MAX_RATE:
+            per_minute = bounded_rate(per_minute)
         interval = MINUTE_NS // per_minute
         window = interval * per_minute  # burst capacity expressed in time
         now_ns = int(now * 1e9)
@@ -95,3 +101,21 @@ class Gcra:
         self.store.set(key, new_tat)
         remaining = (window - (new_tat - now_ns)) // interval
         return Decision(True, per_minute, remaining, (new_tat - now_ns) / 1e9, 0.0, policy)
+
+    def would_allow(self, key: str, per_minute: int, now: float) -> bool:
+        """Whether `check` would allow a request now, without taking it (the bucket is left as it is)."""
+        if not 0 < per_minute <= MAX_RATE:
+            per_minute = bounded_rate(per_minute)
+        interval = MINUTE_NS // per_minute
+        stored = self.store.get(key)
+        now_ns = int(now * 1e9)
+        return stored is None or int(stored) + interval - interval * per_minute <= now_ns
+
+
+def bounded_rate(per_minute: float) -> int:
+    """Any rate as one the arithmetic handles: 1..MAX_RATE (NaN, zero and negatives become 1)."""
+    if per_minute > MAX_RATE:
+        return MAX_RATE
+    if not per_minute >= 1:
+        return 1
+    return int(per_minute)

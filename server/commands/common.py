@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -22,6 +23,23 @@ def command(sub: Any, name: str, help_text: str, func: Any) -> argparse.Argument
     add_data_dir(parser)
     parser.set_defaults(func=func)
     return parser
+
+
+def check_data_dir(path: Path, create: bool) -> None:
+    """A usable data dir, or a CommandError naming it. `serve` creates a missing one; the admin
+    commands refuse to (on a mistyped path they would create an empty database and report success)."""
+    if path.is_dir():
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise CommandError(f"data dir {path} is not writable")
+        return
+    if path.exists() or path.is_symlink():
+        raise CommandError(f"data dir {path} is not a directory")
+    if not create:
+        raise CommandError(f"data dir {path} does not exist (`market-server serve --data-dir {path}` creates it)")
+    try:
+        path.mkdir(parents=True)
+    except OSError as exc:
+        raise CommandError(f"cannot create data dir {path}: {exc.strerror}") from None
 
 
 def db(ns: argparse.Namespace) -> sqlite3.Connection:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from server.api.ratelimit import MAX_RATE
 from server.commands.common import CommandError, command, db, print_json
 from server.config import DEFAULT_ENTERPRISE_RATE, PLANS, Settings
 from server.store.keys import KeyRepo
@@ -14,7 +15,7 @@ def register(sub: Any) -> None:
     keys = sub.add_parser("keys", help="manage API keys").add_subparsers(dest="keys_cmd", required=True)
     create = command(keys, "create", "create a key and print it once", _create)
     create.add_argument("--plan", choices=PLANS, required=True)
-    create.add_argument("--rate", type=_positive, help="requests/minute (enterprise keys)")
+    create.add_argument("--rate", type=_rate_arg, help=f"requests/minute (enterprise keys), 1..{MAX_RATE}")
     create.add_argument("--label")
     create.add_argument("--json", action="store_true")
     listing = command(keys, "list", "list keys (never the secret)", _list)
@@ -23,10 +24,14 @@ def register(sub: Any) -> None:
     revoke.add_argument("id")
 
 
-def _positive(text: str) -> int:
-    value = int(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError("must be a positive integer")
+def _rate_arg(text: str) -> int:
+    """--rate: requests per minute, 1..MAX_RATE (the limiter's arithmetic holds up to there)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if not 1 <= value <= MAX_RATE:
+        raise argparse.ArgumentTypeError(f"must be an integer from 1 to {MAX_RATE:,} requests per minute")
     return value
 
 

@@ -47,6 +47,7 @@ def test_jsonl_feed_with_imported_history_survives_restart(tmp_path: Path, fake_
     live_day = trading_day(now)
     day1, day2, _ = trading_days_back(live_day, 3)  # the two trading days before the live candle's
     data = tmp_path / "data"
+    data.mkdir()  # admin commands refuse a data dir that does not exist (only serve creates one)
     csv = tmp_path / "c.csv"
     csv.write_text(f"id,t,o,h,l,c,v\nbrent,{day1},70,71,69,70.5,1000\nbrent,{day2},70.5,72,70,71.2,1200\n")
     bad_csv = tmp_path / "bad.csv"

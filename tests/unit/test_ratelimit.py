@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.api.ratelimit import Gcra, MemoryStore
+from server.api.ratelimit import MAX_RATE, Gcra, MemoryStore, bounded_rate
 
 
 def test_burst_of_n_then_refusal() -> None:
@@ -67,3 +67,28 @@ def test_retry_after_is_at_least_one_second() -> None:
     assert not refused.allowed
     assert refused.retry_after == pytest.approx(0.05)
     assert refused.retry_after_s == 1
+
+
+@pytest.mark.parametrize("rate", [60_000_000_001, 10**20, 0, -5])
+def test_any_stored_rate_is_safe(rate: int) -> None:
+    """A rate above ~6e10/min made the interval 0 and divided by zero; 0 or negative ones too."""
+    gcra = Gcra()
+    decision = gcra.check("k", rate, now=0.0)
+    assert decision.allowed and 1 <= decision.limit <= MAX_RATE
+    assert gcra.would_allow("k", rate, now=0.0) == (decision.limit > 1)
+
+
+@pytest.mark.parametrize(("rate", "bounded"), [(float("inf"), MAX_RATE), (float("nan"), 1), (0.5, 1), (7.9, 7)])
+def test_bounded_rate(rate: float, bounded: int) -> None:
+    assert bounded_rate(rate) == bounded
+
+
+def test_would_allow_takes_nothing() -> None:
+    gcra = Gcra()
+    for _ in range(3):
+        assert gcra.would_allow("k", 3, now=0.0)
+        assert gcra.check("k", 3, now=0.0).allowed
+    assert not gcra.would_allow("k", 3, now=0.0)
+    assert not gcra.check("k", 3, now=0.0).allowed
+    assert gcra.would_allow("k", 3, now=20.0)  # 60/3 s later one request is allowed again
+    assert gcra.check("k", 3, now=20.0).allowed
