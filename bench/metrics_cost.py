@@ -32,6 +32,8 @@ from server.api.types import Request, Response
 from server.config import Settings
 from server.store.db import open_db
 from server.store.keys import KeyRepo
+from server.store.sqlite_repos import SqliteKeys
+from server.store.storage import SqliteStorage
 
 BODY = b'{"quotes":[]}' * 200  # the handler returns cached bytes, as the quotes endpoint does
 
@@ -43,7 +45,8 @@ def _app(data_dir: Path) -> tuple[App, Registry, str]:
     router = Router()
     router.add("GET", "/api/v1/quotes", lambda req: Response(200, BODY), Access.KEYED, name="quotes")
     registry = Registry()
-    return App(Settings(data_dir=data_dir), router, KeyCache(repo), HttpMetrics(registry)), registry, secret
+    keys = KeyCache(SqliteKeys(SqliteStorage(data_dir)), repo.active_by_hash())  # the key is cached, as in the hub
+    return App(Settings(data_dir=data_dir), router, keys, HttpMetrics(registry)), registry, secret
 
 
 def measure(number: int, repeat: int) -> dict[str, float]:
@@ -72,7 +75,7 @@ def measure(number: int, repeat: int) -> dict[str, float]:
             "native": _best(_native_calls(), number, repeat),
             "render": _best(registry.render, max(1, number // 100), repeat),
         }
-        app.keys.repo.conn.close()
+        app.keys.repo.storage.close()  # type: ignore[attr-defined]  # the SqliteKeys built in _app
         return figures
 
 

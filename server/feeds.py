@@ -23,7 +23,7 @@ from server.market.catalogue import Catalogue
 from server.market.feed import JsonlParser, Tick
 from server.market.state import MarketState, build_demo_state
 from server.market.timefmt import trading_day, trading_days_back
-from server.store.candles import CandleRepo
+from server.store.repositories import Candles
 
 log = logging.getLogger("market.feed")
 
@@ -44,11 +44,11 @@ class FeedSource(Protocol):
 
 
 def make_feed(
-    settings: Settings, catalogue: Catalogue, conn: sqlite3.Connection, clock: Callable[[], float], epoch: str
+    settings: Settings, catalogue: Catalogue, candles: Candles, clock: Callable[[], float], epoch: str
 ) -> FeedSource:
     if settings.is_demo:
         return DemoSource(catalogue, settings, clock)
-    return JsonlSource(catalogue, settings.feed_path or "-", CandleRepo(conn), clock, epoch)
+    return JsonlSource(catalogue, settings.feed_path or "-", candles, clock, epoch)
 
 
 class DemoSource:
@@ -79,7 +79,7 @@ class JsonlSource:
     """Reads `{"id","price","ts","volume"?}` lines in a thread; the loop applies them in batches."""
 
     def __init__(
-        self, catalogue: Catalogue, path: str, repo: CandleRepo, clock: Callable[[], float], epoch: str
+        self, catalogue: Catalogue, path: str, repo: Candles, clock: Callable[[], float], epoch: str
     ) -> None:
         self.catalogue = catalogue
         self.path = path
@@ -101,7 +101,7 @@ class JsonlSource:
             if batch:
                 self.ticks_received += len(batch)
                 on_ticks(batch)
-                self._persist_closed()
+                await self._persist_closed()
             if line is None:
                 log.info("jsonl feed ended: %d ticks, %d bad lines, %d unknown ids",
                          self.ticks_received, self.parser.bad_lines, self.parser.unknown_ids)
@@ -128,11 +128,15 @@ class JsonlSource:
                 stream.close()
             asyncio.run_coroutine_threadsafe(queue.put(None), loop)
 
-    def _persist_closed(self) -> None:
+    async def _persist_closed(self) -> None:
+        """At a day's roll-over, upsert the buffer on the storage's writer (the loop only awaits it)."""
         day = self.candles.last_day()
         if day != self._persisted_day:
-            self.flush()
             self._persisted_day = day
+            try:
+                await self.repo.upsert(export_candles(self.catalogue, self.candles))
+            except sqlite3.Error:
+                log.exception("persisting closed candles failed; the next roll-over or the final flush retries")
 
     def ready(self) -> bool:
         return True
@@ -141,16 +145,16 @@ class JsonlSource:
         return {"bad_lines": self.parser.bad_lines, "unknown_ids": self.parser.unknown_ids}
 
     def flush(self) -> None:
-        """Persist every candle in the buffer (closed ones and today's, upserted)."""
-        self.repo.upsert(export_candles(self.catalogue, self.candles))
+        """Persist every candle in the buffer (closed ones and today's, upserted); at shutdown."""
+        self.repo.upsert_blocking(export_candles(self.catalogue, self.candles))
 
 
-def load_candles(catalogue: Catalogue, repo: CandleRepo, today: date) -> CandleBook:
+def load_candles(catalogue: Catalogue, repo: Candles, today: date) -> CandleBook:
     days = trading_days_back(today, HISTORY_DAYS)
     n = len(catalogue.instruments)
     grid = np.full((5, n, len(days)), np.nan)
     col = {d: i for i, d in enumerate(days)}
-    for inst_id, day, o, h, lo, c, v in repo.since(days[0]):
+    for inst_id, day, o, h, lo, c, v in repo.since_blocking(days[0]):  # start-up: before the server accepts
         row = catalogue.index.get(inst_id)
         if row is not None and day in col:
             grid[:, row, col[day]] = (o, h, lo, c, v)

@@ -31,9 +31,12 @@ from server.feeds import FeedSource, make_feed
 from server.market.catalogue import default_catalogue
 from server.market.feed import Tick
 from server.market.inventory import InventoryBook
+from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
-from server.store.db import open_db
+from server.store.db import transaction
 from server.store.keys import KeyRepo
+from server.store.sqlite_repos import SqliteOutbox, sqlite_repositories
+from server.store.storage import SqliteStorage, StorageClosed
 from server.stream.service import StreamService
 
 log = logging.getLogger("market.hub")
@@ -54,11 +57,13 @@ class Hub:
         self.settings = settings
         self.clock = clock = clock or settings_clock(settings)
         self.epoch = f"{int(clock())}-{os.urandom(3).hex()}"
-        self.conn: sqlite3.Connection = open_db(settings.data_dir)
-        self.key_repo = KeyRepo(self.conn)
-        self.keys = KeyCache(self.key_repo)
+        # storage runs on its own threads; every call from the loop is awaited (docs/storage.md)
+        self.storage = SqliteStorage(settings.data_dir)
+        channels = [(c.kind, c.target) for c in configured_channels(settings)]
+        self.repos = sqlite_repositories(self.storage, channels, clock, self._wake_outbox)
+        self.keys = KeyCache(self.repos.keys)  # filled by start(), before anything is served
         self.catalogue = default_catalogue()
-        self.feed: FeedSource = make_feed(settings, self.catalogue, self.conn, clock, self.epoch)
+        self.feed: FeedSource = make_feed(settings, self.catalogue, self.repos.candles, clock, self.epoch)
         self.state = self.feed.state
         self.inventory = InventoryBook(self.catalogue, settings.seed)
         self.bus = LocalTickBus()
@@ -74,7 +79,8 @@ class Hub:
         WebApi(settings).register(self.router)  # the dashboard at / and /static/..., /api/config
         OpsApi(self).register(self.router)
         self.services: list[Service] = []
-        self.services.append(OutboxWorker(settings, self.registry, clock))
+        self.outbox = OutboxWorker(settings, self.registry, SqliteOutbox(self.storage), clock)
+        self.services.append(self.outbox)
         self.revocation_listeners: list[Callable[[set[str]], None]] = []
         register_public_site(self)  # /api/... public-site routes + snapshot/anchoring service
         self.services.append(StreamService(self))  # /ws/quotes on --ws-port; also serves /asyncapi.json
@@ -89,6 +95,7 @@ class Hub:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        await self.keys.refresh()  # known keys are answered from memory from the first request on
         self._tasks = [
             loop.create_task(self.feed.run(self._on_ticks), name="feed"),
             loop.create_task(self._refresh_keys(), name="keys"),
@@ -105,11 +112,17 @@ class Hub:
             self.ticks_applied.inc(amount=len(applied))
             self.bus.publish(applied)
 
+    def _wake_outbox(self) -> None:
+        """After a record and its jobs committed: deliver now (a stopped worker finds them at its next start)."""
+        self.outbox.wake()
+
     async def _refresh_keys(self) -> None:
         while True:
             await asyncio.sleep(KEY_REFRESH_S)
             try:
-                revoked = self.keys.refresh()
+                revoked = await self.keys.refresh()
+            except StorageClosed:
+                return
             except sqlite3.Error:
                 log.exception("key refresh failed")
                 continue
@@ -146,20 +159,30 @@ class Hub:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        self.feed.flush()
-        self.conn.close()
+        try:
+            self.feed.flush()  # the loop's work has stopped: waiting for the writer here delays nobody
+        finally:
+            self.storage.close()
         log.info("hub stopped")
 
 
 def ensure_demo_key(hub: Hub) -> str | None:
     """On the first start of a data dir, create one professional demo key and save it (mode 0600)."""
     path: Path = hub.settings.data_dir / "demo-key.txt"
-    conn = hub.conn
-    if conn.execute("SELECT 1 FROM meta WHERE key = 'demo_key'").fetchone():
+    secret = hub.storage.write_blocking(_create_demo_key)  # start-up: before anything is served
+    if secret is None:
         return None
-    key, secret = hub.key_repo.create("professional", label="demo")
-    conn.execute("INSERT INTO meta (key, value) VALUES ('demo_key', ?)", (key.id,))
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write(secret + "\n")
+    return secret
+
+
+def _create_demo_key(conn: sqlite3.Connection) -> str | None:
+    """The key and its meta marker in one transaction; None if this data dir already had its demo key."""
+    with transaction(conn):
+        if conn.execute("SELECT 1 FROM meta WHERE key = 'demo_key'").fetchone():
+            return None
+        key, secret = KeyRepo(conn).create("professional", label="demo")
+        conn.execute("INSERT INTO meta (key, value) VALUES ('demo_key', ?)", (key.id,))
     return secret

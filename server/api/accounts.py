@@ -18,7 +18,8 @@ from server.api.passwords import MAX_PASSWORD, TimingShield, hash_password, need
 from server.api.router import Access, Router
 from server.api.tokens import TokenError, TokenService
 from server.api.types import Request, Response
-from server.store.users import DuplicateEmail, User, UserRepo
+from server.store.repositories import Users
+from server.store.users import DuplicateEmail, User
 
 MAX_HASHING = 2
 REALM = 'Bearer realm="market"'
@@ -30,7 +31,7 @@ def unauthorized(detail: str, error: str | None = "invalid_token") -> ApiError:
 
 
 class Accounts:
-    def __init__(self, users: UserRepo, tokens: TokenService) -> None:
+    def __init__(self, users: Users, tokens: TokenService) -> None:
         self.users = users
         self.tokens = tokens
         self._hashing = asyncio.Semaphore(MAX_HASHING)
@@ -48,12 +49,12 @@ class Accounts:
         company = f.text("company", required=False, max_len=200)
         f.check()
         assert email is not None and password is not None
-        if self.users.by_email(email) is not None:  # cheap early answer; the UNIQUE index decides races
+        if await self.users.by_email(email) is not None:  # cheap early answer; the UNIQUE index decides races
             raise _duplicate()
         async with self._hashing:
             hashed = await asyncio.to_thread(hash_password, password)
         try:
-            user = self.users.create(email, hashed, name, company)
+            user = await self.users.create(email, hashed, name, company)
         except DuplicateEmail:
             raise _duplicate() from None
         return json_response({"id": user.id, "email": user.email}, 201)
@@ -68,7 +69,7 @@ class Accounts:
             f.error("password", "must be a string")
         f.check()
         assert email is not None and isinstance(password, str)
-        user = self.users.by_email(email)
+        user = await self.users.by_email(email)
         async with self._hashing:
             ok = await asyncio.to_thread(self._verify, user, password)
         if not ok or user is None:
@@ -90,7 +91,7 @@ class Accounts:
         if needs_rehash(user.password_hash):
             async with self._hashing:
                 hashed = await asyncio.to_thread(hash_password, password)
-            self.users.set_password_hash(user.id, hashed)
+            await self.users.set_password_hash(user.id, hashed)
 
 
 def _duplicate() -> ApiError:
@@ -104,11 +105,11 @@ class BearerAuth:
     tokens are matched to a local account by their `email` claim.
     """
 
-    def __init__(self, tokens: TokenService, users: UserRepo) -> None:
+    def __init__(self, tokens: TokenService, users: Users) -> None:
         self.tokens = tokens
         self.users = users
 
-    def user(self, req: Request) -> User:
+    async def user(self, req: Request) -> User:
         header = req.headers.get("authorization")
         if not header:
             raise unauthorized("A bearer token is required.", error=None)
@@ -120,9 +121,9 @@ class BearerAuth:
         except TokenError as exc:
             raise unauthorized(f"The bearer token was refused: {exc}.") from None
         if claims.external:
-            user = self.users.by_email(claims.email) if claims.email else None
+            user = await self.users.by_email(claims.email) if claims.email else None
         else:
-            user = self.users.by_id(claims.subject)
+            user = await self.users.by_id(claims.subject)
         if user is None:
             raise unauthorized("The bearer token names no account here.")
         if user.disabled:

@@ -120,7 +120,11 @@ class App:
         if len(req.body) > MAX_BODY:
             raise ApiError("payload_too_large", f"Request bodies are limited to {MAX_BODY} bytes.")
         req.path_params = params
-        decision = self._admit(route, req)
+        try:
+            decision = self._admit(route, req)
+        except _UnknownKey as miss:  # not in the key cache: read storage (off the loop), then decide
+            await self.keys.load(miss.secret)
+            decision = self._admit(route, req, loaded=True)
         try:
             result = route.handler(req)
             resp: Response = await result if route.is_async else result  # type: ignore[misc,assignment]
@@ -133,14 +137,18 @@ class App:
             resp.headers.extend(decision.headers())
         return route, resp
 
-    def _admit(self, route: Route, req: Request) -> Decision | None:
-        """Authenticate and rate-limit; returns the decision whose headers go on the response."""
+    def _admit(self, route: Route, req: Request, loaded: bool = False) -> Decision | None:
+        """Authenticate and rate-limit; returns the decision whose headers go on the response.
+
+        Raises _UnknownKey for a key the in-memory cache does not hold (unless `loaded`: storage was read)."""
         if route.access is Access.OPEN:
             return None
         now = self.clock()
         if route.access is Access.KEYED:
             secret = req.headers.get("x-service-key")
             key = self.keys.lookup(secret) if secret else None
+            if key is None and secret and not loaded:
+                raise _UnknownKey(secret)
             if key is None:
                 detail = "Missing X-SERVICE-Key header." if not secret else "Unknown or revoked API key."
                 raise ApiError("unauthorized", detail, headers=[("www-authenticate", 'ApiKey header="X-SERVICE-Key"')])
@@ -199,6 +207,12 @@ class App:
                 resp.headers.append(("access-control-allow-origin", origin))
             resp.headers.append(("vary", "Origin"))
             resp.headers.append(("access-control-expose-headers", RATE_HEADERS))
+
+
+class _UnknownKey(Exception):
+    def __init__(self, secret: str) -> None:
+        super().__init__("key not cached")
+        self.secret = secret
 
 
 def _preflight(methods: dict[str, Any]) -> Response:

@@ -1,15 +1,17 @@
 """The public-site API (`/api/...`, SPEC section 8): wiring and its background task.
 
-`register_public_site(hub)` builds the repositories and handlers on the hub's
-connection and clock, adds their routes (all `Access.PUBLIC`: the per-IP public
+`register_public_site(hub)` builds the handlers on the hub's repositories (async,
+off the loop) and clock, adds their routes (all `Access.PUBLIC`: the per-IP public
 bucket, plus the login bucket on login) and a service that rebuilds the market
-snapshot every `--market-refresh-s` and anchors pending evidence every few seconds.
+snapshot every `--market-refresh-s` and anchors pending evidence every few seconds,
+in batches of at most ANCHOR_BATCH hashes (one storage call and one block each).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import sqlite3
 from collections.abc import Callable
@@ -21,11 +23,9 @@ from server.api.site_evidence import SiteEvidenceApi
 from server.api.site_market import MarketSnapshots, SiteMarketApi
 from server.api.site_records import SiteRecordsApi
 from server.api.tokens import TokenService, load_external_key, load_secret
-from server.evidence import EvidenceLog
-from server.store.content import ContentRepo
-from server.store.receipts import ReceiptRepo
-from server.store.records import RecordRepo
-from server.store.users import UserRepo
+from server.evidence.log import ANCHOR_BATCH
+from server.store.repositories import Evidence
+from server.store.storage import StorageClosed
 
 if TYPE_CHECKING:
     from server.hub import Hub
@@ -33,39 +33,39 @@ if TYPE_CHECKING:
 log = logging.getLogger("market.site")
 
 ANCHOR_INTERVAL_S = 5.0
+MAX_BATCHES_PER_ROUND = 1000  # bounded; a bigger backlog continues next round
 
 
 def register_public_site(hub: Hub) -> None:
     s = hub.settings
-    evidence = EvidenceLog(hub.conn, clock=hub.clock)
+    repos = hub.repos
     tokens = TokenService(load_secret(s.jwt_secret, s.data_dir), load_external_key(s.jwt_public_key), hub.clock)
-    users = UserRepo(hub.conn)
     snapshots = MarketSnapshots(hub.state, s.market_refresh_s, hub.clock)
     apis = (
         SiteMarketApi(snapshots),
-        SiteContentApi(ContentRepo(hub.conn)),
-        Accounts(users, tokens),
-        SiteRecordsApi(RecordRepo(hub.conn, hub.clock), BearerAuth(tokens, users), hub.app.check_bucket,
-                       s.inquiry_rate),
-        SiteEvidenceApi(ReceiptRepo(hub.conn, evidence), evidence),
+        SiteContentApi(repos.content),
+        Accounts(repos.users, tokens),
+        SiteRecordsApi(repos.records, BearerAuth(tokens, repos.users), hub.app.check_bucket, s.inquiry_rate),
+        SiteEvidenceApi(repos.receipts, repos.evidence),
     )
     for api in apis:
         api.register(hub.router)
-    hub.services.append(SiteTasks(snapshots, evidence))
+    hub.services.append(SiteTasks(snapshots, repos.evidence))
 
 
 class SiteTasks:
     """Periodic work of the public site, as a hub service (started after the core, stopped before it)."""
 
-    def __init__(self, snapshots: MarketSnapshots, evidence: EvidenceLog,
-                 anchor_interval_s: float = ANCHOR_INTERVAL_S) -> None:
+    def __init__(self, snapshots: MarketSnapshots, evidence: Evidence,
+                 anchor_interval_s: float = ANCHOR_INTERVAL_S, anchor_batch: int = ANCHOR_BATCH) -> None:
         self.snapshots = snapshots
         self.evidence = evidence
         self.anchor_interval_s = anchor_interval_s
+        self.anchor_batch = anchor_batch
         self._tasks: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
-        self.anchor()  # demo receipts seeded with a new data dir are anchored before the first request
+        await self.anchor()  # demo receipts seeded with a new data dir are anchored before the first request
         self.snapshots.refresh()
         loop = asyncio.get_running_loop()
         self._tasks = [
@@ -81,13 +81,18 @@ class SiteTasks:
                 await task
         self._tasks = []
 
-    def anchor(self) -> None:
-        try:
-            block = self.evidence.anchor_pending()
-        except (sqlite3.Error, RuntimeError):
-            log.exception("anchoring pending evidence failed")
-            return
-        if block is not None:
+    async def anchor(self) -> None:
+        """Anchor the pending hashes, one bounded batch (one block) per storage call."""
+        for _ in range(MAX_BATCHES_PER_ROUND):
+            try:
+                block = await self.evidence.anchor_batch(self.anchor_batch)
+            except StorageClosed:
+                return
+            except (sqlite3.Error, RuntimeError):
+                log.exception("anchoring pending evidence failed")
+                return
+            if block is None:
+                return
             log.info("evidence anchored: block %d, tree size %d", block.height, block.tree_size)
 
 
@@ -95,6 +100,8 @@ async def _every(period_s: float, work: Callable[[], object]) -> None:
     while True:
         await asyncio.sleep(period_s)
         try:
-            work()
+            done = work()
+            if inspect.isawaitable(done):
+                await done
         except Exception:
             log.exception("periodic site task failed")

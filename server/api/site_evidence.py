@@ -15,16 +15,16 @@ from server.api.errors import ApiError
 from server.api.router import Access, Router
 from server.api.site_fields import param_error
 from server.api.types import Request, Response
-from server.evidence import EvidenceLog
 from server.market.timefmt import iso
-from server.store.receipts import RECEIPT_NO_PATTERN, ReceiptRepo
+from server.store.receipts import RECEIPT_NO_PATTERN
+from server.store.repositories import Evidence, Receipts
 
 _RECEIPT_NO = re.compile(RECEIPT_NO_PATTERN)
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
 
 class SiteEvidenceApi:
-    def __init__(self, receipts: ReceiptRepo, evidence: EvidenceLog) -> None:
+    def __init__(self, receipts: Receipts, evidence: Evidence) -> None:
         self.receipts = receipts
         self.evidence = evidence
 
@@ -32,22 +32,22 @@ class SiteEvidenceApi:
         router.add("GET", "/api/receipt/{receiptNo}", self.receipt, Access.PUBLIC, name="site_receipt")
         router.add("GET", "/api/verify-anchor", self.verify_anchor, Access.PUBLIC, name="site_verify_anchor")
 
-    def receipt(self, req: Request) -> Response:
+    async def receipt(self, req: Request) -> Response:
         number = req.path_params["receiptNo"]
         if not _RECEIPT_NO.fullmatch(number):
             raise param_error("receiptNo", "receiptNo must match [A-Za-z0-9][A-Za-z0-9-]{2,63}")
-        view = self.receipts.public(number)
+        view = await self.receipts.public(number)
         if view is None:
             raise ApiError("not_found", f"No receipt {number}.")
-        found = self.evidence.lookup(view["evidenceHash"])
+        found = await self.evidence.lookup(view["evidenceHash"])
         view["anchored"] = found is not None and found["status"] == "anchored"
         return Response(200, orjson.dumps(view))
 
-    def verify_anchor(self, req: Request) -> Response:
+    async def verify_anchor(self, req: Request) -> Response:
         digest = req.query.get("hash")
         if digest is None or not _HEX64.fullmatch(digest):
             raise param_error("hash", "hash must be 64 hexadecimal characters (a SHA-256)")
-        found = self.evidence.lookup(digest)
+        found = await self.evidence.lookup(digest)
         if found is None:
             raise ApiError("not_found", "This hash was never submitted.")
         if found["status"] == "anchored":

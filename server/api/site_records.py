@@ -1,7 +1,7 @@
 """`POST /api/submit-inquiry` (Bearer, 30/min per user) and `POST /api/cooperation` (open to all).
 
-Both answer 201 `{id, status: "received", createdAt}` only after the record (and
-its notification jobs, through the records repo's hooks) is committed.
+Both answer 201 `{id, status: "received", createdAt}` only after the record and its
+notification jobs are committed (one transaction, written by the records service).
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from server.api.app import json_response
 from server.api.body import Fields, json_object
 from server.api.router import Access, Router
 from server.api.types import Request, Response
-from server.store.records import Accepted, Cooperation, Inquiry, RecordRepo
+from server.store.records import Accepted, Cooperation, Inquiry
+from server.store.repositories import Records
 
 MAX_MESSAGE = 2000
 MAX_QUANTITY = 1e12
@@ -26,7 +27,7 @@ BucketCheck = Callable[[str, str, int], Any]
 
 
 class SiteRecordsApi:
-    def __init__(self, repo: RecordRepo, auth: BearerAuth, check_bucket: BucketCheck, inquiry_rate: int) -> None:
+    def __init__(self, repo: Records, auth: BearerAuth, check_bucket: BucketCheck, inquiry_rate: int) -> None:
         self.repo = repo
         self.auth = auth
         self.check_bucket = check_bucket
@@ -36,8 +37,8 @@ class SiteRecordsApi:
         router.add("POST", "/api/submit-inquiry", self.inquiry, Access.PUBLIC, name="site_inquiry")
         router.add("POST", "/api/cooperation", self.cooperation, Access.PUBLIC, name="site_cooperation")
 
-    def inquiry(self, req: Request) -> Response:
-        user = self.auth.user(req)
+    async def inquiry(self, req: Request) -> Response:
+        user = await self.auth.user(req)
         self.check_bucket("inquiry", user.id, self.inquiry_rate)
         f = Fields(json_object(req))
         product = f.text("product", max_len=200)
@@ -55,9 +56,9 @@ class SiteRecordsApi:
             contact_phone=site_fields.phone(f, "contactPhone"),
         )
         f.check()
-        return _created(self.repo.add_inquiry(record))
+        return _created(await self.repo.add_inquiry(record))
 
-    def cooperation(self, req: Request) -> Response:
+    async def cooperation(self, req: Request) -> Response:
         f = Fields(json_object(req))
         company = f.text("company", max_len=200)
         contact_name = f.text("contactName", max_len=100)
@@ -75,7 +76,7 @@ class SiteRecordsApi:
             message=f.text("message", required=False, max_len=MAX_MESSAGE),
         )
         f.check()
-        return _created(self.repo.add_cooperation(record))
+        return _created(await self.repo.add_cooperation(record))
 
 
 def _present(f: Fields, name: str) -> bool:

@@ -93,9 +93,10 @@ class LocalLedger:
     name = "local"
     _COLUMNS = "height, root, tree_size, prev_hash, block_hash, ts, tx_hash"
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, *, schema: bool = True) -> None:
         self.conn = conn
-        conn.execute(_SCHEMA)
+        if schema:
+            conn.execute(_SCHEMA)
 
     def anchor(self, root: bytes, tree_size: int, ts: float) -> Block:
         """Append a block. Joins the caller's transaction if one is open, else opens its own."""

@@ -43,6 +43,8 @@ _SCHEMA = (
     ) WITHOUT ROWID""",
 )
 
+ANCHOR_BATCH = 2000  # leaves per block when anchoring a backlog: a short write transaction, a few ms of hashing
+
 # What a tampered row can raise while being read back: bad hex, missing rows, wrong types.
 _CORRUPT = (ValueError, LookupError, TypeError, struct.error)
 
@@ -60,12 +62,16 @@ class EvidenceLog:
         conn: sqlite3.Connection,
         ledger: Ledger | None = None,
         clock: Callable[[], float] = time.time,
+        *,
+        schema: bool = True,
     ) -> None:
+        """`schema=False` skips the CREATE TABLE IF NOT EXISTS statements (a read-only connection)."""
         self.conn = conn
         self.clock = clock
-        for stmt in _SCHEMA:
-            conn.execute(stmt)
-        self.ledger: Ledger = ledger if ledger is not None else LocalLedger(conn)
+        if schema:
+            for stmt in _SCHEMA:
+                conn.execute(stmt)
+        self.ledger: Ledger = ledger if ledger is not None else LocalLedger(conn, schema=schema)
 
     # -- writes
 
@@ -80,20 +86,22 @@ class EvidenceLog:
         row = self.conn.execute("SELECT batch FROM evidence_leaves WHERE hash = ?", (h,)).fetchone()
         return "pending" if row[0] is None else "anchored"
 
-    def anchor_pending(self) -> Block | None:
-        """Anchor every pending leaf in one block over the whole log; None if nothing is pending."""
+    def anchor_pending(self, max_leaves: int | None = None) -> Block | None:
+        """Anchor the pending leaves (the oldest `max_leaves` of them, if given) in one block over the whole
+        log; None if nothing is pending. A bounded batch keeps the write transaction and its hashing short."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
-            block = self._anchor_locked()
+            block = self._anchor_locked(max_leaves)
         except BaseException:
             self.conn.execute("ROLLBACK")
             raise
         self.conn.execute("COMMIT")
         return block
 
-    def _anchor_locked(self) -> Block | None:
+    def _anchor_locked(self, max_leaves: int | None) -> Block | None:
         pending = self.conn.execute(
-            "SELECT idx, hash FROM evidence_leaves WHERE batch IS NULL ORDER BY idx"
+            "SELECT idx, hash FROM evidence_leaves WHERE batch IS NULL ORDER BY idx LIMIT ?",
+            (-1 if max_leaves is None else max_leaves,),
         ).fetchall()
         if not pending:
             return None
@@ -202,10 +210,17 @@ class EvidenceLog:
             return None
         return block, proof
 
+    def anchor_all(self, batch: int = ANCHOR_BATCH) -> Block | None:
+        """Anchor every pending leaf, `batch` at a time (one transaction and block each); the last block."""
+        last = None
+        while (block := self.anchor_pending(batch)) is not None:
+            last = block
+        return last
+
     def submit_and_anchor(self, hash_hex: str) -> dict[str, Any]:
         """Submit a hash and anchor everything pending (CLI `evidence anchor`); returns its lookup."""
         self.submit(hash_hex)
-        self.anchor_pending()
+        self.anchor_all()
         result = self.lookup(hash_hex)
         assert result is not None  # just submitted
         return result

@@ -8,8 +8,11 @@ duplicate is possible only when a crash falls between the far side accepting
 and our commit, and the idempotency id lets the far side drop it. A delivered
 job is never claimed again. One hub per data dir owns delivery.
 
-The worker wakes at once when a hook enqueues a job and otherwise polls every
-second for due retries and for jobs another process put back (`outbox retry`).
+Jobs are written by the records service in the record's own transaction,
+whether or not this worker runs; the service then calls `wake`, so the worker
+delivers at once, and otherwise it polls every second for due retries and for
+jobs another process put back (`outbox retry`). Every storage call is awaited
+through the `Outbox` repository (a storage thread), never run on the loop.
 """
 
 from __future__ import annotations
@@ -29,11 +32,11 @@ from server.config import Settings
 from server.notify.channels import EMAIL, configured_channels, describe, scrub, sensitive_strings
 from server.notify.jobs import Backoff, DeliveryFailed, IllegalTransition, JobState
 from server.notify.mail import MailSender
-from server.notify.outbox import OutboxHook
 from server.notify.webhook import WebhookSender
-from server.store import records
-from server.store.db import open_db
-from server.store.outbox import Job, OutboxRepo
+from server.store.outbox import Job
+from server.store.repositories import Outbox
+from server.store.sqlite_repos import SqliteOutbox
+from server.store.storage import SqliteStorage, StorageClosed
 
 log = logging.getLogger("market.notify")
 
@@ -65,37 +68,38 @@ class OutboxMetrics:
 
 
 class OutboxWorker:
-    def __init__(self, settings: Settings, registry: Registry, clock: Callable[[], float] = time.time,
-                 rng: Callable[[], float] = random.random,
-                 hooks: list[records.Hook] | None = None, poll_s: float = POLL_S) -> None:
+    def __init__(self, settings: Settings, registry: Registry, outbox: Outbox | None = None,
+                 clock: Callable[[], float] = time.time, rng: Callable[[], float] = random.random,
+                 poll_s: float = POLL_S) -> None:
+        """`outbox` None: the worker opens the data dir's storage itself at start and closes it at stop."""
         self.settings = settings
         self.clock = clock
         self.rng = rng
         self.poll_s = poll_s
         self.channels = configured_channels(settings)
         self.backoff = Backoff(settings.outbox_base_s, BACKOFF_CAP_S, settings.outbox_max_attempts)
-        self.hooks = records.AFTER_INSERT if hooks is None else hooks
         self.sensitive = sensitive_strings(settings)
         self.metrics = OutboxMetrics(registry, self)
         self.counts: dict[JobState, int] = dict.fromkeys(JobState, 0)
-        self.hook = OutboxHook(self.channels, clock, self.wake)
         self._event = asyncio.Event()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._inflight: dict[str, asyncio.Task[None]] = {}
         self._senders: dict[str, Sender] = {}
-        self._repo: OutboxRepo | None = None
+        self._repo: Outbox | None = outbox
+        self._own_storage: SqliteStorage | None = None
 
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        conn = open_db(self.settings.data_dir)  # its own connection: never inside a request's transaction
-        self._repo = OutboxRepo(conn)
+        if self._repo is None:
+            self._own_storage = await asyncio.to_thread(SqliteStorage, self.settings.data_dir)
+            self._repo = SqliteOutbox(self._own_storage)
+        self._stopping = False
         self._senders = self._make_senders()
-        recovered = self._repo.recover(self.clock())
-        self.hooks.append(self.hook)
+        recovered = await self._repo.recover(self.clock())
         self._task = self._loop.create_task(self._run(), name="outbox")
         log.info("outbox started channels=[%s] recovered=%d",
                  ", ".join(c.describe() for c in self.channels), recovered)
@@ -109,8 +113,6 @@ class OutboxWorker:
         return senders
 
     async def stop(self) -> None:
-        with contextlib.suppress(ValueError):
-            self.hooks.remove(self.hook)
         self._stopping = True
         self._event.set()
         if self._task is not None:
@@ -118,9 +120,9 @@ class OutboxWorker:
         await self._drain()
         for sender in {id(s): s for s in self._senders.values()}.values():
             await sender.close()
-        if self._repo is not None:
-            self._repo.conn.close()
-            self._repo = None
+        if self._own_storage is not None:
+            await asyncio.to_thread(self._own_storage.close)
+            self._own_storage, self._repo = None, None
         log.info("outbox stopped")
 
     async def _drain(self) -> None:
@@ -133,10 +135,10 @@ class OutboxWorker:
             self._inflight[job_id].cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if unfinished and self._repo is not None:
-            self._repo.release(unfinished, self.clock())
+            await self._repo.release(unfinished, self.clock())
 
     def wake(self) -> None:
-        """Called by the hook, possibly from another thread, after a job was enqueued."""
+        """Called after jobs were committed (any thread may call it); a no-op while the worker is stopped."""
         loop = self._loop
         if loop is not None and not loop.is_closed():
             with contextlib.suppress(RuntimeError):
@@ -148,42 +150,45 @@ class OutboxWorker:
         while not self._stopping:
             self._event.clear()
             try:
-                self._round()
+                await self._round()
+            except StorageClosed:
+                return
             except Exception:  # keep delivering: a locked or broken database is retried next round
                 log.exception("outbox round failed")
+            sleep_s = await self._sleep_s()
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self._sleep_s()):  # not wait_for: 3.11's can swallow a cancel
+                async with asyncio.timeout(sleep_s):  # not wait_for: 3.11's can swallow a cancel
                     await self._event.wait()
 
-    def _round(self) -> None:
+    async def _round(self) -> None:
         repo = self._repo
         assert self._loop is not None and repo is not None
         free = MAX_INFLIGHT - len(self._inflight)
         if free > 0:
-            for job in repo.claim_due(self.clock(), free):
+            for job in await repo.claim_due(self.clock(), free):
                 task = self._loop.create_task(self._deliver(job), name=f"outbox-{job.id}")
                 self._inflight[job.id] = task
                 task.add_done_callback(functools.partial(self._finished, job.id))
-        self.counts = repo.counts()
+        self.counts = await repo.counts()
         if self.counts[JobState.SENDING] > len(self._inflight):
-            self._release_orphans(repo)
+            await self._release_orphans(repo)
 
-    def _sleep_s(self) -> float:
+    async def _sleep_s(self) -> float:
         """Until the next retry falls due, but at most the poll period (other processes add work too)."""
         if len(self._inflight) >= MAX_INFLIGHT:
             return self.poll_s  # due jobs wait for a free slot; a finishing task sets the event
         try:
-            due = self._repo.next_due() if self._repo is not None else None
-        except sqlite3.Error:
+            due = await self._repo.next_due() if self._repo is not None else None
+        except (sqlite3.Error, StorageClosed):
             due = None
         if due is None:
             return self.poll_s
         return min(self.poll_s, max(0.0, due - self.clock()))
 
-    def _release_orphans(self, repo: OutboxRepo) -> None:
+    async def _release_orphans(self, repo: Outbox) -> None:
         """Jobs in sending that no task of ours is delivering (a write of their outcome failed)."""
-        orphans = [j.id for j in repo.list_jobs(JobState.SENDING) if j.id not in self._inflight]
-        if repo.release(orphans, self.clock()):
+        orphans = [j.id for j in await repo.list_jobs(JobState.SENDING) if j.id not in self._inflight]
+        if await repo.release(orphans, self.clock()):
             log.warning("outbox released %d orphaned job(s) back to pending", len(orphans))
             self._event.set()
 
@@ -199,10 +204,10 @@ class OutboxWorker:
         self.metrics.seconds.observe(time.monotonic() - started, labels)
         try:
             if reason is None:
-                self._delivered(job)
+                await self._delivered(job)
             else:
-                self._failed(job, reason)
-        except (sqlite3.Error, IllegalTransition) as exc:
+                await self._failed(job, reason)
+        except (sqlite3.Error, IllegalTransition, StorageClosed) as exc:
             log.error("outbox could not record the outcome of job=%s: %s", job.id, exc)
 
     async def _attempt(self, job: Job) -> str | None:
@@ -218,18 +223,18 @@ class OutboxWorker:
             return scrub(f"{type(exc).__name__}: {exc}", self.sensitive)
         return None
 
-    def _delivered(self, job: Job) -> None:
+    async def _delivered(self, job: Job) -> None:
         assert self._repo is not None
-        self._repo.mark_delivered(job.id, self.clock())
+        await self._repo.mark_delivered(job.id, self.clock())
         self.metrics.deliveries.inc((("channel", job.channel),))
         log.info("outbox delivered job=%s record=%s/%s channel=%s attempt=%d",
                  job.id, job.record_kind, job.record_id, describe(job.channel, job.target), job.attempts)
 
-    def _failed(self, job: Job, reason: str) -> None:
+    async def _failed(self, job: Job, reason: str) -> None:
         assert self._repo is not None
         now = self.clock()
         retry = self.backoff.after_failure(job.attempts, now, self.rng)
-        self._repo.mark_failed(job.id, retry, reason, now)
+        await self._repo.mark_failed(job.id, retry, reason, now)
         labels = (("channel", job.channel),)
         self.metrics.failures.inc(labels)
         where = describe(job.channel, job.target)

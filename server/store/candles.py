@@ -18,20 +18,25 @@ CREATE TABLE IF NOT EXISTS candles (
 register_schema(SCHEMA)
 
 Candle = tuple[str, date, float, float, float, float, float]
+CHUNK = 1000  # rows per write transaction: a bulk import never holds the write lock for long
 
 
 class CandleRepo:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
-    def upsert(self, candles: list[Candle]) -> None:
-        with transaction(self.conn):
-            self.conn.executemany(
-                "INSERT INTO candles (instrument, day, o, h, l, c, v) VALUES (?, ?, ?, ?, ?, ?, ?) "
-                "ON CONFLICT (instrument, day) DO UPDATE SET o=excluded.o, h=excluded.h, l=excluded.l, "
-                "c=excluded.c, v=excluded.v",
-                [(i, d.isoformat(), o, h, lo, c, v) for i, d, o, h, lo, c, v in candles],
-            )
+    def upsert(self, candles: list[Candle], chunk: int = CHUNK) -> None:
+        """Insert or replace candles, `chunk` rows per transaction (an upsert is idempotent, so a
+        failure part-way leaves nothing a re-run would not fix)."""
+        rows = [(i, d.isoformat(), o, h, lo, c, v) for i, d, o, h, lo, c, v in candles]
+        for start in range(0, len(rows), chunk):
+            with transaction(self.conn):
+                self.conn.executemany(
+                    "INSERT INTO candles (instrument, day, o, h, l, c, v) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (instrument, day) DO UPDATE SET o=excluded.o, h=excluded.h, l=excluded.l, "
+                    "c=excluded.c, v=excluded.v",
+                    rows[start:start + chunk],
+                )
 
     def since(self, first_day: date) -> list[Candle]:
         rows = self.conn.execute(

@@ -36,11 +36,7 @@ def register_seeder(seed: Callable[[sqlite3.Connection], None]) -> None:
 def open_db(data_dir: Path) -> sqlite3.Connection:
     data_dir.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(data_dir / DB_NAME, isolation_level=None, check_same_thread=False, timeout=10.0)
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("PRAGMA busy_timeout=10000")
+    configure(conn)
     with transaction(conn):
         conn.execute(META_SCHEMA)
         for sql in _SCHEMAS:
@@ -51,6 +47,15 @@ def open_db(data_dir: Path) -> sqlite3.Connection:
                 seed(conn)
             conn.execute("INSERT INTO meta (key, value) VALUES ('seeded', '1')")
     return conn
+
+
+def configure(conn: sqlite3.Connection) -> None:
+    """Row access by name, WAL, and a 10 s wait for the write lock (CLI imports hold it one chunk at a time)."""
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    conn.execute("PRAGMA busy_timeout=10000")
 
 
 def _split(sql: str) -> list[str]:

@@ -1,11 +1,11 @@
-"""Inquiries and cooperation intents: stored durably, each with its after-insert hooks in one transaction.
+"""Inquiries and cooperation intents, each written with its notification jobs in one transaction.
 
-`AFTER_INSERT` is the seam the notification outbox plugs into: every hook is
-called inside the same `BEGIN IMMEDIATE ... COMMIT` as the record's INSERT, so a
-record and its notification jobs land together or not at all. Hook signature:
-`hook(conn, kind, record_id, payload)` with kind "inquiry" or "cooperation" and
-payload the record's public fields (camelCase, including id and createdAt).
-A hook that raises rolls the record back, and the request fails with a 500.
+The records service is the outbox's only writer of new jobs: `add_inquiry` and
+`add_cooperation` insert the record and one pending job per configured channel
+(kind, target) inside the same `BEGIN IMMEDIATE ... COMMIT`, so a record and its
+jobs land together or not at all, whether or not a delivery worker is running
+(a worker started later finds the pending jobs). Payload: the record's public
+fields (camelCase, including id and createdAt).
 """
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from server.market.timefmt import iso
 from server.store.db import register_schema, transaction
+from server.store.outbox import OutboxRepo
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS inquiries (
@@ -48,10 +49,8 @@ CREATE TABLE IF NOT EXISTS cooperations (
 """
 register_schema(SCHEMA)
 
-Hook = Callable[[sqlite3.Connection, str, str, dict[str, Any]], None]
-
-# The agreed seam for the notifier (server/notify/outbox.py registers `enqueue_jobs` here).
-AFTER_INSERT: list[Hook] = []
+# A notification channel as the outbox stores it: (kind, target), e.g. ("generic", "https://...").
+ChannelSpec = tuple[str, str]
 
 RECEIVED = "received"
 _CROCKFORD = "0123456789ABCDEFGHJKMNPQRSTVWXYZ"
@@ -98,11 +97,11 @@ class Accepted:
 class RecordRepo:
     def __init__(
         self, conn: sqlite3.Connection, clock: Callable[[], float] = time.time,
-        hooks: list[Hook] | None = None,
+        channels: Sequence[ChannelSpec] = (),
     ) -> None:
         self.conn = conn
         self.clock = clock
-        self.hooks = AFTER_INSERT if hooks is None else hooks
+        self.channels = tuple(channels)
 
     def add_inquiry(self, q: Inquiry) -> Accepted:
         now = self.clock()
@@ -120,6 +119,7 @@ class RecordRepo:
             (rid, q.user_id, q.user_email, q.product, q.quantity, q.unit, q.message, q.delivery_place,
              q.contact_phone, RECEIVED, now),
             payload,
+            now,
         )
         return Accepted(rid, RECEIVED, created)
 
@@ -138,14 +138,15 @@ class RecordRepo:
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
             (rid, c.company, c.contact_name, c.email, c.phone, c.type, c.message, RECEIVED, now),
             payload,
+            now,
         )
         return Accepted(rid, RECEIVED, created)
 
-    def _insert(self, kind: str, sql: str, params: tuple[Any, ...], payload: dict[str, Any]) -> None:
+    def _insert(self, kind: str, sql: str, params: tuple[Any, ...], payload: dict[str, Any], now: float) -> None:
         with transaction(self.conn):
             self.conn.execute(sql, params)
-            for hook in self.hooks:
-                hook(self.conn, kind, payload["id"], dict(payload))
+            if self.channels:
+                OutboxRepo(self.conn).add(kind, payload["id"], payload, self.channels, now)
 
     def inquiry(self, record_id: str) -> dict[str, Any] | None:
         row = self.conn.execute("SELECT * FROM inquiries WHERE id = ?", (record_id,)).fetchone()

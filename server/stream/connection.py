@@ -28,9 +28,9 @@ import email.utils
 import logging
 import os
 import socket
-from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
-from urllib.parse import urlsplit
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any, cast
+from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 from websockets.datastructures import Headers
@@ -63,8 +63,11 @@ _HANDSHAKE_ERRORS = {405: "method_not_allowed", 426: "upgrade_required"}
 
 class StreamConnection(asyncio.Protocol):
     def __init__(self, core: StreamCore, clock: Callable[[], float],
-                 on_made: Callable[[StreamConnection], None], on_lost: Callable[[StreamConnection], None]) -> None:
+                 on_made: Callable[[StreamConnection], None], on_lost: Callable[[StreamConnection], None],
+                 load_key: Callable[[str], Coroutine[Any, Any, Any]] | None = None) -> None:
         self.core = core
+        self.load_key = load_key  # reads a key the cache does not hold (a storage thread; awaited, not blocking)
+        self._key_task: asyncio.Task[Any] | None = None
         self.clock = clock
         self.on_made = on_made
         self.on_lost = on_lost
@@ -168,6 +171,8 @@ class StreamConnection(asyncio.Protocol):
         return self.core.on_binary(session, now)
 
     def _handshake(self, request: Request) -> None:
+        if self._load_unknown_key(request):
+            return  # resumed by the load's callback
         session = self.session
         assert session is not None
         response = self.proto.accept(request)
@@ -183,6 +188,27 @@ class StreamConnection(asyncio.Protocol):
         self.proto.send_response(response)
         self._flush()  # the 101 must precede the snapshot the core writes next
         self.core.open(session)
+
+    def _load_unknown_key(self, request: Request) -> bool:
+        """A key the cache does not hold may have been created by the CLI a moment ago: read it from
+        storage first (the loop does not wait), then run the handshake again. True while loading."""
+        if self.load_key is None or self._key_task is not None:
+            return False
+        parts = urlsplit(request.path)
+        secret = dict(parse_qsl(parts.query, keep_blank_values=True)).get("key", "")
+        if parts.path != WS_PATH or not secret or self.core.lookup(secret) is not None:
+            return False
+        self._key_task = asyncio.get_running_loop().create_task(self.load_key(secret))
+        self._key_task.add_done_callback(lambda task: self._resume_handshake(request, task))
+        return True
+
+    def _resume_handshake(self, request: Request, task: asyncio.Task[Any]) -> None:
+        if not task.cancelled() and task.exception() is not None:  # storage down: the key stays unknown
+            PROTOCOL_LOG.warning("key lookup failed: %s", type(task.exception()).__name__)
+        if self.transport is None or self.transport.is_closing():
+            return
+        self._handshake(request)
+        self._process()
 
     def _send_problem(self, error: ApiError) -> None:
         body = orjson.dumps(error.problem())

@@ -68,7 +68,7 @@ class StreamService:
 
     # --- hooks -------------------------------------------------------------------
     def _new_connection(self) -> StreamConnection:
-        return StreamConnection(self.core, self.hub.clock, self._made, self._lost)
+        return StreamConnection(self.core, self.hub.clock, self._made, self._lost, self.hub.keys.load)
 
     def _made(self, conn: StreamConnection) -> None:
         assert conn.session is not None

@@ -1,8 +1,9 @@
-"""The outbox core without an event loop: states and transitions, backoff, the SQLite repository, the hook."""
+"""The outbox core without an event loop: states and transitions, backoff, the SQLite repository, records + jobs."""
 
 from __future__ import annotations
 
 import random
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -10,10 +11,9 @@ import pytest
 from server.config import Settings, Webhook
 from server.notify.channels import Channel, configured_channels, scrub, sensitive_strings
 from server.notify.jobs import TRANSITIONS, Backoff, IllegalTransition, JobState, transition
-from server.notify.outbox import OutboxHook, enqueue_jobs
 from server.store.db import open_db, transaction
 from server.store.outbox import JobNotFound, OutboxRepo
-from server.store.records import Cooperation, Hook, RecordRepo
+from server.store.records import Cooperation, RecordRepo
 
 S = JobState
 ALLOWED = {
@@ -66,12 +66,12 @@ def repo(tmp_path: Path) -> OutboxRepo:
     return OutboxRepo(open_db(tmp_path / "data"))
 
 
-CHANNELS = (Channel("email", "a@example.com,b@example.com"), Channel("wecom", "https://qyapi.example/send?key=K"))
+CHANNELS = (("email", "a@example.com,b@example.com"), ("wecom", "https://qyapi.example/send?key=K"))
 
 
 def test_enqueue_claim_deliver_fail_dead_and_retry(repo: OutboxRepo) -> None:
     with transaction(repo.conn):
-        assert enqueue_jobs(repo.conn, "inquiry", "inq_1", {"id": "inq_1", "product": "PX"}, CHANNELS, 10.0) == 2
+        assert repo.add("inquiry", "inq_1", {"id": "inq_1", "product": "PX"}, CHANNELS, 10.0) == 2
     jobs = repo.for_record("inquiry", "inq_1")
     assert {j.channel for j in jobs} == {"email", "wecom"}
     assert all(j.state is S.PENDING and j.attempts == 0 for j in jobs)
@@ -103,7 +103,7 @@ def test_enqueue_claim_deliver_fail_dead_and_retry(repo: OutboxRepo) -> None:
 
 
 def test_recover_and_release_put_sending_jobs_back(repo: OutboxRepo) -> None:
-    enqueue_jobs(repo.conn, "cooperation", "coop_1", {"company": "X"}, CHANNELS, 1.0)
+    repo.add("cooperation", "coop_1", {"company": "X"}, CHANNELS, 1.0)
     first, second = repo.claim_due(1.0, 10)
     assert repo.release([first.id], 2.0) == 1
     assert repo.get(first.id).state is S.PENDING
@@ -114,26 +114,25 @@ def test_recover_and_release_put_sending_jobs_back(repo: OutboxRepo) -> None:
 
 def test_record_and_jobs_commit_or_roll_back_together(tmp_path: Path) -> None:
     conn = open_db(tmp_path / "data")
-    woken: list[int] = []
-    hooks: list[Hook] = [OutboxHook(CHANNELS, lambda: 5.0, lambda: woken.append(1))]
-    receipt = RecordRepo(conn, hooks=hooks).add_cooperation(Cooperation("ACME", "Li", "li@acme.cn", None, "data"))
+    receipt = RecordRepo(conn, lambda: 5.0, CHANNELS).add_cooperation(
+        Cooperation("ACME", "Li", "li@acme.cn", None, "data"))
     jobs = OutboxRepo(conn).for_record("cooperation", receipt.id)
-    assert len(jobs) == 2 and woken == [1]
+    assert len(jobs) == 2 and {j.created_at for j in jobs} == {5.0}
     assert jobs[0].payload["company"] == "ACME" and jobs[0].payload["id"] == receipt.id
 
-    def boom(*_: object) -> None:
-        raise RuntimeError("hook failed")
-
-    with pytest.raises(RuntimeError):
-        RecordRepo(conn, hooks=[*hooks, boom]).add_cooperation(Cooperation("Gone", "Wu", None, "1", "other"))
+    # a job that cannot be written (the channel kind violates no constraint, a NULL target does)
+    broken = (*CHANNELS, ("generic", None))
+    with pytest.raises(sqlite3.IntegrityError):
+        RecordRepo(conn, channels=broken).add_cooperation(  # type: ignore[arg-type]
+            Cooperation("Gone", "Wu", None, "1", "other"))
     assert conn.execute("SELECT COUNT(*) FROM cooperations WHERE company = 'Gone'").fetchone()[0] == 0
     assert conn.execute("SELECT COUNT(*) FROM outbox_jobs").fetchone()[0] == 2  # the rolled-back jobs are gone
 
 
 def test_no_configured_channel_creates_no_job(tmp_path: Path) -> None:
     conn = open_db(tmp_path / "data")
-    hook = OutboxHook(configured_channels(Settings()), lambda: 1.0, lambda: pytest.fail("woken for nothing"))
-    RecordRepo(conn, hooks=[hook]).add_cooperation(Cooperation("ACME", "Li", "li@acme.cn", None, "data"))
+    channels = [(c.kind, c.target) for c in configured_channels(Settings())]
+    RecordRepo(conn, channels=channels).add_cooperation(Cooperation("ACME", "Li", "li@acme.cn", None, "data"))
     assert conn.execute("SELECT COUNT(*) FROM outbox_jobs").fetchone()[0] == 0
 
 

@@ -1,4 +1,4 @@
-"""Public-site cores without a server: market snapshots and ETags, strict query integers, record hooks."""
+"""Public-site cores without a server: market snapshots and ETags, strict query integers, records + jobs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import re
 import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import orjson
 import pytest
@@ -18,6 +17,7 @@ from server.market.catalogue import default_catalogue
 from server.market.feed import Tick
 from server.market.state import build_demo_state
 from server.store.db import open_db
+from server.store.outbox import OutboxRepo
 from server.store.records import Cooperation, Inquiry, RecordRepo, new_record_id
 
 NOW = 1_790_000_000.0
@@ -93,29 +93,24 @@ def test_record_ids_are_prefixed_and_time_ordered() -> None:
     assert a < b and a != new_record_id("inq", NOW)
 
 
-def test_hooks_run_inside_the_insert_transaction(conn: sqlite3.Connection) -> None:
-    seen: list[tuple[str, str, dict[str, Any], bool]] = []
-
-    def hook(c: sqlite3.Connection, kind: str, rid: str, payload: dict[str, Any]) -> None:
-        table = "inquiries" if kind == "inquiry" else "cooperations"
-        visible = c.execute(f"SELECT 1 FROM {table} WHERE id = ?", (rid,)).fetchone() is not None
-        seen.append((kind, rid, payload, c.in_transaction and visible))
-
-    repo = RecordRepo(conn, lambda: NOW, hooks=[hook])
+def test_records_and_their_jobs_are_written_together(conn: sqlite3.Connection) -> None:
+    channels = (("generic", "https://hooks.example/in"), ("email", "ops@example.com"))
+    repo = RecordRepo(conn, lambda: NOW, channels)
     inq = repo.add_inquiry(Inquiry("usr_1", "a@example.com", "甲醇", 100.0, "t", "hi", "宁波", "+86 21 5555 0000"))
     coop = repo.add_cooperation(Cooperation("Acme", "Li Lei", "li@example.com", None, "data"))
-    assert [s[0] for s in seen] == ["inquiry", "cooperation"] and all(s[3] for s in seen)
-    assert seen[0][1] == inq.id and seen[0][2]["createdAt"] == inq.created_at == "2026-09-21T22:13:20.000+08:00"
-    assert seen[0][2]["product"] == "甲醇" and seen[0][2]["status"] == "received"
-    assert seen[1][2] | {"id": coop.id} == seen[1][2] and seen[1][2]["email"] == "li@example.com"
+    jobs = OutboxRepo(conn).for_record("inquiry", inq.id)
+    assert sorted((j.channel, j.target) for j in jobs) == sorted(channels)
+    payload = jobs[0].payload
+    assert payload["id"] == inq.id and payload["createdAt"] == inq.created_at == "2026-09-21T22:13:20.000+08:00"
+    assert payload["product"] == "甲醇" and payload["status"] == "received"
+    (coop_job, _) = OutboxRepo(conn).for_record("cooperation", coop.id)
+    assert coop_job.payload["email"] == "li@example.com" and coop_job.created_at == NOW
+    assert not conn.in_transaction
 
 
-def test_a_failing_hook_rolls_the_record_back(conn: sqlite3.Connection) -> None:
-    def broken(c: sqlite3.Connection, kind: str, rid: str, payload: dict[str, Any]) -> None:
-        raise RuntimeError("outbox unavailable")
-
-    repo = RecordRepo(conn, lambda: NOW, hooks=[broken])
-    with pytest.raises(RuntimeError):
+def test_a_job_that_cannot_be_written_rolls_the_record_back(conn: sqlite3.Connection) -> None:
+    repo = RecordRepo(conn, lambda: NOW, [("generic", None)])  # type: ignore[list-item]  # NOT NULL target
+    with pytest.raises(sqlite3.IntegrityError):
         repo.add_cooperation(Cooperation("Acme", "Li Lei", None, "+86 10 1234 5678", "other"))
     assert conn.execute("SELECT COUNT(*) FROM cooperations").fetchone()[0] == 0
     assert not conn.in_transaction

@@ -1,0 +1,107 @@
+"""What the hub needs from storage: one small async protocol per aggregate.
+
+Handlers, the key cache, the outbox worker, the evidence task and the live feed
+depend on these protocols only. `server/store/sqlite_repos.py` implements them
+over `SqliteStorage` (calls run on its threads, never on the event loop); a
+PostgreSQL implementation (SPEC 12) implements the same protocols over an async
+driver and is chosen once, where the hub is built. See docs/storage.md.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any, Protocol
+
+from server.evidence import Block
+from server.notify.jobs import JobState, Retry
+from server.store.candles import Candle
+from server.store.content import ContentKind
+from server.store.keys import ApiKey
+from server.store.outbox import Job
+from server.store.records import Accepted, Cooperation, Inquiry
+from server.store.users import User
+
+
+class Storage(Protocol):
+    async def ping(self) -> bool:
+        """True when storage answers a trivial read."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class Keys(Protocol):
+    async def active_by_hash(self) -> dict[str, ApiKey]: ...
+
+    async def by_hash(self, key_hash: str) -> ApiKey | None: ...
+
+
+class Users(Protocol):
+    async def by_email(self, email: str) -> User | None: ...
+
+    async def by_id(self, user_id: str) -> User | None: ...
+
+    async def create(self, email: str, password_hash: str, name: str | None, company: str | None) -> User:
+        """Raises DuplicateEmail."""
+        ...
+
+    async def set_password_hash(self, user_id: str, password_hash: str) -> None: ...
+
+
+class Content(Protocol):
+    async def page(self, kind: ContentKind, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]: ...
+
+
+class Records(Protocol):
+    """Writes a record and its notification jobs (one per configured channel) in one transaction."""
+
+    async def add_inquiry(self, inquiry: Inquiry) -> Accepted: ...
+
+    async def add_cooperation(self, cooperation: Cooperation) -> Accepted: ...
+
+
+class Outbox(Protocol):
+    """The delivery worker's view of the notification jobs (SPEC 9)."""
+
+    async def recover(self, now: float) -> int: ...
+
+    async def claim_due(self, now: float, limit: int) -> list[Job]: ...
+
+    async def mark_delivered(self, job_id: str, now: float) -> None: ...
+
+    async def mark_failed(self, job_id: str, retry: Retry, error: str, now: float) -> None: ...
+
+    async def release(self, job_ids: list[str], now: float) -> int: ...
+
+    async def counts(self) -> dict[JobState, int]: ...
+
+    async def next_due(self) -> float | None: ...
+
+    async def list_jobs(self, state: JobState | None = None, limit: int = 1000) -> list[Job]: ...
+
+
+class Receipts(Protocol):
+    async def public(self, receipt_no: str) -> dict[str, Any] | None:
+        """The client's view (holder masked), or None."""
+        ...
+
+
+class Evidence(Protocol):
+    async def lookup(self, hash_hex: str) -> dict[str, Any] | None: ...
+
+    async def anchor_batch(self, max_leaves: int) -> Block | None:
+        """Anchor up to `max_leaves` pending hashes in one block; None when nothing is pending."""
+        ...
+
+
+class Candles(Protocol):
+    """Closed daily candles of a live feed. The blocking pair is for start-up (the feed's history is
+    built before the server accepts) and for the final flush after the loop's work stopped."""
+
+    async def since(self, first_day: date) -> list[Candle]: ...
+
+    async def upsert(self, candles: list[Candle]) -> None: ...
+
+    def since_blocking(self, first_day: date) -> list[Candle]: ...
+
+    def upsert_blocking(self, candles: list[Candle]) -> None: ...
