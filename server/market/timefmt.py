@@ -22,8 +22,9 @@ _SATURDAY = 5
 
 @lru_cache(maxsize=4096)
 def _second_prefix(whole: int) -> str:
-    """'YYYY-MM-DDTHH:MM:SS' in local time for an integer epoch second."""
-    return datetime.fromtimestamp(whole, _FIXED).strftime("%Y-%m-%dT%H:%M:%S")
+    """'YYYY-MM-DDTHH:MM:SS' in local time for an integer epoch second (four-digit year, even before 1000:
+    strftime's %Y gives '999' there, which is not ISO 8601)."""
+    return datetime.fromtimestamp(whole, _FIXED).isoformat(timespec="seconds")[:19]
 
 
 def iso(ts: float) -> str:

@@ -1,8 +1,10 @@
-from datetime import date, datetime
+from datetime import date, datetime, timedelta, timezone
 
 import pytest
 
 from server.market.timefmt import TZ, iso, trading_day, trading_days_back
+
+FIXED = timezone(timedelta(hours=8))
 
 
 def ts(y: int, mo: int, d: int, h: int = 12, mi: int = 0, s: int = 0, us: int = 0) -> float:
@@ -15,6 +17,13 @@ def test_iso_has_millis_and_offset() -> None:
 
 def test_iso_rounds_to_millisecond_and_carries() -> None:
     assert iso(ts(2026, 11, 21, 23, 59, 59) + 0.9996) == "2026-11-22T00:00:00.000+08:00"
+
+
+@pytest.mark.parametrize("year", [1, 9, 99, 999, 1000, 9999])
+def test_iso_always_has_a_four_digit_year(year: int) -> None:
+    moment = datetime(year, 6, 1, 9, 30, 5, 250000, tzinfo=FIXED).timestamp()
+    assert iso(moment) == f"{year:04d}-06-01T09:30:05.250+08:00"
+    assert datetime.fromisoformat(iso(moment)).timestamp() == moment
 
 
 def test_iso_uses_shanghai_date_not_utc() -> None:
