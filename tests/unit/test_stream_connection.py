@@ -28,12 +28,17 @@ from server.stream.service import StreamService
 KEY = ApiKey("key_t", "professional", None, None, 0.0, None)
 
 
+async def _no_key(secret: str) -> None:
+    """The key cache's storage read for a key it does not hold: this test's storage has none."""
+
+
 def make_service() -> StreamService:
     catalogue = default_catalogue()
     state, _ = build_demo_state(catalogue, 1, time.time())
     hub: Any = SimpleNamespace(
         settings=Settings(ws_port=0), state=state, catalogue=catalogue, epoch="e1", registry=Registry(),
-        keys=SimpleNamespace(lookup=lambda secret: KEY if secret == "good" else None), bus=LocalTickBus(),
+        keys=SimpleNamespace(lookup=lambda secret: KEY if secret == "good" else None, load=_no_key),
+        bus=LocalTickBus(),
         revocation_listeners=[], router=Router(), clock=time.time,
     )
     service = StreamService(hub)
