@@ -39,6 +39,11 @@ class EdgeGate:
 
     def leave(self) -> None:
         self.in_flight -= 1
+        if self.closing:
+            self.settled()
+
+    def settled(self) -> None:
+        """Called after a request left while closing: wakes `drain` when none is left."""
         if self._idle is not None and not self.in_flight:
             self._idle.set()
 

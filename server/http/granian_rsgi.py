@@ -39,15 +39,18 @@ class RsgiAdapter:
         headers = scope.headers  # Granian's header map: lower-case names, .get()
         req = Request(scope.method, scope.path, scope.query_string, headers, b"", _peer(scope.client))
         gate = self.gate
+        gate.in_flight += 1  # EdgeGate.enter/leave, inlined: this is every request's path
         try:
-            if not gate.enter():
+            if gate.closing:
                 resp = self.app.refuse(req, shutting_down())
             elif _has_body(headers):
                 resp = await self._with_body(req, proto)
             else:
                 resp = await self.app.handle(req)
         finally:
-            gate.leave()
+            gate.in_flight -= 1
+            if gate.closing:
+                gate.settled()
         proto.response_bytes(resp.status, resp.all_headers(), resp.body)
 
     async def _with_body(self, req: Request, proto: Any) -> Response:
