@@ -32,9 +32,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _serve(ns: argparse.Namespace) -> int:
+    from server.feeds import FeedUnavailable, check_feed_source
     from server.serve import run
 
     settings = settings_from_args(ns)
+    try:
+        check_feed_source(settings)  # a missing jsonl file: one line and exit 1, before anything starts
+    except FeedUnavailable as exc:
+        raise CommandError(str(exc)) from None
     logging.basicConfig(
         level=settings.log_level.upper(),
         format='{"ts":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}',

@@ -27,7 +27,7 @@ from server.api.router import Router
 from server.api.web import WebApi
 from server.bus import LocalTickBus
 from server.config import Settings, settings_clock
-from server.feeds import FeedSource, make_feed
+from server.feeds import FeedSource, FeedSupervisor, make_feed
 from server.market.catalogue import default_catalogue
 from server.market.feed import Tick
 from server.market.inventory import InventoryBook
@@ -75,6 +75,10 @@ class Hub:
         for name in ("bad_lines", "unknown_ids"):
             self.registry.gauge(f"market_feed_{name}", f"Feed lines skipped ({name.replace('_', ' ')}).",
                                 self._feed_stat(name))
+        restarts = self.registry.counter("market_feed_restarts_total", "Feed restarts after a failure.")
+        self.feed_supervisor = FeedSupervisor(self.feed, self._on_ticks, on_restart=restarts.inc)
+        self.registry.gauge("market_feed_up", "1 while the feed runs (0: failed, restarting).",
+                            lambda: float(self.feed_supervisor.ready()))
         MarketApi(self.state, self.inventory, self.cache).register(self.router)
         WebApi(settings).register(self.router)  # the dashboard at / and /static/..., /api/config
         OpsApi(self).register(self.router)
@@ -91,13 +95,13 @@ class Hub:
         return lambda: float(self.feed.stats().get(name, 0))
 
     def ready(self) -> bool:
-        return self.started and self.feed.ready()
+        return self.started and self.feed_supervisor.ready()
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
         await self.keys.refresh()  # known keys are answered from memory from the first request on
         self._tasks = [
-            loop.create_task(self.feed.run(self._on_ticks), name="feed"),
+            loop.create_task(self.feed_supervisor.run(), name="feed"),
             loop.create_task(self._refresh_keys(), name="keys"),
             loop.create_task(self._housekeeping(), name="housekeeping"),
         ]

@@ -18,7 +18,6 @@ from server.api.router import Access, Router
 from server.api.types import Request, Response
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState
-from server.market.timefmt import iso
 
 MAX_IDS = 100
 MAX_DAYS = 90
@@ -44,7 +43,7 @@ class MarketApi:
         return Response(200, self.cache.get(key, self.state.version, build))
 
     def _envelope(self, **fields: Any) -> bytes:
-        return orjson.dumps({"updated": iso(self.state.updated), "demo": self.state.demo, **fields})
+        return orjson.dumps({"updated": self.state.updated_iso(), "demo": self.state.demo, **fields})
 
     def quotes(self, req: Request) -> Response:
         query = req.query
@@ -55,7 +54,7 @@ class MarketApi:
         def build() -> bytes:
             quotes = self.state.quotes(list(rows))
             return orjson.dumps(
-                {"updated": iso(self.state.updated), "count": len(quotes), "demo": self.state.demo, "quotes": quotes}
+                {"updated": self.state.updated_iso(), "count": len(quotes), "demo": self.state.demo, "quotes": quotes}
             )
 
         return self._cached(key, build)

@@ -4,12 +4,18 @@ from __future__ import annotations
 
 import argparse
 import csv
+import sys
 from datetime import date
 from typing import Any
 
 from server.commands.common import CommandError, command, db
 from server.market.catalogue import default_catalogue
 from server.store.candles import Candle, CandleRepo
+
+# Imported candles show nowhere under the demo feed, which makes its own history: the operator is told,
+# on every import, which feed uses them and when (a server that is running loads them at its next start).
+IMPORT_NOTE = ("note: imported candles are used only by a live feed (serve --feed jsonl:PATH or jsonl:-), "
+               "which loads them when it starts; the demo feed ignores them")
 
 
 def register(sub: Any) -> None:
@@ -37,6 +43,7 @@ def _import(ns: argparse.Namespace) -> int:
         raise CommandError("nothing imported:\n  " + "\n  ".join(errors[:20]))
     CandleRepo(db(ns)).upsert(candles)
     print(f"imported {len(candles)} candles")
+    print(IMPORT_NOTE, file=sys.stderr)
     return 0
 
 

@@ -5,9 +5,16 @@ Invariant: only ``apply_tick``, ``apply_ticks``, ``roll_to`` and
 per trading day (Mon-Fri), so all rows share the ``days`` column; the last
 column is the live candle, the others are closed.
 
-An instrument that has never traded (a live feed before its first tick) holds
-NaN prices; its open/high/low are set by its first tick and NaN candles are
-left out of ``series``.
+A candle is *opened* by its first tick, which sets open, high and low. Until
+then its open/high/low are NaN and its close carries the previous close (a
+rolled-in day, or a day missing from storage): such a candle reads as flat at
+that close with volume 0, so a day that closes without a tick is the only
+flat candle, and a gap-up day opens at its first tick, not at yesterday's close.
+An instrument that has never traded (a live feed before its first tick) has a
+NaN close too; those candles are left out of ``series``.
+
+``ticked`` marks the candles this process applied ticks to: the only ones a
+live feed writes back to storage (never a flat fill over an imported candle).
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from datetime import date
 
 import numpy as np
 
-from server.market.timefmt import weekdays_between
+from server.market.timefmt import previous_weekday, trading_days_back
 
 OHLCV = tuple[float, float, float, float, float]
 Arrays5 = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -35,6 +42,7 @@ class CandleBook:
         self.l = np.full(shape, np.nan)
         self.c = np.full(shape, np.nan)
         self.v = np.zeros(shape)
+        self.ticked = np.zeros(shape, dtype=bool)
         self.head = 0  # column of the oldest candle
         self.count = 0
 
@@ -65,15 +73,22 @@ class CandleBook:
         self.days[:keep] = [d.toordinal() for d in days[start:]]
         for dst, src in ((self.o, o), (self.h, h), (self.l, l), (self.c, c), (self.v, v)):
             dst[:, :keep] = np.asarray(src, dtype=np.float64)[:, start:]
+        self.ticked[:] = False
         self.head = 0
         self.count = keep
 
     def roll_to(self, day: date) -> bool:
-        """Append flat candles for each missing trading day up to ``day``; True if any."""
+        """Append unopened candles for each missing trading day up to ``day``; True if any.
+
+        At most ``capacity`` days are generated, however far ``day`` lies ahead.
+        """
         if self.count == 0:
             self._append(day.toordinal(), np.full(self.n, np.nan))
             return True
-        new_days = weekdays_between(self.last_day(), day)[-self.capacity:]
+        last = self.last_day()
+        if day <= last:
+            return False
+        new_days = [d for d in trading_days_back(previous_weekday(day), self.capacity) if d > last]
         if not new_days:
             return False
         prev = self.c[:, self._col(0)].copy()
@@ -82,6 +97,7 @@ class CandleBook:
         return True
 
     def _append(self, ordinal: int, close: np.ndarray) -> None:
+        """A new unopened column: open/high/low NaN, the close carried, volume 0."""
         if self.count < self.capacity:
             col = (self.head + self.count) % self.capacity
             self.count += 1
@@ -89,9 +105,11 @@ class CandleBook:
             col = self.head
             self.head = (self.head + 1) % self.capacity
         self.days[col] = ordinal
-        for arr in (self.o, self.h, self.l, self.c):
-            arr[:, col] = close
+        for arr in (self.o, self.h, self.l):
+            arr[:, col] = np.nan
+        self.c[:, col] = close
         self.v[:, col] = 0.0
+        self.ticked[:, col] = False
 
     def apply_tick(self, row: int, price: float, volume: float, day: date) -> None:
         self.roll_to(day)
@@ -103,6 +121,7 @@ class CandleBook:
             self.l[row, col] = min(self.l[row, col], price)
         self.c[row, col] = price
         self.v[row, col] += volume
+        self.ticked[row, col] = True
 
     def apply_ticks(self, rows: np.ndarray, prices: np.ndarray, volumes: np.ndarray, day: date) -> None:
         """Vectorised ``apply_tick`` for ticks in time order; rows may repeat."""
@@ -120,6 +139,7 @@ class CandleBook:
         np.add.at(self.v[:, col], rows, np.asarray(volumes, dtype=np.float64))
         rev_uniq, rev_first = np.unique(rows[::-1], return_index=True)
         self.c[rev_uniq, col] = prices[::-1][rev_first]
+        self.ticked[uniq, col] = True
 
     # --- reading -------------------------------------------------------------
     def last_day(self) -> date:
@@ -127,7 +147,14 @@ class CandleBook:
             raise LookupError("candle book is empty")
         return date.fromordinal(int(self.days[self._col(0)]))
 
+    def first_day(self) -> date:
+        """Day of the oldest candle held."""
+        if self.count == 0:
+            raise LookupError("candle book is empty")
+        return date.fromordinal(int(self.days[self.head]))
+
     def live(self, row: int) -> OHLCV:
+        """The live candle; open/high/low are NaN until the day's first tick."""
         col = self._col(0)
         return (float(self.o[row, col]), float(self.h[row, col]), float(self.l[row, col]),
                 float(self.c[row, col]), float(self.v[row, col]))
@@ -158,15 +185,17 @@ class CandleBook:
         cols = self._order()[-days:] if days > 0 else self._order()[:0]
         out: list[dict] = []
         for col in cols.tolist():
-            close = self.c[row, col]
-            if np.isnan(close):
+            close = float(self.c[row, col])
+            if close != close:  # never traded
                 continue
+            c = round(close, decimals)
+            opened = self.o[row, col] == self.o[row, col]
             out.append({
                 "t": date.fromordinal(int(self.days[col])).isoformat(),
-                "o": round(float(self.o[row, col]), decimals),
-                "h": round(float(self.h[row, col]), decimals),
-                "l": round(float(self.l[row, col]), decimals),
-                "c": round(float(close), decimals),
+                "o": round(float(self.o[row, col]), decimals) if opened else c,
+                "h": round(float(self.h[row, col]), decimals) if opened else c,
+                "l": round(float(self.l[row, col]), decimals) if opened else c,
+                "c": c,
                 "v": round(float(self.v[row, col])),
             })
         return out
@@ -175,9 +204,19 @@ class CandleBook:
         return [date.fromordinal(int(d)) for d in self.days[self._order()]]
 
     def closed_candles(self, rows: list[int] | np.ndarray | None = None) -> tuple[list[date], Arrays5]:
-        """Closed (non-live) candles for persistence: (days, (o, h, l, c, v)), arrays (len(rows), k)."""
+        """Closed (non-live) candles as held: (days, (o, h, l, c, v)), arrays (len(rows), k)."""
         cols = self._order()[:-1] if self.count else self._order()
         sel = np.arange(self.n) if rows is None else np.asarray(rows, dtype=np.intp)
         days = [date.fromordinal(int(d)) for d in self.days[cols]]
         arrays = tuple(arr[np.ix_(sel, cols)] for arr in (self.o, self.h, self.l, self.c, self.v))
         return days, arrays  # type: ignore[return-value]
+
+    def ticked_candles(self) -> list[tuple[int, date, OHLCV]]:
+        """(row, day, (o, h, l, c, v)) of every candle this process applied ticks to, oldest first."""
+        out = []
+        for col in self._order().tolist():
+            day = date.fromordinal(int(self.days[col]))
+            for row in np.flatnonzero(self.ticked[:, col]).tolist():
+                out.append((row, day, (float(self.o[row, col]), float(self.h[row, col]), float(self.l[row, col]),
+                                       float(self.c[row, col]), float(self.v[row, col]))))
+        return out

@@ -24,6 +24,8 @@ TRADING_DAY_SECONDS = 4 * 3600.0
 # Pull of the live price back to its starting level, per second (half-life ~ 2.4 days).
 MEAN_REVERSION_PER_S = 1.0 / (5 * 86400.0)
 MOVE_FRACTION = (0.10, 0.40)
+# A tick stamped further ahead of the clock than this is a bad line (SPEC 10).
+MAX_FUTURE_S = 300.0
 
 History = tuple[list[date], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
@@ -117,11 +119,11 @@ def _parse_ts(value: Any, now: float) -> float | None:
     if isinstance(value, str):
         try:
             parsed = datetime.fromisoformat(value)
-        except ValueError:
+            if parsed.tzinfo is None:
+                parsed = parsed.replace(tzinfo=TZ)
+            return parsed.timestamp()
+        except (ValueError, OverflowError, OSError):  # "0001-01-01" in +08:00 is before year 1 in UTC
             return None
-        if parsed.tzinfo is None:
-            parsed = parsed.replace(tzinfo=TZ)
-        return parsed.timestamp()
     return None
 
 
@@ -129,9 +131,12 @@ class JsonlParser:
     """Parses ``{"id","price","ts"?,"volume"?}`` lines; counts what it rejects.
 
     ``bad_lines`` counts malformed lines (bad JSON, wrong types, non-positive or
-    non-finite price, negative volume, unparseable ts); ``unknown_ids`` counts
-    well-formed lines whose id is not in the catalogue. Blank lines are ignored.
-    A missing ts means "now"; a naive ISO 8601 ts is read as Asia/Shanghai.
+    non-finite price, negative volume, unparseable ts, a ts before ``not_before``
+    (the oldest candle held) or more than ``MAX_FUTURE_S`` after ``now``);
+    ``unknown_ids`` counts well-formed lines whose id is not in the catalogue.
+    Blank lines are ignored. A missing ts means "now"; a naive ISO 8601 ts is
+    read as Asia/Shanghai. ``ts`` is epoch seconds: epoch milliseconds land
+    tens of thousands of years ahead and are rejected like any other future ts.
     """
 
     def __init__(self, catalogue: Catalogue) -> None:
@@ -140,10 +145,12 @@ class JsonlParser:
         self.unknown_ids = 0
         self.accepted = 0
 
-    def parse(self, line: bytes | str, now: float) -> Tick | None:
+    def parse(self, line: bytes | str, now: float, not_before: float = -math.inf) -> Tick | None:
         if not line.strip():
             return None
         tick = self._parse(line, now)
+        if tick is not None and not not_before <= tick.ts <= now + MAX_FUTURE_S:
+            return self._bad()
         if tick is not None:
             self.accepted += 1
         return tick

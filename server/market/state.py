@@ -106,6 +106,10 @@ class MarketState:
         return False
 
     # --- views ---------------------------------------------------------------
+    def updated_iso(self) -> str | None:
+        """Time of the newest tick applied; None before the first one (never an invented 1970)."""
+        return iso(self.updated) if self.updated > 0 and math.isfinite(self.updated) else None
+
     def quote(self, row: int) -> dict:
         inst = self.catalogue.instruments[row]
         dec = inst.decimals

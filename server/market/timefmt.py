@@ -46,6 +46,17 @@ def next_weekday(day: date) -> date:
     return day + timedelta(days=7 - wd) if wd >= _SATURDAY else day
 
 
+def previous_weekday(day: date) -> date:
+    """The day itself on Mon-Fri, else the Friday before."""
+    wd = day.weekday()
+    return day - timedelta(days=wd - 4) if wd >= _SATURDAY else day
+
+
+def day_start(day: date) -> float:
+    """Epoch seconds of local (Asia/Shanghai) midnight starting ``day``."""
+    return (day.toordinal() - _EPOCH_ORDINAL) * 86400.0 - _OFFSET_S
+
+
 def trading_day(ts: float) -> date:
     """Trading day a tick at ``ts`` belongs to; weekend ticks count for Monday.
 

@@ -37,16 +37,49 @@ def test_tick_updates_live_candle_hlcv() -> None:
     assert book.last_day() == FRI
 
 
-def test_monday_tick_after_friday_opens_new_candle_at_prev_close() -> None:
+def test_gap_up_monday_opens_at_its_first_tick_not_at_prev_close() -> None:
     book = book_with_history()
     book.apply_tick(0, 55.0, 1.0, FRI)
     book.apply_tick(0, 57.0, 3.0, MON)
+    book.apply_tick(0, 58.0, 1.0, MON)
     assert book.last_day() == MON
     assert book.all_days()[-2:] == [FRI, MON]
-    assert book.live(0) == (55.0, 57.0, 55.0, 57.0, 3.0)
+    assert book.live(0) == (57.0, 58.0, 57.0, 58.0, 4.0)  # open and low from Monday's first tick
     assert book.prev_close(0) == 55.0
-    # the untouched instrument gets a flat candle at its previous close
-    assert book.live(1) == (50.0, 50.0, 50.0, 50.0, 0.0)
+    # the untouched instrument's live candle is unopened: close carried, no open/high/low yet ...
+    o, h, low, c, v = book.live(1)
+    assert np.isnan([o, h, low]).all() and (c, v) == (50.0, 0.0)
+    assert book.prev_close(1) == 50.0
+    # ... and reads as flat at the previous close, as it stays if the day closes without a tick
+    assert book.series(1, 1, 2) == [{"t": MON.isoformat(), "o": 50.0, "h": 50.0, "l": 50.0, "c": 50.0, "v": 0}]
+
+
+def test_gap_down_day_after_a_quiet_day() -> None:
+    book = book_with_history()
+    tue = MON + timedelta(days=1)
+    book.apply_tick(0, 41.0, 2.0, tue)  # Monday had no tick: the only flat candle
+    book.apply_tick(0, 43.0, 1.0, tue)
+    series = book.series(0, 3, 2)
+    assert [(s["o"], s["h"], s["l"], s["c"], s["v"]) for s in series] == [
+        (49.0, 52.0, 47.0, 50.0, 100), (50.0, 50.0, 50.0, 50.0, 0), (41.0, 43.0, 41.0, 43.0, 3)]
+
+
+def test_roll_far_ahead_is_bounded_by_capacity() -> None:
+    book = book_with_history(k=5, capacity=10)
+    far = date(9999, 6, 1)
+    assert book.roll_to(far) is True
+    assert len(book) == 10 and book.last_day() == far
+    assert book.all_days() == trading_days_back(far, 10)
+
+
+def test_ticked_marks_only_candles_with_ticks() -> None:
+    book = book_with_history()
+    assert book.ticked_candles() == []  # loaded history is not ours to write back
+    wed = MON + timedelta(days=2)
+    book.apply_tick(1, 44.0, 1.0, MON)
+    book.apply_ticks(np.array([0, 0]), np.array([60.0, 61.0]), np.array([1.0, 2.0]), wed)
+    assert book.ticked_candles() == [(1, MON, (44.0, 44.0, 44.0, 44.0, 1.0)),
+                                     (0, wed, (60.0, 61.0, 60.0, 61.0, 3.0))]
 
 
 def test_gap_fills_flat_candles_for_missing_trading_days() -> None:
@@ -56,7 +89,7 @@ def test_gap_fills_flat_candles_for_missing_trading_days() -> None:
     assert book.all_days()[-4:] == [FRI, MON, MON + timedelta(days=1), wed]
     series = book.series(1, 3, 2)
     assert [(s["o"], s["h"], s["l"], s["c"], s["v"]) for s in series[:2]] == [(50.0, 50.0, 50.0, 50.0, 0)] * 2
-    assert series[-1] == {"t": wed.isoformat(), "o": 50.0, "h": 50.0, "l": 44.0, "c": 44.0, "v": 1}
+    assert series[-1] == {"t": wed.isoformat(), "o": 44.0, "h": 44.0, "l": 44.0, "c": 44.0, "v": 1}
 
 
 def test_roll_to_same_or_earlier_day_is_noop() -> None:
@@ -91,7 +124,7 @@ def test_apply_ticks_vectorised_matches_scalar() -> None:
     a.apply_ticks(rows, prices, vols, MON)
     for r, p, v in zip(rows, prices, vols, strict=True):
         b.apply_tick(int(r), float(p), float(v), MON)
-    assert a.live(0) == b.live(0) == (50.0, 70.0, 10.0, 65.0, 8.0)
+    assert a.live(0) == b.live(0) == (70.0, 70.0, 10.0, 65.0, 8.0)
     assert a.live(1) == b.live(1)
     np.testing.assert_array_equal(a.prev_closes(), b.prev_closes())
 

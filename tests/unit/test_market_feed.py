@@ -1,6 +1,7 @@
 from datetime import date, datetime
 
 import numpy as np
+import orjson
 import pytest
 
 from server.market.catalogue import default_catalogue
@@ -68,11 +69,11 @@ def test_batches_move_a_subset_with_realistic_steps() -> None:
 
 def test_jsonl_parser_accepts_good_lines() -> None:
     parser = JsonlParser(CAT)
-    tick = parser.parse(b'{"id":"brent","price":72.5,"ts":1795000000.5,"volume":3}', now=1.0)
+    tick = parser.parse(b'{"id":"brent","price":72.5,"ts":1795000000.5,"volume":3}', now=WTI_TS + 60)
     assert tick == Tick(CAT.index["brent"], 72.5, 1795000000.5, 3.0)
-    iso_tick = parser.parse('{"id":"wti","price":68,"ts":"2026-11-21T10:15:30.123+08:00"}', now=1.0)
+    iso_tick = parser.parse('{"id":"wti","price":68,"ts":"2026-11-21T10:15:30.123+08:00"}', now=WTI_TS + 60)
     assert iso_tick is not None and iso_tick.ts == pytest.approx(WTI_TS, abs=1e-6)
-    naive = parser.parse('{"id":"wti","price":68,"ts":"2026-11-21T10:15:30.123"}', now=1.0)
+    naive = parser.parse('{"id":"wti","price":68,"ts":"2026-11-21T10:15:30.123"}', now=WTI_TS + 60)
     assert naive is not None and naive.ts == pytest.approx(WTI_TS, abs=1e-6)  # naive = Shanghai time
     no_ts = parser.parse('{"id":"usdcny","price":7.1}', now=42.0)
     assert no_ts is not None and no_ts.ts == 42.0 and no_ts.volume == 0.0
@@ -108,3 +109,36 @@ def test_jsonl_parser_counts_unknown_ids() -> None:
     assert (parser.bad_lines, parser.unknown_ids) == (0, 2)
     assert parser.parse("   \n", now=1.0) is None
     assert (parser.bad_lines, parser.unknown_ids) == (0, 2)
+
+
+NOW = datetime.fromisoformat("2026-11-23T10:00:00+08:00").timestamp()
+OLDEST = datetime.fromisoformat("2026-07-20T00:00:00+08:00").timestamp()
+
+
+@pytest.mark.parametrize(
+    "ts",
+    [
+        1795000000000,  # epoch milliseconds: the year ~58,850
+        "9999-12-31",  # representable as a date, not as a candle day or a timestamp in +08:00
+        "9999-06-01",
+        "0001-01-01",  # before year 1 in UTC
+        "0001-01-01T00:00:00+14:00",
+        -1e300,
+        1e300,
+        NOW + 301,  # more than 5 minutes ahead of the clock
+        OLDEST - 1,  # older than the oldest candle held
+        "2026-07-19T23:59:59+08:00",
+    ],
+)
+def test_jsonl_parser_rejects_out_of_range_ts(ts: object) -> None:
+    parser = JsonlParser(CAT)
+    line = orjson.dumps({"id": "brent", "price": 72, "ts": ts})
+    assert parser.parse(line, now=NOW, not_before=OLDEST) is None
+    assert (parser.bad_lines, parser.unknown_ids, parser.accepted) == (1, 0, 0)
+
+
+@pytest.mark.parametrize("ts", [NOW + 300, OLDEST, "2026-07-20T00:00:00+08:00", "2026-11-23T10:04:59+08:00"])
+def test_jsonl_parser_accepts_ts_at_the_bounds(ts: object) -> None:
+    parser = JsonlParser(CAT)
+    tick = parser.parse(orjson.dumps({"id": "brent", "price": 72, "ts": ts}), now=NOW, not_before=OLDEST)
+    assert tick is not None and parser.accepted == 1 and parser.bad_lines == 0

@@ -87,14 +87,29 @@ def test_monday_tick_after_friday_changes_against_friday_close() -> None:
     assert state.candles.last_day() == date(2026, 11, 23)
     series = state.kline(METHANOL, 2)
     assert [s["t"] for s in series] == ["2026-11-20", "2026-11-23"]
-    assert series[0]["c"] == 2450.0 and series[1]["o"] == 2450.0 and series[1]["c"] == 2460.0
+    assert series[0]["c"] == 2450.0 and series[1]["o"] == 2460.0 and series[1]["c"] == 2460.0
+
+
+def test_gap_up_day_open_low_and_quote() -> None:
+    state = flat_state()
+    state.roll(at(2026, 11, 23, 0))  # Monday midnight: methanol's candle is unopened
+    q = state.quote_extended(METHANOL)
+    assert (q["price"], q["prevClose"], q["change"], q["volume"]) == (2400.0, 2400.0, 0.0, 0)
+    assert (q["open"], q["high"], q["low"]) == (None, None, None)  # no tick yet today: nothing invented
+    assert state.kline(METHANOL, 1)[0] == {"t": "2026-11-23", "o": 2400.0, "h": 2400.0, "l": 2400.0,
+                                           "c": 2400.0, "v": 0}
+    state.apply([Tick(METHANOL, 2480.0, MON_10, 2.0), Tick(METHANOL, 2470.0, MON_10 + 1, 1.0)])
+    q = state.quote_extended(METHANOL)
+    assert (q["open"], q["high"], q["low"], q["price"], q["change"]) == (2480.0, 2480.0, 2470.0, 2470.0, 70.0)
+    assert state.kline(METHANOL, 1)[0] == {"t": "2026-11-23", "o": 2480.0, "h": 2480.0, "l": 2470.0,
+                                           "c": 2470.0, "v": 3}
 
 
 def test_saturday_tick_updates_mondays_candle() -> None:
     state = flat_state()
     state.apply([Tick(METHANOL, 2405.0, SAT_10, 1.0)])
     assert state.candles.last_day() == date(2026, 11, 23)
-    assert state.kline(METHANOL, 1) == [{"t": "2026-11-23", "o": 2400.0, "h": 2405.0, "l": 2400.0,
+    assert state.kline(METHANOL, 1) == [{"t": "2026-11-23", "o": 2405.0, "h": 2405.0, "l": 2405.0,
                                          "c": 2405.0, "v": 1}]
     state.apply([Tick(METHANOL, 2399.0, MON_10, 2.0)])
     assert state.kline(METHANOL, 1)[0]["l"] == 2399.0 and len(state.kline(METHANOL, 90)) == 6
