@@ -188,3 +188,21 @@ def test_gap_up_day_opens_at_its_first_tick(tmp_path: Path, fake_now: str) -> No
         assert [(c["t"], c["o"], c["l"], c["c"]) for c in series] == [(str(d), *rest) for d, *rest in expected]
     finally:
         assert feed.srv.stop() == 0
+
+
+def test_stdin_feed_ends_at_eof_and_the_server_stays_ready(tmp_path: Path) -> None:
+    now = datetime.fromisoformat(MONDAY).timestamp()
+    replay = tmp_path / "replay.jsonl"
+    replay.write_text("".join(json.dumps({"id": "brent", "price": 80 + i, "ts": now + i}) + "\n" for i in range(3))
+                      + json.dumps({"id": "brent", "price": 90, "ts": "9999-12-31"}))  # last line: no newline
+    with replay.open("rb") as stdin:
+        srv = ServerProcess(tmp_path / "data", "granian", "--feed", "jsonl:-", "--no-demo-key",
+                            "--clock-start", MONDAY, stdin=stdin.fileno())
+    try:
+        _wait_for(lambda: "jsonl feed ended: 3 ticks, 1 bad lines" in srv.output(), "the end of stdin logged")
+        key = srv.create_key("free")[1]
+        assert httpx.get(srv.base + "/api/v1/quotes/brent", headers={"X-SERVICE-Key": key}).json()["price"] == 82
+        assert httpx.get(srv.base + "/readyz").status_code == 200  # a finished replay is not a failure
+        assert _metric(srv, "market_feed_restarts_total") == 0 and _metric(srv, "market_feed_up") == 1
+    finally:
+        assert srv.stop() == 0
