@@ -260,7 +260,7 @@ def start_ours(tick_ms: int) -> tuple[subprocess.Popen[bytes], int, str, str]:
 
     data = Path(tempfile.mkdtemp(prefix="bench-ws-")) / "data"
     srv = ServerProcess(data, "granian", "--tick-interval-ms", str(tick_ms), "--ws-max-conn", "enterprise=10000",
-                        "--log-level", "warning")
+                        "--ws-handshake-rate", "1000000000", "--log-level", "warning")
     out = run_cli(data, "keys", "create", "--plan", "enterprise", "--json")
     key = json.loads(out.stdout)["key"]
     return srv.proc, srv.ws_port, key, srv.base

@@ -19,6 +19,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
+from server.api.ratelimit import MAX_RATE
+
 PLANS = ("free", "professional", "enterprise")
 BENCH_STATIC_PATH = "/__bench/static"
 WEBHOOK_KINDS = ("wecom", "dingtalk", "feishu", "generic")
@@ -53,6 +55,7 @@ class Settings:
     tick_interval_ms: int = 250
     market_refresh_s: float = 60.0
     public_rate: int = 60
+    ws_handshake_rate: int = 120  # WebSocket handshakes per client IP per minute
     login_rate: int = 10
     inquiry_rate: int = 30
     plan_rate: dict[str, int] = field(default_factory=lambda: {"free": 60, "professional": 600})
@@ -110,6 +113,7 @@ SERVE_FLAGS: dict[str, tuple[type, str]] = {
     "tick-interval-ms": (int, "demo feed tick interval"),
     "market-refresh-s": (float, "public market snapshot refresh period"),
     "public-rate": (int, "public-site requests per minute per client IP"),
+    "ws-handshake-rate": (int, "WebSocket handshakes per minute per client IP"),
     "plan-rate": (str, "per-plan requests/minute, e.g. free=60,professional=600"),
     "ws-max-conn": (str, "per-plan WebSocket connections, e.g. professional=5,enterprise=50"),
     "ws-slow-close-s": (str, argparse.SUPPRESS),
@@ -180,7 +184,7 @@ def _convert(name: str, value: object, base: Settings) -> object:
     try:
         if name == "runtime":
             return Runtime(str(value))
-        if name in ("port", "ws_port", "seed", "tick_interval_ms", "public_rate"):
+        if name in ("port", "ws_port", "seed", "tick_interval_ms", "public_rate", "ws_handshake_rate"):
             return int(str(value))
         if name in ("market_refresh_s", "outbox_base_s", "outbox_timeout_s"):
             return float(str(value))
@@ -281,6 +285,8 @@ def _check(s: Settings) -> None:
         raise ConfigError("--market-refresh-s: must be positive")
     if s.public_rate <= 0:
         raise ConfigError("--public-rate: must be positive")
+    if not 0 < s.ws_handshake_rate <= MAX_RATE:
+        raise ConfigError(f"--ws-handshake-rate: must be from 1 to {MAX_RATE}")
     if s.log_level not in ("debug", "info", "warning", "error"):
         raise ConfigError("--log-level: must be debug, info, warning or error")
     if s.smtp_url is not None:

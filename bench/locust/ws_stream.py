@@ -19,7 +19,8 @@ resynchronises the client, so missed ticks across a reconnect are reported as re
         --host https://market.example.com --ws-url wss://market.example.com/ws/quotes \\
         -u 20 -r 5 --run-time 2m --csv results/websocket
 
-A key admits only its plan's connections (professional 5, enterprise 50 by default):
+A key admits only its plan's connections (professional 5, enterprise 50 by default), and one
+client IP only `--ws-handshake-rate` handshakes a minute (default 120, then 429):
 `MARKET_KEY` may list several keys, comma-separated, which users take in turn. Without
 `--ws-url` the URL is the host of `--host` on port 8001. The exit code is 1 when a
 connection failed, no tick arrived, or any gap was seen (unless `--allow-gaps`).

@@ -8,17 +8,17 @@ becomes a problem document; any other exception a 500 that leaks nothing.
 
 from __future__ import annotations
 
-import ipaddress
 import itertools
 import logging
 import os
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import orjson
 
 from server.api.auth_keys import KeyCache
+from server.api.client_ip import client_address
 from server.api.errors import ApiError
 from server.api.metrics import HttpMetrics
 from server.api.ratelimit import Decision, Gcra
@@ -147,11 +147,8 @@ class App:
         if route.access is Access.KEYED:
             secret = req.headers.get("x-service-key")
             key = self.keys.lookup(secret) if secret else None
-            if key is None and secret and not loaded:
-                raise _UnknownKey(secret)
             if key is None:
-                detail = "Missing X-SERVICE-Key header." if not secret else "Unknown or revoked API key."
-                raise ApiError("unauthorized", detail, headers=[("www-authenticate", 'ApiKey header="X-SERVICE-Key"')])
+                self._unauthorized(req, secret, now, loaded)
             req.auth = key
             rate = self.settings.rate_for(key.plan, key.rate)
             decision = self.limiter.check("key:" + key.id, rate, now, key.plan)
@@ -163,6 +160,20 @@ class App:
                 extra = self.limiter.check(f"{route.bucket}:{ip}", rate, now, route.bucket)
                 decision = extra if not extra.allowed else decision
         return self._enforce(decision)
+
+    def _unauthorized(self, req: Request, secret: str | None, now: float, loaded: bool) -> NoReturn:
+        """No cached key: raise _UnknownKey to have storage read (unless `loaded`), or the 401.
+
+        401s are limited per client IP (the `unauthorized` bucket, at the public rate): an address over
+        it gets 429 and causes no storage read, so guessing keys costs the server next to nothing."""
+        bucket = "unauthorized:" + self.client_ip(req)
+        rate = self.settings.public_rate
+        if secret and not loaded and self.limiter.would_allow(bucket, rate, now):
+            raise _UnknownKey(secret)
+        decision = self._enforce(self.limiter.check(bucket, rate, now, "unauthorized"))
+        detail = "Missing X-SERVICE-Key header." if not secret else "Unknown or revoked API key."
+        raise ApiError("unauthorized", detail,
+                       headers=[("www-authenticate", 'ApiKey header="X-SERVICE-Key"'), *decision.headers()])
 
     def _enforce(self, decision: Decision) -> Decision:
         """Raise the 429 problem for a refusal; pass an allowed decision through."""
@@ -185,18 +196,10 @@ class App:
 
     def client_ip(self, req: Request) -> str:
         """The peer address; X-Forwarded-For only when the peer is a trusted proxy."""
-        peer = req.client_ip
         trusted = self.settings.trusted_proxies
-        if not trusted or not _in_networks(peer, trusted):
-            return peer
-        forwarded = req.headers.get("x-forwarded-for")
-        if not forwarded:
-            return peer
-        # walk right to left: the first address that is not a trusted proxy is the client
-        for hop in reversed([h.strip() for h in forwarded.split(",")]):
-            if hop and not _in_networks(hop, trusted):
-                return hop
-        return peer
+        if not trusted:
+            return req.client_ip
+        return client_address(req.client_ip, req.headers.get("x-forwarded-for"), trusted)
 
     def _cors(self, req: Request, resp: Response) -> None:
         if self._wildcard_cors:
@@ -234,14 +237,6 @@ def _client_request_id(req: Request) -> str | None:
     if rid and len(rid) <= 128 and rid.isprintable():
         return rid
     return None
-
-
-def _in_networks(addr: str, networks: tuple[Any, ...]) -> bool:
-    try:
-        ip = ipaddress.ip_address(addr)
-    except ValueError:
-        return False
-    return any(ip in net for net in networks)
 
 
 def json_response(data: Any, status: int = 200, headers: list[tuple[str, str]] | None = None) -> Response:

@@ -5,6 +5,11 @@ hot keyed path). A key the cache has not seen (created by the CLI since the last
 refresh) is read with `await load(secret)`, on a storage thread; a revoked key is
 dropped by the next `refresh` (the hub runs it every second), which also reports
 the revoked ids so the stream can close their sessions.
+
+A key storage does not know (or knows as revoked) is remembered as missing until
+the next refresh, so repeating a bad key reads storage at most once a second;
+the set is bounded (oldest forgotten first) and emptied by every refresh, so a
+key created afterwards is found by the next `load`.
 """
 
 from __future__ import annotations
@@ -12,11 +17,15 @@ from __future__ import annotations
 from server.store.keys import ApiKey, hash_key
 from server.store.repositories import Keys
 
+MAX_MISSING = 10_000
+
 
 class KeyCache:
-    def __init__(self, repo: Keys, initial: dict[str, ApiKey] | None = None) -> None:
+    def __init__(self, repo: Keys, initial: dict[str, ApiKey] | None = None, max_missing: int = MAX_MISSING) -> None:
         self.repo = repo
+        self.max_missing = max_missing
         self._by_hash: dict[str, ApiKey] = dict(initial or {})
+        self._missing: dict[str, None] = {}  # digests storage did not know, until the next refresh (ordered)
 
     def lookup(self, secret: str) -> ApiKey | None:
         """A cached active key, or None (unknown here: maybe `load` finds it)."""
@@ -25,8 +34,13 @@ class KeyCache:
     async def load(self, secret: str) -> ApiKey | None:
         """Read a key the cache does not hold; an active one is cached."""
         digest = hash_key(secret)
+        if digest in self._missing:
+            return None
         key = await self.repo.by_hash(digest)
         if key is None or not key.active:
+            if len(self._missing) >= self.max_missing:
+                del self._missing[next(iter(self._missing))]
+            self._missing[digest] = None
             return None
         self._by_hash[digest] = key
         return key
@@ -36,4 +50,5 @@ class KeyCache:
         fresh = await self.repo.active_by_hash()
         gone = {k.id for h, k in self._by_hash.items() if h not in fresh}
         self._by_hash = fresh
+        self._missing.clear()
         return gone

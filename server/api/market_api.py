@@ -101,7 +101,9 @@ class MarketApi:
         return self._cached(("spreads",), lambda: self._envelope(spreads=self.state.spreads()))
 
     def inventory_items(self, req: Request) -> Response:
-        return self._cached(("inventory",), lambda: self._envelope(items=self.inventory.items()))
+        # the inventory series are synthetic whatever the price feed is: demo is the book's, not the state's
+        return self._cached(("inventory",),
+                            lambda: self._envelope(demo=self.inventory.demo, items=self.inventory.items()))
 
 
 def _days(raw: str | None) -> int:

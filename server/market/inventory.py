@@ -52,6 +52,8 @@ INVENTORY_SPECS: tuple[InventorySpec, ...] = (
 class InventoryBook:
     """Deterministic weekly levels; ``levels`` has shape (items, weeks), oldest first."""
 
+    demo = True  # a seeded random walk, under the demo feed and a live one alike: always labelled demo
+
     def __init__(
         self, catalogue: Catalogue, seed: int, weeks: int = 12,
         specs: tuple[InventorySpec, ...] = INVENTORY_SPECS,

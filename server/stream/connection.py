@@ -171,10 +171,16 @@ class StreamConnection(asyncio.Protocol):
         return self.core.on_binary(session, now)
 
     def _handshake(self, request: Request) -> None:
-        if self._load_unknown_key(request):
-            return  # resumed by the load's callback
         session = self.session
         assert session is not None
+        if self._key_task is None:  # the first pass (a second one follows a key load)
+            forwarded = ",".join(request.headers.get_all("X-Forwarded-For")) or None  # repeated: one list
+            refusal = self.core.admit_peer(session, self._peer_ip(), forwarded, self.clock())
+            if refusal is not None:
+                self._send_problem(refusal.error)
+                return
+        if self._load_unknown_key(request):
+            return  # resumed by the load's callback
         response = self.proto.accept(request)
         if response.status_code != 101 and urlsplit(request.path).path == WS_PATH:
             code = _HANDSHAKE_ERRORS.get(response.status_code, "bad_handshake")
@@ -209,6 +215,10 @@ class StreamConnection(asyncio.Protocol):
             return
         self._handshake(request)
         self._process()
+
+    def _peer_ip(self) -> str:
+        peer = self.transport.get_extra_info("peername") if self.transport is not None else None
+        return str(peer[0]) if peer else ""
 
     def _send_problem(self, error: ApiError) -> None:
         body = orjson.dumps(error.problem())

@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any, Protocol
 
-from server.api.errors import CloseCode
+from server.api.client_ip import client_address
+from server.api.errors import ApiError, CloseCode
 from server.api.metrics import Registry
+from server.api.ratelimit import Gcra
 from server.market.catalogue import Catalogue
 from server.market.state import AppliedTick
 from server.market.timefmt import iso
@@ -64,6 +66,8 @@ class StreamLimits:
     handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S
     buffer_cap: int = 64 * 1024
     hard_cap: int = 256 * 1024
+    handshake_rate: int = 60  # handshakes per client IP per minute (GCRA: a burst of this many, then spaced)
+    trusted_proxies: tuple[Any, ...] = ()  # peers whose X-Forwarded-For names the client
 
 
 class StreamMetrics:
@@ -94,6 +98,7 @@ class StreamCore:
         limits: StreamLimits,
         metrics: StreamMetrics,
         lookup: Callable[[str], ApiKey | None],
+        limiter: Gcra | None = None,
     ) -> None:
         self.state = state
         self.catalogue = catalogue
@@ -101,6 +106,7 @@ class StreamCore:
         self.limits = limits
         self.metrics = metrics
         self.lookup = lookup
+        self.limiter = limiter if limiter is not None else Gcra()
         self.ids = [inst.id for inst in catalogue.instruments]
         self.all_rows = frozenset(range(len(self.ids)))
         self.registry: SubscriptionRegistry[Session] = SubscriptionRegistry(len(self.ids))
@@ -115,6 +121,22 @@ class StreamCore:
         session = Session(next(self._next_id), write, now, OutBuffer(self.limits.buffer_cap, self.limits.hard_cap))
         self.sessions[session.id] = session
         return session
+
+    def admit_peer(self, session: Session, peer: str, forwarded: str | None, now: float) -> Refusal | None:
+        """The per-client-IP handshake bucket, checked before the key (so a flood reads no storage)."""
+        ip = client_address(peer, forwarded, self.limits.trusted_proxies)
+        decision = self.limiter.check("ws:" + ip, self.limits.handshake_rate, now, "ws-handshake")
+        if decision.allowed:
+            return None
+        session.transition(SessionState.REJECTED)
+        self.metrics.refusals.inc((("reason", "rate_limited"),))
+        return Refusal("rate_limited", ApiError(
+            "rate_limited",
+            f"More than {decision.limit} WebSocket handshakes per minute from this address; "
+            f"retry in {decision.retry_after_s} s.",
+            headers=decision.headers(),
+            extra={"retryAfter": decision.retry_after_s},
+        ))
 
     def admit(self, session: Session, target: str) -> Refusal | None:
         """Decide the handshake; on success the session is bound to its key (call `open` after the 101)."""
@@ -153,7 +175,7 @@ class StreamCore:
         if session.state is SessionState.OPEN:
             self._leave_open(session)
         elif session.state is SessionState.CONNECTING and session.key_id is not None:
-            self.per_key[session.key_id] -= 1  # admitted, 101 never sent
+            self._release(session.key_id)  # admitted, 101 never sent
         if session.state is not SessionState.CLOSED:
             session.transition(SessionState.CLOSED)
         self.sessions.pop(session.id, None)
@@ -162,9 +184,15 @@ class StreamCore:
         self.registry.leave(session)
         session.out.drop_pending()
         if session.key_id is not None:
-            self.per_key[session.key_id] -= 1
-            if self.per_key[session.key_id] <= 0:
-                del self.per_key[session.key_id]
+            self._release(session.key_id)
+
+    def _release(self, key_id: str) -> None:
+        """One session of the key is gone; a key with none left has no entry (keys come and go)."""
+        left = self.per_key[key_id] - 1
+        if left > 0:
+            self.per_key[key_id] = left
+        else:
+            self.per_key.pop(key_id, None)
 
     # --- client messages -----------------------------------------------------
     def on_text(self, session: Session, data: Payload, now: float) -> CloseCode | None:

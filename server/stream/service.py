@@ -27,10 +27,12 @@ class StreamService:
     def __init__(self, hub: Hub) -> None:
         self.hub = hub
         s = hub.settings
-        self.limits = StreamLimits(max_conn=dict(s.ws_max_conn), slow_close_s=s.ws_slow_close_s)
+        self.limits = StreamLimits(max_conn=dict(s.ws_max_conn), slow_close_s=s.ws_slow_close_s,
+                                   handshake_rate=s.ws_handshake_rate, trusted_proxies=s.trusted_proxies)
         self.core = StreamCore(
             hub.state, hub.catalogue, hub.epoch, self.limits,
             StreamMetrics(hub.registry, lambda: float(self.core.open_count)), hub.keys.lookup,
+            hub.app.limiter,  # the HTTP limiter's store: its buckets are pruned with the others
         )
         self.conns: dict[int, StreamConnection] = {}  # session id -> connection, until connection_lost
         self._server: asyncio.AbstractServer | None = None

@@ -343,3 +343,47 @@ def test_sessions_of_revoked_keys() -> None:
     a, _ = open_session(core, "pro")
     open_session(core, "ent")
     assert core.sessions_of_keys({"key_pro"}) == [a]
+
+
+# --- per-IP handshake bucket and per-key bookkeeping -------------------------------
+
+def test_handshakes_are_limited_per_client_ip() -> None:
+    core, _, reg = make_core(handshake_rate=3)
+    for _ in range(3):
+        assert core.admit_peer(core.connect(Sink(), 0.0), "10.0.0.1", None, 0.0) is None
+    refused = core.connect(Sink(), 0.0)
+    refusal = core.admit_peer(refused, "10.0.0.1", None, 0.0)
+    assert refusal is not None and refusal.reason == "rate_limited" and refused.state is SessionState.REJECTED
+    problem = refusal.error.problem()
+    assert refusal.error.status == 429 and problem["code"] == "rate_limited" and problem["retryAfter"] == 20
+    assert ("retry-after", "20") in refusal.error.headers  # 60/3 s until the next handshake
+    assert b'reason="rate_limited"} 1' in reg.render()
+    assert core.admit_peer(core.connect(Sink(), 0.0), "10.0.0.2", None, 0.0) is None  # another IP: its own bucket
+    assert core.admit_peer(core.connect(Sink(), 20.0), "10.0.0.1", None, 20.0) is None  # refilled
+
+
+def test_forwarded_for_counts_only_from_a_trusted_proxy() -> None:
+    import ipaddress
+
+    core, _, _ = make_core(handshake_rate=1, trusted_proxies=(ipaddress.ip_network("10.9.0.0/16"),))
+    assert core.admit_peer(core.connect(Sink(), 0.0), "10.9.0.1", "203.0.113.5", 0.0) is None
+    assert core.admit_peer(core.connect(Sink(), 0.0), "10.9.0.1", "203.0.113.6", 0.0) is None  # another client
+    assert core.admit_peer(core.connect(Sink(), 0.0), "10.9.0.1", "203.0.113.5", 0.0) is not None
+    assert core.admit_peer(core.connect(Sink(), 0.0), "192.0.2.1", "203.0.113.7", 0.0) is None
+    assert core.admit_peer(core.connect(Sink(), 0.0), "192.0.2.1", "203.0.113.8", 0.0) is not None  # untrusted
+
+
+def test_per_key_count_keeps_no_zero_entries() -> None:
+    core, _, _ = make_core()
+    admitted = core.connect(Sink(), 0.0)
+    assert core.admit(admitted, "/ws/quotes?key=pro") is None
+    assert core.per_key == {"key_pro": 1}
+    core.closed(admitted)  # admitted, but the connection dropped before the 101 went out
+    assert core.per_key == {}
+    a, _ = open_session(core)
+    b, _ = open_session(core)
+    core.closing(a)
+    core.closed(a)
+    assert core.per_key == {"key_pro": 1}
+    core.closed(b)
+    assert core.per_key == {}

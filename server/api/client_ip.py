@@ -1,0 +1,28 @@
+"""Who the client is, for per-IP limits: the peer address, or X-Forwarded-For from a trusted proxy.
+
+Shared by the HTTP pipeline and the WebSocket handshake, so both count one client the same way.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from typing import Any
+
+
+def client_address(peer: str, forwarded: str | None, trusted: tuple[Any, ...]) -> str:
+    """The peer address; X-Forwarded-For is read only when the peer is a trusted proxy."""
+    if not trusted or not forwarded or not in_networks(peer, trusted):
+        return peer
+    # walk right to left: the first address that is not a trusted proxy is the client
+    for hop in reversed([h.strip() for h in forwarded.split(",")]):
+        if hop and not in_networks(hop, trusted):
+            return hop
+    return peer
+
+
+def in_networks(addr: str, networks: tuple[Any, ...]) -> bool:
+    try:
+        ip = ipaddress.ip_address(addr)
+    except ValueError:
+        return False
+    return any(ip in net for net in networks)

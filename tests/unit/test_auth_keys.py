@@ -1,0 +1,93 @@
+"""The key cache over real SQLite storage: unknown keys are remembered until the next refresh."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from server.api.auth_keys import KeyCache
+from server.store.keys import ApiKey, KeyRepo, hash_key
+from server.store.sqlite_repos import SqliteKeys
+from server.store.storage import SqliteStorage
+
+
+class CountingKeys:
+    """The real SQLite key repository, counting the reads that reach storage."""
+
+    def __init__(self, inner: SqliteKeys) -> None:
+        self.inner = inner
+        self.reads = 0
+
+    async def active_by_hash(self) -> dict[str, ApiKey]:
+        return await self.inner.active_by_hash()
+
+    async def by_hash(self, key_hash: str) -> ApiKey | None:
+        self.reads += 1
+        return await self.inner.by_hash(key_hash)
+
+
+@pytest.fixture
+def storage(tmp_path: Path) -> Iterator[SqliteStorage]:
+    data = tmp_path / "data"
+    data.mkdir()
+    store = SqliteStorage(data)
+    yield store
+    store.close()
+
+
+def _insert_key(storage: SqliteStorage, secret: str) -> None:
+    """A key whose secret the test chose (the CLI would draw a random one)."""
+    def insert(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO api_keys (id, key_hash, plan, rate, label, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                     ("key_chosen", hash_key(secret), "free", None, None, 0.0))
+
+    storage.write_blocking(insert)
+
+
+def test_an_unknown_key_reads_storage_once_until_the_next_refresh(storage: SqliteStorage) -> None:
+    async def scenario() -> None:
+        repo = CountingKeys(SqliteKeys(storage))
+        cache = KeyCache(repo)
+        for _ in range(5):
+            assert await cache.load("mk_guess") is None
+        assert repo.reads == 1
+        _insert_key(storage, "mk_guess")  # the same secret now exists (created after it was refused)
+        assert await cache.refresh() == set()
+        key = await cache.load("mk_guess")
+        assert key is not None and key.id == "key_chosen" and repo.reads == 2
+        assert cache.lookup("mk_guess") == key  # cached: the hot path reads nothing
+
+    asyncio.run(scenario())
+
+
+def test_a_revoked_key_is_remembered_as_missing(storage: SqliteStorage) -> None:
+    async def scenario() -> None:
+        key, secret = storage.write_blocking(lambda c: KeyRepo(c).create("professional"))
+        storage.write_blocking(lambda c: KeyRepo(c).revoke(key.id))
+        repo = CountingKeys(SqliteKeys(storage))
+        cache = KeyCache(repo)
+        assert await cache.load(secret) is None and await cache.load(secret) is None
+        assert repo.reads == 1
+
+    asyncio.run(scenario())
+
+
+def test_the_missing_set_is_bounded_oldest_forgotten_first(storage: SqliteStorage) -> None:
+    async def scenario() -> None:
+        repo = CountingKeys(SqliteKeys(storage))
+        cache = KeyCache(repo, max_missing=3)
+        for i in range(4):
+            await cache.load(f"mk_{i}")
+        assert repo.reads == 4
+        await cache.load("mk_3")  # still remembered
+        await cache.load("mk_2")
+        await cache.load("mk_1")
+        assert repo.reads == 4
+        await cache.load("mk_0")  # the oldest was dropped to make room
+        assert repo.reads == 5
+
+    asyncio.run(scenario())
