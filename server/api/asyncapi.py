@@ -3,7 +3,8 @@
 It describes the server, the channel and its `key` query parameter, every
 server and client message, the client operations, the close codes and the
 HTTP statuses of a refused handshake, so a client in any language can be
-written from it alone.
+written from it alone. Message payloads are the shared schemas of
+server/api/schemas.py: a snapshot's Quote is the Quote of GET /api/v1/quotes.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import orjson
 
 from server.api.errors import CloseCode
 from server.api.router import Access, Router
+from server.api.schemas import STREAM, closure, obj, ref
 from server.api.types import Request, Response
 from server.config import Settings
 
@@ -38,59 +40,6 @@ REFUSALS = {
            "by default (`too_many_connections`, with `limit`).",
 }
 
-_REQ_ID = {"description": "Echo of the client's reqId (null when the client sent none).",
-           "oneOf": [{"type": "string", "maxLength": 128}, {"type": "integer"}, {"type": "null"}]}
-_IDS = {"type": "array", "items": {"type": "string"}, "maxItems": 500,
-        "description": "Instrument ids, as in GET /api/v1/quotes."}
-
-
-def _obj(props: dict[str, Any], required: list[str], **extra: Any) -> dict[str, Any]:
-    return {"type": "object", "properties": props, "required": required, **extra}
-
-
-def _const(value: str) -> dict[str, Any]:
-    return {"type": "string", "const": value}
-
-
-QUOTE = _obj({
-    "id": {"type": "string"}, "kind": {"type": "string", "enum": ["oil", "chem", "fx"]},
-    "name": {"type": "object", "properties": {"zh": {"type": "string"}, "en": {"type": "string"}}},
-    "price": {"type": ["number", "null"]}, "priceText": {"type": "string"},
-    "change": {"type": ["number", "null"]}, "changePct": {"type": ["number", "null"]},
-    "source": {"type": "string"}, "unit": {"type": "string"}, "currency": {"type": "string"},
-    "updated": {"type": ["string", "null"], "format": "date-time"},
-}, ["id", "kind", "name", "price", "priceText", "change", "changePct", "source", "unit", "currency", "updated"])
-
-SCHEMAS: dict[str, dict[str, Any]] = {
-    "Quote": QUOTE,
-    "Snapshot": _obj({
-        "type": _const("snapshot"),
-        "updated": {"type": ["string", "null"], "format": "date-time"},
-        "epoch": {"type": "string", "description": "Identifies the server start; changes at every start. "
-                                                   "seq values are comparable only within one epoch."},
-        "quotes": {"type": "array", "items": {"$ref": "#/components/schemas/Quote"}},
-    }, ["type", "updated", "epoch", "quotes"]),
-    "Tick": _obj({
-        "type": _const("tick"), "id": {"type": "string"}, "price": {"type": "number"},
-        "change": {"type": "number", "description": "price minus the previous daily close"},
-        "ts": {"type": "string", "format": "date-time"},
-        "seq": {"type": "integer", "minimum": 1, "description": "That instrument's tick count since the server "
-                "started (epoch). A jump means ticks were conflated or missed."},
-    }, ["type", "id", "price", "change", "ts", "seq"]),
-    "Subscribed": _obj({"type": _const("subscribed"), "ids": _IDS, "reqId": _REQ_ID}, ["type", "ids", "reqId"]),
-    "Pong": _obj({"type": _const("pong"), "ts": {"type": "string", "format": "date-time"}, "reqId": _REQ_ID},
-                 ["type", "ts", "reqId"]),
-    "Error": _obj({
-        "type": _const("error"),
-        "code": {"type": "string", "enum": ["invalid_json", "invalid_message", "unknown_op", "unknown_ids",
-                                            "unsupported_binary"]},
-        "detail": {"type": "string"}, "reqId": _REQ_ID,
-    }, ["type", "code", "detail", "reqId"]),
-    "Subscribe": _obj({"op": _const("subscribe"), "ids": _IDS, "reqId": _REQ_ID}, ["op", "ids"]),
-    "Unsubscribe": _obj({"op": _const("unsubscribe"), "ids": _IDS, "reqId": _REQ_ID}, ["op", "ids"]),
-    "Ping": _obj({"op": _const("ping"), "reqId": _REQ_ID}, ["op"]),
-}
-
 MESSAGE_DOCS = {
     "Snapshot": "Always the first message (every instrument), and again after each subscribe/unsubscribe "
                 "acknowledgement, for the new set.",
@@ -110,9 +59,9 @@ CLIENT_MESSAGES = ("Subscribe", "Unsubscribe", "Ping")
 
 def build_asyncapi(settings: Settings) -> dict[str, Any]:
     messages = {name: {"name": name.lower(), "contentType": "application/json", "summary": MESSAGE_DOCS[name],
-                       "payload": {"$ref": f"#/components/schemas/{name}"}}
+                       "payload": ref(name)}
                 for name in (*SERVER_MESSAGES, *CLIENT_MESSAGES)}
-    ref = {name: {"$ref": f"#/channels/quotes/messages/{name}"} for name in messages}
+    msg = {name: {"$ref": f"#/channels/quotes/messages/{name}"} for name in messages}
     return {
         "asyncapi": "3.0.0",
         "info": {
@@ -129,11 +78,12 @@ def build_asyncapi(settings: Settings) -> dict[str, Any]:
         "channels": {"quotes": {
             "address": "/ws/quotes",
             "messages": messages,
-            "bindings": {"ws": {"method": "GET", "query": _obj(
-                {"key": {"type": "string", "description": "A professional or enterprise API key."}}, ["key"])}},
+            "bindings": {"ws": {"method": "GET", "query": obj(
+                ["key"], key={"type": "string", "description": "A professional or enterprise API key."})}},
             "x-handshake-refusals": {
                 "description": "A refused handshake is an HTTP response with an RFC 9457 "
                                "application/problem+json body {type, title, status, detail, code}.",
+                "schema": ref("Problem"),
                 "statuses": REFUSALS,
             },
             "x-close-codes": {str(int(code)): text for code, text in CLOSE_CODE_MEANINGS.items()},
@@ -141,20 +91,20 @@ def build_asyncapi(settings: Settings) -> dict[str, Any]:
         "operations": {
             "receiveServerMessages": {"action": "receive", "channel": {"$ref": "#/channels/quotes"},
                                       "summary": "What the server sends.",
-                                      "messages": [ref[m] for m in SERVER_MESSAGES]},
+                                      "messages": [msg[m] for m in SERVER_MESSAGES]},
             "subscribe": {"action": "send", "channel": {"$ref": "#/channels/quotes"},
-                          "messages": [ref["Subscribe"]],
+                          "messages": [msg["Subscribe"]],
                           "reply": {"channel": {"$ref": "#/channels/quotes"},
-                                    "messages": [ref["Subscribed"], ref["Snapshot"], ref["Error"]]}},
+                                    "messages": [msg["Subscribed"], msg["Snapshot"], msg["Error"]]}},
             "unsubscribe": {"action": "send", "channel": {"$ref": "#/channels/quotes"},
-                            "messages": [ref["Unsubscribe"]],
+                            "messages": [msg["Unsubscribe"]],
                             "reply": {"channel": {"$ref": "#/channels/quotes"},
-                                      "messages": [ref["Subscribed"], ref["Snapshot"], ref["Error"]]}},
-            "ping": {"action": "send", "channel": {"$ref": "#/channels/quotes"}, "messages": [ref["Ping"]],
-                     "reply": {"channel": {"$ref": "#/channels/quotes"}, "messages": [ref["Pong"]]}},
+                                      "messages": [msg["Subscribed"], msg["Snapshot"], msg["Error"]]}},
+            "ping": {"action": "send", "channel": {"$ref": "#/channels/quotes"}, "messages": [msg["Ping"]],
+                     "reply": {"channel": {"$ref": "#/channels/quotes"}, "messages": [msg["Pong"]]}},
         },
         "components": {
-            "schemas": SCHEMAS,
+            "schemas": closure(*STREAM, "Problem"),
             "securitySchemes": {"queryKey": {"type": "httpApiKey", "name": "key", "in": "query"}},
         },
     }

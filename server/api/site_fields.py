@@ -10,9 +10,13 @@ from server.api.passwords import MAX_PASSWORD, MIN_PASSWORD
 
 MAX_EMAIL = 254
 _DIGITS = re.compile(r"[0-9]{1,12}")
+MAX_PHONE = 32
 # Pragmatic: one @, no spaces or control characters, a dotted domain of letters/digits/hyphens.
-_EMAIL = re.compile(r"[^@\s\x00-\x1f]{1,64}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}")
-_PHONE = re.compile(r"\+?[0-9][0-9 ()-]{4,30}")
+# The OpenAPI request schemas (server/api/schemas.py) publish these patterns, anchored.
+EMAIL_PATTERN = r"[^@\s\x00-\x1f]{1,64}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}"
+PHONE_PATTERN = r"\+?[0-9][0-9 ()-]{4,30}"
+_EMAIL = re.compile(EMAIL_PATTERN)
+_PHONE = re.compile(PHONE_PATTERN)
 
 
 def param_error(field: str, message: str) -> ApiError:
@@ -48,7 +52,7 @@ def email(f: Fields, name: str = "email", *, required: bool = True) -> str | Non
 
 
 def phone(f: Fields, name: str, *, required: bool = False) -> str | None:
-    value = f.text(name, required=required, max_len=32)
+    value = f.text(name, required=required, max_len=MAX_PHONE)
     if value is not None and not _PHONE.fullmatch(value):
         f.error(name, "must be a phone number (digits, spaces, +, -, parentheses)")
         return None

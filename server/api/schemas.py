@@ -1,0 +1,252 @@
+"""JSON Schemas of every body the service sends or accepts, written once.
+
+The OpenAPI document (REST) and the AsyncAPI document (/ws/quotes) both place these
+under `components/schemas` and refer to them as `#/components/schemas/<Name>`;
+`closure()` picks the named schemas with everything they refer to, so a Quote in a
+WebSocket snapshot is the very schema of a Quote in `GET /api/v1/quotes`.
+
+Request schemas state the rules the handlers enforce, built from the handlers' own
+constants: required strings are non-empty (after trimming: the server trims surrounding
+whitespace before every check), lengths, patterns, the caps on `quantity`, and `null`
+accepted wherever a field is optional. tests/contract/test_schemas.py holds the server to
+these schemas in both directions, and every response and stream message to its schema.
+
+Only keywords that mean the same in JSON Schema 2020-12 (OpenAPI 3.1) and draft-07
+(AsyncAPI 3.0's default schema format) are used.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from server.api.errors import ERROR_KINDS
+from server.api.passwords import MAX_PASSWORD, MIN_PASSWORD
+from server.api.site_fields import EMAIL_PATTERN, MAX_EMAIL, MAX_PHONE, PHONE_PATTERN
+from server.api.site_records import COOPERATION_TYPES, MAX_MESSAGE, MAX_QUANTITY
+from server.market.catalogue import KINDS
+from server.store.receipts import RECEIPT_NO_PATTERN
+from server.stream.messages import MAX_IDS as MAX_STREAM_IDS
+from server.stream.messages import ErrorCode
+
+S = dict[str, Any]
+REF_PREFIX = "#/components/schemas/"
+
+
+def ref(name: str) -> S:
+    return {"$ref": REF_PREFIX + name}
+
+
+def obj(required: list[str], **props: S) -> S:
+    return {"type": "object", "required": required, "properties": props}
+
+
+def nullable(schema: S, description: str = "optional: absent, null and \"\" all mean not given") -> S:
+    return {**schema, "type": [schema["type"], "null"], "description": description}
+
+
+def anchored(pattern: str) -> str:
+    return f"^(?:{pattern})$"
+
+
+STR: S = {"type": "string"}
+NUM: S = {"type": "number"}
+INT: S = {"type": "integer"}
+BOOL: S = {"type": "boolean"}
+TS: S = {"type": "string", "format": "date-time", "description": "ISO 8601 with offset (Asia/Shanghai, +08:00)"}
+NULLTS: S = {**TS, "type": ["string", "null"]}
+NULLNUM: S = {"type": ["number", "null"]}
+HEX64: S = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
+NOT_BLANK = r"\S"  # unanchored: at least one character that is not whitespace
+
+
+def text(max_len: int, **extra: Any) -> S:
+    """A required string: not empty once trimmed, at most `max_len` characters."""
+    return {"type": "string", "minLength": 1, "maxLength": max_len, "pattern": NOT_BLANK, **extra}
+
+
+def optional_text(max_len: int) -> S:
+    return nullable({"type": "string", "maxLength": max_len})
+
+
+def optional_pattern(pattern: str, max_len: int, what: str, example: str) -> S:
+    """An optional string with a format: empty or blank means not given, anything else must match."""
+    return nullable({"type": "string", "maxLength": max_len, "pattern": anchored(rf"\s*|{pattern}"),
+                     "examples": [example]}, f"optional {what}: absent, null, \"\" or blank mean not given")
+
+
+EMAIL_EXAMPLE = "trader@example.com"
+PHONE_EXAMPLE = "+86 21 5555 0100"
+EMAIL: S = {"type": "string", "format": "email", "maxLength": MAX_EMAIL, "pattern": anchored(EMAIL_PATTERN),
+            "examples": [EMAIL_EXAMPLE]}
+
+# --- shared by REST and the stream ---------------------------------------------------------------
+
+QUOTE_PROPS: dict[str, S] = {
+    "id": STR, "kind": {"type": "string", "enum": list(KINDS)}, "name": ref("Localised"),
+    "price": NULLNUM, "priceText": {"type": "string", "examples": ["2,415.00 CNY/t"]},
+    "change": {**NULLNUM, "description": "price minus the previous daily close, in the price's unit"},
+    "changePct": {**NULLNUM, "description": "change in percent of the previous close"},
+    "source": ref("Localised"), "unit": ref("Localised"), "currency": STR, "updated": NULLTS,
+}
+REQ_ID: S = {"description": "Echo of the client's reqId (null when the client sent none).",
+             "oneOf": [{"type": "string", "maxLength": 128}, {"type": "integer"}, {"type": "null"}]}
+STREAM_IDS: S = {"type": "array", "items": {"type": "string"}, "maxItems": MAX_STREAM_IDS,
+                 "description": "Instrument ids, as in GET /api/v1/quotes."}
+
+
+def _const(value: str) -> S:
+    return {"type": "string", "const": value}
+
+
+SHARED: dict[str, S] = {
+    "Localised": obj(["zh", "en"], zh=STR, en=STR),
+    "Quote": obj(list(QUOTE_PROPS), **QUOTE_PROPS),
+}
+
+# --- REST responses ------------------------------------------------------------------------------
+
+PAGE_PROPS: dict[str, S] = {"total": INT, "limit": INT, "offset": INT}
+
+RESPONSES: dict[str, S] = {
+    "Problem": obj(
+        ["type", "title", "status", "detail", "code"],
+        type={"type": "string", "format": "uri"}, title=STR, status=INT, detail=STR,
+        code={"type": "string", "enum": sorted(ERROR_KINDS), "description": "stable snake_case identifier"},
+        errors={"type": "array", "items": obj(["field", "message"], field=STR, message=STR),
+                "description": "validation errors: one per bad field"},
+        retryAfter={"type": "integer", "description": "on 429: seconds to wait"},
+        limit={"type": "integer", "description": "on a refused WebSocket handshake (too_many_connections): "
+                                                 "the connections the key's plan allows"},
+    ),
+    "QuoteExtended": obj(
+        [*QUOTE_PROPS, "extended", "open", "high", "low", "prevClose", "volume", "seq"],
+        **QUOTE_PROPS, extended={"const": True}, open=NULLNUM, high=NULLNUM, low=NULLNUM, prevClose=NULLNUM,
+        volume=NUM, seq={"type": "integer", "description": "ticks of this instrument since the server started"},
+    ),
+    "QuoteList": obj(["updated", "count", "demo", "quotes"], updated=NULLTS, count=INT, demo=BOOL,
+                     quotes={"type": "array", "items": ref("Quote")}),
+    "Candle": obj(["t", "o", "h", "l", "c", "v"], t={"type": "string", "format": "date"}, o=NUM, h=NUM, l=NUM,
+                  c=NUM, v=NUM),
+    "CandleSeries": obj(["id", "updated", "demo", "series"], id=STR, updated=NULLTS, demo=BOOL,
+                        series={"type": "array", "items": ref("Candle"),
+                                "description": "ascending, one per trading day (Mon-Fri); the last is live"}),
+    "Spread": obj(
+        ["pair", "shfe", "dce", "intl", "basis", "note", "cfrUsd", "fx", "tariff", "vat", "portFee", "basisPct"],
+        pair={"type": "string", "enum": ["methanol", "PTA", "PP", "PE", "PVC"]},
+        shfe={**NUM, "description": "first domestic price, CNY/t"},
+        dce={**NUM, "description": "second domestic price, CNY/t"},
+        intl={**NUM, "description": "cfrUsd x fx x (1 + tariff) x (1 + vat) + portFee, CNY/t"},
+        basis={**NUM, "description": "(shfe + dce) / 2 - intl"}, note=STR, cfrUsd=NUM, fx=NUM, tariff=NUM,
+        vat=NUM, portFee=NUM, basisPct={**NUM, "description": "100 x basis / intl"},
+    ),
+    "SpreadList": obj(["updated", "demo", "spreads"], updated=NULLTS, demo=BOOL,
+                      spreads={"type": "array", "items": ref("Spread")}),
+    "InventoryItem": obj(["id", "name", "type", "level", "unit", "wow", "wowPct"], id=STR, name=ref("Localised"),
+                         type={"type": "string", "enum": ["port", "social", "factory"]}, level=NUM, unit=STR,
+                         wow=NUM, wowPct=NUM),
+    "InventoryList": obj(["updated", "demo", "items"], updated=NULLTS, demo=BOOL,
+                         items={"type": "array", "items": ref("InventoryItem")}),
+    "Category": obj(["id", "name", "count", "quotes"], id=STR, name=ref("Localised"), count=INT,
+                    quotes={"type": "array", "items": ref("Quote")}),
+    "MarketSnapshot": obj(["updated", "refreshSeconds", "demo", "categories"], updated=TS, refreshSeconds=NUM,
+                          demo=BOOL, categories={"type": "array", "items": ref("Category")}),
+    "CategorySnapshot": obj(["updated", "refreshSeconds", "demo", "id", "name", "count", "quotes"], updated=TS,
+                            refreshSeconds=NUM, demo=BOOL, id=STR, name=ref("Localised"), count=INT,
+                            quotes={"type": "array", "items": ref("Quote")}),
+    "NewsItem": obj(["id", "title", "summary", "source", "publishedAt", "tags"], id=STR, title=ref("Localised"),
+                    summary=ref("Localised"), source=STR, publishedAt=TS, tags={"type": "array", "items": STR}),
+    "ResearchItem": obj(["id", "title", "summary", "source", "publishedAt", "tags", "author", "category"],
+                        id=STR, title=ref("Localised"), summary=ref("Localised"), source=STR, publishedAt=TS,
+                        tags={"type": "array", "items": STR}, author=STR, category=STR),
+    "NewsPage": obj(["items", "total", "limit", "offset"], items={"type": "array", "items": ref("NewsItem")},
+                    **PAGE_PROPS),
+    "ResearchPage": obj(["items", "total", "limit", "offset"],
+                        items={"type": "array", "items": ref("ResearchItem")}, **PAGE_PROPS),
+    "Registered": obj(["id", "email"], id=STR, email=STR),
+    "Token": obj(["token", "tokenType", "expiresIn"], token=STR, tokenType={"const": "Bearer"},
+                 expiresIn={"type": "integer", "description": "seconds"}),
+    "Created": obj(["id", "status", "createdAt"], id=STR, status={"const": "received"}, createdAt=TS),
+    "Receipt": obj(
+        ["receiptNo", "commodity", "grade", "quantity", "unit", "warehouse", "holder", "status", "issuedAt",
+         "expiresAt", "evidenceHash", "anchored"],
+        receiptNo={"type": "string", "pattern": anchored(RECEIPT_NO_PATTERN)}, commodity=STR, grade=STR,
+        quantity=NUM, unit=STR, warehouse=STR,
+        holder={"type": "string", "description": "masked: at most half of the characters are shown"},
+        status={"type": "string", "enum": ["active", "pledged", "frozen", "cancelled"]}, issuedAt=TS,
+        expiresAt=NULLTS, evidenceHash=HEX64, anchored=BOOL,
+    ),
+    "Verification": {
+        **obj(["hash", "verified", "status"], hash=HEX64, verified=BOOL,
+              status={"type": "string", "enum": ["pending", "anchored", "tampered"]},
+              anchoredAt=TS, ledger=STR, blockHeight=INT, txHash=HEX64, merkleRoot=HEX64, leafIndex=INT,
+              treeSize=INT, proof={"type": "array", "items": HEX64,
+                                   "description": "RFC 9162 inclusion proof: recomputes merkleRoot from hash"}),
+        "description": "pending and tampered: hash, verified false, status; anchored: verified true and the rest",
+    },
+    "ClientConfig": obj(["wsPort", "wsPath", "demo"], wsPort={**INT, "description": "port of ws://HOST:PORT/ws/quotes"},
+                        wsPath={"const": "/ws/quotes"}, demo=BOOL),
+    "Health": obj(["status"], status={"const": "ok"}),
+    "Ready": obj(["status", "checks", "epoch"], status={"const": "ready"},
+                 checks={"type": "object", "additionalProperties": BOOL, "description": "each check: true"},
+                 epoch={"type": "string", "description": "identifies this server start, as in the stream"}),
+}
+
+# --- REST requests: the handlers' rules ----------------------------------------------------------
+
+REQUESTS: dict[str, S] = {
+    "Register": obj(["email", "password"], email=EMAIL,
+                    password={"type": "string", "minLength": MIN_PASSWORD, "maxLength": MAX_PASSWORD,
+                              "description": "taken verbatim (not trimmed)"},
+                    name=optional_text(100), company=optional_text(200)),
+    "Login": obj(["email", "password"], email=text(MAX_EMAIL), password={"type": "string"}),
+    "Inquiry": obj(["product", "quantity"], product=text(200),
+                   quantity={"type": "number", "exclusiveMinimum": 0, "maximum": MAX_QUANTITY},
+                   unit=optional_text(20), message=optional_text(MAX_MESSAGE), deliveryPlace=optional_text(200),
+                   contactPhone=optional_pattern(PHONE_PATTERN, MAX_PHONE, "phone number", PHONE_EXAMPLE)),
+    "Cooperation": {
+        **obj(["company", "contactName"], company=text(200), contactName=text(100),
+              email=optional_pattern(EMAIL_PATTERN, MAX_EMAIL, "e-mail address", EMAIL_EXAMPLE),
+              phone=optional_pattern(PHONE_PATTERN, MAX_PHONE, "phone number", PHONE_EXAMPLE),
+              type={"type": ["string", "null"], "enum": [*COOPERATION_TYPES, None], "default": "other"},
+              message=optional_text(MAX_MESSAGE)),
+        "anyOf": [obj(["email"], email={"type": "string", "pattern": NOT_BLANK}),
+                  obj(["phone"], phone={"type": "string", "pattern": NOT_BLANK})],
+        "description": "at least one of email or phone",
+    },
+}
+
+# --- /ws/quotes messages -------------------------------------------------------------------------
+
+STREAM: dict[str, S] = {
+    "Snapshot": obj(["type", "updated", "epoch", "quotes"], type=_const("snapshot"), updated=NULLTS,
+                    epoch={"type": "string", "description": "Identifies the server start; changes at every start. "
+                                                            "seq values are comparable only within one epoch."},
+                    quotes={"type": "array", "items": ref("Quote")}),
+    "Tick": obj(["type", "id", "price", "change", "ts", "seq"], type=_const("tick"), id=STR, price=NUM,
+                change={**NUM, "description": "price minus the previous daily close"}, ts=TS,
+                seq={"type": "integer", "minimum": 1, "description": "That instrument's tick count since the "
+                     "server started (epoch). A jump means ticks were conflated or missed."}),
+    "Subscribed": obj(["type", "ids", "reqId"], type=_const("subscribed"), ids=STREAM_IDS, reqId=REQ_ID),
+    "Pong": obj(["type", "ts", "reqId"], type=_const("pong"), ts=TS, reqId=REQ_ID),
+    "Error": obj(["type", "code", "detail", "reqId"], type=_const("error"),
+                 code={"type": "string", "enum": [c.value for c in ErrorCode]}, detail=STR, reqId=REQ_ID),
+    "Subscribe": obj(["op", "ids"], op=_const("subscribe"), ids=STREAM_IDS, reqId=REQ_ID),
+    "Unsubscribe": obj(["op", "ids"], op=_const("unsubscribe"), ids=STREAM_IDS, reqId=REQ_ID),
+    "Ping": obj(["op"], op=_const("ping"), reqId=REQ_ID),
+}
+
+SCHEMAS: dict[str, S] = {**SHARED, **RESPONSES, **REQUESTS, **STREAM}
+_REF = re.compile(re.escape(REF_PREFIX) + r"(\w+)")
+
+
+def closure(*names: str) -> dict[str, S]:
+    """The named schemas and every schema they refer to, in SCHEMAS order."""
+    wanted: set[str] = set()
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        if name not in wanted:
+            wanted.add(name)
+            todo.extend(_REF.findall(repr(SCHEMAS[name])))
+    return {name: schema for name, schema in SCHEMAS.items() if name in wanted}

@@ -1,0 +1,456 @@
+"""The OpenAPI and AsyncAPI documents against a real server, on both runtimes: the documents do not lie.
+
+(a) Every message type the stream sends (snapshot, tick, subscribed, pong, each error code), read
+    from a real WebSocket, validates against its message schema in /asyncapi.json.
+(b) Every REST response we can provoke (the 200 of every GET, 201s, 304s, and the 400/401/403/404/
+    405/409/413/415/429 problems) has a status documented for its operation and validates against
+    the schema documented for that status; no response carries a field the schema does not list.
+    Every documented (path, method, status) is provoked, except the few listed in UNPROVOKED.
+(c) The request rules: for every POST body field and every query parameter, candidate values are
+    drawn from its own schema (bounds, lengths, enums, patterns' examples, null, wrong types); what
+    the schema allows the server accepts, what the schema forbids is a 400 naming the field.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import itertools
+import json
+import re
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from jsonschema import Draft7Validator, Draft202012Validator
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
+
+from tests.conftest import RUNTIMES, ServerProcess, run_cli
+
+S = dict[str, Any]
+MISSING = object()  # a candidate meaning "leave the field out"
+UNPROVOKED = {  # (path or "*", method or "*", status): documented answers a test cannot cause from outside
+    ("*", "*", "500"),  # internal error
+    ("/readyz", "get", "503"),  # feed or storage down
+}
+RECEIPT = "WR-NB-000101"  # a demo receipt
+_ips = itertools.count(1)
+
+
+def next_ip() -> str:
+    n = next(_ips)
+    return f"10.{n >> 16 & 255}.{n >> 8 & 255}.{n & 255}"
+
+
+@pytest.fixture(scope="module", params=RUNTIMES)
+def api(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """127.0.0.1 is trusted as a proxy and each request names its own client IP in X-Forwarded-For, so
+    the per-IP limits (public 1/min here, login 10/min) are hit only where a test means to."""
+    data_dir = tmp_path_factory.mktemp(f"schemas-{request.param}") / "data"
+    srv = ServerProcess(data_dir, request.param, "--trusted-proxies", "127.0.0.1/32", "--public-rate", "1",
+                        "--tick-interval-ms", "50")
+    yield srv
+    code = srv.stop()
+    assert code == 0, f"server exited with {code}:\n{srv.output()}"
+
+
+@pytest.fixture(scope="module")
+def http(api: ServerProcess) -> Iterator[httpx.Client]:
+    def fresh_ip(req: httpx.Request) -> None:
+        req.headers.setdefault("x-forwarded-for", next_ip())
+
+    with httpx.Client(base_url=api.base, timeout=15.0, event_hooks={"request": [fresh_ip]}) as client:
+        yield client
+
+
+@pytest.fixture(scope="module")
+def spec(http: httpx.Client) -> S:
+    return http.get("/openapi.json").json()
+
+
+# --- schema helpers ------------------------------------------------------------------------------
+
+
+def resolve(doc: S, schema: S) -> S:
+    while "$ref" in schema:
+        node: Any = doc
+        for part in schema["$ref"].removeprefix("#/").split("/"):
+            node = node[part]
+        schema = node
+    return schema
+
+
+def closed(schema: Any) -> Any:
+    """A copy in which every object schema that lists properties allows no others (responses only)."""
+    if isinstance(schema, list):
+        return [closed(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {k: closed(v) for k, v in schema.items()}
+    if "properties" in out and "additionalProperties" not in out:
+        out["additionalProperties"] = False
+    return out
+
+
+def validator(doc: S, schema: S, *, strict: bool, draft: type = Draft202012Validator) -> Any:
+    """A validator for `schema` whose `#/components/...` references resolve inside `doc`."""
+    components = closed(doc["components"]) if strict else doc["components"]
+    root = {"allOf": [closed(schema) if strict else schema], "components": components}
+    return draft(root, format_checker=draft.FORMAT_CHECKER)
+
+
+def errors_of(v: Any, value: Any) -> list[str]:
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}"[:300] for e in v.iter_errors(value)]
+
+
+# --- (a) the stream against /asyncapi.json --------------------------------------------------------
+
+
+def test_every_stream_message_validates_against_asyncapi(api: ServerProcess, http: httpx.Client) -> None:
+    doc = http.get("/asyncapi.json").json()
+    channel = doc["channels"]["quotes"]
+    sent = {m["$ref"].rsplit("/", 1)[1] for m in doc["operations"]["receiveServerMessages"]["messages"]}
+    by_type = {resolve(doc, channel["messages"][name]["payload"])["properties"]["type"]["const"]: name
+               for name in sent}
+    codes = set(resolve(doc, channel["messages"]["Error"]["payload"])["properties"]["code"]["enum"])
+    validators = {t: validator(doc, channel["messages"][n]["payload"], strict=True, draft=Draft7Validator)
+                  for t, n in by_type.items()}
+    requests: list[str | bytes] = [
+        json.dumps({"op": "subscribe", "ids": ["brent", "wti"], "reqId": "sub-1"}),
+        json.dumps({"op": "unsubscribe", "ids": ["wti"], "reqId": 2}),
+        json.dumps({"op": "ping"}),
+        json.dumps({"op": "ping", "reqId": "p"}),
+        "{not json",  # invalid_json
+        json.dumps({"op": "subscribe", "ids": "brent"}),  # invalid_message
+        json.dumps({"op": "dance", "reqId": 7}),  # unknown_op
+        json.dumps({"op": "subscribe", "ids": ["brent", "nope"], "reqId": "u"}),  # unknown_ids
+        b"\x00\x01",  # unsupported_binary
+    ]
+
+    async def capture() -> list[S]:
+        got: list[S] = []
+        async with connect(f"{api.ws_base}/ws/quotes?key={api.demo_key}", max_queue=None) as ws:
+            for message in requests:
+                await ws.send(message)
+            # every request gets an answer; ticks keep arriving meanwhile (50 ms feed)
+            while sum(m["type"] in ("subscribed", "pong", "error") for m in got) < len(requests) \
+                    or not any(m["type"] == "tick" for m in got):
+                got.append(json.loads(await asyncio.wait_for(ws.recv(), 5.0)))
+        return got
+
+    messages = asyncio.run(asyncio.wait_for(capture(), 30.0))
+    problems = []
+    for msg in messages:
+        kind = msg.get("type")
+        if kind not in validators:
+            problems.append(f"undocumented message type {kind!r}: {msg}")
+            continue
+        problems += [f"{kind}: {e}" for e in errors_of(validators[kind], msg)]
+    assert problems == [], "\n".join(problems[:20])
+    assert {m["type"] for m in messages} == set(by_type), "every documented server message was seen"
+    assert {m["code"] for m in messages if m["type"] == "error"} == codes, "every documented error code was seen"
+
+
+def test_handshake_refusal_is_the_documented_problem(api: ServerProcess, http: httpx.Client) -> None:
+    doc = http.get("/asyncapi.json").json()
+    refusals = doc["channels"]["quotes"]["x-handshake-refusals"]
+    check = validator(doc, refusals["schema"], strict=True, draft=Draft7Validator)
+
+    async def refused() -> InvalidStatus:
+        try:
+            async with connect(f"{api.ws_base}/ws/quotes?key=wrong"):
+                pass
+        except InvalidStatus as exc:
+            return exc
+        raise AssertionError("a wrong key was let in")
+
+    exc = asyncio.run(asyncio.wait_for(refused(), 10.0))
+    assert str(exc.response.status_code) in refusals["statuses"]
+    assert errors_of(check, json.loads(exc.response.body or b"null")) == []
+
+
+# --- (b) REST responses against /openapi.json -----------------------------------------------------
+
+
+class Checker:
+    """Checks answers against the document and records which (path, method, status) were seen."""
+
+    def __init__(self, spec: S) -> None:
+        self.spec = spec
+        self.seen: set[tuple[str, str, str]] = set()
+        self.problems: list[str] = []
+
+    def __call__(self, resp: httpx.Response, path: str, method: str | None = None) -> httpx.Response:
+        method = (method or resp.request.method).lower()
+        ops = self.spec["paths"][path]
+        op = ops.get(method) or next(iter(ops.values()))  # a 405 is documented on every operation of the path
+        status = str(resp.status_code)
+        where = f"{resp.request.method} {resp.request.url.raw_path.decode()[:80]} -> {status}"
+        self.seen.add((path, method, status))
+        documented = op["responses"].get(status)
+        if documented is None:
+            self.problems.append(f"{where}: status not documented ({resp.text[:200]})")
+            return resp
+        for header in documented.get("headers", {}):
+            if header.lower() not in resp.headers:
+                self.problems.append(f"{where}: documented header {header} missing")
+        content = documented.get("content")
+        ctype = resp.headers.get("content-type", "").split(";")[0]
+        if status == "304" or not content:
+            if status == "304" and resp.content:
+                self.problems.append(f"{where}: a 304 with a body")
+            return resp
+        if ctype not in content:
+            self.problems.append(f"{where}: content type {ctype!r}, documented {sorted(content)}")
+        elif ctype.endswith("json"):
+            check = validator(self.spec, content[ctype]["schema"], strict=True)
+            self.problems += [f"{where}: {e}" for e in errors_of(check, resp.json())]
+        return resp
+
+
+def operations(spec: S) -> Iterator[tuple[str, str, S]]:
+    for path, ops in spec["paths"].items():
+        for method, op in ops.items():
+            yield path, method, op
+
+
+def keyed(op: S) -> bool:
+    return any("ServiceKey" in s for s in op.get("security", []))
+
+
+def test_every_documented_response_validates_against_openapi(api: ServerProcess, http: httpx.Client,
+                                                             spec: S) -> None:
+    check = Checker(spec)
+    key = {"X-SERVICE-Key": api.demo_key}
+    evidence = http.get(f"/api/receipt/{RECEIPT}").json()["evidenceHash"]
+    # one request that answers 200 for each GET; a path with parameters needs an example here
+    examples = {
+        "/api/v1/quotes/{id}": "/api/v1/quotes/brent", "/api/v1/kline/{id}": "/api/v1/kline/brent?days=5",
+        "/api/market/{id}": "/api/market/crude", "/api/receipt/{receiptNo}": f"/api/receipt/{RECEIPT}",
+        "/api/verify-anchor": f"/api/verify-anchor?hash={evidence}", "/static/{file}": "/static/app.js",
+        "/static/vendor/{file}": "/static/vendor/swagger-ui.css",
+    }
+    not_found = {
+        "/api/v1/quotes/{id}": "/api/v1/quotes/zzz", "/api/v1/kline/{id}": "/api/v1/kline/zzz",
+        "/api/market/{id}": "/api/market/zzz", "/api/receipt/{receiptNo}": "/api/receipt/WR-XX-999999",
+        "/api/verify-anchor": "/api/verify-anchor?hash=" + "ab" * 32, "/static/{file}": "/static/nope.js",
+        "/static/vendor/{file}": "/static/vendor/nope.js",
+    }
+    bad = {
+        "/api/v1/quotes": "/api/v1/quotes?kind=metals", "/api/v1/kline/{id}": "/api/v1/kline/brent?days=0",
+        "/api/news": "/api/news?limit=0", "/api/research": "/api/research?offset=-1",
+        "/api/receipt/{receiptNo}": "/api/receipt/a_b", "/api/verify-anchor": "/api/verify-anchor?hash=xyz",
+    }
+    creds = {"email": "schema-check@example.com", "password": "correct horse"}
+    check(http.post("/api/auth/register", json={**creds, "name": "Li Lei", "company": None}), "/api/auth/register")
+    token = check(http.post("/api/auth/login", json=creds), "/api/auth/login").json()["token"]
+    bearer = {"Authorization": f"Bearer {token}"}
+    for path, method, op in operations(spec):
+        headers = key if keyed(op) else bearer if any("Bearer" in s for s in op.get("security", [])) else {}
+        if method == "get":
+            url = examples.get(path, path)
+            if "{" in url:
+                check.problems.append(f"no example request for {path}: add one to `examples`")
+                continue
+            ok = check(http.get(url, headers=headers), path)
+            if "304" in op["responses"] and "etag" in ok.headers:
+                check(http.get(url, headers={**headers, "If-None-Match": ok.headers["etag"]}), path)
+            if path in not_found:
+                check(http.get(not_found[path], headers=headers), path)
+            if path in bad:
+                check(http.get(bad[path], headers=headers), path)
+            if keyed(op):
+                check(http.get(url), path)  # no key: 401
+        else:
+            url = path
+            as_json = {**headers, "content-type": "application/json"}
+            check(http.request(method, url, content=b"[1]", headers=as_json), path)
+            check(http.request(method, url, content=b"x" * (70 * 1024), headers=as_json), path)
+            check(http.request(method, url, content=b"{}", headers={**headers, "content-type": "text/plain"}), path)
+        check(http.request("DELETE", url, headers=headers), path, method)
+
+    # accounts, inquiries and cooperation: 201, 401, 403, 409
+    check(http.post("/api/auth/register", json=creds), "/api/auth/register")  # 409
+    check(http.post("/api/auth/login", json={**creds, "password": "wrong password"}), "/api/auth/login")
+    inquiry = {"product": "methanol", "quantity": 500, "unit": "t"}
+    check(http.post("/api/submit-inquiry", json=inquiry, headers=bearer), "/api/submit-inquiry")
+    check(http.post("/api/submit-inquiry", json=inquiry), "/api/submit-inquiry")  # 401
+    check(http.post("/api/cooperation", json={"company": "Acme", "contactName": "Li", "phone": "+86 21 5555 0100"}),
+          "/api/cooperation")
+    disabled = {"email": "disabled@example.com", "password": "correct horse"}
+    http.post("/api/auth/register", json=disabled)
+    disabled_token = http.post("/api/auth/login", json=disabled).json()["token"]
+    assert run_cli(api.data_dir, "users", "disable", disabled["email"]).returncode == 0
+    check(http.post("/api/submit-inquiry", json=inquiry, headers={"Authorization": f"Bearer {disabled_token}"}),
+          "/api/submit-inquiry")  # 403
+
+    # 429: a 1/min key is spent by its first request, and so is one client IP (public rate 1/min)
+    _, slow_key = api.create_key("enterprise", "--rate", "1")
+    http.get("/api/v1/spreads", headers={"X-SERVICE-Key": slow_key})
+    busy = {"X-Forwarded-For": "192.0.2.77"}
+    http.get("/api/news", headers=busy)
+    for path, method, op in operations(spec):
+        if "429" not in op["responses"]:
+            continue
+        headers = {"X-SERVICE-Key": slow_key} if keyed(op) else busy
+        url = examples.get(path, path)
+        check(http.request(method, url, headers=headers, json={} if method == "post" else None), path)
+
+    assert check.problems == [], "\n".join(check.problems[:30])
+    documented = {(p, m, s) for p, m, op in operations(spec) for s in op["responses"]}
+    missing = {(p, m, s) for p, m, s in documented - check.seen
+               if not {(p, m, s), ("*", "*", s), (p, m, "*")} & UNPROVOKED}
+    assert missing == set(), f"documented but never provoked: {sorted(missing)}"
+
+
+# --- (c) request rules: the schemas agree with the handlers ---------------------------------------
+
+
+def candidates(schema: S) -> list[Any]:
+    """Values at and beyond the edges of `schema`, plus wrong types; the schema decides which are allowed."""
+    types = schema.get("type", [])
+    types = [types] if isinstance(types, str) else types
+    out: list[Any] = [MISSING, None, True, {"x": 1}]
+    out += schema.get("examples", []) + schema.get("enum", [])
+    if "string" in types:
+        out += ["", "   ", "x", "Acme 1", "not valid!", 12]
+        for bound in ("minLength", "maxLength"):
+            if bound in schema:
+                out += ["x" * (schema[bound] - 1), "x" * schema[bound], "x" * (schema[bound] + 1)]
+    if "number" in types or "integer" in types:
+        out += [0, 1, -1, 2.5, "1", "abc"]
+        for bound in ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"):
+            if bound in schema:
+                out += [schema[bound] - 1, schema[bound], schema[bound] + 1]
+        if "maximum" in schema:
+            out += [schema["maximum"] * 10]
+    if "array" in types:
+        items = schema.get("items", {}).get("enum", ["x"])
+        out += [[], items[:1], items[:2], ["nope"]]
+        if "maxItems" in schema:
+            out += [(items * schema["maxItems"])[:schema["maxItems"]], items[:1] * (schema["maxItems"] + 1)]
+    return [c for i, c in enumerate(out) if not any(c is d or (type(c) is type(d) and c == d) for d in out[:i])]
+
+
+def example(schema: S) -> Any:
+    """A value the schema allows, for the fields not under test."""
+    for c in schema.get("examples", []) + [e for e in schema.get("enum", []) if e is not None]:
+        return c
+    types = schema.get("type")
+    types = [types] if isinstance(types, str) else types
+    if "number" in types:
+        return 1
+    if ("string" in types and "pattern" not in schema) or schema.get("pattern") == r"\S":
+        return "x" * max(1, schema.get("minLength", 1))
+    raise AssertionError(f"no example for {schema}: give it `examples`")
+
+
+def as_query_value(text: str, schema: S) -> Any:
+    """What a query string value means for its schema: a decimal literal is a number, a list is split at commas."""
+    if schema.get("type") == "array":
+        return text.split(",") if text else []
+    if schema.get("type") in ("integer", "number") and re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", text):
+        return json.loads(text)
+    return text
+
+
+class Poster:
+    """Sends one body to a POST endpoint, with what it needs: a fresh e-mail, a fresh client IP, a token."""
+
+    def __init__(self, http: httpx.Client) -> None:
+        self.http = http
+        self.n = itertools.count()
+        self.token = ""
+        self.used = 30
+
+    def fresh_email(self) -> str:
+        return f"c{next(self.n)}@example.com"
+
+    def bearer(self) -> dict[str, str]:
+        if self.used >= 25:  # 30 inquiries a minute per user: a new user before that
+            creds = {"email": self.fresh_email(), "password": "correct horse"}
+            assert self.http.post("/api/auth/register", json=creds).status_code == 201
+            self.token = self.http.post("/api/auth/login", json=creds).json()["token"]
+            self.used = 0
+        self.used += 1
+        return {"Authorization": f"Bearer {self.token}"}
+
+    def post(self, path: str, body: S) -> httpx.Response:
+        headers = self.bearer() if path == "/api/submit-inquiry" else {}
+        return self.http.post(path, content=json.dumps(body), headers={**headers, "content-type": "application/json"})
+
+
+def disagreements(cases: Iterator[tuple[str, Any, bool, Callable[[], httpx.Response]]]) -> list[str]:
+    out = []
+    for field, value, allowed, send in cases:
+        resp = send()
+        shown = "<missing>" if value is MISSING else repr(value)[:60]
+        if allowed and resp.status_code == 400:
+            out.append(f"{field}={shown}: the schema allows it, the server says 400 {resp.text[:200]}")
+        elif not allowed and resp.status_code != 400:
+            out.append(f"{field}={shown}: the schema forbids it, the server says {resp.status_code}")
+        elif not allowed and field not in {e["field"] for e in resp.json().get("errors", [])}:
+            out.append(f"{field}={shown}: the 400 does not name the field: {resp.text[:200]}")
+    return out
+
+
+def test_post_bodies_agree_with_their_request_schemas(http: httpx.Client, spec: S) -> None:
+    poster = Poster(http)
+    problems: list[str] = []
+    for path, method, op in operations(spec):
+        if method != "post":
+            continue
+        schema = resolve(spec, op["requestBody"]["content"]["application/json"]["schema"])
+        check = validator(spec, schema, strict=False)
+        base = {name: example(prop) for name, prop in schema["properties"].items()}
+        assert check.is_valid(base), (path, base, errors_of(check, base))
+
+        def cases(path: str = path, schema: S = schema, check: Any = check, base: S = base) -> Iterator[Any]:
+            for name, prop in schema["properties"].items():
+                for value in candidates(prop):
+                    body = copy.deepcopy(base)  # register: the same e-mail again is a 409, which is not a 400
+                    body.pop(name) if value is MISSING else body.__setitem__(name, value)
+                    yield name, value, check.is_valid(body), lambda b=body: poster.post(path, b)
+            for branches in [schema["anyOf"]] if "anyOf" in schema else []:  # e.g. neither email nor phone
+                names = [n for branch in branches for n in branch.get("required", [])]
+                body = {k: v for k, v in base.items() if k not in names}
+                yield names[0], MISSING, check.is_valid(body), lambda b=body: poster.post(path, b)
+
+        problems += [f"POST {path} {p}" for p in disagreements(cases())]
+    assert problems == [], "\n".join(problems[:40])
+
+
+def test_query_parameters_agree_with_their_schemas(api: ServerProcess, http: httpx.Client, spec: S) -> None:
+    key = {"X-SERVICE-Key": api.demo_key}
+    paths = {"/api/v1/kline/{id}": "/api/v1/kline/brent"}
+    problems: list[str] = []
+    for path, method, op in operations(spec):
+        params = [p for p in op.get("parameters", []) if p["in"] == "query"]
+        if method != "get" or not params:
+            continue
+        headers = key if keyed(op) else {}
+        base = {p["name"]: example(p["schema"]) for p in params if p.get("required")}
+
+        def cases(path: str = path, params: list[S] = params, base: S = base, headers: S = headers) -> Iterator[Any]:
+            for p in params:
+                check = validator(spec, p["schema"], strict=False)
+                for value in candidates(p["schema"]):
+                    if isinstance(value, dict | bool):
+                        continue  # not expressible in a query string
+                    query = dict(base)
+                    if value is MISSING:
+                        query.pop(p["name"], None)
+                        allowed = not p.get("required")
+                    elif value is None:
+                        continue  # a query parameter is absent or a string, never null
+                    else:
+                        text = ",".join(value) if isinstance(value, list) else str(value)
+                        query[p["name"]] = text
+                        allowed = check.is_valid(as_query_value(text, p["schema"]))
+                    url = paths.get(path, path)
+                    yield p["name"], value, allowed, lambda u=url, q=query: http.get(u, params=q, headers=headers)
+
+        problems += [f"GET {path} {p}" for p in disagreements(cases())]
+    assert problems == [], "\n".join(problems[:40])
