@@ -164,9 +164,10 @@ def test_ops_endpoints(http: httpx.Client) -> None:
 
 
 def test_free_key_61st_request_is_429(server: ServerProcess) -> None:
-    """61 requests in flight at once (so the burst is far inside the 1 s refill slot, even on a
-    loaded machine): exactly 60 succeed and one is refused."""
+    """61 requests in flight at once: exactly 60 succeed and one is refused when the burst fits in the
+    1 s refill slot; on a machine so loaded that it does not, one more per whole second may pass."""
     import asyncio
+    import time
 
     _, key = server.create_key("free")
 
@@ -175,16 +176,27 @@ def test_free_key_61st_request_is_429(server: ServerProcess) -> None:
             return list(await asyncio.gather(
                 *(client.get("/api/v1/quotes/brent", headers={"X-SERVICE-Key": key}) for _ in range(61))))
 
+    started = time.monotonic()
     responses = asyncio.run(burst())
-    assert sorted(r.status_code for r in responses) == [200] * 60 + [429]
-    remaining = sorted(int(r.headers["x-ratelimit-remaining"]) for r in responses if r.status_code == 200)
-    assert remaining == list(range(60))  # 59, 58, ... 0: one per request
-    refused = next(r for r in responses if r.status_code == 429)
-    body = _problem(refused, 429, "rate_limited")
-    assert int(refused.headers["retry-after"]) >= 1
-    assert body["retryAfter"] == int(refused.headers["retry-after"])
-    assert refused.headers["x-ratelimit-limit"] == "60"
-    assert refused.headers["x-ratelimit-remaining"] == "0"
+    elapsed = time.monotonic() - started  # bounds the server's span from the first answer to the last
+    admitted = sorted(int(r.headers["x-ratelimit-remaining"]) for r in responses if r.status_code == 200)
+    refused = [r for r in responses if r.status_code == 429]
+    assert len(admitted) + len(refused) == 61
+    assert 60 <= len(admitted) <= 60 + int(elapsed), (len(admitted), elapsed)
+    if elapsed < 1.0:
+        assert admitted == list(range(60))  # 59, 58, ... 0: one per request
+    for _ in range(60):  # refills let every request of the burst through: the next ones find the bucket dry
+        if refused:
+            break
+        resp = httpx.get(server.base + "/api/v1/quotes/brent", headers={"X-SERVICE-Key": key})
+        if resp.status_code == 429:
+            refused.append(resp)
+    assert refused, "a 60/min bucket kept admitting"
+    body = _problem(refused[0], 429, "rate_limited")
+    assert int(refused[0].headers["retry-after"]) >= 1
+    assert body["retryAfter"] == int(refused[0].headers["retry-after"])
+    assert refused[0].headers["x-ratelimit-limit"] == "60"
+    assert refused[0].headers["x-ratelimit-remaining"] == "0"
 
 
 def test_enterprise_rate_from_cli(server: ServerProcess, http: httpx.Client) -> None:
