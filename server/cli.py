@@ -7,7 +7,6 @@ subcommands; every command takes `--data-dir` after the subcommand.
 from __future__ import annotations
 
 import argparse
-import logging
 import sqlite3
 import sys
 from collections.abc import Sequence
@@ -16,6 +15,7 @@ from pathlib import Path
 from server.commands import candles, content, evidence, keys, outbox, receipts, users
 from server.commands.common import CommandError, check_data_dir
 from server.config import ConfigError, add_serve_args, settings_from_args
+from server.logs import configure_logging
 
 GROUPS = [keys, candles, evidence, outbox, users, content, receipts]
 
@@ -40,10 +40,7 @@ def _serve(ns: argparse.Namespace) -> int:
         check_feed_source(settings)  # a missing jsonl file: one line and exit 1, before anything starts
     except FeedUnavailable as exc:
         raise CommandError(str(exc)) from None
-    logging.basicConfig(
-        level=settings.log_level.upper(),
-        format='{"ts":"%(asctime)s","level":"%(levelname)s","logger":"%(name)s","msg":"%(message)s"}',
-    )
+    configure_logging(settings.log_level)  # one JSON object per line, tracebacks in their own field
     return run(settings)
 
 
