@@ -231,7 +231,10 @@ def build_openapi(router: Router, settings: Settings) -> S:
             "Errors are RFC 9457 problem documents. Every response carries CORS headers and X-Request-ID. "
             "Live ticks: WebSocket /ws/quotes on the WebSocket port, described in /asyncapi.json.",
         },
-        "servers": [{"url": f"http://{settings.host}:{settings.port}"}],
+        # relative first: /docs' "Try it out" then calls the origin the page came from (its CSP allows no other),
+        # whatever name the client used (localhost, a proxy's host); the bind address is only a hint
+        "servers": [{"url": "/", "description": "the origin that served this document"},
+                    {"url": f"http://{settings.host}:{settings.port}", "description": "--host and --port"}],
         "paths": dict(sorted(paths.items())),
         "components": {
             "schemas": closure(*RESPONSES, *REQUESTS),

@@ -26,6 +26,7 @@ pytestmark = pytest.mark.skipif(
 CHROMIUM_ARGS = [
     "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--host-resolver-rules=MAP docs.test 127.0.0.1",  # another name for this machine: traffic stays on 127.0.0.1
 ]
 ARTIFACTS = ROOT / "test-artifacts"
 
@@ -99,3 +100,26 @@ def test_docs_page_is_served_with_its_csp_and_versioned_vendor_files(server: Ser
     again = httpx.get(server.base + "/docs", headers={"If-None-Match": resp.headers["etag"]}, timeout=10)
     assert again.status_code == 304
     assert httpx.get(server.base + "/static/docs.html", timeout=10).status_code == 404
+
+
+def test_try_it_out_calls_the_origin_the_page_came_from(browser: Any, server: ServerProcess) -> None:
+    """Opened by another host name than the bind address, "Try it out" still works: the relative server URL
+    comes first, so the call goes to the page's own origin (the only one its CSP allows)."""
+    context = browser.new_context(base_url=server.base.replace("127.0.0.1", "docs.test"))
+    try:
+        page = context.new_page()
+        page.set_default_timeout(15000)
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto("/docs")
+        block = page.locator("#operations-operations-get_healthz")
+        block.locator(".opblock-summary").click()
+        block.locator(".try-out__btn").click()
+        block.locator(".execute").click()
+        status = block.locator(".live-responses-table tr.response .response-col_status")
+        status.wait_for()
+        assert status.inner_text().strip() == "200", block.locator(".live-responses-table").inner_text()
+        assert '"status": "ok"' in block.locator(".live-responses-table .microlight").first.inner_text()
+        assert errors == []
+    finally:
+        context.close()
