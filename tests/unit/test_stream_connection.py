@@ -15,6 +15,7 @@ import uvloop
 from websockets.asyncio.client import connect
 
 from server.api.metrics import Registry
+from server.api.ratelimit import Gcra
 from server.api.router import Router
 from server.bus import LocalTickBus
 from server.config import Settings
@@ -39,7 +40,7 @@ def make_service() -> StreamService:
         settings=Settings(ws_port=0), state=state, catalogue=catalogue, epoch="e1", registry=Registry(),
         keys=SimpleNamespace(lookup=lambda secret: KEY if secret == "good" else None, load=_no_key),
         bus=LocalTickBus(),
-        revocation_listeners=[], router=Router(), clock=time.time,
+        revocation_listeners=[], router=Router(), clock=time.time, app=SimpleNamespace(limiter=Gcra()),
     )
     service = StreamService(hub)
     fast = StreamLimits(max_conn={"professional": 5}, slow_close_s=0.4, keepalive_interval_s=0.3,
