@@ -126,7 +126,7 @@ def _healthz_from_bystander(port: int) -> float:
 @pytest.fixture(scope="module", params=RUNTIMES)
 def edge_server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     data_dir = tmp_path_factory.mktemp(f"edge-{request.param}") / "data"
-    srv = ServerProcess(data_dir, request.param, "--public-rate", "1000000", "--body-timeout-s", "1",
+    srv = ServerProcess(data_dir, request.param, "--public-rate", "1000000", "--body-timeout-s", "2",
                         "--idle-timeout-s", "1", "--uploads-per-ip", "50")
     yield srv
     code = srv.stop()
@@ -189,12 +189,26 @@ def _unanswered(sock: socket.socket) -> str | None:
 def test_uploads_over_the_per_ip_cap_are_refused_at_once_with_a_problem(edge_server: ServerProcess) -> None:
     if edge_server.runtime == "robyn":
         pytest.skip(ROBYN_HAS_NO_DEADLINES)
-    with _sockets(edge_server.port, 50, STALLED_HEAD):  # the cap: 50 bodies in progress from 127.0.0.1
-        refused = _raw_request(edge_server.port, STALLED_HEAD)
-        headers = _assert_problem(refused, 429, "too_many_uploads")
-        assert headers["retry-after"] == "1" and headers["connection"] == "close"
+    # 60 stalled uploads from 127.0.0.1 against a cap of 50: whatever order the server sees them in, 50 are
+    # admitted (and cut by the 2 s deadline) and 10 are refused at once, as long as all arrive within 2 s
+    with _sockets(edge_server.port, 60, STALLED_HEAD) as uploads:
         other_ip = _raw_request(edge_server.port, STALLED_HEAD, BYSTANDER, timeout=5.0)
-        _assert_problem(other_ip, 408, "request_timeout")  # admitted (its own cap), then cut by the deadline
+        answers = [_answer(sock) for sock in uploads]
+    _assert_problem(other_ip, 408, "request_timeout")  # admitted (its own cap), then cut by the deadline
+    statuses = sorted(_parse(answer)[0] for answer in answers)
+    assert statuses == [408] * 50 + [429] * 10
+    refused = next(answer for answer in answers if answer.startswith(b"HTTP/1.1 429"))
+    headers = _assert_problem(refused, 429, "too_many_uploads")
+    assert headers["retry-after"] == "1" and headers["connection"] == "close"
+
+
+def _answer(sock: socket.socket, timeout: float = 5.0) -> bytes:
+    """What the server sends on `sock` until it closes it (or `timeout`)."""
+    sock.settimeout(timeout)
+    data = b""
+    while chunk := sock.recv(65536):
+        data += chunk
+    return data
 
 
 def test_a_stalled_body_is_cut_with_408(edge_server: ServerProcess) -> None:
@@ -202,7 +216,7 @@ def test_a_stalled_body_is_cut_with_408(edge_server: ServerProcess) -> None:
         pytest.skip(ROBYN_HAS_NO_DEADLINES)
     started = time.monotonic()
     data = _raw_request(edge_server.port, STALLED_HEAD, timeout=5.0)
-    assert time.monotonic() - started < 3.0
+    assert 2.0 <= time.monotonic() - started < 4.0
     headers = _assert_problem(data, 408, "request_timeout")
     assert headers["connection"] == "close"  # the unread rest of the body is not taken for a next request
 
@@ -224,7 +238,7 @@ def test_a_dripping_body_is_cut_too(edge_server: ServerProcess) -> None:
                 continue
             except (BrokenPipeError, ConnectionResetError):
                 break
-        assert time.monotonic() - started < 3.0
+        assert time.monotonic() - started < 4.0
     _assert_problem(data, 408, "request_timeout")
 
 
@@ -239,7 +253,7 @@ def test_an_idle_keep_alive_connection_is_closed(edge_server: ServerProcess) -> 
         assert data.startswith(b"HTTP/1.1 200")
         started = time.monotonic()
         assert sock.recv(65536) == b""  # closed by the server, not timed out by us (5 s)
-        assert time.monotonic() - started < 3.0
+        assert time.monotonic() - started < 4.0
 
 
 def test_an_over_long_request_target_is_a_414_problem(edge_server: ServerProcess) -> None:
