@@ -29,10 +29,17 @@ export function signClass(value) {
   return value > 0 ? "up" : "down";
 }
 
-/** Restart a CSS flash animation on a cell. */
+const flashes = new WeakMap();
+const FLASH = { duration: 900, easing: "ease-out" };
+
+/**
+ * Flash a cell's background up or down (the colours follow the cell's --up-bg/--down-bg). A Web Animation
+ * restarts without the forced layout that restarting a CSS animation class needs: at 100+ ticks a second
+ * a reflow per tick kept the page's main thread busy most of the time.
+ */
 export function flash(node, dir) {
-  node.classList.remove("flash-up", "flash-down");
+  flashes.get(node)?.cancel();
   if (!dir) return;
-  void node.offsetWidth; // reflow, so the same animation can run again
-  node.classList.add(dir > 0 ? "flash-up" : "flash-down");
+  const from = `var(${dir > 0 ? "--up-bg" : "--down-bg"})`;
+  flashes.set(node, node.animate([{ backgroundColor: from }, { backgroundColor: "transparent" }], FLASH));
 }
