@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -62,9 +63,14 @@ def test_ratelimits_suite_passes_against_default_limits(srv: ServerProcess, tmp_
         for check in ("limit header", "burst", "429 response", "Retry-After honoured")
     ]
     assert {v["verdict"] for v in verdicts} == {"PASS"}, verdicts
-    burst = {v["check"]: v["measured"] for v in verdicts}
-    assert burst["free key: burst"].startswith("60 x 200 then 429")
-    assert burst["public per IP: burst"].startswith("60 x 200 then 429")
+    burst = {v["check"]: v for v in verdicts}
+    for bucket in ("free key", "public per IP"):
+        # PASS above means 60 allowed, plus one per second the burst lasted (a refill): exactly "60 x 200" only
+        # when it took under a second, which a loaded machine does not promise
+        v = burst[f"{bucket}: burst"]
+        allowed = re.fullmatch(r"(\d+) x 200 then 429 \(\d+ requests in \d+ ms\)", v["measured"])
+        assert allowed, v
+        assert int(allowed.group(1)) == 60 or v["expected"].startswith("60.."), v
     stats = {row["Name"]: row for row in read_csv(tmp_path / "rl_stats.csv")}
     assert int(stats["free key burst"]["Request Count"]) > 60
 
