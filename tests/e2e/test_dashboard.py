@@ -405,6 +405,7 @@ def test_seq_gap_is_counted_and_resynced(tab: Tab, dash: ServerProcess) -> None:
 
 def test_refused_websocket_falls_back_to_polling_and_recovers(tab: Tab, dash: ServerProcess) -> None:
     _, key = dash.create_key("professional")
+    tab.page.clock.install()  # time flows as usual; the test skips the page ahead once, below
     with ExitStack() as held:  # the plan's 5 connections, drained by their reader threads (max_queue=None)
         for _ in range(5):
             held.enter_context(connect(f"{dash.ws_base}/ws/quotes?key={key}", max_queue=None))
@@ -414,6 +415,9 @@ def test_refused_websocket_falls_back_to_polling_and_recovers(tab: Tab, dash: Se
         assert status.inner_text().startswith("Live feed unavailable, polling every")
         assert "429 when the key already holds its plan's connections" in page.inner_text("[data-testid=mode-hint]")
         tab.shot("fallback")
+    # The page retries with a backoff that doubles up to 30 s, so the longer this test took (a loaded
+    # machine), the further away its next attempt: bring that attempt forward rather than wait for it.
+    page.clock.fast_forward(30_000)
     page.wait_for_selector("[data-testid=conn-status][data-mode=live]", timeout=10000)
     assert len(tab.sockets) >= 3
 
