@@ -417,8 +417,15 @@ def test_refused_websocket_falls_back_to_polling_and_recovers(tab: Tab, dash: Se
         tab.shot("fallback")
     # The page retries with a backoff that doubles up to 30 s, so the longer this test took (a loaded
     # machine), the further away its next attempt: bring that attempt forward rather than wait for it.
-    page.clock.fast_forward(30_000)
-    page.wait_for_selector("[data-testid=conn-status][data-mode=live]", timeout=10000)
+    # A handshake already on its way when the slots were freed can still be refused and schedule the next
+    # retry after the jump: jump again then (bounded).
+    for attempt in range(3):
+        page.clock.fast_forward(30_000)
+        try:
+            page.wait_for_selector("[data-testid=conn-status][data-mode=live]", timeout=5000)
+            break
+        except sync_api.TimeoutError:
+            assert attempt < 2, "the socket never came back"
     assert len(tab.sockets) >= 3
 
 
