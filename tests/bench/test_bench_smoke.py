@@ -117,7 +117,8 @@ def test_ws_stream_suite(srv: ServerProcess, enterprise_key: str, tmp_path: Path
 def test_ws_stream_suite_reports_a_refused_handshake(srv: ServerProcess, tmp_path: Path) -> None:
     _, free = srv.create_key("free")  # WebSocket push is not for the free plan: 403
     out = locust("ws_stream.py", srv.base, tmp_path / "ws", {"MARKET_KEY": free},
-                 "--ws-url", f"{srv.ws_base}/ws/quotes", "-u", "1", "-r", "1", "--run-time", "2s")
+                 "--ws-url", f"{srv.ws_base}/ws/quotes", "-u", "1", "-r", "1", "--run-time", "2s",
+                 "--stop-timeout", "20")  # a handshake still in flight when the 2 s end is finished and counted
     assert out.returncode == 1, out.stdout + out.stderr
     verdicts = {v["check"]: v for v in read_csv(tmp_path / "ws_verdicts.csv")}
     assert verdicts["connections"]["verdict"] == "FAIL"
