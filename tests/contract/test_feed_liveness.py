@@ -20,7 +20,7 @@ import pytest
 from websockets.asyncio.client import connect
 
 from server.market.timefmt import trading_day, trading_days_back
-from tests.conftest import ROOT, RUNTIMES, ServerProcess, free_port, run_cli
+from tests.conftest import ROOT, RUNTIMES, ServerProcess, free_ports, run_cli
 
 MONDAY = "2026-11-23T10:00:00+08:00"
 SATURDAY = "2026-11-28T10:00:00+08:00"  # a weekend tick counts for the next Monday's candle
@@ -139,8 +139,9 @@ def test_appended_lines_are_followed_and_a_failure_is_visible_then_recovers(tmp_
 def test_unreadable_feed_file_is_one_line_and_exit_1(tmp_path: Path, runtime: str, target: str) -> None:
     (tmp_path / "a-directory").mkdir()
     path = tmp_path / target
+    port, ws_port = free_ports(2)  # distinct; the server exits before binding either
     cmd = [sys.executable, "-m", "server", "serve", "--data-dir", str(tmp_path / "data"), "--runtime", runtime,
-           "--port", str(free_port()), "--ws-port", str(free_port()), "--feed", f"jsonl:{path}"]
+           "--port", str(port), "--ws-port", str(ws_port), "--feed", f"jsonl:{path}"]
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=60, cwd=ROOT)
     assert out.returncode == 1
     reason = "No such file or directory" if target.startswith("missing") else "Is a directory"

@@ -38,7 +38,7 @@ from server.notify.worker import OutboxWorker
 from server.store.db import open_db
 from server.store.outbox import OutboxRepo
 from server.store.records import Cooperation, Inquiry, RecordRepo
-from tests.conftest import RUNTIMES, ServerProcess, free_port, run_cli
+from tests.conftest import RUNTIMES, ServerProcess, free_port, free_ports, run_cli
 
 # --- far sides -----------------------------------------------------------------------------------
 
@@ -439,7 +439,7 @@ def test_smtp_starttls_with_auth_and_implicit_tls(tmp_path: Path, monkeypatch: p
         return AuthResult(success=auth.login == b"bot@market.example" and auth.password == b"p@ss:w0rd")
 
     starttls_inbox, tls_inbox = Inbox(), Inbox()
-    starttls_port, tls_port = free_port(), free_port()
+    starttls_port, tls_port = free_ports(2)
     starttls = Controller(starttls_inbox, hostname="127.0.0.1", port=starttls_port, tls_context=server_tls,
                           require_starttls=True, authenticator=authenticator, auth_required=True)
     implicit = Controller(tls_inbox, hostname="127.0.0.1", port=tls_port, ssl_context=server_tls)

@@ -8,9 +8,7 @@ fresh browser context (empty local storage); screenshots of each state go to tes
 from __future__ import annotations
 
 import itertools
-import os
 import re
-import shutil
 import time
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -21,19 +19,12 @@ import httpx
 import pytest
 from websockets.sync.client import connect
 
-from tests.conftest import ROOT, ServerProcess
+from tests.conftest import ServerProcess
+from tests.e2e.conftest import ARTIFACTS, needs_chromium
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package (dev extra) is not installed")
 
-CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM, reason="Chromium not found: install Debian's `chromium` (apt-get install chromium) to run these"
-)
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]
-ARTIFACTS = ROOT / "test-artifacts"
+pytestmark = needs_chromium
 LAPTOP = {"width": 1400, "height": 900}
 PHONE = {"width": 390, "height": 844}
 WS_ROUTE = re.compile(r".*/ws/quotes\?key=.*")
@@ -48,13 +39,6 @@ def dash(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     yield srv
     assert srv.stop() == 0, srv.output()
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 class Tab:

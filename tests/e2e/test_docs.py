@@ -7,36 +7,19 @@ page runs under its own CSP, so a blocked script, style or request shows up as a
 
 from __future__ import annotations
 
-import os
-import shutil
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.conftest import ROOT, ServerProcess
+from tests.conftest import ServerProcess
+from tests.e2e.conftest import ARTIFACTS, needs_chromium
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package (dev extra) is not installed")
 
-CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or shutil.which("chromium-browser")
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM, reason="Chromium not found: install Debian's `chromium` (apt-get install chromium) to run these"
-)
-CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-    "--host-resolver-rules=MAP docs.test 127.0.0.1",  # another name for this machine: traffic stays on 127.0.0.1
-]
-ARTIFACTS = ROOT / "test-artifacts"
+pytestmark = needs_chromium
 
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    with sync_api.sync_playwright() as pw:
-        b = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
 
 
 @pytest.fixture
