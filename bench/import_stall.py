@@ -111,7 +111,8 @@ def main() -> int:
         port = free_port()
         base = f"http://127.0.0.1:{port}"
         serve = [*server_cpu, sys.executable, "-m", "server", "serve", "--data-dir", str(data_dir),
-                 "--runtime", args.runtime, "--port", str(port), "--ws-port", str(free_port()), "--no-demo-key", "--log-level", "warning"]
+                 "--runtime", args.runtime, "--port", str(port), "--ws-port", str(free_port()),
+                 "--no-demo-key", "--log-level", "warning"]
         server = subprocess.Popen(serve, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                   env={**os.environ, "PYTHONUNBUFFERED": "1"})
         try:
