@@ -14,7 +14,7 @@ from pathlib import Path
 
 from server.commands import candles, content, evidence, keys, outbox, receipts, users
 from server.commands.common import CommandError, check_data_dir
-from server.config import ConfigError, add_serve_args, settings_from_args
+from server.config import ConfigError, EngineKind, Settings, add_serve_args, settings_from_args
 from server.logs import configure_logging
 
 GROUPS = [keys, candles, evidence, outbox, users, content, receipts]
@@ -40,8 +40,21 @@ def _serve(ns: argparse.Namespace) -> int:
         check_feed_source(settings)  # a missing jsonl file: one line and exit 1, before anything starts
     except FeedUnavailable as exc:
         raise CommandError(str(exc)) from None
+    _check_engine(settings)
     configure_logging(settings.log_level)  # one JSON object per line, tracebacks in their own field
     return run(settings)
+
+
+def _check_engine(settings: Settings) -> None:
+    """`--engine redis` without a reachable Redis: one line and exit 1, before anything starts."""
+    if settings.engine is EngineKind.REDIS:
+        from server.engine import EngineUnavailable
+        from server.engine.redis_engine import check_reachable
+
+        try:
+            check_reachable(settings.redis_url)
+        except EngineUnavailable as exc:
+            raise CommandError(str(exc)) from None
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -36,6 +36,13 @@ class Runtime(StrEnum):
     ROBYN = "robyn"
 
 
+class EngineKind(StrEnum):
+    """Where the state several hubs must share lives (SPEC 12): this process only, or Redis."""
+
+    MEMORY = "memory"
+    REDIS = "redis"
+
+
 @dataclass(frozen=True, slots=True)
 class Webhook:
     kind: str
@@ -86,6 +93,10 @@ class Settings:
     # hidden (tests): run the whole server on a fake "now" that starts here (epoch seconds) and advances in real
     # time, so date-dependent behaviour (trading days, candle rolls) can be tested on any calendar day
     clock_start: float | None = None
+    # SPEC 12: memory (one hub, nothing installed) or redis (shared rate limits, key revocations over pub/sub)
+    engine: EngineKind = EngineKind.MEMORY
+    redis_url: str = "redis://127.0.0.1:6379/0"
+    redis_prefix: str = "market:"  # hidden: every Redis key and channel starts with it (tests use their own)
 
     @property
     def feed_path(self) -> str | None:
@@ -132,6 +143,9 @@ SERVE_FLAGS: dict[str, tuple[type, str]] = {
     "outbox-max-attempts": (str, argparse.SUPPRESS),
     "outbox-timeout-s": (str, argparse.SUPPRESS),
     "clock-start": (str, argparse.SUPPRESS),
+    "engine": (str, "memory (default: one hub) or redis (hubs share rate limits and key revocations)"),
+    "redis-url": (str, "Redis for --engine redis (default redis://127.0.0.1:6379/0)"),
+    "redis-prefix": (str, argparse.SUPPRESS),
 }
 
 
@@ -184,6 +198,8 @@ def _convert(name: str, value: object, base: Settings) -> object:
     try:
         if name == "runtime":
             return Runtime(str(value))
+        if name == "engine":
+            return EngineKind(str(value))
         if name in ("port", "ws_port", "seed", "tick_interval_ms", "public_rate", "ws_handshake_rate"):
             return int(str(value))
         if name in ("market_refresh_s", "outbox_base_s", "outbox_timeout_s"):
@@ -287,6 +303,7 @@ def _check(s: Settings) -> None:
         raise ConfigError("--public-rate: must be positive")
     if not 0 < s.ws_handshake_rate <= MAX_RATE:
         raise ConfigError(f"--ws-handshake-rate: must be from 1 to {MAX_RATE}")
+    _check_engine(s)
     if s.log_level not in ("debug", "info", "warning", "error"):
         raise ConfigError("--log-level: must be debug, info, warning or error")
     if s.smtp_url is not None:
@@ -294,6 +311,27 @@ def _check(s: Settings) -> None:
         if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
             raise ConfigError("--smtp-url: must be smtp://[user:pass@]host:port or smtps://... (value not shown)")
     _check_notify(s)
+
+
+def _check_engine(s: Settings) -> None:
+    parts = urlsplit(s.redis_url)
+    if parts.scheme not in ("redis", "rediss", "unix") or not (parts.hostname or parts.path):
+        raise ConfigError("--redis-url: must be redis://[user:pass@]host:port/db, rediss://... or unix://PATH "
+                          "(value not shown)")
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise ConfigError("--redis-url: invalid port (value not shown)") from None
+    if not s.redis_prefix or len(s.redis_prefix) > 64 or not s.redis_prefix.isprintable():
+        raise ConfigError("--redis-prefix: must be 1 to 64 printable characters")
+
+
+def redis_location(url: str) -> str:
+    """The Redis URL without its credentials, for messages and logs."""
+    parts = urlsplit(url)
+    if parts.scheme == "unix":
+        return f"unix://{parts.path}"
+    return f"{parts.scheme}://{parts.hostname or ''}:{parts.port or 6379}{parts.path}"
 
 
 def _check_notify(s: Settings) -> None:

@@ -23,10 +23,12 @@ from server.api.market_api import MarketApi
 from server.api.metrics import HttpMetrics, Registry
 from server.api.ops import OpsApi
 from server.api.public_api import register_public_site
+from server.api.ratelimit import Gcra
 from server.api.router import Router
 from server.api.web import WebApi
 from server.bus import LocalTickBus
 from server.config import Settings, settings_clock
+from server.engine import Engine, make_engine
 from server.feeds import FeedSource, FeedSupervisor, make_feed
 from server.market.catalogue import default_catalogue
 from server.market.feed import Tick
@@ -70,7 +72,10 @@ class Hub:
         self.registry = Registry()
         self.cache = VersionedCache()
         self.router = Router()
-        self.app = App(settings, self.router, self.keys, HttpMetrics(self.registry), clock=clock)
+        self.limiter = Gcra()  # this hub's buckets (and, on the redis engine, its fallback while Redis is away)
+        self.engine: Engine = make_engine(settings, self.registry, self.limiter, clock)  # chosen once, here
+        self.app = App(settings, self.router, self.keys, HttpMetrics(self.registry), self.limiter, clock,
+                       self.engine.limiter)
         self.ticks_applied = self.registry.counter("market_ticks_applied_total", "Ticks applied to the market state.")
         for name in ("bad_lines", "unknown_ids"):
             self.registry.gauge(f"market_feed_{name}", f"Feed lines skipped ({name.replace('_', ' ')}).",
@@ -86,6 +91,7 @@ class Hub:
         self.outbox = OutboxWorker(settings, self.registry, SqliteOutbox(self.storage), clock)
         self.services.append(self.outbox)
         self.revocation_listeners: list[Callable[[set[str]], None]] = []
+        self.engine.revocations.subscribe(self._on_revoked)
         register_public_site(self)  # /api/... public-site routes + snapshot/anchoring service
         self.services.append(StreamService(self))  # /ws/quotes on --ws-port; also serves /asyncapi.json
         self._tasks: list[asyncio.Task[None]] = []
@@ -99,6 +105,7 @@ class Hub:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        await self.engine.start()
         await self.keys.refresh()  # known keys are answered from memory from the first request on
         self._tasks = [
             loop.create_task(self.feed_supervisor.run(), name="feed"),
@@ -132,8 +139,13 @@ class Hub:
                 continue
             if revoked:
                 log.info("keys revoked: %s", ", ".join(sorted(revoked)))
-                for listener in self.revocation_listeners:
-                    listener(revoked)
+                await self.engine.revocations.publish(revoked)  # here at once; other hubs over the engine
+
+    def _on_revoked(self, key_ids: set[str]) -> None:
+        """A revocation noticed here or published by another hub or the CLI: refuse the keys, close their sessions."""
+        self.keys.forget(key_ids)
+        for listener in self.revocation_listeners:
+            listener(key_ids)
 
     async def _housekeeping(self) -> None:
         """Roll candles at local midnight (checked every second); drop full rate-limit buckets."""
@@ -163,6 +175,7 @@ class Hub:
         for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        await self.engine.stop()
         try:
             self.feed.flush()  # the loop's work has stopped: waiting for the writer here delays nobody
         finally:

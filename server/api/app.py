@@ -25,6 +25,8 @@ from server.api.ratelimit import Decision, Gcra
 from server.api.router import Access, Route, Router
 from server.api.types import Request, Response
 from server.config import Settings
+from server.engine import SharedLimiter
+from server.store.keys import ApiKey
 
 log = logging.getLogger("market.http")
 
@@ -46,12 +48,15 @@ class App:
         metrics: HttpMetrics,
         limiter: Gcra | None = None,
         clock: Callable[[], float] = time.time,
+        shared: SharedLimiter | None = None,
     ) -> None:
         self.settings = settings
         self.router = router
         self.keys = keys
         self.metrics = metrics
         self.limiter = limiter or Gcra()
+        # the engine's shared buckets (Redis), or None: then the local Gcra answers and nothing is awaited
+        self.shared = shared
         self.clock = clock
         self._ids = itertools.count(1)
         self._id_prefix = os.urandom(4).hex()
@@ -120,11 +125,14 @@ class App:
         if len(req.body) > MAX_BODY:
             raise ApiError("payload_too_large", f"Request bodies are limited to {MAX_BODY} bytes.")
         req.path_params = params
-        try:
-            decision = self._admit(route, req)
-        except _UnknownKey as miss:  # not in the key cache: read storage (off the loop), then decide
-            await self.keys.load(miss.secret)
-            decision = self._admit(route, req, loaded=True)
+        if self.shared is not None:
+            decision = await self._admit_shared(route, req, self.shared)
+        else:
+            try:
+                decision = self._admit(route, req)
+            except _UnknownKey as miss:  # not in the key cache: read storage (off the loop), then decide
+                await self.keys.load(miss.secret)
+                decision = self._admit(route, req, loaded=True)
         try:
             result = route.handler(req)
             resp: Response = await result if route.is_async else result  # type: ignore[misc,assignment]
@@ -160,6 +168,38 @@ class App:
                 extra = self.limiter.check(f"{route.bucket}:{ip}", rate, now, route.bucket)
                 decision = extra if not extra.allowed else decision
         return self._enforce(decision)
+
+    async def _admit_shared(self, route: Route, req: Request, shared: SharedLimiter) -> Decision | None:
+        """`_admit` with the engine's shared buckets (keyed, public and per-route ones), awaited.
+
+        The 401 bucket and its storage-read guard stay local: they protect this hub's storage."""
+        if route.access is Access.OPEN:
+            return None
+        if route.access is Access.KEYED:
+            key = await self._authenticate(req)
+            rate = self.settings.rate_for(key.plan, key.rate)
+            decision = await shared.check("key:" + key.id, rate, key.plan)
+        else:
+            ip = self.client_ip(req)
+            decision = await shared.check("ip:" + ip, self.settings.public_rate, "public")
+            if decision.allowed and route.bucket is not None:
+                extra = await shared.check(f"{route.bucket}:{ip}", self._bucket_rate(route.bucket), route.bucket)
+                decision = extra if not extra.allowed else decision
+        return self._enforce(decision)
+
+    async def _authenticate(self, req: Request) -> ApiKey:
+        """The request's active key (cache, then storage once), or the 401/429 of `_unauthorized`."""
+        secret = req.headers.get("x-service-key")
+        key = self.keys.lookup(secret) if secret else None
+        if key is None:
+            try:
+                self._unauthorized(req, secret, self.clock(), loaded=False)
+            except _UnknownKey as miss:
+                key = await self.keys.load(miss.secret)
+                if key is None:
+                    self._unauthorized(req, secret, self.clock(), loaded=True)
+        req.auth = key
+        return key
 
     def _unauthorized(self, req: Request, secret: str | None, now: float, loaded: bool) -> NoReturn:
         """No cached key: raise _UnknownKey to have storage read (unless `loaded`), or the 401.

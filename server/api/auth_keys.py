@@ -18,6 +18,7 @@ from server.store.keys import ApiKey, hash_key
 from server.store.repositories import Keys
 
 MAX_MISSING = 10_000
+MAX_REVOKED = 100_000
 
 
 class KeyCache:
@@ -26,6 +27,9 @@ class KeyCache:
         self.max_missing = max_missing
         self._by_hash: dict[str, ApiKey] = dict(initial or {})
         self._missing: dict[str, None] = {}  # digests storage did not know, until the next refresh (ordered)
+        # ids revoked over the engine's channel: kept out even by a refresh or load that read storage just before
+        # the revocation committed (revocation is final); bounded, oldest forgotten first
+        self._revoked: dict[str, None] = {}
 
     def lookup(self, secret: str) -> ApiKey | None:
         """A cached active key, or None (unknown here: maybe `load` finds it)."""
@@ -37,7 +41,7 @@ class KeyCache:
         if digest in self._missing:
             return None
         key = await self.repo.by_hash(digest)
-        if key is None or not key.active:
+        if key is None or not key.active or key.id in self._revoked:
             if len(self._missing) >= self.max_missing:
                 del self._missing[next(iter(self._missing))]
             self._missing[digest] = None
@@ -48,7 +52,17 @@ class KeyCache:
     async def refresh(self) -> set[str]:
         """Reload active keys; return the ids that were active here and are not any more."""
         fresh = await self.repo.active_by_hash()
+        if self._revoked:
+            fresh = {h: k for h, k in fresh.items() if k.id not in self._revoked}
         gone = {k.id for h, k in self._by_hash.items() if h not in fresh}
         self._by_hash = fresh
         self._missing.clear()
         return gone
+
+    def forget(self, key_ids: set[str]) -> None:
+        """Revoked elsewhere (another hub, the CLI): refuse these ids from now on, without reading storage."""
+        for key_id in key_ids:
+            if len(self._revoked) >= MAX_REVOKED:
+                del self._revoked[next(iter(self._revoked))]
+            self._revoked[key_id] = None
+        self._by_hash = {h: k for h, k in self._by_hash.items() if k.id not in key_ids}

@@ -1,0 +1,63 @@
+"""Engines (SPEC 12): where the state that several hubs must share lives, chosen once by the hub.
+
+Two seams so far, each a small protocol with a memory and a Redis implementation
+(Centrifugo's broker / presence-manager split):
+
+- `limiter`: the shared GCRA check. The memory engine has none (None): the
+  process-local `Gcra` answers synchronously, exactly as with one hub. The Redis
+  engine checks buckets with one Lua script on Redis time, falling back to the
+  local buckets while Redis cannot be reached.
+- `revocations`: the key-revocation channel. Publishing runs every subscriber of
+  this hub at once and, on Redis, tells every other hub over pub/sub.
+
+`make_engine` is the only place that looks at `settings.engine`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from server.api.metrics import Registry
+from server.api.ratelimit import Decision, Gcra
+from server.config import EngineKind, Settings
+
+RevocationListener = Callable[[set[str]], None]
+
+
+class EngineUnavailable(Exception):
+    """The engine's backing service cannot be reached at start (one line for the operator)."""
+
+
+class SharedLimiter(Protocol):
+    async def check(self, key: str, per_minute: int, policy: str) -> Decision:
+        """Take one request from `key`'s bucket on the shared clock (never raises for a backend failure)."""
+        ...
+
+
+class RevocationChannel(Protocol):
+    def subscribe(self, listener: RevocationListener) -> None: ...
+
+    async def publish(self, key_ids: set[str]) -> None:
+        """Run this hub's listeners now, then tell the other hubs (best effort: their key refresh is the backstop)."""
+        ...
+
+
+class Engine(Protocol):
+    kind: EngineKind
+    limiter: SharedLimiter | None  # None: the process-local Gcra is the only bucket store (no await on the hot path)
+    revocations: RevocationChannel
+
+    async def start(self) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+def make_engine(settings: Settings, registry: Registry, local: Gcra, clock: Callable[[], float]) -> Engine:
+    if settings.engine is EngineKind.REDIS:
+        from server.engine.redis_engine import RedisEngine  # imports redis-py only when it is used
+
+        return RedisEngine(settings, registry, local, clock)
+    from server.engine.memory import MemoryEngine
+
+    return MemoryEngine()

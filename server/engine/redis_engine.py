@@ -1,0 +1,167 @@
+"""The Redis engine: rate-limit buckets and key revocations shared by every hub on one Redis.
+
+Every key and channel starts with `--redis-prefix` (default `market:`), so several
+deployments (or test runs) can share one Redis. Commands fail fast (no retries,
+short timeouts): a hub that cannot reach Redis falls back (see redis_gcra.py), it
+never queues requests behind a dead connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+from collections.abc import Callable
+
+import orjson
+from redis import Redis as SyncRedis
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.client import PubSub
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+
+from server.api.metrics import Registry
+from server.api.ratelimit import Gcra
+from server.config import EngineKind, Settings, redis_location
+from server.engine import EngineUnavailable, RevocationChannel, RevocationListener, SharedLimiter
+from server.engine.redis_gcra import RedisGcra
+
+log = logging.getLogger("market.engine")
+
+TIMEOUT_S = 0.5  # connect and command timeout: a request never waits longer for Redis (then: local fallback)
+POOL_SIZE = 32  # connections per hub; requests beyond it wait for a free one (at most TIMEOUT_S)
+RECONNECT_S = 0.5
+REVOCATIONS = "keys:revoked"  # channel, after the prefix
+
+
+def connect(url: str) -> Redis:
+    pool = BlockingConnectionPool.from_url(
+        url, max_connections=POOL_SIZE, timeout=TIMEOUT_S, socket_timeout=TIMEOUT_S,
+        socket_connect_timeout=TIMEOUT_S, retry=Retry(NoBackoff(), 0))
+    return Redis(connection_pool=pool)
+
+
+def check_reachable(url: str) -> None:
+    """At start (or from the CLI): PING once, or EngineUnavailable naming where (never the credentials)."""
+    client = SyncRedis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+    try:
+        client.ping()
+    except (RedisError, OSError) as exc:
+        raise EngineUnavailable(f"--engine redis: cannot reach Redis at {redis_location(url)} ({exc})") from None
+    finally:
+        client.close()
+
+
+def publish_revocations(url: str, prefix: str, key_ids: set[str], sender: str = "cli") -> int:
+    """Tell every hub now (from the CLI); returns how many hubs were listening."""
+    client = SyncRedis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+    try:
+        return int(client.publish(prefix + REVOCATIONS, _message(sender, key_ids)))
+    finally:
+        client.close()
+
+
+def _message(sender: str, key_ids: set[str]) -> bytes:
+    return orjson.dumps({"from": sender, "keys": sorted(key_ids)})
+
+
+class RedisRevocations:
+    """Pub/sub on `<prefix>keys:revoked`; a message is {"from": sender, "keys": [ids]}.
+
+    A hub runs its own listeners directly (so a revocation it noticed applies even with
+    Redis down) and ignores its own messages. A message lost while Redis is down is
+    made up for by every hub's one-second key refresh from storage."""
+
+    def __init__(self, client: Redis, prefix: str, node: str) -> None:
+        self.client = client
+        self.channel = prefix + REVOCATIONS
+        self.node = node
+        self._listeners: list[RevocationListener] = []
+        self._task: asyncio.Task[None] | None = None
+        self.subscribed = asyncio.Event()  # set while the subscription is live (tests wait on it)
+
+    def subscribe(self, listener: RevocationListener) -> None:
+        self._listeners.append(listener)
+
+    async def publish(self, key_ids: set[str]) -> None:
+        self.deliver(key_ids)
+        try:
+            await self.client.publish(self.channel, _message(self.node, key_ids))
+        except (RedisError, OSError) as exc:
+            log.warning("could not publish key revocations (%s); other hubs apply them at their next key refresh",
+                        type(exc).__name__)
+
+    def deliver(self, key_ids: set[str]) -> None:
+        for listener in self._listeners:
+            listener(key_ids)
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._listen_forever(), name="revocations")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _listen_forever(self) -> None:
+        warned = False
+        while True:
+            pubsub = self.client.pubsub(ignore_subscribe_messages=True)
+            try:
+                await pubsub.subscribe(self.channel)
+                self.subscribed.set()
+                if warned:
+                    log.info("key revocations: subscribed to Redis again")
+                    warned = False
+                await self._pump(pubsub)
+            except (RedisError, OSError) as exc:
+                self.subscribed.clear()
+                if not warned:
+                    log.warning("key revocations: Redis subscription lost (%s); retrying every %.1f s",
+                                type(exc).__name__, RECONNECT_S)
+                    warned = True
+            finally:
+                with contextlib.suppress(Exception):
+                    await pubsub.aclose()
+            await asyncio.sleep(RECONNECT_S)
+
+    async def _pump(self, pubsub: PubSub) -> None:
+        while True:
+            message = await pubsub.get_message(timeout=TIMEOUT_S / 2)
+            if message is None or message.get("type") != "message":
+                continue
+            try:
+                body = orjson.loads(message["data"])
+                sender, ids = body["from"], {str(k) for k in body["keys"]}
+            except (orjson.JSONDecodeError, KeyError, TypeError):
+                log.warning("ignored a malformed message on %s", self.channel)
+                continue
+            if sender != self.node and ids:
+                log.info("keys revoked elsewhere: %s", ", ".join(sorted(ids)))
+                self.deliver(ids)
+
+
+class RedisEngine:
+    kind = EngineKind.REDIS
+
+    def __init__(self, settings: Settings, registry: Registry, local: Gcra, clock: Callable[[], float]) -> None:
+        self.client = connect(settings.redis_url)
+        self.location = redis_location(settings.redis_url)
+        self.node = os.urandom(6).hex()
+        self.gcra = RedisGcra(self.client, settings.redis_prefix, local, clock, registry)
+        self.channel = RedisRevocations(self.client, settings.redis_prefix, self.node)
+        self.limiter: SharedLimiter | None = self.gcra
+        self.revocations: RevocationChannel = self.channel
+
+    async def start(self) -> None:
+        self.channel.start()
+        log.info("engine redis at %s node=%s", self.location, self.node)
+
+    async def stop(self) -> None:
+        await self.channel.stop()
+        await self.gcra.stop()
+        with contextlib.suppress(Exception):
+            await self.client.aclose()
