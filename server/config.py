@@ -157,6 +157,21 @@ def add_data_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", default=env_default("data-dir") or "data", help="data directory")
 
 
+def add_engine_args(parser: argparse.ArgumentParser) -> None:
+    """--engine/--redis-url/--redis-prefix for a command that must tell the hubs (e.g. `keys revoke`)."""
+    for flag in ("engine", "redis-url", "redis-prefix"):
+        parser.add_argument(f"--{flag}", default=env_default(flag), help=SERVE_FLAGS[flag][1])
+
+
+def engine_settings(ns: argparse.Namespace) -> Settings:
+    """The engine part of the settings from a command's flags, validated like `serve`'s."""
+    values = {name: _convert(name, getattr(ns, name), Settings())
+              for name in ("engine", "redis_url", "redis_prefix") if getattr(ns, name) is not None}
+    settings = Settings(**values)  # type: ignore[arg-type]
+    check_engine(settings)
+    return settings
+
+
 def add_serve_args(parser: argparse.ArgumentParser) -> None:
     for flag, (typ, help_text) in SERVE_FLAGS.items():
         parser.add_argument(f"--{flag}", type=typ, default=env_default(flag), help=help_text)
@@ -303,7 +318,7 @@ def _check(s: Settings) -> None:
         raise ConfigError("--public-rate: must be positive")
     if not 0 < s.ws_handshake_rate <= MAX_RATE:
         raise ConfigError(f"--ws-handshake-rate: must be from 1 to {MAX_RATE}")
-    _check_engine(s)
+    check_engine(s)
     if s.log_level not in ("debug", "info", "warning", "error"):
         raise ConfigError("--log-level: must be debug, info, warning or error")
     if s.smtp_url is not None:
@@ -313,7 +328,8 @@ def _check(s: Settings) -> None:
     _check_notify(s)
 
 
-def _check_engine(s: Settings) -> None:
+def check_engine(s: Settings) -> None:
+    """The engine flags (also used by `keys revoke`, which publishes on the engine)."""
     parts = urlsplit(s.redis_url)
     if parts.scheme not in ("redis", "rediss", "unix") or not (parts.hostname or parts.path):
         raise ConfigError("--redis-url: must be redis://[user:pass@]host:port/db, rediss://... or unix://PATH "

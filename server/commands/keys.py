@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from server.api.ratelimit import MAX_RATE
 from server.commands.common import CommandError, command, db, print_json
-from server.config import DEFAULT_ENTERPRISE_RATE, PLANS, Settings
+from server.config import DEFAULT_ENTERPRISE_RATE, PLANS, EngineKind, Settings, add_engine_args, engine_settings
 from server.store.keys import KeyRepo
 
 
@@ -22,6 +23,7 @@ def register(sub: Any) -> None:
     listing.add_argument("--json", action="store_true")
     revoke = command(keys, "revoke", "revoke a key", _revoke)
     revoke.add_argument("id")
+    add_engine_args(revoke)  # --engine redis: every hub refuses the key and closes its sockets at once
 
 
 def _rate_arg(text: str) -> int:
@@ -64,7 +66,25 @@ def _list(ns: argparse.Namespace) -> int:
 
 
 def _revoke(ns: argparse.Namespace) -> int:
+    engine = engine_settings(ns)  # a bad --engine/--redis-url is refused before anything is revoked
     if not KeyRepo(db(ns)).revoke(ns.id):
         raise CommandError(f"no active key with id {ns.id}")
     print(f"revoked {ns.id}")
+    _tell_hubs(engine, ns.id)
     return 0
+
+
+def _tell_hubs(settings: Settings, key_id: str) -> None:
+    """Publish the revocation on the engine; if Redis is away, the hubs' 1 s key refresh still applies it."""
+    if settings.engine is not EngineKind.REDIS:
+        return
+    from server.engine import EngineUnavailable
+    from server.engine.redis_engine import publish_revocations
+
+    try:
+        hubs = publish_revocations(settings.redis_url, settings.redis_prefix, {key_id})
+    except EngineUnavailable as exc:
+        print(f"warning: {exc}; running hubs apply the revocation at their next key refresh (within 1 s)",
+              file=sys.stderr)
+        return
+    print(f"told {hubs} hub(s) over Redis")

@@ -55,10 +55,12 @@ def check_reachable(url: str) -> None:
 
 
 def publish_revocations(url: str, prefix: str, key_ids: set[str], sender: str = "cli") -> int:
-    """Tell every hub now (from the CLI); returns how many hubs were listening."""
+    """Tell every hub now (from the CLI); returns how many hubs were listening, or EngineUnavailable."""
     client = SyncRedis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
     try:
         return int(client.publish(prefix + REVOCATIONS, _message(sender, key_ids)))
+    except (RedisError, OSError) as exc:
+        raise EngineUnavailable(f"cannot reach Redis at {redis_location(url)} ({exc})") from None
     finally:
         client.close()
 
