@@ -1,7 +1,7 @@
 """`market-server` (same as `python -m server`): serve, and the operator commands.
 
 Each command group lives in server/commands/ and registers its own
-subcommands; every command takes `--data-dir` after the subcommand.
+subcommands; every command takes `--data-dir` and `--database-url` after the subcommand.
 """
 
 from __future__ import annotations
@@ -12,12 +12,15 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from server.commands import candles, content, evidence, keys, outbox, receipts, users
+import psycopg
+
+from server.commands import candles, content, db, evidence, keys, outbox, receipts, users
 from server.commands.common import CommandError, check_data_dir
 from server.config import ConfigError, EngineKind, Settings, add_serve_args, settings_from_args
 from server.logs import configure_logging
+from server.store.pg import redact
 
-GROUPS = [keys, candles, evidence, outbox, users, content, receipts]
+GROUPS = [keys, candles, evidence, outbox, users, content, receipts, db]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,6 +44,8 @@ def _serve(ns: argparse.Namespace) -> int:
     except FeedUnavailable as exc:
         raise CommandError(str(exc)) from None
     _check_engine(settings)
+    if settings.database_url:
+        _check_database(settings.database_url)
     configure_logging(settings.log_level)  # one JSON object per line, tracebacks in their own field
     return run(settings)
 
@@ -57,11 +62,23 @@ def _check_engine(settings: Settings) -> None:
             raise CommandError(str(exc)) from None
 
 
+def _check_database(url: str) -> None:
+    """--database-url that cannot be reached or migrated: one line and exit 1, before anything starts."""
+    from server.store.pg import connect, migrate
+
+    conn = connect(url)  # psycopg.Error: reported by main() without a traceback
+    try:
+        migrate(conn)
+    finally:
+        conn.close()
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
     try:
-        check_data_dir(Path(ns.data_dir), create=ns.command == "serve")
+        if ns.command == "serve" or not ns.database_url:  # serve keeps its demo key and JWT secret there
+            check_data_dir(Path(ns.data_dir), create=ns.command == "serve")
         return int(ns.func(ns) or 0)
     except ConfigError as exc:
         print(f"market-server: configuration error: {exc}", file=sys.stderr)
@@ -71,4 +88,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except sqlite3.Error as exc:  # e.g. DATA_DIR/market.db is not a database: one line, not a traceback
         print(f"market-server: storage error in data dir {ns.data_dir}: {exc}", file=sys.stderr)
+        return 1
+    except psycopg.Error as exc:  # unreachable, refused, missing database: one line, the URL without password
+        reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"market-server: PostgreSQL error at {redact(ns.database_url or '')}: {reason}", file=sys.stderr)
         return 1

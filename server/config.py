@@ -97,6 +97,9 @@ class Settings:
     engine: EngineKind = EngineKind.MEMORY
     redis_url: str = "redis://127.0.0.1:6379/0"
     redis_prefix: str = "market:"  # hidden: every Redis key and channel starts with it (tests use their own)
+    # SPEC 12: PostgreSQL instead of SQLite in the data dir (docs/storage.md); async connections per hub
+    database_url: str | None = None
+    database_pool: int = 10
 
     @property
     def feed_path(self) -> str | None:
@@ -146,6 +149,7 @@ SERVE_FLAGS: dict[str, tuple[type, str]] = {
     "engine": (str, "memory (default: one hub) or redis (hubs share rate limits and key revocations)"),
     "redis-url": (str, "Redis for --engine redis (default redis://127.0.0.1:6379/0)"),
     "redis-prefix": (str, argparse.SUPPRESS),
+    "database-pool": (str, "PostgreSQL connections per hub (async pool size, default 10)"),
 }
 
 
@@ -155,6 +159,9 @@ def env_default(flag: str) -> str | None:
 
 def add_data_dir(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data-dir", default=env_default("data-dir") or "data", help="data directory")
+    parser.add_argument("--database-url", default=env_default("database-url") or None, metavar="URL",
+                        help="postgresql://user@host:port/db: store everything in PostgreSQL instead of "
+                        "SQLite in the data dir (env MARKET_DATABASE_URL)")
 
 
 def add_engine_args(parser: argparse.ArgumentParser) -> None:
@@ -195,6 +202,7 @@ def settings_from_args(ns: argparse.Namespace) -> Settings:
     raw = {flag.replace("-", "_"): getattr(ns, flag.replace("-", "_")) for flag in SERVE_FLAGS}
     values: dict[str, object] = {
         "data_dir": Path(ns.data_dir),
+        "database_url": ns.database_url,
         "demo_key": not ns.no_demo_key,
         "bench_static": ns.bench_static,
     }
@@ -219,7 +227,7 @@ def _convert(name: str, value: object, base: Settings) -> object:
             return int(str(value))
         if name in ("market_refresh_s", "outbox_base_s", "outbox_timeout_s"):
             return float(str(value))
-        if name == "outbox_max_attempts":
+        if name in ("outbox_max_attempts", "database_pool"):
             return int(str(value))
         if name == "plan_rate":
             return {**base.plan_rate, **_pairs(str(value), PLANS)}
@@ -319,6 +327,7 @@ def _check(s: Settings) -> None:
     if not 0 < s.ws_handshake_rate <= MAX_RATE:
         raise ConfigError(f"--ws-handshake-rate: must be from 1 to {MAX_RATE}")
     check_engine(s)
+    _check_database(s)
     if s.log_level not in ("debug", "info", "warning", "error"):
         raise ConfigError("--log-level: must be debug, info, warning or error")
     if s.smtp_url is not None:
@@ -340,6 +349,14 @@ def check_engine(s: Settings) -> None:
         raise ConfigError("--redis-url: invalid port (value not shown)") from None
     if not s.redis_prefix or len(s.redis_prefix) > 64 or not s.redis_prefix.isprintable():
         raise ConfigError("--redis-prefix: must be 1 to 64 printable characters")
+
+
+def _check_database(s: Settings) -> None:
+    if s.database_url is not None and not s.database_url.startswith(("postgresql://", "postgres://")):
+        raise ConfigError("--database-url: must be postgresql://[user[:password]@]host[:port]/dbname "
+                          "(value not shown)")
+    if not 1 <= s.database_pool <= 1000:
+        raise ConfigError("--database-pool: must be from 1 to 1000")
 
 
 def redis_location(url: str) -> str:

@@ -35,10 +35,10 @@ from server.market.feed import Tick
 from server.market.inventory import InventoryBook
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
-from server.store.db import transaction
+from server.store.backend import open_repositories
+from server.store.db import STORAGE_ERRORS, transaction
 from server.store.keys import KeyRepo
-from server.store.sqlite_repos import SqliteOutbox, sqlite_repositories
-from server.store.storage import SqliteStorage, StorageClosed
+from server.store.storage import StorageClosed
 from server.stream.service import StreamService
 
 log = logging.getLogger("market.hub")
@@ -59,10 +59,11 @@ class Hub:
         self.settings = settings
         self.clock = clock = clock or settings_clock(settings)
         self.epoch = f"{int(clock())}-{os.urandom(3).hex()}"
-        # storage runs on its own threads; every call from the loop is awaited (docs/storage.md)
-        self.storage = SqliteStorage(settings.data_dir)
+        # SQLite on its own threads, or PostgreSQL over an async pool; every call from the loop is awaited
+        # (docs/storage.md)
         channels = [(c.kind, c.target) for c in configured_channels(settings)]
-        self.repos = sqlite_repositories(self.storage, channels, clock, self._wake_outbox)
+        self.repos = open_repositories(settings, channels, clock, self._wake_outbox)
+        self.storage = self.repos.storage
         self.keys = KeyCache(self.repos.keys)  # filled by start(), before anything is served
         self.catalogue = default_catalogue()
         self.feed: FeedSource = make_feed(settings, self.catalogue, self.repos.candles, clock, self.epoch)
@@ -88,7 +89,7 @@ class Hub:
         WebApi(settings).register(self.router)  # the dashboard at / and /static/..., /api/config
         OpsApi(self).register(self.router)
         self.services: list[Service] = []
-        self.outbox = OutboxWorker(settings, self.registry, SqliteOutbox(self.storage), clock)
+        self.outbox = OutboxWorker(settings, self.registry, self.repos.outbox, clock)
         self.services.append(self.outbox)
         self.revocation_listeners: list[Callable[[set[str]], None]] = []
         self.engine.revocations.subscribe(self._on_revoked)
@@ -105,6 +106,7 @@ class Hub:
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
+        await self.storage.open()  # PostgreSQL's async pool lives on this loop (no-op for SQLite)
         await self.engine.start()
         await self.keys.refresh()  # known keys are answered from memory from the first request on
         self._tasks = [
@@ -134,7 +136,7 @@ class Hub:
                 revoked = await self.keys.refresh()
             except StorageClosed:
                 return
-            except sqlite3.Error:
+            except STORAGE_ERRORS:
                 log.exception("key refresh failed")
                 continue
             if revoked:
@@ -179,7 +181,7 @@ class Hub:
         try:
             self.feed.flush()  # the loop's work has stopped: waiting for the writer here delays nobody
         finally:
-            self.storage.close()
+            await self.storage.aclose()
         log.info("hub stopped")
 
 

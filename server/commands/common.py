@@ -43,6 +43,12 @@ def check_data_dir(path: Path, create: bool) -> None:
 
 
 def db(ns: argparse.Namespace) -> sqlite3.Connection:
+    """The command's database: PostgreSQL with --database-url (migrated and seeded like a new data dir),
+    else SQLite in --data-dir. Either way the synchronous repositories get sqlite3's interface."""
+    if getattr(ns, "database_url", None):
+        from server.store.pg import open_pg
+
+        return open_pg(ns.database_url)
     return open_db(Path(ns.data_dir))
 
 

@@ -19,6 +19,8 @@ import struct
 from dataclasses import dataclass
 from typing import Protocol
 
+from server.store.db import dialect
+
 GENESIS_PREV = bytes(32)
 _BLOCK_TAG = b"evidence-block/v1"
 
@@ -95,7 +97,7 @@ class LocalLedger:
 
     def __init__(self, conn: sqlite3.Connection, *, schema: bool = True) -> None:
         self.conn = conn
-        if schema:
+        if schema and dialect(conn) == "sqlite":  # PostgreSQL's tables come from its migrations
             conn.execute(_SCHEMA)
 
     def anchor(self, root: bytes, tree_size: int, ts: float) -> Block:

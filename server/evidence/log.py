@@ -22,6 +22,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from server.store.db import dialect
+from server.store.pg import EVIDENCE_LOCK, lock_sql
+
 from .ledger import Block, Ledger, LocalLedger
 from .merkle import inclusion_path, leaf_hash, node_hash, tree_root, verify_inclusion
 
@@ -68,6 +71,8 @@ class EvidenceLog:
         """`schema=False` skips the CREATE TABLE IF NOT EXISTS statements (a read-only connection)."""
         self.conn = conn
         self.clock = clock
+        self.postgres = dialect(conn) == "postgresql"
+        schema = schema and not self.postgres  # PostgreSQL's tables come from its migrations (server/store/pg.py)
         if schema:
             for stmt in _SCHEMA:
                 conn.execute(stmt)
@@ -78,12 +83,24 @@ class EvidenceLog:
     def submit(self, hash_hex: str) -> str:
         """Record a hash; return "pending", or "anchored" if it already was. Idempotent."""
         h = normalize_hash(hash_hex)
-        self.conn.execute(  # one statement, so MAX(idx)+1 is atomic under SQLite's write lock
-            "INSERT OR IGNORE INTO evidence_leaves (idx, hash, submitted_at, batch) "
-            "VALUES ((SELECT COALESCE(MAX(idx) + 1, 0) FROM evidence_leaves), ?, ?, NULL)",
-            (h, self.clock()),
-        )
-        row = self.conn.execute("SELECT batch FROM evidence_leaves WHERE hash = ?", (h,)).fetchone()
+        own = self.postgres and not self.conn.in_transaction
+        if own:
+            self.conn.execute("BEGIN")
+        try:
+            if self.postgres:  # no single writer there: the advisory lock makes MAX(idx)+1 gap-free and unique
+                self.conn.execute(lock_sql(EVIDENCE_LOCK))
+            self.conn.execute(  # one statement, so MAX(idx)+1 is atomic under SQLite's write lock
+                "INSERT OR IGNORE INTO evidence_leaves (idx, hash, submitted_at, batch) "
+                "VALUES ((SELECT COALESCE(MAX(idx) + 1, 0) FROM evidence_leaves), ?, ?, NULL)",
+                (h, self.clock()),
+            )
+            row = self.conn.execute("SELECT batch FROM evidence_leaves WHERE hash = ?", (h,)).fetchone()
+        except BaseException:
+            if own:
+                self.conn.execute("ROLLBACK")
+            raise
+        if own:
+            self.conn.execute("COMMIT")
         return "pending" if row[0] is None else "anchored"
 
     def anchor_pending(self, max_leaves: int | None = None) -> Block | None:
@@ -91,6 +108,8 @@ class EvidenceLog:
         log; None if nothing is pending. A bounded batch keeps the write transaction and its hashing short."""
         self.conn.execute("BEGIN IMMEDIATE")
         try:
+            if self.postgres:  # one anchorer at a time, and no submit between reading and extending the tree
+                self.conn.execute(lock_sql(EVIDENCE_LOCK))
             block = self._anchor_locked(max_leaves)
         except BaseException:
             self.conn.execute("ROLLBACK")
@@ -100,8 +119,9 @@ class EvidenceLog:
 
     def _anchor_locked(self, max_leaves: int | None) -> Block | None:
         pending = self.conn.execute(
-            "SELECT idx, hash FROM evidence_leaves WHERE batch IS NULL ORDER BY idx LIMIT ?",
-            (-1 if max_leaves is None else max_leaves,),
+            "SELECT idx, hash FROM evidence_leaves WHERE batch IS NULL ORDER BY idx"
+            + ("" if max_leaves is None else " LIMIT ?"),
+            () if max_leaves is None else (max_leaves,),
         ).fetchall()
         if not pending:
             return None

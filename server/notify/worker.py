@@ -22,7 +22,6 @@ import contextlib
 import functools
 import logging
 import random
-import sqlite3
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -33,11 +32,14 @@ from server.notify.channels import EMAIL, configured_channels, describe, scrub, 
 from server.notify.jobs import Backoff, DeliveryFailed, IllegalTransition, JobState
 from server.notify.mail import MailSender
 from server.notify.webhook import WebhookSender
+from server.store.db import STORAGE_ERRORS
 from server.store.outbox import Job
 from server.store.repositories import Outbox
 from server.store.sqlite_repos import SqliteOutbox
 from server.store.storage import SqliteStorage, StorageClosed
 
+_STORAGE_DOWN: tuple[type[Exception], ...] = (*STORAGE_ERRORS, StorageClosed)
+_OUTCOME_NOT_RECORDED: tuple[type[Exception], ...] = (*_STORAGE_DOWN, IllegalTransition)
 log = logging.getLogger("market.notify")
 
 POLL_S = 1.0
@@ -179,7 +181,7 @@ class OutboxWorker:
             return self.poll_s  # due jobs wait for a free slot; a finishing task sets the event
         try:
             due = await self._repo.next_due() if self._repo is not None else None
-        except (sqlite3.Error, StorageClosed):
+        except _STORAGE_DOWN:
             due = None
         if due is None:
             return self.poll_s
@@ -207,7 +209,7 @@ class OutboxWorker:
                 await self._delivered(job)
             else:
                 await self._failed(job, reason)
-        except (sqlite3.Error, IllegalTransition, StorageClosed) as exc:
+        except _OUTCOME_NOT_RECORDED as exc:
             log.error("outbox could not record the outcome of job=%s: %s", job.id, exc)
 
     async def _attempt(self, job: Job) -> str | None:

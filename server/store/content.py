@@ -75,7 +75,7 @@ _COLUMNS = ("id, kind, title_zh, title_en, summary_zh, summary_en, source, autho
             "tags, created_at")
 
 
-def item_view(row: sqlite3.Row) -> dict[str, Any]:
+def item_view(row: Any) -> dict[str, Any]:
     """The API shape of one row; research items add author and category."""
     out: dict[str, Any] = {
         "id": row["id"],

@@ -12,6 +12,9 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
+
+import psycopg
 
 DB_NAME = "market.sqlite3"
 
@@ -19,6 +22,15 @@ _SCHEMAS: list[str] = []
 _SEEDERS: list[Callable[[sqlite3.Connection], None]] = []
 
 META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+
+# What either database raises; callers that keep running on a storage failure catch these, not a driver's own.
+STORAGE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, psycopg.Error)
+INTEGRITY_ERRORS: tuple[type[Exception], ...] = (sqlite3.IntegrityError, psycopg.IntegrityError)
+
+
+def dialect(conn: Any) -> str:
+    """"sqlite" or "postgresql" (server/store/pg.py's PgConn) for a connection the sync repositories get."""
+    return str(getattr(conn, "dialect", "sqlite"))
 
 
 def register_schema(sql: str) -> None:

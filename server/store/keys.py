@@ -11,6 +11,7 @@ import secrets
 import sqlite3
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from server.store.db import register_schema
 
@@ -48,7 +49,7 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def _row(row: sqlite3.Row) -> ApiKey:
+def _row(row: Any) -> ApiKey:
     return ApiKey(row["id"], row["plan"], row["rate"], row["label"], row["created_at"], row["revoked_at"])
 
 

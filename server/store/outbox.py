@@ -95,6 +95,34 @@ def new_job_id() -> str:
     return "job_" + secrets.token_hex(8)
 
 
+INSERT_JOB = ("INSERT INTO outbox_jobs (id, record_kind, record_id, channel, target, payload, state,"
+              " next_attempt_at, idempotency_id, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
+
+
+def job_rows(kind: str, record_id: str, payload: dict[str, Any], channels: Iterable[tuple[str, str]],
+             now: float) -> list[tuple[Any, ...]]:
+    """One pending job per (channel kind, target), as INSERT_JOB's parameters."""
+    body = orjson.dumps(payload, default=str).decode()
+    return [
+        (new_job_id(), kind, record_id, ch_kind, target, body, JobState.PENDING.value, now, uuid.uuid4().hex,
+         now, now)
+        for ch_kind, target in channels
+    ]
+
+
+def predecessors(target: JobState) -> tuple[str, ...]:
+    return _predecessors(target)
+
+
+def states_in(states: Iterable[JobState | str]) -> str:
+    """`('pending','failed')`: a literal list of job states for an IN clause."""
+    return _in(states)
+
+
+def job_from_row(row: Any) -> Job:
+    return _job(row)
+
+
 class OutboxRepo:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
@@ -102,17 +130,8 @@ class OutboxRepo:
     def add(self, kind: str, record_id: str, payload: dict[str, Any],
             channels: Iterable[tuple[str, str]], now: float) -> int:
         """Insert one pending job per (channel kind, target); runs in the caller's transaction."""
-        body = orjson.dumps(payload, default=str).decode()
-        rows = [
-            (new_job_id(), kind, record_id, ch_kind, target, body, JobState.PENDING.value, now,
-             uuid.uuid4().hex, now, now)
-            for ch_kind, target in channels
-        ]
-        self.conn.executemany(
-            "INSERT INTO outbox_jobs (id, record_kind, record_id, channel, target, payload, state,"
-            " next_attempt_at, idempotency_id, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            rows,
-        )
+        rows = job_rows(kind, record_id, payload, channels, now)
+        self.conn.executemany(INSERT_JOB, rows)
         return len(rows)
 
     def claim_due(self, now: float, limit: int) -> list[Job]:

@@ -160,6 +160,18 @@ IMPORT_CHUNK = 1000  # receipts per write transaction: the write lock is held fo
 
 _PUBLIC_COLUMNS = ("receipt_no, commodity, grade, quantity, unit, warehouse, holder_masked, status, "
                    "issued_at, expires_at, evidence_hash")
+PUBLIC_SQL = f"SELECT {_PUBLIC_COLUMNS} FROM receipts WHERE receipt_no = ?"
+
+
+def public_view(row: Any) -> dict[str, Any]:
+    """The client's view of a row selected by PUBLIC_SQL (the holder already masked)."""
+    return {
+        "receiptNo": row["receipt_no"], "commodity": row["commodity"], "grade": row["grade"],
+        "quantity": _number(row["quantity"]), "unit": row["unit"], "warehouse": row["warehouse"],
+        "holder": row["holder_masked"], "status": row["status"], "issuedAt": iso(row["issued_at"]),
+        "expiresAt": iso(row["expires_at"]) if row["expires_at"] is not None else None,
+        "evidenceHash": row["evidence_hash"],
+    }
 
 
 class ReceiptRepo:
@@ -169,18 +181,8 @@ class ReceiptRepo:
 
     def public(self, receipt_no: str) -> dict[str, Any] | None:
         """The client's view: the holder already masked; the raw holder is not even selected."""
-        row = self.conn.execute(
-            f"SELECT {_PUBLIC_COLUMNS} FROM receipts WHERE receipt_no = ?", (receipt_no,)
-        ).fetchone()
-        if row is None:
-            return None
-        return {
-            "receiptNo": row["receipt_no"], "commodity": row["commodity"], "grade": row["grade"],
-            "quantity": _number(row["quantity"]), "unit": row["unit"], "warehouse": row["warehouse"],
-            "holder": row["holder_masked"], "status": row["status"], "issuedAt": iso(row["issued_at"]),
-            "expiresAt": iso(row["expires_at"]) if row["expires_at"] is not None else None,
-            "evidenceHash": row["evidence_hash"],
-        }
+        row = self.conn.execute(PUBLIC_SQL, (receipt_no,)).fetchone()
+        return None if row is None else public_view(row)
 
     def import_all(self, receipts: Iterable[ReceiptData], now: float | None = None,
                    chunk: int = IMPORT_CHUNK) -> ImportResult:

@@ -94,6 +94,53 @@ class Accepted:
     created_at: str
 
 
+@dataclass(frozen=True, slots=True)
+class RecordWrite:
+    """One record's INSERT and its notification payload, built once for either database."""
+
+    kind: str
+    sql: str
+    params: tuple[Any, ...]
+    payload: dict[str, Any]
+    now: float
+    accepted: Accepted
+
+
+def inquiry_write(q: Inquiry, now: float) -> RecordWrite:
+    rid = new_record_id("inq", now)
+    created = iso(now)
+    payload: dict[str, Any] = {
+        "id": rid, "status": RECEIVED, "createdAt": created, "userId": q.user_id, "userEmail": q.user_email,
+        "product": q.product, "quantity": q.quantity, "unit": q.unit, "message": q.message,
+        "deliveryPlace": q.delivery_place, "contactPhone": q.contact_phone,
+    }
+    return RecordWrite(
+        "inquiry",
+        "INSERT INTO inquiries (id, user_id, user_email, product, quantity, unit, message, delivery_place, "
+        "contact_phone, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (rid, q.user_id, q.user_email, q.product, q.quantity, q.unit, q.message, q.delivery_place,
+         q.contact_phone, RECEIVED, now),
+        payload, now, Accepted(rid, RECEIVED, created),
+    )
+
+
+def cooperation_write(c: Cooperation, now: float) -> RecordWrite:
+    rid = new_record_id("coop", now)
+    created = iso(now)
+    payload: dict[str, Any] = {
+        "id": rid, "status": RECEIVED, "createdAt": created, "company": c.company,
+        "contactName": c.contact_name, "email": c.email, "phone": c.phone, "type": c.type,
+        "message": c.message,
+    }
+    return RecordWrite(
+        "cooperation",
+        "INSERT INTO cooperations (id, company, contact_name, email, phone, type, message, status, created_at) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (rid, c.company, c.contact_name, c.email, c.phone, c.type, c.message, RECEIVED, now),
+        payload, now, Accepted(rid, RECEIVED, created),
+    )
+
+
 class RecordRepo:
     def __init__(
         self, conn: sqlite3.Connection, clock: Callable[[], float] = time.time,
@@ -104,49 +151,17 @@ class RecordRepo:
         self.channels = tuple(channels)
 
     def add_inquiry(self, q: Inquiry) -> Accepted:
-        now = self.clock()
-        rid = new_record_id("inq", now)
-        created = iso(now)
-        payload: dict[str, Any] = {
-            "id": rid, "status": RECEIVED, "createdAt": created, "userId": q.user_id, "userEmail": q.user_email,
-            "product": q.product, "quantity": q.quantity, "unit": q.unit, "message": q.message,
-            "deliveryPlace": q.delivery_place, "contactPhone": q.contact_phone,
-        }
-        self._insert(
-            "inquiry",
-            "INSERT INTO inquiries (id, user_id, user_email, product, quantity, unit, message, delivery_place, "
-            "contact_phone, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (rid, q.user_id, q.user_email, q.product, q.quantity, q.unit, q.message, q.delivery_place,
-             q.contact_phone, RECEIVED, now),
-            payload,
-            now,
-        )
-        return Accepted(rid, RECEIVED, created)
+        return self._insert(inquiry_write(q, self.clock()))
 
     def add_cooperation(self, c: Cooperation) -> Accepted:
-        now = self.clock()
-        rid = new_record_id("coop", now)
-        created = iso(now)
-        payload: dict[str, Any] = {
-            "id": rid, "status": RECEIVED, "createdAt": created, "company": c.company,
-            "contactName": c.contact_name, "email": c.email, "phone": c.phone, "type": c.type,
-            "message": c.message,
-        }
-        self._insert(
-            "cooperation",
-            "INSERT INTO cooperations (id, company, contact_name, email, phone, type, message, status, created_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (rid, c.company, c.contact_name, c.email, c.phone, c.type, c.message, RECEIVED, now),
-            payload,
-            now,
-        )
-        return Accepted(rid, RECEIVED, created)
+        return self._insert(cooperation_write(c, self.clock()))
 
-    def _insert(self, kind: str, sql: str, params: tuple[Any, ...], payload: dict[str, Any], now: float) -> None:
+    def _insert(self, w: RecordWrite) -> Accepted:
         with transaction(self.conn):
-            self.conn.execute(sql, params)
+            self.conn.execute(w.sql, w.params)
             if self.channels:
-                OutboxRepo(self.conn).add(kind, payload["id"], payload, self.channels, now)
+                OutboxRepo(self.conn).add(w.kind, w.payload["id"], w.payload, self.channels, w.now)
+        return w.accepted
 
     def inquiry(self, record_id: str) -> dict[str, Any] | None:
         row = self.conn.execute("SELECT * FROM inquiries WHERE id = ?", (record_id,)).fetchone()

@@ -9,8 +9,10 @@ driver and is chosen once, where the hub is built. See docs/storage.md.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import date
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from server.evidence import Block
 from server.notify.jobs import JobState, Retry
@@ -21,11 +23,27 @@ from server.store.outbox import Job
 from server.store.records import Accepted, Cooperation, Inquiry
 from server.store.users import User
 
+T = TypeVar("T")
+
 
 class Storage(Protocol):
+    """The database under the repositories. Start-up and shutdown work (before the server accepts, after it
+    stopped) runs the shared synchronous repositories through the blocking pair; `fn` gets a connection
+    with sqlite3's interface (for PostgreSQL, server/store/pg.py's adapter)."""
+
+    async def open(self) -> None:
+        """Called by the hub's start, on its loop, before the first awaited call."""
+        ...
+
     async def ping(self) -> bool:
         """True when storage answers a trivial read."""
         ...
+
+    def read_blocking(self, fn: Callable[[Any], T]) -> T: ...
+
+    def write_blocking(self, fn: Callable[[Any], T]) -> T: ...
+
+    async def aclose(self) -> None: ...
 
     def close(self) -> None: ...
 
@@ -105,3 +123,18 @@ class Candles(Protocol):
     def since_blocking(self, first_day: date) -> list[Candle]: ...
 
     def upsert_blocking(self, candles: list[Candle]) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Repositories:
+    """Every repository the hub uses, over one Storage; built once by the hub (server/store/backend.py)."""
+
+    storage: Storage
+    keys: Keys
+    users: Users
+    content: Content
+    records: Records
+    outbox: Outbox
+    receipts: Receipts
+    evidence: Evidence
+    candles: Candles

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
@@ -21,7 +20,7 @@ from server.store.keys import ApiKey, KeyRepo
 from server.store.outbox import Job, OutboxRepo
 from server.store.receipts import ReceiptRepo
 from server.store.records import Accepted, ChannelSpec, Cooperation, Inquiry, RecordRepo
-from server.store.repositories import Candles, Content, Evidence, Keys, Outbox, Receipts, Records, Users
+from server.store.repositories import Repositories
 from server.store.storage import SqliteStorage
 from server.store.users import User, UserRepo
 
@@ -160,24 +159,12 @@ class SqliteCandles:
         self.storage.write_blocking(lambda c: CandleRepo(c).upsert(candles))
 
 
-@dataclass(frozen=True, slots=True)
-class SqliteRepositories:
-    """Every repository the hub uses, over one SqliteStorage; built once by the hub."""
-
-    storage: SqliteStorage
-    keys: Keys
-    users: Users
-    content: Content
-    records: Records
-    outbox: Outbox
-    receipts: Receipts
-    evidence: Evidence
-    candles: Candles
+SqliteRepositories = Repositories  # the name the tests and older callers use
 
 
 def sqlite_repositories(storage: SqliteStorage, channels: Sequence[ChannelSpec], clock: Callable[[], float],
-                        wake: Callable[[], None]) -> SqliteRepositories:
-    return SqliteRepositories(
+                        wake: Callable[[], None]) -> Repositories:
+    return Repositories(
         storage, SqliteKeys(storage), SqliteUsers(storage), SqliteContent(storage),
         SqliteRecords(storage, channels, clock, wake), SqliteOutbox(storage), SqliteReceipts(storage),
         SqliteEvidence(storage, clock), SqliteCandles(storage),

@@ -69,6 +69,12 @@ class SqliteStorage:
         self._check_open()
         return self._readers.submit(self._call, fn, False).result()
 
+    async def open(self) -> None:
+        """Nothing to open: the constructor opened the writer (the protocol's hook for PostgreSQL's pool)."""
+
+    async def aclose(self) -> None:
+        self.close()
+
     async def ping(self) -> bool:
         """True when a reader answers `SELECT 1` (the file is there and readable)."""
         try:

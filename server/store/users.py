@@ -9,8 +9,9 @@ import secrets
 import sqlite3
 import time
 from dataclasses import dataclass
+from typing import Any
 
-from server.store.db import register_schema
+from server.store.db import INTEGRITY_ERRORS, register_schema
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (
@@ -49,7 +50,7 @@ def normalize_email(email: str) -> str:
     return email.strip().lower()
 
 
-def _row(row: sqlite3.Row) -> User:
+def _row(row: Any) -> User:
     return User(row["id"], row["email"], row["password_hash"], row["name"], row["company"],
                 row["created_at"], row["disabled_at"])
 
@@ -69,7 +70,7 @@ class UserRepo:
                 "INSERT INTO users (id, email, password_hash, name, company, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (user.id, user.email, user.password_hash, user.name, user.company, user.created_at),
             )
-        except sqlite3.IntegrityError:
+        except INTEGRITY_ERRORS:
             raise DuplicateEmail(user.email) from None
         return user
 

@@ -1,11 +1,12 @@
-"""The async SQLite repositories over a real SQLite file: calls run on storage threads, never the loop's."""
+"""The async repositories over real SQLite (storage threads, never the loop's) and real PostgreSQL (async pool):
+the behaviour tests run on both (tests/pg_service.py gives each PostgreSQL test its own schema)."""
 
 from __future__ import annotations
 
 import asyncio
 import sqlite3
 import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import replace
 from datetime import date
 from pathlib import Path
@@ -18,21 +19,56 @@ from server.notify.jobs import Backoff, JobState
 from server.store.content import ContentKind
 from server.store.db import DB_NAME, open_db
 from server.store.keys import KeyRepo, hash_key
+from server.store.pg_repos import PgStorage, pg_repositories
 from server.store.receipts import ReceiptConflict, ReceiptData, ReceiptRepo, ReceiptStatus
 from server.store.records import Cooperation, Inquiry
-from server.store.sqlite_repos import SqliteRepositories, sqlite_repositories
+from server.store.repositories import Repositories, Storage
+from server.store.sqlite_repos import sqlite_repositories
 from server.store.storage import SqliteStorage, StorageClosed
 from server.store.users import DuplicateEmail
+from tests.pg_service import pg_schema
 
 CHANNELS = (("generic", "https://hooks.example/in"), ("email", "ops@example.com"))
 NOW = 1_790_000_000.0
+Run = Callable[[Coroutine[Any, Any, Any]], Any]
+
+
+BACKENDS = ("sqlite", "postgresql")
 
 
 @pytest.fixture
-def storage(tmp_path: Path) -> Iterator[SqliteStorage]:
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    """One loop for the whole test: PostgreSQL's async pool belongs to the loop that opened it."""
+    lp = asyncio.new_event_loop()
+    yield lp
+    lp.close()
+
+
+@pytest.fixture
+def run(loop: asyncio.AbstractEventLoop) -> Callable[[Coroutine[Any, Any, Any]], Any]:
+    return loop.run_until_complete
+
+
+@pytest.fixture
+def sqlite_storage(tmp_path: Path) -> Iterator[SqliteStorage]:
     s = SqliteStorage(tmp_path / "data")
     yield s
     s.close()
+
+
+@pytest.fixture(params=BACKENDS)
+def storage(request: pytest.FixtureRequest, tmp_path: Path, loop: asyncio.AbstractEventLoop) -> Iterator[Storage]:
+    """The same behaviour tests on SQLite in a data dir and on PostgreSQL in a fresh schema."""
+    if request.param == "sqlite":
+        s: Storage = SqliteStorage(tmp_path / "data")
+        yield s
+        s.close()
+        return
+    with pg_schema() as url:
+        pg = PgStorage(url, pool_size=4)
+        loop.run_until_complete(pg.open())
+        yield pg
+        loop.run_until_complete(pg.aclose())
 
 
 @pytest.fixture
@@ -41,15 +77,21 @@ def woken() -> list[int]:
 
 
 @pytest.fixture
-def repos(storage: SqliteStorage, woken: list[int]) -> SqliteRepositories:
-    return sqlite_repositories(storage, CHANNELS, lambda: NOW, lambda: woken.append(1))
+def repos(storage: Storage, woken: list[int]) -> Repositories:
+    return make_repositories(storage, CHANNELS, lambda: NOW, lambda: woken.append(1))
 
 
-def run(coro: Coroutine[Any, Any, Any]) -> Any:
-    return asyncio.run(coro)
+def make_repositories(storage: Storage, channels: Any, clock: Callable[[], float],
+                      wake: Callable[[], None]) -> Repositories:
+    if isinstance(storage, PgStorage):
+        return pg_repositories(storage, channels, clock, wake)
+    assert isinstance(storage, SqliteStorage)
+    return sqlite_repositories(storage, channels, clock, wake)
 
 
-def test_calls_run_on_storage_threads_not_the_loop(storage: SqliteStorage) -> None:
+def test_calls_run_on_storage_threads_not_the_loop(sqlite_storage: SqliteStorage) -> None:
+    storage = sqlite_storage
+
     async def scenario() -> tuple[int, int, int]:
         write = await storage.write(lambda c: threading.get_ident())
         read = await storage.read(lambda c: threading.get_ident())
@@ -59,7 +101,9 @@ def test_calls_run_on_storage_threads_not_the_loop(storage: SqliteStorage) -> No
     assert loop_thread not in (writer, reader) and writer != reader
 
 
-def test_a_read_does_not_wait_behind_a_write_that_waits_for_the_lock(storage: SqliteStorage) -> None:
+def test_a_read_does_not_wait_behind_a_write_that_waits_for_the_lock(sqlite_storage: SqliteStorage) -> None:
+    storage = sqlite_storage
+
     other = sqlite3.connect(storage.data_dir / DB_NAME, isolation_level=None)
     other.execute("BEGIN IMMEDIATE")  # another process's write lock (a CLI import chunk)
 
@@ -86,7 +130,7 @@ def test_closed_storage_refuses_calls(tmp_path: Path) -> None:
     assert asyncio.run(s.ping()) is False
 
 
-def test_keys(storage: SqliteStorage, repos: SqliteRepositories) -> None:
+def test_keys(storage: Storage, repos: Repositories, run: Run) -> None:
     key, secret = storage.write_blocking(lambda c: KeyRepo(c).create("professional", label="t"))
     assert run(repos.keys.by_hash(hash_key(secret))) == key
     assert hash_key(secret) in run(repos.keys.active_by_hash())
@@ -94,7 +138,7 @@ def test_keys(storage: SqliteStorage, repos: SqliteRepositories) -> None:
     assert hash_key(secret) not in run(repos.keys.active_by_hash())
 
 
-def test_users(repos: SqliteRepositories) -> None:
+def test_users(repos: Repositories, run: Run) -> None:
     async def scenario() -> None:
         user = await repos.users.create("Li@Example.cn", "hash1", "Li", None)
         assert (await repos.users.by_email("li@example.cn")) == user
@@ -104,35 +148,34 @@ def test_users(repos: SqliteRepositories) -> None:
         found = await repos.users.by_id(user.id)
         assert found is not None and found.password_hash == "hash3"
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
-def test_content_page(repos: SqliteRepositories) -> None:
+def test_content_page(repos: Repositories, run: Run) -> None:
     items, total = run(repos.content.page(ContentKind.NEWS, 2, 0))
     assert len(items) == 2 and total >= 2 and items[0]["publishedAt"] >= items[1]["publishedAt"]
 
 
-def test_records_write_their_jobs_and_wake_the_worker(storage: SqliteStorage, repos: SqliteRepositories,
-                                                      woken: list[int]) -> None:
+def test_records_write_their_jobs_and_wake_the_worker(repos: Repositories, woken: list[int], run: Run) -> None:
     async def scenario() -> tuple[str, str]:
         coop = await repos.records.add_cooperation(Cooperation("Acme", "Li", "li@example.cn", None, "data"))
         inq = await repos.records.add_inquiry(Inquiry("usr_1", "a@example.cn", "PX", 10.0))
         return coop.id, inq.id
 
-    coop_id, inq_id = asyncio.run(scenario())
+    coop_id, inq_id = run(scenario())
     assert woken == [1, 1]
     jobs = run(repos.outbox.list_jobs())
     assert sorted((j.record_id, j.channel) for j in jobs) == sorted(
         (rid, ch) for rid in (coop_id, inq_id) for ch, _ in CHANNELS)
 
 
-def test_records_without_channels_write_no_job_and_wake_nobody(storage: SqliteStorage, woken: list[int]) -> None:
-    repos = sqlite_repositories(storage, (), lambda: NOW, lambda: woken.append(1))
+def test_records_without_channels_write_no_job_and_wake_nobody(storage: Storage, woken: list[int], run: Run) -> None:
+    repos = make_repositories(storage, (), lambda: NOW, lambda: woken.append(1))
     run(repos.records.add_cooperation(Cooperation("Acme", "Li", None, "+86 10 1234 5678", "other")))
     assert woken == [] and run(repos.outbox.list_jobs()) == []
 
 
-def test_outbox_claim_fail_deliver(repos: SqliteRepositories) -> None:
+def test_outbox_claim_fail_deliver(repos: Repositories, run: Run) -> None:
     async def scenario() -> None:
         await repos.records.add_cooperation(Cooperation("Acme", "Li", "li@example.cn", None, "data"))
         assert await repos.outbox.next_due() == NOW
@@ -146,10 +189,10 @@ def test_outbox_claim_fail_deliver(repos: SqliteRepositories) -> None:
         assert await repos.outbox.release([second.id], NOW + 2) == 0  # only jobs in sending go back
         assert await repos.outbox.recover(NOW + 2) == 0
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
-def test_receipts_and_evidence_in_bounded_batches(storage: SqliteStorage, repos: SqliteRepositories) -> None:
+def test_receipts_and_evidence_in_bounded_batches(repos: Repositories, run: Run) -> None:
     async def scenario() -> None:
         view = await repos.receipts.public("WR-NB-000101")  # seeded demo receipt
         assert view is not None and "*" in view["holder"]
@@ -161,10 +204,10 @@ def test_receipts_and_evidence_in_bounded_batches(storage: SqliteStorage, repos:
         found = await repos.evidence.lookup(view["evidenceHash"])
         assert found is not None and found["verified"] is True
 
-    asyncio.run(scenario())
+    run(scenario())
 
 
-def test_candles(repos: SqliteRepositories) -> None:
+def test_candles(repos: Repositories, run: Run) -> None:
     day = date(2026, 3, 2)
     repos.candles.upsert_blocking([("brent", day, 80.0, 81.0, 79.0, 80.5, 100.0)])
     run(repos.candles.upsert([("wti", day, 70.0, 71.0, 69.0, 70.5, 50.0)]))

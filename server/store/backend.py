@@ -1,0 +1,26 @@
+"""Which database the hub runs on: SQLite in the data dir (default) or PostgreSQL (`--database-url`).
+
+Chosen once, where the hub is built; everything else sees only the repository protocols.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from server.config import Settings
+from server.store.records import ChannelSpec
+from server.store.repositories import Repositories
+from server.store.sqlite_repos import sqlite_repositories
+from server.store.storage import SqliteStorage
+
+
+def open_repositories(settings: Settings, channels: Sequence[ChannelSpec], clock: Callable[[], float],
+                      wake: Callable[[], None]) -> Repositories:
+    """The hub's repositories. PostgreSQL is migrated here (start-up, before anything is served)."""
+    if settings.database_url:
+        from server.store.pg_repos import PgStorage, pg_repositories
+
+        pg = PgStorage(settings.database_url, settings.database_pool)
+        return pg_repositories(pg, channels, clock, wake)
+    storage = SqliteStorage(settings.data_dir)
+    return sqlite_repositories(storage, channels, clock, wake)

@@ -1,0 +1,382 @@
+"""The async repository protocols (server/store/repositories.py) over PostgreSQL (SPEC 12).
+
+`PgStorage` owns two pools on one database URL:
+
+- an `AsyncConnectionPool` (psycopg 3) for every call a request, the key refresh or the outbox
+  worker makes: awaited on the loop, no thread involved;
+- a small synchronous pool for the work the shared synchronous repositories do: start-up and
+  shutdown (`read_blocking` / `write_blocking`: the demo key, the feed's candle history, the final
+  candle flush) and the evidence log, whose Merkle walk reads tree nodes through synchronous
+  callbacks; those evidence calls run on a worker thread (`asyncio.to_thread`), never on the loop.
+
+Connections are autocommit; a multi-statement write is one `async with conn.transaction()`.
+The outbox claims with `FOR UPDATE SKIP LOCKED`, so several hubs on one database deliver each job once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+from collections.abc import Callable, Sequence
+from datetime import date
+from typing import Any, TypeVar, cast
+
+import psycopg
+from psycopg import AsyncConnection
+from psycopg.rows import DictRow, dict_row
+from psycopg_pool import AsyncConnectionPool, ConnectionPool
+
+from server.evidence import Block, EvidenceLog
+from server.notify.jobs import CLAIMABLE, IllegalTransition, JobState, Retry
+from server.store.candles import CHUNK as CANDLE_CHUNK
+from server.store.candles import Candle, CandleRepo
+from server.store.content import _COLUMNS as CONTENT_COLUMNS
+from server.store.content import ContentKind, item_view
+from server.store.keys import ApiKey
+from server.store.keys import _row as key_row
+from server.store.outbox import (
+    INSERT_JOB,
+    MAX_ERROR_CHARS,
+    Job,
+    JobNotFound,
+    job_from_row,
+    job_rows,
+    predecessors,
+    states_in,
+)
+from server.store.pg import PgConn, connect, migrate, translate
+from server.store.receipts import PUBLIC_SQL, public_view
+from server.store.records import (
+    Accepted,
+    ChannelSpec,
+    Cooperation,
+    Inquiry,
+    RecordWrite,
+    cooperation_write,
+    inquiry_write,
+)
+from server.store.repositories import Repositories
+from server.store.storage import StorageClosed
+from server.store.users import DuplicateEmail, User, normalize_email
+from server.store.users import _row as user_row
+
+T = TypeVar("T")
+POOL_SIZE = 10  # async connections per hub (--database-pool)
+SYNC_POOL_SIZE = 2  # start-up/shutdown work and evidence (one anchoring task, a few proof lookups)
+PING_TIMEOUT_S = 2.0
+
+
+class PgStorage:
+    """One PostgreSQL database for the hub: migrated in the constructor, async pool opened by `open()`."""
+
+    def __init__(self, url: str, pool_size: int = POOL_SIZE) -> None:
+        self.url = url
+        self.pool_size = pool_size
+        conn = connect(url)  # raises psycopg.OperationalError with the reason if the server is unreachable
+        try:
+            migrate(conn)  # start-up: before the server accepts anything; concurrent starters wait on a lock
+        finally:
+            conn.close()
+        self.sync_pool = ConnectionPool(url, min_size=1, max_size=SYNC_POOL_SIZE, kwargs={"autocommit": True},
+                                        open=True, name="market-sync")
+        self._pool: AsyncConnectionPool[AsyncConnection[DictRow]] | None = None
+        self._closed = False
+
+    async def open(self) -> None:
+        """Open the async pool on the running loop (the hub's start); waits for its first connection."""
+        if self._pool is None:
+            self._pool = AsyncConnectionPool(
+                self.url, min_size=1, max_size=self.pool_size, open=False, name="market",
+                connection_class=AsyncConnection[DictRow], kwargs={"autocommit": True, "row_factory": dict_row},
+            )
+            await self._pool.open(wait=True, timeout=10.0)
+
+    @property
+    def pool(self) -> AsyncConnectionPool[AsyncConnection[DictRow]]:
+        if self._closed:
+            raise StorageClosed("storage is closed")
+        if self._pool is None:
+            raise RuntimeError("PgStorage.open() has not run (the hub's start opens the pool)")
+        return self._pool
+
+    async def ping(self) -> bool:
+        try:
+            async with asyncio.timeout(PING_TIMEOUT_S), self.pool.connection() as conn:
+                await conn.execute("SELECT 1")
+        except (psycopg.Error, StorageClosed, RuntimeError, TimeoutError):
+            return False
+        return True
+
+    # the shared synchronous repositories, on the sync pool (see the module docstring)
+
+    def write_blocking(self, fn: Callable[[Any], T]) -> T:
+        if self._closed:
+            raise StorageClosed("storage is closed")
+        with self.sync_pool.connection() as conn:
+            return fn(PgConn(conn).as_sqlite())
+
+    read_blocking = write_blocking
+
+    async def in_thread(self, fn: Callable[[Any], T]) -> T:
+        return await asyncio.to_thread(self.write_blocking, fn)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._pool is not None:
+            await self._pool.close()
+        await asyncio.to_thread(self.sync_pool.close)
+
+    def close(self) -> None:
+        """Synchronous close (tests, no loop running): the async pool must already be closed."""
+        self._closed = True
+        self.sync_pool.close()
+
+
+class PgKeys:
+    def __init__(self, storage: PgStorage) -> None:
+        self.storage = storage
+
+    async def active_by_hash(self) -> dict[str, ApiKey]:
+        async with self.storage.pool.connection() as conn:
+            cur = await conn.execute("SELECT * FROM api_keys WHERE revoked_at IS NULL")
+            return {r["key_hash"]: key_row(r) for r in await cur.fetchall()}
+
+    async def by_hash(self, key_hash: str) -> ApiKey | None:
+        async with self.storage.pool.connection() as conn:
+            cur = await conn.execute("SELECT * FROM api_keys WHERE key_hash = %s", (key_hash,))
+            row = await cur.fetchone()
+        return key_row(row) if row else None
+
+
+class PgUsers:
+    def __init__(self, storage: PgStorage) -> None:
+        self.storage = storage
+
+    async def _one(self, sql: str, value: str) -> User | None:
+        async with self.storage.pool.connection() as conn:
+            cur = await conn.execute(cast(Any, sql), (value,))
+            row = await cur.fetchone()
+        return user_row(row) if row else None
+
+    async def by_email(self, email: str) -> User | None:
+        return await self._one("SELECT * FROM users WHERE email = %s", normalize_email(email))
+
+    async def by_id(self, user_id: str) -> User | None:
+        return await self._one("SELECT * FROM users WHERE id = %s", user_id)
+
+    async def create(self, email: str, password_hash: str, name: str | None, company: str | None) -> User:
+        user = User("usr_" + secrets.token_hex(8), normalize_email(email), password_hash, name, company,
+                    time.time(), None)
+        try:
+            async with self.storage.pool.connection() as conn:
+                await conn.execute(
+                    "INSERT INTO users (id, email, password_hash, name, company, created_at) "
+                    "VALUES (%s, %s, %s, %s, %s, %s)",
+                    (user.id, user.email, user.password_hash, user.name, user.company, user.created_at),
+                )
+        except psycopg.errors.UniqueViolation:
+            raise DuplicateEmail(user.email) from None
+        return user
+
+    async def set_password_hash(self, user_id: str, password_hash: str) -> None:
+        async with self.storage.pool.connection() as conn:
+            await conn.execute("UPDATE users SET password_hash = %s WHERE id = %s", (password_hash, user_id))
+
+
+class PgContent:
+    def __init__(self, storage: PgStorage) -> None:
+        self.storage = storage
+
+    async def page(self, kind: ContentKind, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
+        async with self.storage.pool.connection() as conn:
+            cur = await conn.execute(
+                cast(Any, f"SELECT {CONTENT_COLUMNS}, COUNT(*) OVER () AS total FROM content_items "
+                          "WHERE kind = %s ORDER BY published_at DESC, id DESC LIMIT %s OFFSET %s"),
+                (kind.value, limit, offset),
+            )
+            rows = await cur.fetchall()
+            if rows:
+                total = int(rows[0]["total"])
+            else:  # a page past the end still reports the total
+                cur = await conn.execute("SELECT COUNT(*) AS n FROM content_items WHERE kind = %s", (kind.value,))
+                found = await cur.fetchone()
+                total = int(found["n"]) if found else 0
+        return [item_view(r) for r in rows], total
+
+
+class PgRecords:
+    """Record + jobs in one transaction; then `wake` (the worker, if one runs)."""
+
+    def __init__(self, storage: PgStorage, channels: Sequence[ChannelSpec],
+                 clock: Callable[[], float] = time.time, wake: Callable[[], None] = lambda: None) -> None:
+        self.storage = storage
+        self.channels = tuple(channels)
+        self.clock = clock
+        self.wake = wake
+
+    async def add_inquiry(self, inquiry: Inquiry) -> Accepted:
+        return await self._insert(inquiry_write(inquiry, self.clock()))
+
+    async def add_cooperation(self, cooperation: Cooperation) -> Accepted:
+        return await self._insert(cooperation_write(cooperation, self.clock()))
+
+    async def _insert(self, w: RecordWrite) -> Accepted:
+        async with self.storage.pool.connection() as conn, conn.transaction():
+            await conn.execute(cast(Any, translate(w.sql)), w.params)
+            if self.channels:
+                async with conn.cursor() as cur:
+                    await cur.executemany(cast(Any, translate(INSERT_JOB)),
+                                          job_rows(w.kind, w.payload["id"], w.payload, self.channels, w.now))
+        if self.channels:
+            self.wake()
+        return w.accepted
+
+
+class PgOutbox:
+    """The worker's view; `claim_due` skips rows another hub holds, so each job is claimed once."""
+
+    def __init__(self, storage: PgStorage) -> None:
+        self.storage = storage
+
+    async def _rowcount(self, sql: str, params: Sequence[Any]) -> int:
+        async with self.storage.pool.connection() as conn:
+            cur = await conn.execute(cast(Any, sql), params)
+            return cur.rowcount
+
+    async def recover(self, now: float) -> int:
+        return await self._rowcount(
+            "UPDATE outbox_jobs SET state = 'pending', next_attempt_at = %s, updated_at = %s, "
+            "last_error = COALESCE(last_error, 'interrupted by a restart') WHERE state = 'sending'", (now, now))
+
+    async def claim_due(self, now: float, limit: int) -> list[Job]:
+        async with self.storage.pool.connection() as conn:
+            cur = await conn.execute(
+                cast(Any, "UPDATE outbox_jobs SET state = 'sending', attempts = attempts + 1, updated_at = %s "
+                          f"WHERE id IN (SELECT id FROM outbox_jobs WHERE state IN {states_in(CLAIMABLE)} "
+                          "AND next_attempt_at <= %s ORDER BY next_attempt_at LIMIT %s FOR UPDATE SKIP LOCKED) "
+                          f"AND state IN {states_in(CLAIMABLE)} RETURNING *"),
+                (now, now, limit),
+            )
+            rows = await cur.fetchall()
+        return sorted((job_from_row(r) for r in rows), key=lambda j: j.next_attempt_at)
+
+    async def _move(self, job_id: str, target: JobState, sets: str, params: tuple[Any, ...], now: float) -> None:
+        sql = (f"UPDATE outbox_jobs SET state = %s, updated_at = %s, {sets} "
+               f"WHERE id = %s AND state IN {states_in(predecessors(target))}")
+        if await self._rowcount(sql, (target.value, now, *params, job_id)) == 0:
+            async with self.storage.pool.connection() as conn:
+                cur = await conn.execute("SELECT state FROM outbox_jobs WHERE id = %s", (job_id,))
+                row = await cur.fetchone()
+            if row is None:
+                raise JobNotFound(job_id)
+            raise IllegalTransition(JobState(row["state"]), target)
+
+    async def mark_delivered(self, job_id: str, now: float) -> None:
+        await self._move(job_id, JobState.DELIVERED, "last_error = NULL, delivered_at = %s", (now,), now)
+
+    async def mark_failed(self, job_id: str, retry: Retry, error: str, now: float) -> None:
+        at = retry.at if retry.at is not None else now
+        await self._move(job_id, retry.state, "last_error = %s, next_attempt_at = %s",
+                         (error[:MAX_ERROR_CHARS], at), now)
+
+    async def release(self, job_ids: list[str], now: float) -> int:
+        if not job_ids:
+            return 0
+        return await self._rowcount(
+            "UPDATE outbox_jobs SET state = 'pending', next_attempt_at = %s, updated_at = %s "
+            "WHERE state = 'sending' AND id = ANY(%s)", (now, now, list(job_ids)))
+
+    async def counts(self) -> dict[JobState, int]:
+        out = dict.fromkeys(JobState, 0)
+        states = [s for s in JobState if s is not JobState.DELIVERED]
+        async with self.storage.pool.connection() as conn:
+            cur = await conn.execute(cast(Any, "SELECT state, COUNT(*) AS n FROM outbox_jobs "
+                                               f"WHERE state IN {states_in(states)} GROUP BY state"))
+            for row in await cur.fetchall():
+                out[JobState(row["state"])] = int(row["n"])
+        return out
+
+    async def next_due(self) -> float | None:
+        async with self.storage.pool.connection() as conn:
+            cur = await conn.execute(cast(Any, "SELECT MIN(next_attempt_at) AS due FROM outbox_jobs "
+                                               f"WHERE state IN {states_in(CLAIMABLE)}"))
+            row = await cur.fetchone()
+        return None if row is None or row["due"] is None else float(row["due"])
+
+    async def list_jobs(self, state: JobState | None = None, limit: int = 1000) -> list[Job]:
+        async with self.storage.pool.connection() as conn:
+            if state is None:
+                cur = await conn.execute("SELECT * FROM outbox_jobs ORDER BY created_at, id LIMIT %s", (limit,))
+            else:
+                cur = await conn.execute("SELECT * FROM outbox_jobs WHERE state = %s ORDER BY created_at, id "
+                                         "LIMIT %s", (state.value, limit))
+            return [job_from_row(r) for r in await cur.fetchall()]
+
+
+class PgReceipts:
+    def __init__(self, storage: PgStorage) -> None:
+        self.storage = storage
+
+    async def public(self, receipt_no: str) -> dict[str, Any] | None:
+        async with self.storage.pool.connection() as conn:
+            cur = await conn.execute(cast(Any, translate(PUBLIC_SQL)), (receipt_no,))
+            row = await cur.fetchone()
+        return None if row is None else public_view(row)
+
+
+class PgEvidence:
+    """The shared EvidenceLog on a worker thread over the sync pool (its Merkle walk reads synchronously)."""
+
+    def __init__(self, storage: PgStorage, clock: Callable[[], float] = time.time) -> None:
+        self.storage = storage
+        self.clock = clock
+
+    async def lookup(self, hash_hex: str) -> dict[str, Any] | None:
+        return await self.storage.in_thread(lambda c: EvidenceLog(c, clock=self.clock).lookup(hash_hex))
+
+    async def anchor_batch(self, max_leaves: int) -> Block | None:
+        return await self.storage.in_thread(lambda c: EvidenceLog(c, clock=self.clock).anchor_pending(max_leaves))
+
+
+_UPSERT_CANDLE = ("INSERT INTO candles (instrument, day, o, h, l, c, v) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                  "ON CONFLICT (instrument, day) DO UPDATE SET o = excluded.o, h = excluded.h, l = excluded.l, "
+                  "c = excluded.c, v = excluded.v")
+
+
+class PgCandles:
+    def __init__(self, storage: PgStorage) -> None:
+        self.storage = storage
+
+    async def since(self, first_day: date) -> list[Candle]:
+        async with self.storage.pool.connection() as conn:
+            cur = await conn.execute("SELECT instrument, day, o, h, l, c, v FROM candles WHERE day >= %s "
+                                     "ORDER BY day", (first_day.isoformat(),))
+            rows = await cur.fetchall()
+        return [(r["instrument"], date.fromisoformat(r["day"]), r["o"], r["h"], r["l"], r["c"], r["v"])
+                for r in rows]
+
+    async def upsert(self, candles: list[Candle]) -> None:
+        rows = [(i, d.isoformat(), o, h, lo, c, v) for i, d, o, h, lo, c, v in candles]
+        for start in range(0, len(rows), CANDLE_CHUNK):
+            async with self.storage.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
+                await cur.executemany(_UPSERT_CANDLE, rows[start:start + CANDLE_CHUNK])
+
+    def since_blocking(self, first_day: date) -> list[Candle]:
+        """At start-up, before the server accepts anything (the feed's history is built from it)."""
+        return self.storage.read_blocking(lambda c: CandleRepo(c).since(first_day))
+
+    def upsert_blocking(self, candles: list[Candle]) -> None:
+        """At shutdown, after the loop's work stopped (the final flush)."""
+        self.storage.write_blocking(lambda c: CandleRepo(c).upsert(candles))
+
+
+def pg_repositories(storage: PgStorage, channels: Sequence[ChannelSpec], clock: Callable[[], float],
+                    wake: Callable[[], None]) -> Repositories:
+    return Repositories(
+        storage, PgKeys(storage), PgUsers(storage), PgContent(storage),
+        PgRecords(storage, channels, clock, wake), PgOutbox(storage), PgReceipts(storage),
+        PgEvidence(storage, clock), PgCandles(storage),
+    )

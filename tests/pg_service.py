@@ -1,0 +1,51 @@
+"""Real PostgreSQL for the storage tests: the machine's service, a fresh schema per test, dropped afterwards.
+
+PostgreSQL at MARKET_TEST_DATABASE_URL (default postgresql://postgres@127.0.0.1:5432/test, trust auth).
+Each test gets its own schema `t_<random>` and a URL whose `options=-csearch_path=...` puts every table
+there, so parallel runs on one database never see each other's rows (or advisory locks: those are keyed
+by schema). PostgreSQL unreachable is a test failure that says how to fix it, not a silent pass; set
+MARKET_REQUIRE_SERVICES=0 to skip these tests on a machine that has no PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from urllib.parse import quote
+
+import psycopg
+import pytest
+
+PG_URL = os.environ.get("MARKET_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
+
+
+def _admin() -> psycopg.Connection:
+    try:
+        return psycopg.connect(PG_URL, autocommit=True, connect_timeout=5)
+    except psycopg.Error as exc:
+        message = (f"PostgreSQL not reachable at {PG_URL} ({str(exc).strip().splitlines()[0]}): start it (or set "
+                   "MARKET_TEST_DATABASE_URL) to run the PostgreSQL storage tests; MARKET_REQUIRE_SERVICES=0 "
+                   "skips them instead")
+        if os.environ.get("MARKET_REQUIRE_SERVICES") == "0":
+            pytest.skip(message)
+        pytest.fail(message, pytrace=False)
+
+
+def schema_url(schema: str) -> str:
+    sep = "&" if "?" in PG_URL else "?"
+    return f"{PG_URL}{sep}options={quote(f'-csearch_path={schema}')}"
+
+
+@contextmanager
+def pg_schema() -> Iterator[str]:
+    """A database URL whose tables live in a new, empty schema; the schema is dropped at the end."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    with _admin() as admin:
+        admin.execute(f"CREATE SCHEMA {schema}")
+    try:
+        yield schema_url(schema)
+    finally:
+        with _admin() as admin:
+            admin.execute(f"DROP SCHEMA {schema} CASCADE")
