@@ -14,6 +14,7 @@ everything applied.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
@@ -26,6 +27,7 @@ from psycopg.rows import BaseRowFactory
 
 from server.store.db import _SEEDERS
 
+APPLICATION_NAME = f"market-server/{os.getpid()}"  # pg_stat_activity tells which process holds a connection
 MIGRATE_LOCK = "market-migrate:"
 EVIDENCE_LOCK = "market-evidence:"
 
@@ -182,7 +184,7 @@ CREATE TABLE evidence_blocks (
 
 def connect(url: str) -> psycopg.Connection[Any]:
     """A synchronous autocommit connection (CLI commands, start-up work); raises psycopg.OperationalError."""
-    return psycopg.connect(url, autocommit=True, connect_timeout=10)
+    return psycopg.connect(url, autocommit=True, connect_timeout=10, application_name=APPLICATION_NAME)
 
 
 def migrate(conn: psycopg.Connection[Any]) -> list[int]:

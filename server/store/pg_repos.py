@@ -45,7 +45,7 @@ from server.store.outbox import (
     predecessors,
     states_in,
 )
-from server.store.pg import PgConn, connect, migrate, translate
+from server.store.pg import APPLICATION_NAME, PgConn, connect, migrate, translate
 from server.store.receipts import PUBLIC_SQL, public_view
 from server.store.records import (
     Accepted,
@@ -65,6 +65,7 @@ T = TypeVar("T")
 POOL_SIZE = 10  # async connections per hub (--database-pool)
 SYNC_POOL_SIZE = 2  # start-up/shutdown work and evidence (one anchoring task, a few proof lookups)
 PING_TIMEOUT_S = 2.0
+POOL_WAIT_S = 10.0
 
 
 class PgStorage:
@@ -78,8 +79,10 @@ class PgStorage:
             migrate(conn)  # start-up: before the server accepts anything; concurrent starters wait on a lock
         finally:
             conn.close()
-        self.sync_pool = ConnectionPool(url, min_size=1, max_size=SYNC_POOL_SIZE, kwargs={"autocommit": True},
-                                        open=True, name="market-sync")
+        self.sync_pool = ConnectionPool(
+            url, min_size=1, max_size=SYNC_POOL_SIZE, open=True, name="market-sync", timeout=POOL_WAIT_S,
+            kwargs={"autocommit": True, "application_name": APPLICATION_NAME}, check=ConnectionPool.check_connection,
+        )
         self._pool: AsyncConnectionPool[AsyncConnection[DictRow]] | None = None
         self._closed = False
 
@@ -88,7 +91,11 @@ class PgStorage:
         if self._pool is None:
             self._pool = AsyncConnectionPool(
                 self.url, min_size=1, max_size=self.pool_size, open=False, name="market",
-                connection_class=AsyncConnection[DictRow], kwargs={"autocommit": True, "row_factory": dict_row},
+                connection_class=AsyncConnection[DictRow],
+                kwargs={"autocommit": True, "row_factory": dict_row, "application_name": APPLICATION_NAME},
+                # a connection PostgreSQL dropped (restart, failover) is replaced when lent, not handed out;
+                # a caller waits at most POOL_WAIT_S for a free connection, then gets an error (a 5xx)
+                check=AsyncConnectionPool.check_connection, timeout=POOL_WAIT_S,
             )
             await self._pool.open(wait=True, timeout=10.0)
 

@@ -10,10 +10,11 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from tests.conftest import ROOT, RUNTIMES, ServerProcess, free_port, free_ports, run_cli
-from tests.pg_service import pg_schema
+from tests.pg_service import PG_URL, pg_schema
 
 RECEIPT = {
     "receiptNo": "WR-PG-000001", "commodity": "甲醇", "grade": "优等品", "quantity": 1200, "unit": "t",
@@ -26,6 +27,13 @@ RECEIPT = {
 def database_url() -> Iterator[str]:
     with pg_schema() as url:
         yield url
+
+
+def _terminate_backends(pid: int) -> int:
+    with psycopg.connect(PG_URL, autocommit=True) as admin:
+        rows = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                             (f"market-server/{pid}",)).fetchall()
+    return len(rows)
 
 
 def _cli(data_dir: Path, url: str, *args: str) -> str:
@@ -62,6 +70,13 @@ def test_server_on_postgresql_keeps_everything_across_a_restart(tmp_path: Path, 
             view = c.get("/api/receipt/WR-PG-000001").json()
         assert view["holder"] == "上海******有限公司" and view["evidenceHash"] == evidence_hash
         assert view["anchored"] is True
+
+        # PostgreSQL drops every connection of this server (a restart, a failover): the next calls reconnect
+        assert _terminate_backends(srv.proc.pid) > 0
+        with srv.client() as c:
+            assert c.get("/api/receipt/WR-PG-000001").status_code == 200
+            assert c.get("/api/news", params={"limit": 1}).status_code == 200
+            assert c.get("/readyz").json()["checks"]["storage"] is True
         demo_key = srv.demo_key
     finally:
         assert srv.stop() == 0, srv.output()
