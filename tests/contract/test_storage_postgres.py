@@ -1,12 +1,14 @@
 """A real server on `--database-url postgresql://...` (a fresh schema of the machine's PostgreSQL): keys made
-by the CLI, a cooperation and its notification job, news, receipts imported by the CLI, and a restart that
-keeps all of it. Nothing lands in the data dir's SQLite file."""
+and revoked by the CLI, an account made by the CLI logging in, a cooperation and an inquiry with their
+notification jobs, news, receipts imported by the CLI, dropped connections, and a restart that keeps all of
+it. Nothing lands in the data dir's SQLite file. Every admin command runs on PostgreSQL without a data dir."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -58,8 +60,16 @@ def test_server_on_postgresql_keeps_everything_across_a_restart(tmp_path: Path, 
             assert coop.status_code == 201, coop.text
             news = c.get("/api/news", params={"limit": 5}).json()
             assert len(news["items"]) == 5 and news["total"] >= 5  # seeded into the empty database
+        _cli(data_dir, database_url, "users", "create", "--email", "li@example.cn", "--password", "long enough pw")
+        with srv.client() as c:
+            login = c.post("/api/auth/login", json={"email": "li@example.cn", "password": "long enough pw"})
+            assert login.status_code == 200, login.text
+            inquiry = c.post("/api/submit-inquiry", headers={"Authorization": f"Bearer {login.json()['token']}"},
+                             json={"product": "聚丙烯 PP", "quantity": 120, "unit": "吨"})
+            assert inquiry.status_code == 201, inquiry.text
+        records = [coop.json()["id"], inquiry.json()["id"]]
         jobs = json.loads(_cli(data_dir, database_url, "outbox", "list", "--json"))
-        assert [j["recordId"] for j in jobs] == [coop.json()["id"]]
+        assert sorted(j["recordId"] for j in jobs) == sorted(records)
 
         receipts_file = tmp_path / "receipts.json"
         receipts_file.write_text(json.dumps([RECEIPT], ensure_ascii=False), encoding="utf-8")
@@ -91,7 +101,15 @@ def test_server_on_postgresql_keeps_everything_across_a_restart(tmp_path: Path, 
             assert c.get("/readyz").json()["checks"]["storage"] is True
         assert "demo key" not in again.output()  # not created twice
         jobs = json.loads(_cli(data_dir, database_url, "outbox", "list", "--json"))
-        assert [j["recordId"] for j in jobs] == [coop.json()["id"]]
+        assert sorted(j["recordId"] for j in jobs) == sorted(records)
+
+        _cli(data_dir, database_url, "keys", "revoke", created["id"])
+        with again.client() as c:  # the key refresh (every second) finds the revocation in PostgreSQL
+            for _ in range(100):  # bounded: 100 x 50 ms
+                if c.get("/api/v1/quotes", headers={"X-SERVICE-Key": created["key"]}).status_code == 401:
+                    break
+                time.sleep(0.05)  # waiting for the server's next refresh: nothing to await from here
+            assert c.get("/api/v1/quotes", headers={"X-SERVICE-Key": created["key"]}).status_code == 401
     finally:
         assert again.stop() == 0, again.output()
     assert not (data_dir / "market.sqlite3").exists()
@@ -111,3 +129,37 @@ def test_unreachable_postgresql_is_one_line_without_the_password(tmp_path: Path)
         cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert serve.returncode == 1 and "market-server: PostgreSQL error at" in serve.stderr
     assert "s3cret-pw" not in serve.stderr + serve.stdout and "Traceback" not in serve.stderr
+
+
+ADMIN_COMMANDS = [
+    ("keys", "create", "--plan", "free"),
+    ("keys", "list"),
+    ("users", "create", "--email", "ops@example.com", "--password", "long enough pw"),
+    ("users", "disable", "ops@example.com"),
+    ("content", "import", "{content}"),
+    ("evidence", "anchor", "--hash", "ab" * 32),
+    ("candles", "import", "{csv}"),
+    ("outbox", "list"),
+    ("db", "migrate"),
+]
+
+
+def test_every_admin_command_runs_on_postgresql_without_a_data_dir(tmp_path: Path, database_url: str) -> None:
+    content = tmp_path / "content.json"
+    content.write_text(json.dumps([{"kind": "news", "title": "PG", "summary": "on PostgreSQL",
+                                    "publishedAt": "2026-03-02T09:00:00+08:00"}]))
+    candles = tmp_path / "candles.csv"
+    candles.write_text("id,t,o,h,l,c,v\nbrent,2026-03-02,80,81,79,80.5,100\n")
+    files = {"{content}": str(content), "{csv}": str(candles)}
+    missing = tmp_path / "no-such-dir"
+    for command in ADMIN_COMMANDS:
+        out = run_cli(missing, *(files.get(a, a) for a in command), "--database-url", database_url)
+        assert out.returncode == 0, (command, out.stderr)
+    assert not missing.exists()
+    with psycopg.connect(database_url) as conn:
+        counts = conn.execute("SELECT (SELECT COUNT(*) FROM api_keys), (SELECT COUNT(*) FROM candles), "
+                              "(SELECT COUNT(*) FROM users WHERE disabled_at IS NOT NULL), "
+                              "(SELECT COUNT(*) FROM content_items WHERE title_en = 'PG')").fetchone()
+    assert counts == (1, 1, 1, 1)
+    retry = run_cli(missing, "outbox", "retry", "job_0", "--database-url", database_url)
+    assert retry.returncode == 1 and retry.stderr.strip() == "market-server: no outbox job with id job_0"
