@@ -27,6 +27,7 @@ from server.api.ratelimit import Gcra
 from server.config import EngineKind, Settings, redis_location
 from server.engine import EngineUnavailable, RevocationChannel, RevocationListener, SharedLimiter
 from server.engine.redis_gcra import RedisGcra
+from server.engine.resp import RespClient
 
 log = logging.getLogger("market.engine")
 
@@ -153,7 +154,8 @@ class RedisEngine:
         self.client = connect(settings.redis_url)
         self.location = redis_location(settings.redis_url)
         self.node = os.urandom(6).hex()
-        self.gcra = RedisGcra(self.client, settings.redis_prefix, local, clock, registry)
+        self.gcra = RedisGcra(self.client, settings.redis_prefix, local, clock, registry,
+                              RespClient(settings.redis_url, TIMEOUT_S))
         self.channel = RedisRevocations(self.client, settings.redis_prefix, self.node)
         self.limiter: SharedLimiter | None = self.gcra
         self.revocations: RevocationChannel = self.channel

@@ -15,6 +15,7 @@ it is down; no request ever waits for a dead Redis after the first failure.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 from collections.abc import Callable
 
@@ -23,6 +24,7 @@ from redis.exceptions import RedisError
 
 from server.api.metrics import Registry
 from server.api.ratelimit import Decision, Gcra, bounded_rate
+from server.engine.resp import ReplyError, RespClient, encode
 
 log = logging.getLogger("market.ratelimit")
 
@@ -53,16 +55,24 @@ return {1, math.floor((window - (new_tat - now)) / interval), new_tat - now, 0}
 """
 
 
+SCRIPT = GCRA_LUA.encode()
+SCRIPT_SHA = hashlib.sha1(SCRIPT).hexdigest().encode()  # Redis names a script by its SHA-1
+EVALSHA_HEAD = b"*5\r\n$7\r\nEVALSHA\r\n$40\r\n" + SCRIPT_SHA + b"\r\n$1\r\n1\r\n"  # then key and rate
+
+
 class RedisGcra:
-    """The shared limiter of the Redis engine (see the module doc)."""
+    """The shared limiter of the Redis engine (see the module doc).
+
+    `client` (redis-py) pings while Redis is down; the checks themselves go through `fast`, a
+    pipelined connection (resp.py): EVALSHA, and EVAL once after a Redis restart forgot the script."""
 
     def __init__(self, client: Redis, prefix: str, local: Gcra, clock: Callable[[], float],
-                 registry: Registry) -> None:
+                 registry: Registry, fast: RespClient) -> None:
         self.client = client
+        self.fast = fast
         self.prefix = prefix + "rl:"
         self.local = local
         self.clock = clock
-        self.script = client.register_script(GCRA_LUA)  # EVALSHA, loading the script again after a Redis restart
         self.down = False
         self._probe: asyncio.Task[None] | None = None
         self.fallbacks = registry.counter(
@@ -75,13 +85,23 @@ class RedisGcra:
         if not self.down:
             limit = bounded_rate(per_minute)
             try:
-                allowed, remaining, reset_us, retry_us = await self.script(keys=[self.prefix + key], args=[limit])
-            except (RedisError, OSError) as exc:
+                allowed, remaining, reset_us, retry_us = await self._run(self.prefix + key, limit)
+            except (ReplyError, OSError, TypeError, ValueError) as exc:  # Connection/TimeoutError are OSErrors
                 self._lost(exc)
             else:
-                return Decision(allowed == 1, limit, int(remaining), reset_us / 1e6, retry_us / 1e6, policy)
+                return Decision(allowed == 1, limit, remaining, reset_us / 1e6, retry_us / 1e6, policy)
         self.fallbacks.inc()
         return self.local.check(key, per_minute, self.clock(), policy)
+
+    async def _run(self, bucket: str, limit: int) -> list[int]:
+        key, rate = bucket.encode(), b"%d" % limit
+        try:
+            return await self.fast.call(  # type: ignore[no-any-return]
+                EVALSHA_HEAD + b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(rate), rate))
+        except ReplyError as exc:
+            if not str(exc).startswith("NOSCRIPT"):
+                raise
+        return await self.fast.call(encode(b"EVAL", SCRIPT, b"1", key, rate))  # type: ignore[no-any-return]
 
     def _lost(self, exc: BaseException) -> None:
         if self.down:
@@ -105,3 +125,4 @@ class RedisGcra:
     async def stop(self) -> None:
         if self._probe is not None:
             self._probe.cancel()
+        self.fast.close()

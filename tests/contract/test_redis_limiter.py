@@ -22,6 +22,7 @@ from server.api.types import Request, Response
 from server.config import EngineKind, Settings
 from server.engine.redis_engine import RedisEngine, connect
 from server.engine.redis_gcra import RedisGcra
+from server.engine.resp import RespClient
 from server.store.db import open_db
 from server.store.keys import KeyRepo
 from server.store.sqlite_repos import SqliteKeys
@@ -43,7 +44,7 @@ def prefix(redis_url: str) -> Iterator[str]:
 
 def _limiter(url: str, prefix: str, clock: float = 1000.0) -> tuple[RedisGcra, Gcra, Registry]:
     local, registry = Gcra(), Registry()
-    return RedisGcra(connect(url), prefix, local, lambda: clock, registry), local, registry
+    return RedisGcra(connect(url), prefix, local, lambda: clock, registry, RespClient(url, 0.5)), local, registry
 
 
 def test_burst_of_n_then_refusal_with_retry_after(redis_url: str, prefix: str) -> None:
@@ -76,6 +77,19 @@ def test_same_arithmetic_as_the_local_gcra(redis_url: str, prefix: str) -> None:
                 mine = local.check(f"key:r{rate}", rate, 5000.0, "p")
                 assert (shared.allowed, shared.limit, shared.remaining) == (mine.allowed, mine.limit, mine.remaining)
                 assert shared.reset == pytest.approx(mine.reset, abs=0.05)
+        await gcra.client.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_concurrent_checks_share_one_connection_attempt_and_one_bucket(redis_url: str, prefix: str) -> None:
+    """50 checks in flight on a client that has not connected yet: one bucket, exact remaining counts."""
+    async def scenario() -> None:
+        gcra, _, _ = _limiter(redis_url, prefix)
+        decisions = await asyncio.gather(*(gcra.check("key:c", 40, "p") for _ in range(50)))
+        assert sorted(d.remaining for d in decisions if d.allowed) == list(range(40))
+        assert sum(not d.allowed for d in decisions) == 10 and gcra.fallbacks.value() == 0
+        await gcra.stop()
         await gcra.client.aclose()
 
     asyncio.run(scenario())
