@@ -38,6 +38,16 @@ def free_ports(n: int) -> list[int]:
         return [int(s.getsockname()[1]) for s in socks]
 
 
+def engine_flags(extra: tuple[str, ...]) -> list[str]:
+    """With MARKET_TEST_ENGINE=redis every test server runs `--engine redis` on a Redis prefix of its own
+    (tests/redis_service.py; its buckets expire within a minute); else nothing."""
+    if os.environ.get("MARKET_TEST_ENGINE") != "redis" or "--engine" in extra:
+        return []
+    from tests.redis_service import REDIS_URL, fresh_prefix
+
+    return ["--engine", "redis", "--redis-url", REDIS_URL, "--redis-prefix", fresh_prefix()]
+
+
 def run_cli(data_dir: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run `market-server <args> --data-dir DIR` as an operator would."""
     cmd = [sys.executable, "-m", "server", *args, "--data-dir", str(data_dir)]
@@ -59,6 +69,7 @@ class ServerProcess:
             cmd = [
                 sys.executable, "-m", "server", "serve", "--data-dir", str(data_dir), "--runtime", runtime,
                 "--port", str(self.port), "--ws-port", str(self.ws_port), *extra,
+                *engine_flags(extra),
             ]
             self._log = open(self.log_path, "wb")  # noqa: SIM115
             env = {**os.environ, "PYTHONUNBUFFERED": "1"}

@@ -35,10 +35,14 @@ def require_redis(url: str = REDIS_URL) -> str:
     return url
 
 
+def fresh_prefix() -> str:
+    return f"test-{uuid.uuid4().hex[:12]}:"
+
+
 @contextmanager
 def redis_prefix(url: str = REDIS_URL) -> Iterator[str]:
     """A fresh key prefix; every key under it is deleted at the end."""
-    prefix = f"test-{uuid.uuid4().hex[:12]}:"
+    prefix = fresh_prefix()
     try:
         yield prefix
     finally:
