@@ -9,16 +9,17 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+import redis
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from tests.conftest import ServerProcess, run_cli
-from tests.redis_service import redis_prefix, require_redis
+from tests.conftest import ServerProcess, free_port, run_cli
+from tests.redis_service import OwnRedis, redis_prefix, require_redis
 
 FREE_RATE = 60
 
@@ -35,7 +36,7 @@ def hubs(tmp_path: Path) -> Iterator[tuple[ServerProcess, ServerProcess, str]]:
             yield a, b, prefix
         finally:
             codes = [hub.stop() for hub in (a, b)]
-            assert codes == [0, 0], f"{codes}\n{a.output()}\n{b.output()}"
+            assert codes == [0, 0], f"{codes}\n{a.log_path.read_text()}\n{b.log_path.read_text()}"
 
 
 def test_a_free_keys_61st_request_is_refused_whichever_hub_it_reaches(
@@ -112,3 +113,64 @@ def _refused_by_both(hubs: tuple[ServerProcess, ...], key: str, since: float) ->
             return time.monotonic() - since
         time.sleep(0.01)  # polling another process's state: nothing to await
     raise AssertionError(f"still accepted by {[h.base for h in pending]}")
+
+
+def _metric(hub: ServerProcess, name: str) -> float:
+    for line in httpx.get(hub.base + "/metrics").text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not in {hub.base}/metrics")
+
+
+def _poll(condition: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout} s: {what}")
+        time.sleep(0.05)  # polling other processes: nothing to await
+
+
+def test_hubs_survive_a_redis_restart_and_share_again_without_a_restart(tmp_path: Path) -> None:
+    """Redis killed mid-run: both hubs keep answering from local buckets (counted); Redis started
+    again: both go back to the shared buckets and the revocation channel by themselves."""
+    own = OwnRedis(free_port(), tmp_path)
+    own.start()
+    data_dir = tmp_path / "data"
+    flags = ("--engine", "redis", "--redis-url", own.url, "--redis-prefix", "hubs:", "--public-rate", "100000")
+    a = ServerProcess(data_dir, "granian", *flags)
+    b = ServerProcess(data_dir, "robyn", *flags)
+    try:
+        key_id, key = a.create_key("enterprise", "--rate", "6")  # one request per 10 s after a burst of 6
+        headers = {"X-SERVICE-Key": key}
+
+        def remaining(hub: ServerProcess) -> str:
+            resp = httpx.get(hub.base + "/api/v1/quotes", headers=headers)
+            assert resp.status_code == 200, resp.text
+            return resp.headers["x-ratelimit-remaining"]
+
+        assert [remaining(a), remaining(b)] == ["5", "4"]  # one bucket in Redis
+        own.stop()
+        assert [remaining(a), remaining(b)] == ["5", "5"]  # Redis gone: each hub's own (fresh) bucket
+        for hub in (a, b):
+            assert _metric(hub, "market_ratelimit_redis_up") == 0
+            assert _metric(hub, "market_ratelimit_fallback_total") == 1
+        own.start()  # an empty Redis on the same port
+        for hub in (a, b):
+            _poll(lambda hub=hub: _metric(hub, "market_ratelimit_redis_up") == 1, f"{hub.base} back on Redis")
+        assert [remaining(a), remaining(b)] == ["5", "4"]  # shared again (the restarted Redis had no bucket)
+        assert _metric(a, "market_ratelimit_fallback_total") == 1
+
+        client = redis.Redis.from_url(own.url)
+        _poll(lambda: client.pubsub_numsub("hubs:keys:revoked")[0][1] == 2, "both hubs subscribed again")
+        client.close()
+        out = run_cli(a.data_dir, "keys", "revoke", key_id, "--engine", "redis", "--redis-url", own.url,
+                      "--redis-prefix", "hubs:")
+        assert out.returncode == 0 and "told 2 hub(s)" in out.stdout, out.stdout + out.stderr
+        _refused_by_both((a, b), key, time.monotonic())
+    finally:
+        codes = [hub.stop() for hub in (a, b)]
+        own.stop()
+    assert codes == [0, 0], f"{codes}\n{a.log_path.read_text()}\n{b.log_path.read_text()}"
+    for hub in (a, b):
+        log = hub.log_path.read_text()
+        assert log.count("rate limits: Redis unreachable") == 1 and log.count("Redis is back") == 1, log
