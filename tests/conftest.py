@@ -6,6 +6,7 @@ import os
 import re
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -38,6 +39,16 @@ def free_ports(n: int) -> list[int]:
         return [int(s.getsockname()[1]) for s in socks]
 
 
+def database_flags(data_dir: Path, args: tuple[str, ...] | list[str] = ()) -> list[str]:
+    """With MARKET_TEST_STORAGE=postgresql every data dir of a test also gets a PostgreSQL schema of its own
+    (tests/pg_service.py), passed as --database-url to its server and its CLI runs; else nothing."""
+    if not ON_POSTGRES or "--database-url" in args:
+        return []
+    from tests.pg_service import database_for
+
+    return ["--database-url", database_for(data_dir)]
+
+
 def engine_flags(extra: tuple[str, ...]) -> list[str]:
     """With MARKET_TEST_ENGINE=redis every test server runs `--engine redis` on a Redis prefix of its own
     (tests/redis_service.py; its buckets expire within a minute); else nothing."""
@@ -48,9 +59,36 @@ def engine_flags(extra: tuple[str, ...]) -> list[str]:
     return ["--engine", "redis", "--redis-url", REDIS_URL, "--redis-prefix", fresh_prefix()]
 
 
+ON_POSTGRES = os.environ.get("MARKET_TEST_STORAGE") == "postgresql"
+# a test about SQLite itself (its file, its write lock, a data dir that holds no database)
+sqlite_only = pytest.mark.skipif(ON_POSTGRES, reason="about SQLite in the data dir (MARKET_TEST_STORAGE=postgresql)")
+# a test that runs the outbox worker in-process on the data dir's SQLite next to CLI runs on the same data dir
+worker_on_sqlite = pytest.mark.skipif(ON_POSTGRES, reason="in-process outbox worker on SQLite; "
+                                      "tests/unit/test_storage_pg.py covers the PostgreSQL outbox")
+
+
+def database_url(data_dir: Path) -> str | None:
+    """What an in-process Hub's Settings(database_url=...) gets for this data dir: None on SQLite."""
+    flags = database_flags(data_dir)
+    return flags[1] if flags else None
+
+
+def open_database(data_dir: Path) -> sqlite3.Connection:
+    """The database of a data dir's server, for checks the API cannot make (rows by index and by name):
+    SQLite in the data dir, or (MARKET_TEST_STORAGE=postgresql) its schema, migrated, through the adapter."""
+    url = database_url(data_dir)
+    if url is not None:
+        from server.store.pg import open_pg
+
+        return open_pg(url)
+    conn = sqlite3.connect(data_dir / "market.sqlite3", timeout=10.0)
+    conn.row_factory = sqlite3.Row
+    return conn
+
+
 def run_cli(data_dir: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     """Run `market-server <args> --data-dir DIR` as an operator would."""
-    cmd = [sys.executable, "-m", "server", *args, "--data-dir", str(data_dir)]
+    cmd = [sys.executable, "-m", "server", *args, "--data-dir", str(data_dir), *database_flags(data_dir, args)]
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=60, cwd=ROOT)
 
 
@@ -68,7 +106,7 @@ class ServerProcess:
             self.log_path = data_dir.parent / f"server-{self.port}.log"
             cmd = [
                 sys.executable, "-m", "server", "serve", "--data-dir", str(data_dir), "--runtime", runtime,
-                "--port", str(self.port), "--ws-port", str(self.ws_port), *extra,
+                "--port", str(self.port), "--ws-port", str(self.ws_port), *extra, *database_flags(data_dir, extra),
                 *engine_flags(extra),
             ]
             self._log = open(self.log_path, "wb")  # noqa: SIM115

@@ -5,14 +5,19 @@ Each test gets its own schema `t_<random>` and a URL whose `options=-csearch_pat
 there, so parallel runs on one database never see each other's rows (or advisory locks: those are keyed
 by schema). PostgreSQL unreachable is a test failure that says how to fix it, not a silent pass; set
 MARKET_REQUIRE_SERVICES=0 to skip these tests on a machine that has no PostgreSQL.
+
+`MARKET_TEST_STORAGE=postgresql` runs the other tests' servers and CLI runs on PostgreSQL too: each data
+dir a test uses gets a schema of its own (`database_for`, tests/conftest.py `database_flags`).
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from urllib.parse import quote
 
 import psycopg
@@ -36,6 +41,29 @@ def _admin() -> psycopg.Connection:
 def schema_url(schema: str) -> str:
     sep = "&" if "?" in PG_URL else "?"
     return f"{PG_URL}{sep}options={quote(f'-csearch_path={schema}')}"
+
+
+_BY_DATA_DIR: dict[str, str] = {}
+
+
+def database_for(data_dir: Path) -> str:
+    """The schema URL standing in for a data dir's database (MARKET_TEST_STORAGE=postgresql), made on first
+    use; every one is dropped when the test process exits."""
+    key = str(data_dir.resolve())
+    if key not in _BY_DATA_DIR:
+        schema = f"t_{uuid.uuid4().hex[:12]}"
+        with _admin() as admin:
+            admin.execute(f"CREATE SCHEMA {schema}")
+        if not _BY_DATA_DIR:
+            atexit.register(_drop_all)
+        _BY_DATA_DIR[key] = schema
+    return schema_url(_BY_DATA_DIR[key])
+
+
+def _drop_all() -> None:
+    with psycopg.connect(PG_URL, autocommit=True, connect_timeout=5) as admin:
+        for schema in _BY_DATA_DIR.values():
+            admin.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
 
 @contextmanager

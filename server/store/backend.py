@@ -20,6 +20,8 @@ def open_repositories(settings: Settings, channels: Sequence[ChannelSpec], clock
     if settings.database_url:
         from server.store.pg_repos import PgStorage, pg_repositories
 
+        settings.data_dir.mkdir(parents=True, exist_ok=True)  # still holds the JWT secret and the demo-key file
+
         pg = PgStorage(settings.database_url, settings.database_pool)
         return pg_repositories(pg, channels, clock, wake)
     storage = SqliteStorage(settings.data_dir)

@@ -284,5 +284,18 @@ class PgConn:
     def in_transaction(self) -> bool:
         return self.conn.info.transaction_status != pq.TransactionStatus.IDLE
 
+    def commit(self) -> None:
+        """sqlite3's commit: ends a transaction opened with BEGIN (statements outside one autocommit)."""
+        if self.in_transaction:
+            self.conn.execute("COMMIT")
+
+    def __enter__(self) -> PgConn:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        """`with conn:` as in sqlite3: commit, or roll back on an exception."""
+        if self.in_transaction:
+            self.conn.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+
     def close(self) -> None:
         self.conn.close()

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from server.store.db import DB_NAME
-from tests.conftest import ROOT, run_cli
+from tests.conftest import ROOT, run_cli, sqlite_only
 
 HASH = "ab" * 32
 
@@ -45,6 +45,7 @@ def _one_line_error(out: subprocess.CompletedProcess[str]) -> str:
     return lines[0]
 
 
+@sqlite_only
 @pytest.mark.parametrize("command", ADMIN_COMMANDS, ids=lambda c: " ".join(c[:2]))
 def test_admin_commands_refuse_a_data_dir_that_does_not_exist(command: tuple[str, ...], tmp_path: Path) -> None:
     missing = tmp_path / "typo" / "data"
@@ -53,6 +54,7 @@ def test_admin_commands_refuse_a_data_dir_that_does_not_exist(command: tuple[str
     assert not missing.exists() and not missing.parent.exists()  # nothing created silently
 
 
+@sqlite_only
 @pytest.mark.parametrize("command", [("keys", "list"), ("users", "disable", "x@example.com"), ("outbox", "list")],
                          ids=lambda c: " ".join(c[:2]))
 def test_admin_commands_on_a_regular_file_or_proc(command: tuple[str, ...], tmp_path: Path) -> None:
@@ -78,6 +80,7 @@ def test_serve_on_a_regular_file_or_proc_is_one_line(tmp_path: Path) -> None:
     assert "cannot create data dir /proc/x" in line
 
 
+@sqlite_only
 def test_a_data_dir_whose_database_is_garbage_is_one_line(tmp_path: Path) -> None:
     data = tmp_path / "data"
     data.mkdir()

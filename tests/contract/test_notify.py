@@ -38,7 +38,15 @@ from server.notify.worker import OutboxWorker
 from server.store.db import open_db
 from server.store.outbox import OutboxRepo
 from server.store.records import Cooperation, Inquiry, RecordRepo
-from tests.conftest import RUNTIMES, ServerProcess, free_port, free_ports, run_cli
+from tests.conftest import (
+    RUNTIMES,
+    ServerProcess,
+    free_port,
+    free_ports,
+    open_database,
+    run_cli,
+    worker_on_sqlite,
+)
 
 # --- far sides -----------------------------------------------------------------------------------
 
@@ -322,6 +330,7 @@ def test_faults_are_retried_until_the_far_side_recovers(
         assert secret not in caplog.text
 
 
+@worker_on_sqlite
 def test_dead_letters_are_listed_and_retried_from_the_cli(tmp_path: Path, receiver: Receiver) -> None:
     smtp_port = free_port()  # nothing listens there: SMTP is down
     receiver.script["generic"].extend(["500"] * 10)
@@ -477,7 +486,7 @@ def test_smtp_starttls_with_auth_and_implicit_tls(tmp_path: Path, monkeypatch: p
 # --- a real server process, killed with SIGKILL ----------------------------------------------------
 
 def _jobs(data_dir: Path, record_id: str) -> list[Any]:
-    conn = open_db(data_dir)
+    conn = open_database(data_dir)
     try:
         return sorted(OutboxRepo(conn).for_record("cooperation", record_id), key=lambda j: j.target[-1])  # a, b
     finally:

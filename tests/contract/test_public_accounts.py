@@ -25,7 +25,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.conftest import RUNTIMES, ServerProcess, run_cli
+from tests.conftest import RUNTIMES, ServerProcess, open_database, run_cli
 
 SQL = "'; DROP TABLE users; -- \" OR 1=1 /*"
 _ips = itertools.count(1)
@@ -44,9 +44,7 @@ class Site:
         return self.server.client(headers={"X-Forwarded-For": f"198.51.{n // 250}.{n % 250 + 1}"})
 
     def db(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.server.data_dir / "market.sqlite3", timeout=10.0)
-        conn.row_factory = sqlite3.Row
-        return conn
+        return open_database(self.server.data_dir)
 
     def account(self, c: httpx.Client, email: str, password: str = "correct horse") -> str:
         """Register and log in; returns the bearer token."""
@@ -388,7 +386,7 @@ def test_nothing_accepted_is_lost_on_kill_9(runtime: str, tmp_path: Path) -> Non
     finally:
         srv.kill()  # SIGKILL: no shutdown, no flush
         srv.stop()
-    conn = sqlite3.connect(tmp_path / "data" / "market.sqlite3")
+    conn = open_database(tmp_path / "data")
     rows = dict(conn.execute("SELECT id, company FROM cooperations").fetchall())
     assert set(accepted) <= rows.keys() and len(set(accepted)) == 40
     assert sorted(rows[i] for i in accepted) == sorted(f"公司 {i}" for i in range(40))

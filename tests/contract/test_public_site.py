@@ -18,7 +18,7 @@ import orjson
 import pytest
 
 from server.evidence import EvidenceLog
-from tests.conftest import ServerProcess, run_cli
+from tests.conftest import ServerProcess, open_database, run_cli
 
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}\+08:00$")
 SECRET_HOLDER = "绝密测试控股集团有限公司"  # imported below; must never appear in any answer
@@ -34,7 +34,7 @@ def _problem(resp: httpx.Response, status: int, code: str) -> dict[str, Any]:
 
 
 def _db(server: ServerProcess) -> sqlite3.Connection:
-    return sqlite3.connect(server.data_dir / "market.sqlite3", timeout=10.0)
+    return open_database(server.data_dir)
 
 
 def _sha(b: bytes) -> bytes:

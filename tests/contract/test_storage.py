@@ -22,7 +22,7 @@ from server.api.types import Request
 from server.config import Settings, Webhook
 from server.hub import Hub
 from server.store.db import DB_NAME
-from tests.conftest import RUNTIMES, ServerProcess, free_port, run_cli
+from tests.conftest import RUNTIMES, ServerProcess, database_url, free_port, run_cli, sqlite_only
 
 COOPERATION = {"company": "宁波某化工有限公司", "contactName": "李四", "email": "li@example.cn", "type": "data"}
 GET_ROUNDS = 20  # reads made while the lock is held; the first POST is dispatched long before the last
@@ -47,6 +47,7 @@ def jobs_for(data_dir: Path, record_id: str) -> list[dict[str, object]]:
     return [j for j in json.loads(out.stdout) if j["recordId"] == record_id]
 
 
+@sqlite_only
 def test_reads_answer_while_a_write_waits_for_the_lock(srv: ServerProcess) -> None:
     lock = sqlite3.connect(srv.data_dir / DB_NAME, isolation_level=None, timeout=10.0)
     lock.execute("BEGIN IMMEDIATE")  # the write lock, as a CLI import's chunk holds it
@@ -89,7 +90,7 @@ def test_every_accepted_post_has_its_jobs(srv: ServerProcess) -> None:
 def test_a_post_after_the_worker_stopped_still_stores_its_jobs(tmp_path: Path) -> None:
     """The shutdown window: the outbox worker has stopped, HTTP still answers; the 201 must carry jobs."""
     settings = Settings(data_dir=tmp_path / "data", webhooks=(Webhook("generic", "http://127.0.0.1:9/hook"),),
-                        port=0, ws_port=free_port(), feed="demo")
+                        port=0, ws_port=free_port(), feed="demo", database_url=database_url(tmp_path / "data"))
 
     async def scenario() -> tuple[int, str]:
         hub = Hub(settings)
