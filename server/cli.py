@@ -12,13 +12,11 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-import psycopg
-
 from server.commands import candles, content, db, evidence, keys, outbox, receipts, users
 from server.commands.common import CommandError, check_data_dir
 from server.config import ConfigError, EngineKind, Settings, add_serve_args, settings_from_args
 from server.logs import configure_logging
-from server.store.pg import redact
+from server.store.db import storage_errors
 
 GROUPS = [keys, candles, evidence, outbox, users, content, receipts, db]
 
@@ -89,7 +87,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except sqlite3.Error as exc:  # e.g. DATA_DIR/market.db is not a database: one line, not a traceback
         print(f"market-server: storage error in data dir {ns.data_dir}: {exc}", file=sys.stderr)
         return 1
-    except psycopg.Error as exc:  # unreachable, refused, missing database: one line, the URL without password
+    except storage_errors() as exc:  # psycopg's, once a --database-url loaded it: unreachable, refused, ...
+        from server.store.pg import redact
+
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"market-server: PostgreSQL error at {redact(ns.database_url or '')}: {reason}", file=sys.stderr)
         return 1

@@ -36,7 +36,7 @@ from server.market.inventory import InventoryBook
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
 from server.store.backend import open_repositories
-from server.store.db import STORAGE_ERRORS, transaction
+from server.store.db import storage_errors, transaction
 from server.store.keys import KeyRepo
 from server.store.storage import StorageClosed
 from server.stream.service import StreamService
@@ -136,7 +136,7 @@ class Hub:
                 revoked = await self.keys.refresh()
             except StorageClosed:
                 return
-            except STORAGE_ERRORS:
+            except storage_errors():
                 log.exception("key refresh failed")
                 continue
             if revoked:

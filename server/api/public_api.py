@@ -23,14 +23,13 @@ from server.api.site_market import MarketSnapshots, SiteMarketApi
 from server.api.site_records import SiteRecordsApi
 from server.api.tokens import TokenService, load_external_key, load_secret
 from server.evidence.log import ANCHOR_BATCH
-from server.store.db import STORAGE_ERRORS
+from server.store.db import storage_errors
 from server.store.repositories import Evidence
 from server.store.storage import StorageClosed
 
 if TYPE_CHECKING:
     from server.hub import Hub
 
-_ANCHOR_ERRORS: tuple[type[Exception], ...] = (*STORAGE_ERRORS, RuntimeError)
 log = logging.getLogger("market.site")
 
 ANCHOR_INTERVAL_S = 5.0
@@ -89,7 +88,7 @@ class SiteTasks:
                 block = await self.evidence.anchor_batch(self.anchor_batch)
             except StorageClosed:
                 return
-            except _ANCHOR_ERRORS:
+            except storage_errors(RuntimeError):
                 log.exception("anchoring pending evidence failed")
                 return
             if block is None:

@@ -12,7 +12,6 @@ from typing import Any
 
 from server.commands.common import command
 from server.store.db import open_db
-from server.store.pg import MIGRATIONS, connect, migrate, redact
 
 
 def register(sub: Any) -> None:
@@ -26,6 +25,8 @@ def _migrate(ns: argparse.Namespace) -> int:
         open_db(Path(ns.data_dir)).close()
         print(f"SQLite in {ns.data_dir} is up to date (its tables are created when it is opened)")
         return 0
+    from server.store.pg import MIGRATIONS, connect, migrate, redact
+
     conn = connect(ns.database_url)
     try:
         applied = migrate(conn)

@@ -22,8 +22,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from server.store.db import dialect
-from server.store.pg import EVIDENCE_LOCK, lock_sql
+from server.store.db import EVIDENCE_LOCK, dialect, lock_sql
 
 from .ledger import Block, Ledger, LocalLedger
 from .merkle import inclusion_path, leaf_hash, node_hash, tree_root, verify_inclusion

@@ -25,7 +25,7 @@ from server.market.catalogue import Catalogue
 from server.market.feed import JsonlParser, Tick
 from server.market.state import MarketState, build_demo_state
 from server.market.timefmt import day_start, trading_day, trading_days_back
-from server.store.db import STORAGE_ERRORS
+from server.store.db import storage_errors
 from server.store.repositories import Candles
 
 log = logging.getLogger("market.feed")
@@ -206,7 +206,7 @@ class JsonlSource:
             self._persisted_day = day
             try:
                 await self.repo.upsert(export_candles(self.catalogue, self.candles))
-            except STORAGE_ERRORS:
+            except storage_errors():
                 log.exception("persisting closed candles failed; the next roll-over or the final flush retries")
 
     def ready(self) -> bool:

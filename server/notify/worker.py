@@ -32,14 +32,12 @@ from server.notify.channels import EMAIL, configured_channels, describe, scrub, 
 from server.notify.jobs import Backoff, DeliveryFailed, IllegalTransition, JobState
 from server.notify.mail import MailSender
 from server.notify.webhook import WebhookSender
-from server.store.db import STORAGE_ERRORS
+from server.store.db import storage_errors
 from server.store.outbox import Job
 from server.store.repositories import Outbox
 from server.store.sqlite_repos import SqliteOutbox
 from server.store.storage import SqliteStorage, StorageClosed
 
-_STORAGE_DOWN: tuple[type[Exception], ...] = (*STORAGE_ERRORS, StorageClosed)
-_OUTCOME_NOT_RECORDED: tuple[type[Exception], ...] = (*_STORAGE_DOWN, IllegalTransition)
 log = logging.getLogger("market.notify")
 
 POLL_S = 1.0
@@ -181,7 +179,7 @@ class OutboxWorker:
             return self.poll_s  # due jobs wait for a free slot; a finishing task sets the event
         try:
             due = await self._repo.next_due() if self._repo is not None else None
-        except _STORAGE_DOWN:
+        except storage_errors(StorageClosed):
             due = None
         if due is None:
             return self.poll_s
@@ -209,7 +207,7 @@ class OutboxWorker:
                 await self._delivered(job)
             else:
                 await self._failed(job, reason)
-        except _OUTCOME_NOT_RECORDED as exc:
+        except storage_errors(StorageClosed, IllegalTransition) as exc:
             log.error("outbox could not record the outcome of job=%s: %s", job.id, exc)
 
     async def _attempt(self, job: Job) -> str | None:

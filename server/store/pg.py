@@ -25,11 +25,11 @@ import psycopg
 from psycopg import pq
 from psycopg.rows import BaseRowFactory
 
-from server.store.db import _SEEDERS
+from server.store.db import _SEEDERS, EVIDENCE_LOCK, lock_sql
 
 APPLICATION_NAME = f"market-server/{os.getpid()}"  # pg_stat_activity tells which process holds a connection
 MIGRATE_LOCK = "market-migrate:"
-EVIDENCE_LOCK = "market-evidence:"
+__all__ = ["EVIDENCE_LOCK", "MIGRATIONS", "PgConn", "connect", "lock_sql", "migrate", "open_pg", "redact"]
 
 
 def is_postgres_url(url: str | None) -> bool:
@@ -44,11 +44,6 @@ def redact(url: str) -> str:
     host = parts.hostname or ""
     netloc = f"{parts.username}:***@{host}" + (f":{parts.port}" if parts.port else "")
     return urlunsplit(parts._replace(netloc=netloc))
-
-
-def lock_sql(name: str) -> str:
-    """A transaction-scoped advisory lock per schema (parallel test runs use their own schemas)."""
-    return f"SELECT pg_advisory_xact_lock(hashtext('{name}' || current_schema()))"
 
 
 # --- migrations ---------------------------------------------------------------------------------

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from server.store.db import INTEGRITY_ERRORS, register_schema
+from server.store.db import integrity_errors, register_schema
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS users (
@@ -70,7 +70,7 @@ class UserRepo:
                 "INSERT INTO users (id, email, password_hash, name, company, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                 (user.id, user.email, user.password_hash, user.name, user.company, user.created_at),
             )
-        except INTEGRITY_ERRORS:
+        except integrity_errors():
             raise DuplicateEmail(user.email) from None
         return user
 

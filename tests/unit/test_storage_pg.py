@@ -4,6 +4,8 @@ indexes without SQLite's single writer. Real PostgreSQL, one fresh schema per te
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -14,6 +16,7 @@ from server.evidence import EvidenceLog
 from server.store.pg import MIGRATIONS, PgConn, connect, migrate, translate
 from server.store.pg_repos import PgStorage, pg_repositories
 from server.store.records import Cooperation
+from tests.conftest import ROOT
 from tests.pg_service import pg_schema
 
 NOW = 1_790_000_000.0
@@ -143,3 +146,10 @@ def test_sqlite_dialect_is_translated() -> None:
     assert translate("SELECT * FROM t WHERE a = ? AND b LIKE '%x'") == "SELECT * FROM t WHERE a = %s AND b LIKE '%%x'"
     assert translate("INSERT OR IGNORE INTO t (a) VALUES (?)") == "INSERT INTO t (a) VALUES (%s) ON CONFLICT DO NOTHING"
     assert translate("BEGIN IMMEDIATE") == "BEGIN"
+
+
+def test_sqlite_runs_do_not_import_psycopg() -> None:
+    """psycopg's import is ~0.2 s, half of a CLI command's start-up: only a PostgreSQL URL loads it."""
+    code = ("import sys, server.cli, server.hub, server.serve, server.evidence, server.store.users; "
+            "sys.exit('psycopg' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=60).returncode == 0
