@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import secrets
 import sqlite3
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, cast
@@ -27,7 +28,9 @@ from psycopg.rows import BaseRowFactory
 
 from server.store.db import _SEEDERS, EVIDENCE_LOCK, lock_sql
 
-APPLICATION_NAME = f"market-server/{os.getpid()}"  # pg_stat_activity tells which process holds a connection
+# Every connection of this process carries it: pg_stat_activity tells which process holds a connection, and
+# an outbox job's claimed_by names its claimer, so a hub can tell a live hub's job in flight from an orphan.
+APPLICATION_NAME = f"market-server/{os.getpid()}-{secrets.token_hex(4)}"
 MIGRATE_LOCK = "market-migrate:"
 __all__ = ["EVIDENCE_LOCK", "MIGRATIONS", "PgConn", "connect", "lock_sql", "migrate", "open_pg", "redact"]
 
@@ -173,6 +176,9 @@ CREATE TABLE evidence_blocks (
     ts double precision NOT NULL,
     tx_hash text NOT NULL
 );
+"""),
+    (2, "outbox claim owner", """
+ALTER TABLE outbox_jobs ADD COLUMN claimed_by text;
 """),
 )
 

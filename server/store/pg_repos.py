@@ -71,9 +71,10 @@ POOL_WAIT_S = 10.0
 class PgStorage:
     """One PostgreSQL database for the hub: migrated in the constructor, async pool opened by `open()`."""
 
-    def __init__(self, url: str, pool_size: int = POOL_SIZE) -> None:
+    def __init__(self, url: str, pool_size: int = POOL_SIZE, name: str = APPLICATION_NAME) -> None:
         self.url = url
         self.pool_size = pool_size
+        self.name = name  # application_name of every connection; an outbox claim records it
         conn = connect(url)  # raises psycopg.OperationalError with the reason if the server is unreachable
         try:
             migrate(conn)  # start-up: before the server accepts anything; concurrent starters wait on a lock
@@ -81,7 +82,7 @@ class PgStorage:
             conn.close()
         self.sync_pool = ConnectionPool(
             url, min_size=1, max_size=SYNC_POOL_SIZE, open=True, name="market-sync", timeout=POOL_WAIT_S,
-            kwargs={"autocommit": True, "application_name": APPLICATION_NAME}, check=ConnectionPool.check_connection,
+            kwargs={"autocommit": True, "application_name": name}, check=ConnectionPool.check_connection,
         )
         self._pool: AsyncConnectionPool[AsyncConnection[DictRow]] | None = None
         self._closed = False
@@ -92,7 +93,7 @@ class PgStorage:
             self._pool = AsyncConnectionPool(
                 self.url, min_size=1, max_size=self.pool_size, open=False, name="market",
                 connection_class=AsyncConnection[DictRow],
-                kwargs={"autocommit": True, "row_factory": dict_row, "application_name": APPLICATION_NAME},
+                kwargs={"autocommit": True, "row_factory": dict_row, "application_name": self.name},
                 # a connection PostgreSQL dropped (restart, failover) is replaced when lent, not handed out;
                 # a caller waits at most POOL_WAIT_S for a free connection, then gets an error (a 5xx)
                 check=AsyncConnectionPool.check_connection, timeout=POOL_WAIT_S,
@@ -254,18 +255,28 @@ class PgOutbox:
             return cur.rowcount
 
     async def recover(self, now: float) -> int:
+        """Jobs left in sending by a hub that is gone go back to pending (at-least-once). A job another live hub
+        is sending stays its own: its claimer still has connections (pg_stat_activity), unlike SQLite's one
+        process, where everything in sending at start is an orphan."""
         return await self._rowcount(
-            "UPDATE outbox_jobs SET state = 'pending', next_attempt_at = %s, updated_at = %s, "
-            "last_error = COALESCE(last_error, 'interrupted by a restart') WHERE state = 'sending'", (now, now))
+            "UPDATE outbox_jobs SET state = 'pending', next_attempt_at = %s, updated_at = %s, claimed_by = NULL, "
+            "last_error = COALESCE(last_error, 'interrupted by a restart') WHERE state = 'sending' "
+            "AND (claimed_by IS NULL OR claimed_by NOT IN "
+            "(SELECT application_name FROM pg_stat_activity WHERE application_name LIKE 'market-server/%%'))",
+            (now, now))
 
     async def claim_due(self, now: float, limit: int) -> list[Job]:
+        """Also takes back the jobs of a hub that died meanwhile (recover), so they are not stuck until a
+        restart; then claims with SKIP LOCKED, recording this hub as the claimer."""
+        await self.recover(now)
         async with self.storage.pool.connection() as conn:
             cur = await conn.execute(
-                cast(Any, "UPDATE outbox_jobs SET state = 'sending', attempts = attempts + 1, updated_at = %s "
+                cast(Any, "UPDATE outbox_jobs SET state = 'sending', attempts = attempts + 1, updated_at = %s, "
+                          "claimed_by = %s "
                           f"WHERE id IN (SELECT id FROM outbox_jobs WHERE state IN {states_in(CLAIMABLE)} "
                           "AND next_attempt_at <= %s ORDER BY next_attempt_at LIMIT %s FOR UPDATE SKIP LOCKED) "
                           f"AND state IN {states_in(CLAIMABLE)} RETURNING *"),
-                (now, now, limit),
+                (now, self.storage.name, now, limit),
             )
             rows = await cur.fetchall()
         return sorted((job_from_row(r) for r in rows), key=lambda j: j.next_attempt_at)
@@ -293,7 +304,7 @@ class PgOutbox:
         if not job_ids:
             return 0
         return await self._rowcount(
-            "UPDATE outbox_jobs SET state = 'pending', next_attempt_at = %s, updated_at = %s "
+            "UPDATE outbox_jobs SET state = 'pending', next_attempt_at = %s, updated_at = %s, claimed_by = NULL "
             "WHERE state = 'sending' AND id = ANY(%s)", (now, now, list(job_ids)))
 
     async def counts(self) -> dict[JobState, int]:

@@ -33,8 +33,8 @@ def database_url() -> Iterator[str]:
 
 def _terminate_backends(pid: int) -> int:
     with psycopg.connect(PG_URL, autocommit=True) as admin:
-        rows = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
-                             (f"market-server/{pid}",)).fetchall()
+        rows = admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                             "WHERE application_name LIKE %s", (f"market-server/{pid}-%",)).fetchall()
     return len(rows)
 
 

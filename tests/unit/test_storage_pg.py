@@ -7,6 +7,7 @@ import asyncio
 import subprocess
 import sys
 import threading
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -107,6 +108,31 @@ def test_two_hubs_never_claim_the_same_outbox_job(url: str) -> None:
     assert len(first) + len(second) == len(set(first) | set(second)) == 200
     assert first and second  # both hubs took part
     assert _scalar(url, "SELECT COUNT(*) FROM outbox_jobs WHERE state = 'sending' AND attempts = 1") == 200
+
+
+def test_a_starting_hub_leaves_a_live_hubs_jobs_in_flight_and_takes_back_a_dead_hubs(url: str) -> None:
+    """recover() at a worker's start used to put every job in sending back to pending, including the ones a
+    live hub was sending at that moment (delivered twice). Only a gone claimer's jobs are orphans."""
+    loop = asyncio.new_event_loop()
+    a = PgStorage(url, pool_size=2, name=f"market-server/test-a-{uuid.uuid4().hex[:8]}")
+    b = PgStorage(url, pool_size=2, name=f"market-server/test-b-{uuid.uuid4().hex[:8]}")
+    try:
+        for h in (a, b):
+            loop.run_until_complete(h.open())
+        ra, rb = (pg_repositories(h, CHANNELS, lambda: NOW, lambda: None) for h in (a, b))
+        loop.run_until_complete(ra.records.add_cooperation(Cooperation("Acme", "Li", "li@example.cn", None, "data")))
+        claimed = loop.run_until_complete(ra.outbox.claim_due(NOW, 10))
+        assert len(claimed) == 2
+        assert loop.run_until_complete(rb.outbox.recover(NOW + 1)) == 0  # a is alive: its sends are its own
+        assert loop.run_until_complete(rb.outbox.claim_due(NOW + 1, 10)) == []
+        loop.run_until_complete(a.aclose())  # a dies: its connections go, its jobs in sending are orphans
+        retaken = loop.run_until_complete(rb.outbox.claim_due(NOW + 2, 10))  # without any restart
+        assert sorted(j.id for j in retaken) == sorted(j.id for j in claimed)
+        assert all(j.attempts == 2 for j in retaken)
+    finally:
+        for h in (a, b):
+            loop.run_until_complete(h.aclose())
+        loop.close()
 
 
 def test_concurrent_evidence_submits_get_gap_free_indexes(url: str) -> None:
