@@ -3,8 +3,8 @@
 `--database-url postgresql://...` selects it (server/store/pg_repos.py holds the hub's async repositories).
 The synchronous repositories of server/store/*.py and server/evidence/ (the CLI commands, seeding, start-up
 and shutdown work) run unchanged on a `PgConn`: it takes their SQLite-dialect statements (`?` placeholders,
-`INSERT OR IGNORE`, `BEGIN IMMEDIATE`) and hands PostgreSQL the equivalent, with rows readable by index
-and by column name like `sqlite3.Row`.
+`INSERT OR IGNORE`, `BEGIN IMMEDIATE` = BEGIN + the advisory write lock) and hands PostgreSQL the equivalent,
+with rows readable by index and by column name like `sqlite3.Row`.
 
 Migrations are an ordered list (`MIGRATIONS`), recorded in `schema_migrations`; `migrate` applies the
 missing ones and seeds the demo content of an empty database in one transaction, holding an advisory
@@ -28,11 +28,16 @@ from psycopg.rows import BaseRowFactory
 
 from server.store.db import _SEEDERS, EVIDENCE_LOCK, lock_sql
 
+# The synchronous repositories' `BEGIN IMMEDIATE` (SQLite: take the write lock now) becomes BEGIN plus this
+# transaction-scoped advisory lock, so their check-then-write transactions (the demo key, a receipt import
+# chunk, an anchoring batch) stay serialised between processes as they are on SQLite.
+WRITE_LOCK = "market-write:"
+
 # Every connection of this process carries it: pg_stat_activity tells which process holds a connection, and
 # an outbox job's claimed_by names its claimer, so a hub can tell a live hub's job in flight from an orphan.
 APPLICATION_NAME = f"market-server/{os.getpid()}-{secrets.token_hex(4)}"
 MIGRATE_LOCK = "market-migrate:"
-__all__ = ["EVIDENCE_LOCK", "MIGRATIONS", "PgConn", "connect", "lock_sql", "migrate", "open_pg", "redact"]
+__all__ = ["EVIDENCE_LOCK", "MIGRATIONS", "WRITE_LOCK", "PgConn", "connect", "lock_sql", "migrate", "open_pg", "redact"]
 
 
 def is_postgres_url(url: str | None) -> bool:
@@ -234,8 +239,8 @@ def translate(sql: str) -> str:
         out = _QMARK.sub("%s", sql.replace("%", "%%"))
         if _INSERT_OR_IGNORE.match(out):
             out = _INSERT_OR_IGNORE.sub("INSERT INTO", out, count=1) + " ON CONFLICT DO NOTHING"
-        if out.strip().upper() == "BEGIN IMMEDIATE":
-            out = "BEGIN"
+        if out.strip().upper() == "BEGIN IMMEDIATE":  # SQLite's write lock, taken at BEGIN: one writer at a time
+            out = "BEGIN; " + lock_sql(WRITE_LOCK)
         _TRANSLATED[sql] = out
     return out
 

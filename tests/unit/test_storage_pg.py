@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from server.evidence import EvidenceLog
+from server.hub import _create_demo_key
 from server.store.pg import MIGRATIONS, PgConn, connect, migrate, translate
 from server.store.pg_repos import PgStorage, pg_repositories
 from server.store.records import Cooperation
@@ -171,7 +172,39 @@ def test_concurrent_evidence_submits_get_gap_free_indexes(url: str) -> None:
 def test_sqlite_dialect_is_translated() -> None:
     assert translate("SELECT * FROM t WHERE a = ? AND b LIKE '%x'") == "SELECT * FROM t WHERE a = %s AND b LIKE '%%x'"
     assert translate("INSERT OR IGNORE INTO t (a) VALUES (?)") == "INSERT INTO t (a) VALUES (%s) ON CONFLICT DO NOTHING"
-    assert translate("BEGIN IMMEDIATE") == "BEGIN"
+    assert translate("BEGIN IMMEDIATE").startswith("BEGIN; SELECT pg_advisory_xact_lock(")
+
+
+def test_two_hubs_starting_together_create_one_demo_key(url: str) -> None:
+    """The demo key's check-then-insert: SQLite's BEGIN IMMEDIATE serialised it; on PostgreSQL the second
+    starter used to fail on the meta row's primary key (or, without it, make a second demo key)."""
+    with connect(url) as conn:
+        migrate(conn)
+    barrier = threading.Barrier(2)
+    secrets_made: list[str | None] = []
+    errors: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            with connect(url) as raw:
+                barrier.wait(timeout=10)
+                secrets_made.append(_create_demo_key(PgConn(raw).as_sqlite()))
+        except BaseException as exc:
+            errors.append(exc)
+
+    for _ in range(5):  # a few rounds: the race needs both checks before either insert
+        with connect(url) as conn:
+            conn.execute("DELETE FROM meta WHERE key = 'demo_key'")
+            conn.execute("DELETE FROM api_keys")
+        secrets_made.clear()
+        threads = [threading.Thread(target=start) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=30)
+        assert errors == []
+        assert sorted(s is None for s in secrets_made) == [False, True]
+        assert _scalar(url, "SELECT COUNT(*) FROM api_keys") == 1
 
 
 def test_sqlite_runs_do_not_import_psycopg() -> None:
