@@ -16,6 +16,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+import numpy as np
+
 from server.api.app import App
 from server.api.auth_keys import KeyCache
 from server.api.cache import VersionedCache
@@ -28,11 +30,12 @@ from server.api.router import Router
 from server.api.web import WebApi
 from server.bus import LocalTickBus
 from server.config import Settings, settings_clock
-from server.engine import Engine, make_engine
+from server.engine import Engine, TickLog, make_engine
 from server.feeds import FeedSource, FeedSupervisor, make_feed
 from server.market.catalogue import default_catalogue
 from server.market.feed import Tick
 from server.market.inventory import InventoryBook
+from server.market.state import AppliedTick
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
 from server.store.backend import open_repositories
@@ -66,15 +69,17 @@ class Hub:
         self.storage = self.repos.storage
         self.keys = KeyCache(self.repos.keys)  # filled by start(), before anything is served
         self.catalogue = default_catalogue()
+        self.registry = Registry()
+        self.limiter = Gcra()  # this hub's buckets (and, on the redis engine, its fallback while Redis is away)
+        self.engine: Engine = make_engine(settings, self.registry, self.limiter, clock,
+                                          [inst.id for inst in self.catalogue.instruments])  # chosen once, here
+        self.epoch = self.engine.epoch(self.epoch)  # redis: the tick history's epoch, kept while the stream lives
         self.feed: FeedSource = make_feed(settings, self.catalogue, self.repos.candles, clock, self.epoch)
         self.state = self.feed.state
         self.inventory = InventoryBook(self.catalogue, settings.seed)
         self.bus = LocalTickBus()
-        self.registry = Registry()
         self.cache = VersionedCache()
         self.router = Router()
-        self.limiter = Gcra()  # this hub's buckets (and, on the redis engine, its fallback while Redis is away)
-        self.engine: Engine = make_engine(settings, self.registry, self.limiter, clock)  # chosen once, here
         self.app = App(settings, self.router, self.keys, HttpMetrics(self.registry), self.limiter, clock,
                        self.engine.limiter)
         self.ticks_applied = self.registry.counter("market_ticks_applied_total", "Ticks applied to the market state.")
@@ -96,13 +101,19 @@ class Hub:
         register_public_site(self)  # /api/... public-site routes + snapshot/anchoring service
         self.services.append(StreamService(self))  # /ws/quotes on --ws-port; also serves /asyncapi.json
         self._tasks: list[asyncio.Task[None]] = []
+        self._feed_task: asyncio.Task[None] | None = None
+        self._published_ts: np.ndarray | None = None  # per instrument: newest tick ts when this hub took the feed
         self.started = False
 
     def _feed_stat(self, name: str) -> Callable[[], float]:
         return lambda: float(self.feed.stats().get(name, 0))
 
     def ready(self) -> bool:
-        return self.started and self.feed_supervisor.ready()
+        ticks = self.engine.ticks
+        if ticks is None:
+            return self.started and self.feed_supervisor.ready()
+        # redis: the tick stream is reachable and current here, and the leader's own feed runs
+        return self.started and ticks.healthy() and (not ticks.leading or self.feed_supervisor.ready())
 
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
@@ -110,20 +121,53 @@ class Hub:
         await self.engine.start()
         await self.keys.refresh()  # known keys are answered from memory from the first request on
         self._tasks = [
-            loop.create_task(self.feed_supervisor.run(), name="feed"),
             loop.create_task(self._refresh_keys(), name="keys"),
             loop.create_task(self._housekeeping(), name="housekeeping"),
         ]
+        if self.engine.ticks is None:
+            self._tasks.append(loop.create_task(self.feed_supervisor.run(), name="feed"))
+        else:
+            await self._join_tick_log(self.engine.ticks)
         for service in self.services:
             await service.start()
         self.started = True
         log.info("hub started epoch=%s feed=%s", self.epoch, self.settings.feed)
 
     def _on_ticks(self, ticks: list[Tick]) -> None:
-        applied = self.state.apply(ticks)
+        if self.engine.ticks is not None:  # redis: into the shared log; applied when read back, as on every hub
+            if self._published_ts is not None:  # just took the feed over: drop what the last leader published
+                ticks = [t for t in ticks if t.ts > self._published_ts[t.row]]
+            self.engine.ticks.append(ticks, [int(self.state.seq[t.row]) for t in ticks])
+            return
+        self._publish(self.state.apply(ticks))
+
+    def _publish(self, applied: list[AppliedTick]) -> None:
         if applied:
             self.ticks_applied.inc(amount=len(applied))
             self.bus.publish(applied)
+
+    async def _join_tick_log(self, tick_log: TickLog) -> None:
+        """Continue every instrument's seq from the log, then read it (and compete for the feed lease)."""
+        rows = {inst.id: row for row, inst in enumerate(self.catalogue.instruments)}
+        for inst_id, seq in (await tick_log.load_seqs()).items():
+            if inst_id in rows:
+                self.state.seq[rows[inst_id]] = seq
+        tick_log.start(self._on_replicated, self._on_lead)
+
+    def _on_replicated(self, batch: list[tuple[Tick, int]]) -> None:
+        self._publish(self.state.apply([tick for tick, _ in batch], [seq for _, seq in batch]))
+
+    def _on_lead(self, leading: bool) -> None:
+        """The feed runs on the lease holder only."""
+        if leading:
+            # a replayed jsonl file starts after these (NaN: that instrument never ticked)
+            self._published_ts = np.nan_to_num(self.state.updated_ts, nan=-np.inf)
+            self.feed.resume_from(self.state.prices)  # the demo walk goes on from the prices every hub shows
+            self._feed_task = asyncio.get_running_loop().create_task(self.feed_supervisor.run(), name="feed")
+            self._tasks.append(self._feed_task)
+        elif self._feed_task is not None:
+            self._feed_task.cancel()
+            self._feed_task = None
 
     def _wake_outbox(self) -> None:
         """After a record and its jobs committed: deliver now (a stopped worker finds them at its next start)."""

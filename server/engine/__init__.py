@@ -9,6 +9,9 @@ Two seams so far, each a small protocol with a memory and a Redis implementation
   local buckets while Redis cannot be reached.
 - `revocations`: the key-revocation channel. Publishing runs every subscriber of
   this hub at once and, on Redis, tells every other hub over pub/sub.
+- `ticks`: the tick log. None on memory (the feed writes the market state). On
+  Redis one hub holds the feed lease and appends tick batches to a Redis Stream;
+  every hub applies them, with the seqs the log gave them, to its own state.
 
 `make_engine` is the only place that looks at `settings.engine`.
 """
@@ -21,6 +24,7 @@ from typing import Protocol
 from server.api.metrics import Registry
 from server.api.ratelimit import Decision, Gcra
 from server.config import EngineKind, Settings
+from server.market.feed import Tick
 
 RevocationListener = Callable[[set[str]], None]
 
@@ -43,21 +47,50 @@ class RevocationChannel(Protocol):
         ...
 
 
+class TickLog(Protocol):
+    """Where ticks go between the feed and the market state when several hubs serve one market."""
+
+    leading: bool  # this hub holds the feed lease
+
+    async def load_seqs(self) -> dict[str, int]:
+        """The last seq of each instrument id (a new hub continues from there)."""
+        ...
+
+    def start(self, on_batch: Callable[[list[tuple[Tick, int]]], None], on_lead: Callable[[bool], None]) -> None: ...
+
+    def append(self, ticks: list[Tick], floors: list[int]) -> None:
+        """A batch from this hub's feed (only while leading); `floors`: each tick's instrument's seq here."""
+        ...
+
+    def healthy(self) -> bool:
+        """The log is reachable and this hub is not lagging."""
+        ...
+
+    async def stop(self) -> None: ...
+
+
 class Engine(Protocol):
     kind: EngineKind
     limiter: SharedLimiter | None  # None: the process-local Gcra is the only bucket store (no await on the hot path)
     revocations: RevocationChannel
+    ticks: TickLog | None  # None: the feed writes this hub's market state directly
+
+    def epoch(self, proposed: str) -> str:
+        """The epoch of the tick history this hub serves: `proposed`, or the shared one that already exists."""
+        ...
 
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
 
 
-def make_engine(settings: Settings, registry: Registry, local: Gcra, clock: Callable[[], float]) -> Engine:
+def make_engine(settings: Settings, registry: Registry, local: Gcra, clock: Callable[[], float],
+                ids: list[str]) -> Engine:
+    """`ids`: the catalogue's instrument ids, in row order (how ticks are named in a shared log)."""
     if settings.engine is EngineKind.REDIS:
         from server.engine.redis_engine import RedisEngine  # imports redis-py only when it is used
 
-        return RedisEngine(settings, registry, local, clock)
+        return RedisEngine(settings, registry, local, clock, ids)
     from server.engine.memory import MemoryEngine
 
     return MemoryEngine()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from server.config import EngineKind
-from server.engine import RevocationChannel, RevocationListener, SharedLimiter
+from server.engine import RevocationChannel, RevocationListener, SharedLimiter, TickLog
 
 
 class LocalRevocations:
@@ -29,6 +29,10 @@ class MemoryEngine:
     def __init__(self) -> None:
         self.limiter: SharedLimiter | None = None
         self.revocations: RevocationChannel = LocalRevocations()
+        self.ticks: TickLog | None = None
+
+    def epoch(self, proposed: str) -> str:
+        return proposed
 
     async def start(self) -> None:
         return None

@@ -25,8 +25,9 @@ from redis.exceptions import RedisError
 from server.api.metrics import Registry
 from server.api.ratelimit import Gcra
 from server.config import EngineKind, Settings, redis_location
-from server.engine import EngineUnavailable, RevocationChannel, RevocationListener, SharedLimiter
+from server.engine import EngineUnavailable, RevocationChannel, RevocationListener, SharedLimiter, TickLog
 from server.engine.redis_gcra import RedisGcra
+from server.engine.redis_ticks import RedisTicks, shared_epoch
 from server.engine.resp import RespClient
 
 log = logging.getLogger("market.engine")
@@ -150,7 +151,9 @@ class RedisRevocations:
 class RedisEngine:
     kind = EngineKind.REDIS
 
-    def __init__(self, settings: Settings, registry: Registry, local: Gcra, clock: Callable[[], float]) -> None:
+    def __init__(self, settings: Settings, registry: Registry, local: Gcra, clock: Callable[[], float],
+                 ids: list[str]) -> None:
+        self.settings = settings
         self.client = connect(settings.redis_url)
         self.location = redis_location(settings.redis_url)
         self.node = os.urandom(6).hex()
@@ -159,12 +162,23 @@ class RedisEngine:
         self.channel = RedisRevocations(self.client, settings.redis_prefix, self.node)
         self.limiter: SharedLimiter | None = self.gcra
         self.revocations: RevocationChannel = self.channel
+        self.tick_log = RedisTicks(settings.redis_url, settings.redis_prefix, self.node, ids)
+        self.ticks: TickLog | None = self.tick_log
+        registry.gauge("market_feed_leader", "1 while this hub holds the feed lease and runs the feed.",
+                       lambda: float(self.tick_log.leading))
+        registry.gauge("market_replication_lag_seconds", "Age of the newest tick batch when this hub applied it.",
+                       lambda: self.tick_log.lag)
+
+    def epoch(self, proposed: str) -> str:
+        self.tick_log.epoch = shared_epoch(self.settings.redis_url, self.settings.redis_prefix, proposed)
+        return self.tick_log.epoch
 
     async def start(self) -> None:
         self.channel.start()
         log.info("engine redis at %s node=%s", self.location, self.node)
 
     async def stop(self) -> None:
+        await self.tick_log.stop()
         await self.channel.stop()
         await self.gcra.stop()
         with contextlib.suppress(Exception):

@@ -50,6 +50,10 @@ class FeedSource(Protocol):
 
     def stats(self) -> dict[str, int]: ...
 
+    def resume_from(self, prices: np.ndarray) -> None:
+        """Continue from these prices (a hub taking over the feed from another, Redis engine)."""
+        ...
+
 
 def check_feed_source(settings: Settings) -> None:
     """Raise FeedUnavailable (one line for the operator) when a jsonl file cannot be opened at start."""
@@ -143,6 +147,9 @@ class DemoSource:
     def flush(self) -> None:
         """The demo feed keeps nothing."""
 
+    def resume_from(self, prices: np.ndarray) -> None:
+        self.feed.resume(prices)
+
     def stats(self) -> dict[str, int]:
         return {}
 
@@ -214,6 +221,9 @@ class JsonlSource:
 
     def stats(self) -> dict[str, int]:
         return {"bad_lines": self.parser.bad_lines, "unknown_ids": self.parser.unknown_ids}
+
+    def resume_from(self, prices: np.ndarray) -> None:
+        """Prices come from the lines; the hub drops lines the previous leader already published."""
 
     def flush(self) -> None:
         """Persist the candles this process traded (closed ones and today's, upserted); at shutdown."""

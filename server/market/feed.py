@@ -66,6 +66,11 @@ class DemoFeed:
         self._rng = np.random.default_rng(tick_seq)
         self._last_ts: float | None = None
 
+    def resume(self, prices: np.ndarray) -> None:
+        """Walk on from these published prices (another process ran the walk until now)."""
+        ok = np.isfinite(prices) & (prices > 0)
+        self._true[ok] = prices[ok]
+
     def live_prices(self) -> np.ndarray:
         """Current published (rounded) price of every instrument."""
         return np.maximum(_round_rows(self._true, self.decimals), self._tick_size)

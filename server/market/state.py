@@ -78,20 +78,26 @@ class MarketState:
             self._day_key, self._day = key, trading_day(ts)
         return self._day
 
-    def apply(self, ticks: list[Tick]) -> list[AppliedTick]:
-        """Apply ticks in order; bumps ``version`` once per non-empty batch."""
+    def apply(self, ticks: list[Tick], seqs: list[int] | None = None) -> list[AppliedTick]:
+        """Apply ticks in order; bumps ``version`` once per non-empty batch.
+
+        ``seqs``: the seq of each tick as the tick log numbered it (Redis engine: every hub applies the
+        same numbers); without it each instrument's seq counts up here."""
         if not ticks:
             return []
-        out = [self._apply_one(t) for t in ticks]
+        if seqs is None:
+            out = [self._apply_one(t) for t in ticks]
+        else:
+            out = [self._apply_one(t, s) for t, s in zip(ticks, seqs, strict=True)]
         self.version += 1
         self.updated = max(self.updated, max(t.ts for t in ticks))
         return out
 
-    def _apply_one(self, tick: Tick) -> AppliedTick:
+    def _apply_one(self, tick: Tick, seq: int = 0) -> AppliedTick:
         row = tick.row
         self.candles.apply_tick(row, tick.price, tick.volume, self._trading_day(tick.ts))
         self.prices[row] = tick.price
-        seq = int(self.seq[row]) + 1
+        seq = seq or int(self.seq[row]) + 1
         self.seq[row] = seq
         self.updated_ts[row] = tick.ts
         prev = self.candles.prev_close(row)

@@ -198,8 +198,8 @@ def test_engine_revocations_reach_the_other_hub(redis_url: str, prefix: str) -> 
     settings = Settings(engine=EngineKind.REDIS, redis_url=redis_url, redis_prefix=prefix)
 
     async def scenario() -> None:
-        a = RedisEngine(settings, Registry(), Gcra(), lambda: 0.0)
-        b = RedisEngine(settings, Registry(), Gcra(), lambda: 0.0)
+        a = RedisEngine(settings, Registry(), Gcra(), lambda: 0.0, ["brent"])
+        b = RedisEngine(settings, Registry(), Gcra(), lambda: 0.0, ["brent"])
         heard_a: list[set[str]] = []
         heard_b: asyncio.Queue[set[str]] = asyncio.Queue()
         a.revocations.subscribe(heard_a.append)

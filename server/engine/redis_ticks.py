@@ -1,0 +1,190 @@
+"""The Redis tick log: one hub leads the feed (a lease), every hub applies ticks from one Redis Stream.
+
+Keys (after the prefix): `feed:lease` (the leader's node id, PX 3000, renewed every second),
+`ticks` (the stream, about MAXLEN entries, one per tick batch), `ticks:seq` (hash: instrument id ->
+last seq, so a new leader continues every instrument's seq), `ticks:epoch` (the epoch of this
+history: set once, kept while the keys survive).
+
+Only the lease holder appends (the script refuses anyone else: a deposed leader cannot write); the
+seq of each tick is taken in the same script, so seq is gap-free and never reused. Every hub, the
+leader included, reads the stream (XREAD BLOCK) and hands each batch, with its seqs, to the hub.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from redis import Redis as SyncRedis
+from redis.asyncio import Redis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+from redis.exceptions import RedisError
+
+from server.market.feed import Tick
+
+log = logging.getLogger("market.ticks")
+
+LEASE_MS = 3000
+RENEW_S = 1.0
+BLOCK_MS = 1000
+MAXLEN = 10_000  # tick batches kept (approximately): at 4 batches/s about 40 minutes
+STALE_S = 5.0  # a hub that has not heard from the stream for this long is not ready
+
+# KEYS: lease, seq hash, stream, epoch. ARGV: node, maxlen, epoch, then per tick: id, price, ts, volume, floor
+# (floor: the leader's last applied seq of that instrument; a Redis that lost the hash, restarted empty,
+# continues from there instead of from 1, and gets the epoch back: clients see no reset).
+APPEND_LUA = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('NOTLEADER lease lost') end
+redis.call('SET', KEYS[4], ARGV[3], 'NX')
+local parts = {}
+for i = 4, #ARGV, 5 do
+  local seq = redis.call('HINCRBY', KEYS[2], ARGV[i], 1)
+  local floor = tonumber(ARGV[i + 4])
+  if seq <= floor then
+    seq = floor + 1
+    redis.call('HSET', KEYS[2], ARGV[i], seq)
+  end
+  parts[#parts + 1] = ARGV[i] .. ' ' .. ARGV[i + 1] .. ' ' .. ARGV[i + 2] .. ' ' .. ARGV[i + 3] .. ' ' .. seq
+end
+return redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'b', table.concat(parts, ';'))
+"""
+
+RENEW_LUA = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
+return 0
+"""
+
+Replicated = list[tuple[Tick, int]]  # ticks of one batch with their seqs
+
+
+def shared_epoch(url: str, prefix: str, proposed: str) -> str:
+    """The epoch of the stream's history: ours if there was none (start-up, before anything is served)."""
+    client = SyncRedis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+    try:
+        client.set(prefix + "ticks:epoch", proposed, nx=True)
+        value: Any = client.get(prefix + "ticks:epoch")
+        return value.decode() if value else proposed
+    finally:
+        client.close()
+
+
+class RedisTicks:
+    def __init__(self, url: str, prefix: str, node: str, ids: list[str]) -> None:
+        self.node = node
+        self.epoch = ""  # the hub's (shared) epoch, set by the hub before start
+        self.ids = ids
+        self.rows = {inst_id: row for row, inst_id in enumerate(ids)}
+        self.lease, self.seqs, self.stream = prefix + "feed:lease", prefix + "ticks:seq", prefix + "ticks"
+        self.epoch_key = prefix + "ticks:epoch"
+        self.client = Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
+        # the reader's own connection: a blocking XREAD must not trip the command timeout
+        self.reader = Redis.from_url(url, socket_timeout=BLOCK_MS / 1000 + 1.0, socket_connect_timeout=0.5,
+                                     retry=Retry(NoBackoff(), 0))
+        self.append_script = self.client.register_script(APPEND_LUA)
+        self.renew_script = self.client.register_script(RENEW_LUA)
+        self.leading = False
+        self.heard = time.monotonic()  # last time the reader got an answer from the stream
+        self.lag = 0.0  # age of the newest batch applied, when it was applied
+        self._pending: asyncio.Queue[tuple[list[Tick], list[int]]] = asyncio.Queue()
+        self._last = "$"  # the stream entry this hub has read up to (load_seqs sets where it joins)
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def load_seqs(self) -> dict[str, int]:
+        """Where this hub joins: it reads every entry after the stream's last one now (so nothing appended
+        from here on, by anyone, is missed) and continues every instrument's seq from the hash."""
+        newest: Any = await self.client.xrevrange(self.stream, count=1)
+        self._last = newest[0][0].decode() if newest else "0-0"
+        raw: Any = await self.client.hgetall(self.seqs)
+        return {k.decode(): int(v) for k, v in raw.items()}
+
+    def start(self, on_batch: Callable[[Replicated], None], on_lead: Callable[[bool], None]) -> None:
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._read(on_batch), name="ticks-read"),
+                       loop.create_task(self._hold_lease(on_lead), name="feed-lease"),
+                       loop.create_task(self._write(), name="ticks-write")]
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if self.leading:
+            with contextlib.suppress(RedisError, OSError):  # hand over at once instead of after the lease expires
+                await self.client.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then "
+                                       "return redis.call('DEL', KEYS[1]) end return 0", 1, self.lease, self.node)
+        for client in (self.client, self.reader):
+            with contextlib.suppress(Exception):
+                await client.aclose()
+
+    def healthy(self) -> bool:
+        return time.monotonic() - self.heard < STALE_S and self.lag < STALE_S
+
+    # --- leader ---------------------------------------------------------------------
+    def append(self, ticks: list[Tick], floors: list[int]) -> None:
+        """From the feed (synchronous): queued, written in order by the writer task."""
+        if self.leading and ticks:
+            self._pending.put_nowait((ticks, floors))
+
+    async def _write(self) -> None:
+        while True:
+            ticks, floors = await self._pending.get()
+            args: list[str | int] = [self.node, MAXLEN, self.epoch]
+            for t, floor in zip(ticks, floors, strict=True):
+                args += [self.ids[t.row], repr(t.price), repr(t.ts), repr(t.volume), floor]
+            try:
+                await self.append_script(keys=[self.lease, self.seqs, self.stream, self.epoch_key], args=args)
+            except (RedisError, OSError) as exc:
+                log.warning("tick batch not appended (%s: %s)", type(exc).__name__, exc)
+
+    async def _hold_lease(self, on_lead: Callable[[bool], None]) -> None:
+        while True:
+            try:
+                if self.leading:
+                    held = bool(await self.renew_script(keys=[self.lease], args=[self.node, LEASE_MS]))
+                else:
+                    held = bool(await self.client.set(self.lease, self.node, nx=True, px=LEASE_MS))
+            except (RedisError, OSError):
+                held = False
+            if held != self.leading:
+                self.leading = held
+                log.info("feed lease %s node=%s", "taken: this hub runs the feed" if held else "lost", self.node)
+                on_lead(held)
+            await asyncio.sleep(RENEW_S)
+
+    # --- every hub ------------------------------------------------------------------
+    async def _read(self, on_batch: Callable[[Replicated], None]) -> None:
+        last = self._last
+        warned = False
+        while True:
+            try:
+                answer: Any = await self.reader.xread({self.stream: last}, block=BLOCK_MS, count=100)
+            except (RedisError, OSError) as exc:
+                if not warned:
+                    log.warning("tick stream unreachable (%s); retrying", type(exc).__name__)
+                    warned = True
+                await asyncio.sleep(0.5)
+                continue
+            if warned:
+                log.info("tick stream reachable again")
+                warned = False
+            self.heard = time.monotonic()
+            for _, entries in answer:
+                for entry_id, fields in entries:
+                    last = entry_id.decode()
+                    self.lag = max(0.0, time.time() - int(last.split("-")[0]) / 1000)
+                    on_batch(self._decode(fields[b"b"]))
+
+    def _decode(self, body: bytes) -> Replicated:
+        out: Replicated = []
+        for part in body.decode().split(";"):
+            inst_id, price, ts, volume, seq = part.split(" ")
+            row = self.rows.get(inst_id)
+            if row is not None:
+                out.append((Tick(row, float(price), float(ts), float(volume)), int(seq)))
+        return out
