@@ -146,7 +146,7 @@ SERVE_FLAGS: dict[str, tuple[type, str]] = {
     "outbox-max-attempts": (str, argparse.SUPPRESS),
     "outbox-timeout-s": (str, argparse.SUPPRESS),
     "clock-start": (str, argparse.SUPPRESS),
-    "engine": (str, "memory (default: one hub) or redis (hubs share rate limits and key revocations)"),
+    "engine": (str, "memory (default: one hub) or redis (hubs share one feed, rate limits, key revocations)"),
     "redis-url": (str, "Redis for --engine redis (default redis://127.0.0.1:6379/0)"),
     "redis-prefix": (str, argparse.SUPPRESS),
     "database-pool": (str, "PostgreSQL connections per hub (async pool size, default 10)"),
