@@ -52,6 +52,7 @@ class LineReader:
     def start(self, notify: Callable[[], object]) -> None:
         """Start reading unless a reader runs; ``notify`` is called from the reader thread after each chunk."""
         self._notify = notify
+        self._stop.clear()  # started again after stop() (a hub that lost the feed lease and took it back)
         if self._thread is None or (not self._thread.is_alive() and self.path != "-"):
             self._thread = threading.Thread(target=self._run, daemon=True, name="jsonl-feed")
             self._thread.start()

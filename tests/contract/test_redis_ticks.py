@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 import pytest
+import redis
 from websockets.asyncio.client import ClientConnection, connect
 
 from tests.conftest import ServerProcess, free_port
@@ -166,3 +167,43 @@ def _poll_ready(hub: ServerProcess) -> None:
     while httpx.get(hub.base + "/readyz").status_code != 200:
         assert time.monotonic() < deadline, f"{hub.base} not ready again"
         time.sleep(0.05)  # polling another process: nothing to await
+
+
+def test_a_jsonl_leader_that_loses_the_lease_to_a_redis_restart_follows_its_file_again(tmp_path: Path) -> None:
+    """One hub on a jsonl feed: Redis restarted (the lease is lost and taken back); lines appended
+    afterwards still reach clients, and lines published before are not published again."""
+    own = OwnRedis(free_port(), tmp_path)
+    own.start()
+    ticks = tmp_path / "ticks.jsonl"
+    ticks.write_text(json.dumps({"id": "brent", "price": 70.0, "volume": 1}) + "\n")
+    hub = ServerProcess(tmp_path / "data", "granian", "--engine", "redis", "--redis-url", own.url,
+                        "--redis-prefix", "jl:", "--feed", f"jsonl:{ticks}")
+    try:
+        headers = {"X-SERVICE-Key": hub.demo_key}
+        deadline = time.monotonic() + 10
+        while (quote := httpx.get(hub.base + "/api/v1/quotes/brent", headers=headers).json())["seq"] != 1:
+            assert time.monotonic() < deadline, quote
+            time.sleep(0.05)  # polling another process: nothing to await
+        assert quote["price"] == 70.0
+
+        async def scenario() -> None:
+            ws, _ = await _open(hub)
+            own.stop()
+            own.start()
+            client = redis.Redis.from_url(own.url)
+            deadline = time.monotonic() + 10
+            while client.get("jl:feed:lease") is None:  # the lease, lost with Redis, taken again
+                assert time.monotonic() < deadline, "the hub did not take the feed lease again"
+                await asyncio.sleep(0.05)
+            client.close()
+            with ticks.open("a") as fh:
+                fh.write(json.dumps({"id": "brent", "price": 71.0, "volume": 1}) + "\n")
+            after = await _ticks(ws, lambda t: bool(t), 10)
+            assert [(t["id"], t["seq"], t["price"]) for t in after] == [("brent", 2, 71.0)]
+            await ws.close()
+
+        asyncio.run(scenario())
+    finally:
+        code = hub.stop()
+        own.stop()
+    assert code == 0
