@@ -8,6 +8,7 @@ MARKET_REQUIRE_SERVICES=1 (CI on a machine that has the services), which turns t
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import subprocess
@@ -35,8 +36,29 @@ def require_redis(url: str = REDIS_URL) -> str:
     return url
 
 
+_USED: list[str] = []  # prefixes handed out in this pytest process, deleted when it exits
+
+
 def fresh_prefix() -> str:
-    return f"test-{uuid.uuid4().hex[:12]}:"
+    """A new key prefix; everything under it is deleted when this test process exits (a server's tick
+    stream, seq hash and epoch do not expire by themselves)."""
+    if not _USED:
+        atexit.register(_delete_used)
+    prefix = f"test-{uuid.uuid4().hex[:12]}:"
+    _USED.append(prefix)
+    return prefix
+
+
+def _delete_used() -> None:
+    try:
+        client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=2.0, socket_timeout=5.0)
+        for prefix in _USED:
+            keys = list(client.scan_iter(match=prefix + "*", count=1000))
+            if keys:
+                client.delete(*keys)
+        client.close()
+    except (redis.RedisError, OSError):
+        pass  # Redis gone at exit: nothing left to clean there
 
 
 @contextmanager
