@@ -18,7 +18,8 @@ Two seams so far, each a small protocol with a memory and a Redis implementation
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from server.api.metrics import Registry
@@ -82,6 +83,20 @@ class Engine(Protocol):
     async def start(self) -> None: ...
 
     async def stop(self) -> None: ...
+
+
+async def settle(aws: list[Awaitable[object]], timeout: float) -> None:
+    """Run these to completion or give up after `timeout`: for shutdown steps that must not hang the
+    hub's stop. Their errors and cancellations are absorbed; a cancellation of the caller is not."""
+    tasks = [asyncio.ensure_future(a) for a in aws]
+    if not tasks:
+        return
+    done, pending = await asyncio.wait(tasks, timeout=timeout)
+    for task in pending:
+        task.cancel()
+    for task in done:
+        if not task.cancelled():
+            task.exception()  # retrieved: an error while stopping is not worth a traceback at exit
 
 
 def make_engine(settings: Settings, registry: Registry, local: Gcra, clock: Callable[[], float],

@@ -25,7 +25,7 @@ from redis.exceptions import RedisError
 from server.api.metrics import Registry
 from server.api.ratelimit import Gcra
 from server.config import EngineKind, Settings, redis_location
-from server.engine import EngineUnavailable, RevocationChannel, RevocationListener, SharedLimiter, TickLog
+from server.engine import EngineUnavailable, RevocationChannel, RevocationListener, SharedLimiter, TickLog, settle
 from server.engine.redis_gcra import RedisGcra
 from server.engine.redis_ticks import RedisTicks, shared_epoch
 from server.engine.resp import RespClient
@@ -107,8 +107,7 @@ class RedisRevocations:
     async def stop(self) -> None:
         if self._task is not None:
             self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+            await settle([self._task], 1.0)
 
     async def _listen_forever(self) -> None:
         warned = False
@@ -181,5 +180,4 @@ class RedisEngine:
         await self.tick_log.stop()
         await self.channel.stop()
         await self.gcra.stop()
-        with contextlib.suppress(Exception):
-            await self.client.aclose()
+        await settle([self.client.aclose()], 1.0)

@@ -13,7 +13,6 @@ leader included, reads the stream (XREAD BLOCK) and hands each batch, with its s
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -25,6 +24,7 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
+from server.engine import settle
 from server.market.feed import Tick
 
 log = logging.getLogger("market.ticks")
@@ -111,16 +111,11 @@ class RedisTicks:
     async def stop(self) -> None:
         for task in self._tasks:
             task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        if self.leading:
-            with contextlib.suppress(RedisError, OSError):  # hand over at once instead of after the lease expires
-                await self.client.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then "
-                                       "return redis.call('DEL', KEYS[1]) end return 0", 1, self.lease, self.node)
-        for client in (self.client, self.reader):
-            with contextlib.suppress(Exception):
-                await client.aclose()
+        await settle(list(self._tasks), 1.0)
+        if self.leading:  # hand over at once instead of after the lease expires
+            await settle([self.client.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return "
+                                           "redis.call('DEL', KEYS[1]) end return 0", 1, self.lease, self.node)], 1.0)
+        await settle([self.client.aclose(), self.reader.aclose()], 1.0)
 
     def healthy(self) -> bool:
         return time.monotonic() - self.heard < STALE_S and self.lag < STALE_S
