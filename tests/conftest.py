@@ -139,7 +139,9 @@ class ServerProcess:
         return (self.data_dir / "demo-key.txt").read_text().strip()
 
     def output(self) -> str:
-        self._log.flush()
+        """What the server wrote so far; also after `stop()` (a failed stop's message shows the log)."""
+        if not self._log.closed:
+            self._log.flush()
         return self.log_path.read_text(errors="replace")
 
     def client(self, **kw: object) -> httpx.Client:
