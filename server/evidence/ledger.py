@@ -19,7 +19,7 @@ import struct
 from dataclasses import dataclass
 from typing import Protocol
 
-from server.store.db import dialect
+from server.store.db import dialect, joined_transaction
 
 GENESIS_PREV = bytes(32)
 _BLOCK_TAG = b"evidence-block/v1"
@@ -102,18 +102,8 @@ class LocalLedger:
 
     def anchor(self, root: bytes, tree_size: int, ts: float) -> Block:
         """Append a block. Joins the caller's transaction if one is open, else opens its own."""
-        own = not self.conn.in_transaction
-        if own:
-            self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            block = self._append(root, tree_size, ts)
-        except BaseException:
-            if own:
-                self.conn.execute("ROLLBACK")
-            raise
-        if own:
-            self.conn.execute("COMMIT")
-        return block
+        with joined_transaction(self.conn):
+            return self._append(root, tree_size, ts)
 
     def _append(self, root: bytes, tree_size: int, ts: float) -> Block:
         last = self.conn.execute(

@@ -15,6 +15,7 @@ One `EvidenceLog` per connection, one connection per thread.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 import struct
@@ -22,7 +23,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from server.store.db import EVIDENCE_LOCK, dialect, lock_sql
+from server.store.db import EVIDENCE_LOCK, dialect, joined_transaction, lock_sql
 
 from .ledger import Block, Ledger, LocalLedger
 from .merkle import inclusion_path, leaf_hash, node_hash, tree_root, verify_inclusion
@@ -82,24 +83,17 @@ class EvidenceLog:
     def submit(self, hash_hex: str) -> str:
         """Record a hash; return "pending", or "anchored" if it already was. Idempotent."""
         h = normalize_hash(hash_hex)
-        own = self.postgres and not self.conn.in_transaction
-        if own:
-            self.conn.execute("BEGIN")
-        try:
-            if self.postgres:  # no single writer there: the advisory lock makes MAX(idx)+1 gap-free and unique
+        # SQLite: one autocommit statement, so MAX(idx)+1 is atomic under its write lock. PostgreSQL has no single
+        # writer: a transaction holding the advisory lock makes MAX(idx)+1 gap-free and unique.
+        with joined_transaction(self.conn, "BEGIN") if self.postgres else contextlib.nullcontext():
+            if self.postgres:
                 self.conn.execute(lock_sql(EVIDENCE_LOCK))
-            self.conn.execute(  # one statement, so MAX(idx)+1 is atomic under SQLite's write lock
+            self.conn.execute(
                 "INSERT OR IGNORE INTO evidence_leaves (idx, hash, submitted_at, batch) "
                 "VALUES ((SELECT COALESCE(MAX(idx) + 1, 0) FROM evidence_leaves), ?, ?, NULL)",
                 (h, self.clock()),
             )
             row = self.conn.execute("SELECT batch FROM evidence_leaves WHERE hash = ?", (h,)).fetchone()
-        except BaseException:
-            if own:
-                self.conn.execute("ROLLBACK")
-            raise
-        if own:
-            self.conn.execute("COMMIT")
         return "pending" if row[0] is None else "anchored"
 
     def anchor_pending(self, max_leaves: int | None = None) -> Block | None:

@@ -91,11 +91,21 @@ def _split(sql: str) -> list[str]:
 
 
 @contextmanager
-def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    conn.execute("BEGIN IMMEDIATE")
+def transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Iterator[sqlite3.Connection]:
+    conn.execute(begin)
     try:
         yield conn
     except BaseException:
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
+
+
+@contextmanager
+def joined_transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Iterator[sqlite3.Connection]:
+    """The caller's transaction when one is open (the caller commits or rolls back), else one of its own."""
+    if conn.in_transaction:
+        yield conn
+        return
+    with transaction(conn, begin):
+        yield conn
