@@ -47,15 +47,7 @@ from server.store.outbox import (
 )
 from server.store.pg import APPLICATION_NAME, PgConn, connect, migrate, translate
 from server.store.receipts import PUBLIC_SQL, public_view
-from server.store.records import (
-    Accepted,
-    ChannelSpec,
-    Cooperation,
-    Inquiry,
-    RecordWrite,
-    cooperation_write,
-    inquiry_write,
-)
+from server.store.records import ChannelSpec, RecordsService, RecordWrite
 from server.store.repositories import Repositories
 from server.store.storage import StorageClosed
 from server.store.users import DuplicateEmail, User, normalize_email
@@ -215,32 +207,21 @@ class PgContent:
         return [item_view(r) for r in rows], total
 
 
-class PgRecords:
-    """Record + jobs in one transaction; then `wake` (the worker, if one runs)."""
+class PgRecords(RecordsService):
+    """Record + jobs in one transaction on a pooled connection."""
 
     def __init__(self, storage: PgStorage, channels: Sequence[ChannelSpec],
                  clock: Callable[[], float] = time.time, wake: Callable[[], None] = lambda: None) -> None:
+        super().__init__(channels, clock, wake)
         self.storage = storage
-        self.channels = tuple(channels)
-        self.clock = clock
-        self.wake = wake
 
-    async def add_inquiry(self, inquiry: Inquiry) -> Accepted:
-        return await self._insert(inquiry_write(inquiry, self.clock()))
-
-    async def add_cooperation(self, cooperation: Cooperation) -> Accepted:
-        return await self._insert(cooperation_write(cooperation, self.clock()))
-
-    async def _insert(self, w: RecordWrite) -> Accepted:
+    async def _commit(self, w: RecordWrite) -> None:
         async with self.storage.pool.connection() as conn, conn.transaction():
             await conn.execute(cast(Any, translate(w.sql)), w.params)
             if self.channels:
                 async with conn.cursor() as cur:
                     await cur.executemany(cast(Any, translate(INSERT_JOB)),
                                           job_rows(w.kind, w.payload["id"], w.payload, self.channels, w.now))
-        if self.channels:
-            self.wake()
-        return w.accepted
 
 
 class PgOutbox:

@@ -151,12 +151,13 @@ class RecordRepo:
         self.channels = tuple(channels)
 
     def add_inquiry(self, q: Inquiry) -> Accepted:
-        return self._insert(inquiry_write(q, self.clock()))
+        return self.insert(inquiry_write(q, self.clock()))
 
     def add_cooperation(self, c: Cooperation) -> Accepted:
-        return self._insert(cooperation_write(c, self.clock()))
+        return self.insert(cooperation_write(c, self.clock()))
 
-    def _insert(self, w: RecordWrite) -> Accepted:
+    def insert(self, w: RecordWrite) -> Accepted:
+        """The record and one job per channel, in one transaction."""
         with transaction(self.conn):
             self.conn.execute(w.sql, w.params)
             if self.channels:
@@ -170,3 +171,29 @@ class RecordRepo:
     def cooperation(self, record_id: str) -> dict[str, Any] | None:
         row = self.conn.execute("SELECT * FROM cooperations WHERE id = ?", (record_id,)).fetchone()
         return dict(row) if row else None
+
+
+class RecordsService:
+    """The hub's records (SPEC 9): each record is built once, committed with its jobs by the database's
+    subclass (`_commit`, one transaction), and then the worker is woken, whether or not one runs."""
+
+    def __init__(self, channels: Sequence[ChannelSpec], clock: Callable[[], float] = time.time,
+                 wake: Callable[[], None] = lambda: None) -> None:
+        self.channels = tuple(channels)
+        self.clock = clock
+        self.wake = wake
+
+    async def add_inquiry(self, inquiry: Inquiry) -> Accepted:
+        return await self._insert(inquiry_write(inquiry, self.clock()))
+
+    async def add_cooperation(self, cooperation: Cooperation) -> Accepted:
+        return await self._insert(cooperation_write(cooperation, self.clock()))
+
+    async def _insert(self, w: RecordWrite) -> Accepted:
+        await self._commit(w)
+        if self.channels:
+            self.wake()
+        return w.accepted
+
+    async def _commit(self, w: RecordWrite) -> None:
+        raise NotImplementedError

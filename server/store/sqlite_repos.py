@@ -19,7 +19,7 @@ from server.store.content import ContentKind, ContentRepo
 from server.store.keys import ApiKey, KeyRepo
 from server.store.outbox import Job, OutboxRepo
 from server.store.receipts import ReceiptRepo
-from server.store.records import Accepted, ChannelSpec, Cooperation, Inquiry, RecordRepo
+from server.store.records import ChannelSpec, RecordRepo, RecordsService, RecordWrite
 from server.store.repositories import Repositories
 from server.store.storage import SqliteStorage
 from server.store.users import User, UserRepo
@@ -61,32 +61,16 @@ class SqliteContent:
         return await self.storage.read(lambda c: ContentRepo(c).page(kind, limit, offset))
 
 
-class SqliteRecords:
-    """Record + jobs in one transaction on the writer thread; then `wake` (the worker, if one runs)."""
+class SqliteRecords(RecordsService):
+    """Record + jobs in one transaction on the writer thread."""
 
     def __init__(self, storage: SqliteStorage, channels: Sequence[ChannelSpec],
                  clock: Callable[[], float] = time.time, wake: Callable[[], None] = lambda: None) -> None:
+        super().__init__(channels, clock, wake)
         self.storage = storage
-        self.channels = tuple(channels)
-        self.clock = clock
-        self.wake = wake
 
-    async def add_inquiry(self, inquiry: Inquiry) -> Accepted:
-        accepted = await self.storage.write(lambda c: self._repo(c).add_inquiry(inquiry))
-        self._committed()
-        return accepted
-
-    async def add_cooperation(self, cooperation: Cooperation) -> Accepted:
-        accepted = await self.storage.write(lambda c: self._repo(c).add_cooperation(cooperation))
-        self._committed()
-        return accepted
-
-    def _repo(self, conn: Any) -> RecordRepo:
-        return RecordRepo(conn, self.clock, self.channels)
-
-    def _committed(self) -> None:
-        if self.channels:
-            self.wake()
+    async def _commit(self, w: RecordWrite) -> None:
+        await self.storage.write(lambda c: RecordRepo(c, self.clock, self.channels).insert(w))
 
 
 class SqliteOutbox:
