@@ -12,7 +12,6 @@ import json
 import resource
 import signal
 import socket
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
@@ -22,8 +21,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from server.store.db import DB_NAME
-from tests.conftest import RUNTIMES, ServerProcess
+from tests.conftest import RUNTIMES, ServerProcess, open_database
 
 ATTACKERS = 2100
 BYSTANDER = "127.0.0.2"
@@ -325,8 +323,11 @@ def test_a_post_in_the_shutdown_window_is_stored_with_its_jobs_or_refused(tmp_pa
         thread.join(10)
     assert code == 0, srv.output()
     assert set(other) <= {503}, f"answers other than 201 or a 503 refusal: {other}\n{srv.output()}"
-    with sqlite3.connect(tmp_path / "data" / DB_NAME) as db:
+    db = open_database(tmp_path / "data")
+    try:
         with_jobs = {row[0] for row in db.execute(
             "SELECT DISTINCT record_id FROM outbox_jobs WHERE record_kind = 'cooperation'")}
+    finally:
+        db.close()
     missing = [rid for rid in created if rid not in with_jobs]
     assert created and not missing, f"{len(missing)} of {len(created)} got 201 without jobs"
