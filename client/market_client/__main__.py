@@ -1,0 +1,3 @@
+from market_client.cli import main
+
+raise SystemExit(main())

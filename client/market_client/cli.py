@@ -1,0 +1,117 @@
+"""`market-client`: quotes as a table, or a live tick per line.
+
+    market-client quotes [--kind oil] [--ids brent,wti] [--json]
+    market-client watch brent wti [--count N] [--json]
+
+Every command takes `--key` (else env MARKET_KEY), `--url` (default http://127.0.0.1:8000)
+and, for `watch`, `--ws-url` (default: the port the server's /api/config names, else 8001).
+Exit codes: 0 ok, 1 the server refused (the problem's detail is printed), 2 usage, 130 Ctrl-C.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any, TextIO
+
+import msgspec
+
+from market_client import models as m
+from market_client.errors import MarketError, ProblemError
+from market_client.events import Gap, Snapshot, Tick
+from market_client.rest import AsyncMarketClient, MarketClient
+
+
+def _parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--url", default=os.environ.get("MARKET_URL", "http://127.0.0.1:8000"),
+                        help="HTTP base URL (env MARKET_URL; default %(default)s)")
+    common.add_argument("--key", default=os.environ.get("MARKET_KEY"), help="API key (default: env MARKET_KEY)")
+    common.add_argument("--json", action="store_true", help="JSON output (one object per line for watch)")
+    parser = argparse.ArgumentParser(prog="market-client", description="Client for the commodity market service.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    q = sub.add_parser("quotes", parents=[common], help="quotes as a table")
+    q.add_argument("--kind", choices=["oil", "chem", "fx"])
+    q.add_argument("--ids", help="comma-separated instrument ids")
+    w = sub.add_parser("watch", parents=[common], help="live ticks, one line each")
+    w.add_argument("ids", nargs="*", help="instrument ids (default: all)")
+    w.add_argument("--ws-url", help="WebSocket URL (default: ws://HOST:<port from /api/config>/ws/quotes)")
+    w.add_argument("--count", type=int, help="stop after this many ticks")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
+    args = _parser().parse_args(argv)
+    out = out or sys.stdout
+    try:
+        if args.command == "quotes":
+            return _quotes(args, out)
+        return asyncio.run(_watch(args, out))
+    except ProblemError as exc:
+        print(f"market-client: {exc.status} {exc.code}: {exc.detail}", file=sys.stderr)
+        return 1
+    except MarketError as exc:
+        print(f"market-client: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+def _quotes(args: argparse.Namespace, out: TextIO) -> int:
+    ids = [i for i in args.ids.split(",") if i] if args.ids else None
+    with MarketClient(args.url, args.key) as api:
+        result = api.quotes(kind=args.kind, ids=ids)
+    if args.json:
+        out.write(msgspec.json.encode(result).decode() + "\n")
+    else:
+        out.write(format_table(result.quotes))
+    return 0
+
+
+def format_table(quotes: list[m.Quote]) -> str:
+    head = ("id", "kind", "name", "price", "change", "change%", "unit", "updated")
+    rows = [head] + [(
+        q.id, q.kind, q.name.en, _num(q.price), _num(q.change, signed=True), _num(q.change_pct, signed=True),
+        q.unit.en, q.updated.strftime("%H:%M:%S") if q.updated else "-",
+    ) for q in quotes]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    numeric = {3, 4, 5}
+    lines = ["  ".join(cell.rjust(w) if i in numeric else cell.ljust(w)
+                       for i, (cell, w) in enumerate(zip(row, widths, strict=True))) for row in rows]
+    return "\n".join(line.rstrip() for line in lines) + "\n"
+
+
+def _num(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+,.2f}" if signed else f"{value:,.2f}"
+
+
+async def _watch(args: argparse.Namespace, out: TextIO) -> int:
+    seen = 0
+    async with AsyncMarketClient(args.url, args.key) as api:
+        options: dict[str, Any] = {"ws_url": args.ws_url} if args.ws_url else {}
+        async with api.stream(args.ids or None, **options) as events:
+            async for event in events:
+                if isinstance(event, Tick):
+                    out.write(_tick_line(event, args.json))
+                    out.flush()
+                    seen += 1
+                    if args.count is not None and seen >= args.count:
+                        return 0
+                elif isinstance(event, Gap):
+                    print(f"# gap ({event.reason}): " + ", ".join(
+                        f"{i} {a}..{b if b is not None else '?'}" for i, (a, b) in event.missed.items()),
+                        file=sys.stderr)
+                elif isinstance(event, Snapshot):
+                    print(f"# snapshot: {len(event.quotes)} quotes, epoch {event.epoch}", file=sys.stderr)
+    return 0
+
+
+def _tick_line(t: Tick, as_json: bool) -> str:
+    if as_json:
+        return msgspec.json.encode(t).decode() + "\n"
+    return f"{t.ts.isoformat(timespec='milliseconds')}  {t.id:<14} {t.price:>14,.4f} {t.change:>+12,.4f}  seq={t.seq}\n"

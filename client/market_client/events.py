@@ -1,0 +1,75 @@
+"""What `stream()` yields: the server's messages as typed events, plus `Gap`, which the client makes.
+
+Server messages are a msgspec tagged union on ``type`` (SPEC section 7). A message of a
+type this client does not know is skipped, so a newer server does not break it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import msgspec
+
+from market_client.models import Quote
+
+
+class StreamQuote(Quote, kw_only=True):
+    """A snapshot's quote; `seq` when the server says which tick the price is (else None)."""
+
+    seq: int | None = None
+
+
+class Snapshot(msgspec.Struct, tag="snapshot", tag_field="type", rename="camel", frozen=True, kw_only=True):
+    updated: datetime | None
+    quotes: list[StreamQuote]
+    epoch: str | None = None
+
+
+class Tick(msgspec.Struct, tag="tick", tag_field="type", frozen=True, kw_only=True):
+    id: str
+    price: float
+    change: float
+    ts: datetime
+    seq: int
+
+
+class Subscribed(msgspec.Struct, tag="subscribed", tag_field="type", rename="camel", frozen=True, kw_only=True):
+    ids: list[str]
+    req_id: str | int | None = None
+    recovered: bool | None = None
+
+
+class Pong(msgspec.Struct, tag="pong", tag_field="type", rename="camel", frozen=True, kw_only=True):
+    ts: datetime | None = None
+    req_id: str | int | None = None
+
+
+class ServerError(msgspec.Struct, tag="error", tag_field="type", rename="camel", frozen=True, kw_only=True):
+    code: str
+    detail: str
+    req_id: str | int | None = None
+
+
+class Gap(msgspec.Struct, frozen=True, kw_only=True):
+    """Ticks the client knows it did not get and could not recover.
+
+    `missed` maps each instrument to (first missed seq, last missed seq); the last is None when
+    unknown (the server answered `recovered: false`; a fresh `Snapshot` follows with current
+    prices). `reason`: "not_recovered" (resume refused: history no longer held, or a new
+    `epoch`, e.g. a server restart), or "seq_jump" (a live tick skipped seqs, e.g. a slow
+    client's conflated buffer). `epoch` is the history the seqs belong to.
+    """
+
+    reason: str
+    missed: dict[str, tuple[int, int | None]]
+    epoch: str | None = None
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self.missed)
+
+
+ServerMessage = Snapshot | Tick | Subscribed | Pong | ServerError
+Event = Snapshot | Tick | Subscribed | Pong | ServerError | Gap
+
+decoder: msgspec.json.Decoder[ServerMessage] = msgspec.json.Decoder(ServerMessage)  # type: ignore[arg-type]

@@ -1,0 +1,241 @@
+"""Typed results of the REST API (SPEC sections 6 and 8), as msgspec Structs.
+
+Field names are snake_case in Python and camelCase on the wire (``rename="camel"``).
+Unknown fields a newer server adds are ignored, so an older client keeps working.
+Candles read ``o, h, l, c, v`` into ``open, high, low, close, volume``.
+Timestamps are timezone-aware ``datetime``; candle ``t`` stays a string because it
+is a date (``YYYY-MM-DD``) for daily candles and a timestamp for intraday ones
+(``Candle.start`` parses either).
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from typing import Any, Literal
+
+import msgspec
+
+
+class Model(msgspec.Struct, rename="camel", kw_only=True):
+    """Base of every result: camelCase on the wire."""
+
+
+class Localised(Model):
+    zh: str
+    en: str
+
+
+Kind = Literal["oil", "chem", "fx"]
+
+
+class Quote(Model):
+    id: str
+    kind: str
+    name: Localised
+    price: float | None
+    price_text: str
+    change: float | None
+    change_pct: float | None
+    source: Localised
+    unit: Localised
+    currency: str
+    updated: datetime | None
+
+
+class QuoteExtended(Quote):
+    """`GET /api/v1/quotes/{id}`: a quote with today's candle and the instrument's `seq`."""
+
+    extended: bool = True
+    open: float | None = None
+    high: float | None = None
+    low: float | None = None
+    prev_close: float | None = None
+    volume: float = 0.0
+    seq: int = 0
+
+
+class QuoteList(Model):
+    updated: datetime | None
+    count: int
+    demo: bool
+    quotes: list[Quote]
+
+
+class Candle(Model):
+    t: str
+    open: float = msgspec.field(name="o")
+    high: float = msgspec.field(name="h")
+    low: float = msgspec.field(name="l")
+    close: float = msgspec.field(name="c")
+    volume: float = msgspec.field(name="v")
+
+    @property
+    def start(self) -> datetime | date:
+        """`t` parsed: a `date` for daily candles, an aware `datetime` for intraday buckets."""
+        return datetime.fromisoformat(self.t) if "T" in self.t else date.fromisoformat(self.t)
+
+
+class CandleSeries(Model):
+    id: str
+    updated: datetime | None
+    demo: bool
+    series: list[Candle]
+    interval: str | None = None
+
+
+class Spread(Model):
+    pair: str
+    shfe: float
+    dce: float
+    intl: float
+    basis: float
+    note: str
+    cfr_usd: float
+    fx: float
+    tariff: float
+    vat: float
+    port_fee: float
+    basis_pct: float
+
+
+class SpreadList(Model):
+    updated: datetime | None
+    demo: bool
+    spreads: list[Spread]
+
+
+class InventoryItem(Model):
+    id: str
+    name: Localised
+    type: str
+    level: float
+    unit: str
+    wow: float
+    wow_pct: float
+
+
+class InventoryList(Model):
+    updated: datetime | None
+    demo: bool
+    items: list[InventoryItem]
+
+
+class Category(Model):
+    id: str
+    name: Localised
+    count: int
+    quotes: list[Quote]
+
+
+class MarketSnapshot(Model):
+    updated: datetime
+    refresh_seconds: float
+    demo: bool
+    categories: list[Category]
+
+
+class CategorySnapshot(Model):
+    updated: datetime
+    refresh_seconds: float
+    demo: bool
+    id: str
+    name: Localised
+    count: int
+    quotes: list[Quote]
+
+
+class NewsItem(Model):
+    id: str
+    title: Localised
+    summary: Localised
+    source: str
+    published_at: datetime
+    tags: list[str]
+
+
+class ResearchItem(NewsItem):
+    author: str
+    category: str
+
+
+class NewsPage(Model):
+    items: list[NewsItem]
+    total: int
+    limit: int
+    offset: int
+
+
+class ResearchPage(Model):
+    items: list[ResearchItem]
+    total: int
+    limit: int
+    offset: int
+
+
+class Registered(Model):
+    id: str
+    email: str
+
+
+class Token(Model):
+    token: str
+    token_type: str
+    expires_in: int
+
+
+class Created(Model):
+    id: str
+    status: str
+    created_at: datetime
+
+
+class Receipt(Model):
+    receipt_no: str
+    commodity: str
+    grade: str
+    quantity: float
+    unit: str
+    warehouse: str
+    holder: str
+    status: str
+    issued_at: datetime
+    expires_at: datetime | None
+    evidence_hash: str
+    anchored: bool
+
+
+class Verification(Model):
+    """`GET /api/verify-anchor`: pending/tampered carry only hash, verified and status."""
+
+    hash: str
+    verified: bool
+    status: str
+    anchored_at: datetime | None = None
+    ledger: str | None = None
+    block_height: int | None = None
+    tx_hash: str | None = None
+    merkle_root: str | None = None
+    leaf_index: int | None = None
+    tree_size: int | None = None
+    proof: list[str] = msgspec.field(default_factory=list)
+
+
+class Health(Model):
+    status: str
+
+
+class Ready(Model):
+    status: str
+    checks: dict[str, bool]
+    epoch: str
+
+
+class ClientConfig(Model):
+    ws_port: int
+    ws_path: str
+    demo: bool
+
+
+def to_builtins(value: Any) -> Any:
+    """A result as plain JSON-ready Python values (camelCase keys, ISO strings), e.g. for printing."""
+    return msgspec.to_builtins(value)
