@@ -20,14 +20,15 @@ from market_client.errors import (
     TransportError,
     Unauthorized,
 )
-from market_client.events import Event, Gap, Pong, Snapshot, Subscribed, Tick
+from market_client.events import ErrorMessage, Event, Gap, Pong, Snapshot, Subscribed, Tick
 from market_client.models import Candle, CandleSeries, Quote, QuoteExtended, QuoteList
 from market_client.rest import AsyncMarketClient, MarketClient
 from market_client.stream import QuoteStream, stream
 
 __version__ = "0.1.0"
 __all__ = [
-    "AsyncMarketClient", "BadRequest", "Candle", "CandleSeries", "Conflict", "Event", "Forbidden", "Gap",
+    "AsyncMarketClient", "BadRequest", "Candle", "CandleSeries", "Conflict", "ErrorMessage", "Event", "Forbidden",
+    "Gap",
     "MarketClient", "MarketError", "NotFound", "Pong", "ProblemError", "Quote", "QuoteExtended", "QuoteList",
     "QuoteStream", "RateLimited", "ServerError", "Snapshot", "StreamError", "Subscribed", "Tick",
     "TransportError", "Unauthorized", "stream",

@@ -13,16 +13,14 @@ import msgspec
 from market_client.models import Quote
 
 
-class StreamQuote(Quote, kw_only=True):
-    """A snapshot's quote; `seq` when the server says which tick the price is (else None)."""
-
-    seq: int | None = None
-
-
 class Snapshot(msgspec.Struct, tag="snapshot", tag_field="type", rename="camel", frozen=True, kw_only=True):
+    """Current quotes of the subscribed set; `seqs` names the last tick each price includes, in the
+    history `epoch` (a resume asks from there)."""
+
     updated: datetime | None
-    quotes: list[StreamQuote]
+    quotes: list[Quote]
     epoch: str | None = None
+    seqs: dict[str, int] = msgspec.field(default_factory=dict)
 
 
 class Tick(msgspec.Struct, tag="tick", tag_field="type", frozen=True, kw_only=True):
@@ -44,7 +42,7 @@ class Pong(msgspec.Struct, tag="pong", tag_field="type", rename="camel", frozen=
     req_id: str | int | None = None
 
 
-class ServerError(msgspec.Struct, tag="error", tag_field="type", rename="camel", frozen=True, kw_only=True):
+class ErrorMessage(msgspec.Struct, tag="error", tag_field="type", rename="camel", frozen=True, kw_only=True):
     code: str
     detail: str
     req_id: str | int | None = None
@@ -69,7 +67,7 @@ class Gap(msgspec.Struct, frozen=True, kw_only=True):
         return list(self.missed)
 
 
-ServerMessage = Snapshot | Tick | Subscribed | Pong | ServerError
-Event = Snapshot | Tick | Subscribed | Pong | ServerError | Gap
+ServerMessage = Snapshot | Tick | Subscribed | Pong | ErrorMessage
+Event = Snapshot | Tick | Subscribed | Pong | ErrorMessage | Gap
 
 decoder: msgspec.json.Decoder[ServerMessage] = msgspec.json.Decoder(ServerMessage)  # type: ignore[arg-type]

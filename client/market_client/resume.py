@@ -38,6 +38,8 @@ class ResumeState:
             return None
         msg: dict[str, object] = {"op": "subscribe", "ids": ids, "reqId": req_id}
         if self._asked_since and self.epoch is not None:
+            # an id the snapshot gave no seq for: 0, nothing seen (the server replays it all, or refuses)
+            self._asked_since = {i: self._asked_since.get(i, 0) for i in ids}
             msg["since"] = self._asked_since
             msg["epoch"] = self.epoch
         else:
@@ -64,10 +66,10 @@ class ResumeState:
             self.last.clear()
             self._reset_baseline.clear()
         self.known_ids = [q.id for q in snap.quotes]
-        for q in snap.quotes:
-            if q.seq is not None and q.seq >= self.last.get(q.id, 0):
-                self.last[q.id] = q.seq
-                self._reset_baseline.discard(q.id)
+        for i, seq in snap.seqs.items():  # the snapshot's prices include every tick up to these
+            if seq >= self.last.get(i, 0):
+                self.last[i] = seq
+                self._reset_baseline.discard(i)
 
     def _on_tick(self, tick: Tick) -> list[Event]:
         last = self.last.get(tick.id)

@@ -32,7 +32,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from market_client.errors import ProblemError, RateLimited, StreamError, problem_error, retry_after_seconds
-from market_client.events import Event, ServerError, ServerMessage, Snapshot, Subscribed, decoder
+from market_client.events import ErrorMessage, Event, ServerMessage, Subscribed, decoder
 from market_client.resume import ResumeState
 
 DEFAULT_WS_URL = "ws://127.0.0.1:8001/ws/quotes"
@@ -173,7 +173,7 @@ class QuoteStream:
                 acked = True
                 for event in state.on_ack(msg):
                     yield event
-            elif isinstance(msg, ServerError) and msg.req_id == req_id:
+            elif isinstance(msg, ErrorMessage) and msg.req_id == req_id:
                 raise StreamError(f"subscription rejected: {msg.code}: {msg.detail}", msg.code)
             # else: the connection's first full-set snapshot and ticks sent before our subscribe took effect
 
@@ -184,4 +184,4 @@ def stream(ids: Iterable[str] | None = None, *, key: str | None, ws_url: WsUrl =
     return QuoteStream(ids, key=key, ws_url=ws_url, **options)
 
 
-__all__ = ["DEFAULT_WS_URL", "QuoteStream", "Snapshot", "stream"]
+__all__ = ["DEFAULT_WS_URL", "QuoteStream", "stream"]
