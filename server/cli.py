@@ -44,7 +44,11 @@ def _serve(ns: argparse.Namespace) -> int:
     _check_engine(settings)
     if settings.database_url:
         _check_database(settings.database_url)
-    configure_logging(settings.log_level)  # one JSON object per line, tracebacks in their own field
+    if settings.workers > 1:  # a supervisor of N whole hubs on the same ports
+        from server.workers import supervise
+
+        return supervise(settings, ns.argv)
+    configure_logging(settings.log_level, worker=settings.worker_id)  # JSON lines, tracebacks in their own field
     return run(settings)
 
 
@@ -74,6 +78,7 @@ def _check_database(url: str) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     ns = parser.parse_args(argv)
+    ns.argv = list(sys.argv[1:] if argv is None else argv)  # `serve --workers N` starts its children with them
     try:
         if ns.command == "serve" or not ns.database_url:  # serve keeps its demo key and JWT secret there
             check_data_dir(Path(ns.data_dir), create=ns.command == "serve")

@@ -100,6 +100,10 @@ class Settings:
     # SPEC 12: PostgreSQL instead of SQLite in the data dir (docs/storage.md); async connections per hub
     database_url: str | None = None
     database_pool: int = 10
+    # SPEC 12: `serve --workers N` runs N whole hubs on the same ports (SO_REUSEPORT; needs --engine redis);
+    # worker_id (hidden) is set by that supervisor for each child: 1..N, 0 for a hub started on its own
+    workers: int = 1
+    worker_id: int = 0
 
     @property
     def feed_path(self) -> str | None:
@@ -150,7 +154,13 @@ SERVE_FLAGS: dict[str, tuple[type, str]] = {
     "redis-url": (str, "Redis for --engine redis (default redis://127.0.0.1:6379/0)"),
     "redis-prefix": (str, argparse.SUPPRESS),
     "database-pool": (str, "PostgreSQL connections per hub (async pool size, default 10)"),
+    "workers": (str, "hub processes sharing the HTTP and WebSocket ports on this machine (default 1; "
+                     "more needs --engine redis)"),
+    "worker-id": (str, argparse.SUPPRESS),
 }
+
+
+MAX_WORKERS = 64
 
 
 def env_default(flag: str) -> str | None:
@@ -227,7 +237,7 @@ def _convert(name: str, value: object, base: Settings) -> object:
             return int(str(value))
         if name in ("market_refresh_s", "outbox_base_s", "outbox_timeout_s"):
             return float(str(value))
-        if name in ("outbox_max_attempts", "database_pool"):
+        if name in ("outbox_max_attempts", "database_pool", "workers", "worker_id"):
             return int(str(value))
         if name == "plan_rate":
             return {**base.plan_rate, **_pairs(str(value), PLANS)}
@@ -327,6 +337,7 @@ def _check(s: Settings) -> None:
     if not 0 < s.ws_handshake_rate <= MAX_RATE:
         raise ConfigError(f"--ws-handshake-rate: must be from 1 to {MAX_RATE}")
     check_engine(s)
+    _check_workers(s)
     _check_database(s)
     if s.log_level not in ("debug", "info", "warning", "error"):
         raise ConfigError("--log-level: must be debug, info, warning or error")
@@ -335,6 +346,18 @@ def _check(s: Settings) -> None:
         if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
             raise ConfigError("--smtp-url: must be smtp://[user:pass@]host:port or smtps://... (value not shown)")
     _check_notify(s)
+
+
+def _check_workers(s: Settings) -> None:
+    if not 1 <= s.workers <= MAX_WORKERS:
+        raise ConfigError(f"--workers: must be from 1 to {MAX_WORKERS}")
+    if not 0 <= s.worker_id <= MAX_WORKERS:
+        raise ConfigError("--worker-id: out of range")
+    if s.workers > 1 and s.engine is not EngineKind.REDIS:
+        raise ConfigError("--workers: several hub processes need --engine redis (they share the feed, rate limits "
+                          "and key revocations there)")
+    if s.workers > 1 and 0 in (s.port, s.ws_port):
+        raise ConfigError("--workers: needs fixed --port and --ws-port (not 0)")
 
 
 def check_engine(s: Settings) -> None:

@@ -97,6 +97,9 @@ class Hub:
         self.outbox = OutboxWorker(settings, self.registry, self.repos.outbox, clock)
         self.services.append(self.outbox)
         self.revocation_listeners: list[Callable[[set[str]], None]] = []
+        # called with a batch's newest tick time just before the batch is applied (the market snapshot
+        # closes a refresh boundary there: the same state on every hub)
+        self.before_apply: list[Callable[[float], None]] = []
         self.engine.revocations.subscribe(self._on_revoked)
         register_public_site(self)  # /api/... public-site routes + snapshot/anchoring service
         self.services.append(StreamService(self))  # /ws/quotes on --ws-port; also serves /asyncapi.json
@@ -139,7 +142,14 @@ class Hub:
                 ticks = [t for t in ticks if t.ts > self._published_ts[t.row]]
             self.engine.ticks.append(ticks, [int(self.state.seq[t.row]) for t in ticks])
             return
+        self._before_apply(ticks)
         self._publish(self.state.apply(ticks))
+
+    def _before_apply(self, ticks: list[Tick]) -> None:
+        if ticks and self.before_apply:
+            newest = max(t.ts for t in ticks)
+            for observer in self.before_apply:
+                observer(newest)
 
     def _publish(self, applied: list[AppliedTick]) -> None:
         if applied:
@@ -149,12 +159,23 @@ class Hub:
     async def _join_tick_log(self, tick_log: TickLog) -> None:
         """Continue every instrument's seq from the log, then read it (and compete for the feed lease)."""
         rows = {inst.id: row for row, inst in enumerate(self.catalogue.instruments)}
-        for inst_id, seq in (await tick_log.load_seqs()).items():
+        seqs = await tick_log.load_seqs()
+        last = await tick_log.last_ticks()  # the prices and times the other hubs show (volume counted there)
+        self.state.apply([Tick(t.row, t.price, t.ts, 0.0) for t, _ in last], [seq for _, seq in last])
+        started = self.epoch.split("-", 1)[0]
+        if self.state.demo and started.isdigit():  # demo prices no tick moved yet: as of the history's start
+            untouched = np.ones(len(self.state.updated_ts), dtype=bool)  # (the epoch's), the same on every hub
+            untouched[[t.row for t, _ in last]] = False
+            self.state.updated_ts[untouched] = float(started)
+            self.state.updated = float(np.nanmax(self.state.updated_ts))
+        for inst_id, seq in seqs.items():
             if inst_id in rows:
                 self.state.seq[rows[inst_id]] = seq
         tick_log.start(self._on_replicated, self._on_lead)
+        await tick_log.lease_tried()  # a lone hub leads (feed, evidence anchoring) before it is ready
 
     def _on_replicated(self, batch: list[tuple[Tick, int]]) -> None:
+        self._before_apply([tick for tick, _ in batch])
         self._publish(self.state.apply([tick for tick, _ in batch], [seq for _, seq in batch]))
 
     def _on_lead(self, leading: bool) -> None:

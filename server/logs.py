@@ -19,9 +19,15 @@ from server.market.timefmt import iso
 
 
 class JsonFormatter(logging.Formatter):
+    def __init__(self, worker: int = 0) -> None:
+        super().__init__()
+        self.worker = worker  # `serve --workers N`: each line names its hub process (1..N)
+
     def format(self, record: logging.LogRecord) -> str:
-        entry = {"ts": iso(record.created), "level": record.levelname, "logger": record.name,
-                 "msg": record.getMessage()}
+        entry: dict[str, object] = {"ts": iso(record.created), "level": record.levelname, "logger": record.name,
+                                    "msg": record.getMessage()}
+        if self.worker:
+            entry["worker"] = self.worker
         if record.exc_info:
             entry["traceback"] = self.formatException(record.exc_info)
         elif record.exc_text:
@@ -31,8 +37,8 @@ class JsonFormatter(logging.Formatter):
         return orjson.dumps(entry, default=str).decode()
 
 
-def configure_logging(level: str, stream: TextIO | None = None) -> None:
+def configure_logging(level: str, stream: TextIO | None = None, worker: int = 0) -> None:
     """Every logger's records as JSON lines on stderr (or `stream`), at `level` and above."""
     handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
-    handler.setFormatter(JsonFormatter())
+    handler.setFormatter(JsonFormatter(worker))
     logging.basicConfig(level=level.upper(), handlers=[handler], force=True)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
+import os
 import resource
 import socket
 import sys
@@ -23,7 +24,7 @@ MAX_OPEN_FILES = 1 << 20
 
 
 def run(settings: Settings) -> int:
-    for port in (settings.port, settings.ws_port):
+    for port in () if settings.worker_id else (settings.port, settings.ws_port):  # workers: the supervisor did
         try:
             check_port_free(settings.host, port)
         except OSError as exc:
@@ -66,9 +67,12 @@ def check_port_free(host: str, port: int) -> None:
 
 def announce(hub: Hub) -> None:
     s = hub.settings
-    secret = ensure_demo_key(hub) if s.demo_key else None
-    print(f"market-server: HTTP http://{s.host}:{s.port}  WebSocket ws://{s.host}:{s.ws_port}/ws/quotes "
-          f"runtime={s.runtime.value} feed={s.feed}", flush=True)
+    secret = ensure_demo_key(hub) if s.demo_key else None  # several workers: the one that creates it prints it
+    if s.worker_id:  # the supervisor printed the addresses once
+        print(f"market-server[worker {s.worker_id}]: pid {os.getpid()} node {hub.engine.node}", flush=True)
+    else:
+        print(f"market-server: HTTP http://{s.host}:{s.port}  WebSocket ws://{s.host}:{s.ws_port}/ws/quotes "
+              f"runtime={s.runtime.value} feed={s.feed}", flush=True)
     if secret:
         print(f"market-server: demo key (professional, shown once, saved to {s.data_dir / 'demo-key.txt'}):\n"
               f"  {secret}", flush=True)

@@ -38,7 +38,9 @@ class OpsApi:
         checks = {"feed": self.hub.ready(), "storage": await _storage_ok(self.hub.repos.storage)}
         if not all(checks.values()):
             raise ApiError("not_ready", "Not ready: " + ", ".join(k for k, ok in checks.items() if not ok))
-        return Response(200, orjson.dumps({"status": "ready", "checks": checks, "epoch": self.hub.epoch}))
+        hub = self.hub  # node and worker: which hub process answered (several share a port: SPEC 12)
+        return Response(200, orjson.dumps({"status": "ready", "checks": checks, "epoch": hub.epoch,
+                                           "node": hub.engine.node, "worker": hub.settings.worker_id}))
 
     def metrics(self, req: Request) -> Response:
         return Response(200, self.hub.registry.render(), "text/plain; version=0.0.4; charset=utf-8")

@@ -40,7 +40,7 @@ def register_public_site(hub: Hub) -> None:
     s = hub.settings
     repos = hub.repos
     tokens = TokenService(load_secret(s.jwt_secret, s.data_dir), load_external_key(s.jwt_public_key), hub.clock)
-    snapshots = MarketSnapshots(hub.state, s.market_refresh_s, hub.clock)
+    snapshots = MarketSnapshots(hub.state, s.market_refresh_s, hub.clock, shared=hub.engine.ticks is not None)
     apis = (
         SiteMarketApi(snapshots),
         SiteContentApi(repos.content),
@@ -50,15 +50,21 @@ def register_public_site(hub: Hub) -> None:
     )
     for api in apis:
         api.register(hub.router)
-    hub.services.append(SiteTasks(snapshots, repos.evidence))
+    hub.before_apply.append(snapshots.before_ticks)
+    ticks = hub.engine.ticks
+    # SPEC 12: with several hubs, evidence is anchored by the feed lease holder only
+    anchors = (lambda: True) if ticks is None else (lambda: ticks.leading)
+    hub.services.append(SiteTasks(snapshots, repos.evidence, may_anchor=anchors))
 
 
 class SiteTasks:
     """Periodic work of the public site, as a hub service (started after the core, stopped before it)."""
 
     def __init__(self, snapshots: MarketSnapshots, evidence: Evidence,
-                 anchor_interval_s: float = ANCHOR_INTERVAL_S, anchor_batch: int = ANCHOR_BATCH) -> None:
+                 anchor_interval_s: float = ANCHOR_INTERVAL_S, anchor_batch: int = ANCHOR_BATCH,
+                 may_anchor: Callable[[], bool] = lambda: True) -> None:
         self.snapshots = snapshots
+        self.may_anchor = may_anchor
         self.evidence = evidence
         self.anchor_interval_s = anchor_interval_s
         self.anchor_batch = anchor_batch
@@ -66,10 +72,10 @@ class SiteTasks:
 
     async def start(self) -> None:
         await self.anchor()  # demo receipts seeded with a new data dir are anchored before the first request
-        self.snapshots.refresh()
+        self.snapshots.start()
         loop = asyncio.get_running_loop()
         self._tasks = [
-            loop.create_task(_every(self.snapshots.refresh_s, self.snapshots.refresh), name="site-market"),
+            loop.create_task(self.snapshots.run(), name="site-market"),
             loop.create_task(_every(self.anchor_interval_s, self.anchor), name="evidence-anchor"),
         ]
 
@@ -82,7 +88,10 @@ class SiteTasks:
         self._tasks = []
 
     async def anchor(self) -> None:
-        """Anchor the pending hashes, one bounded batch (one block) per storage call."""
+        """Anchor the pending hashes, one bounded batch (one block) per storage call (on the redis
+        engine only while this hub holds the feed lease)."""
+        if not self.may_anchor():
+            return
         for _ in range(MAX_BATCHES_PER_ROUND):
             try:
                 block = await self.evidence.anchor_batch(self.anchor_batch)

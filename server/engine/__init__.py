@@ -57,7 +57,15 @@ class TickLog(Protocol):
         """The last seq of each instrument id (a new hub continues from there)."""
         ...
 
+    async def last_ticks(self) -> list[tuple[Tick, int]]:
+        """The newest tick (and its seq) of each instrument still in the log, oldest first."""
+        ...
+
     def start(self, on_batch: Callable[[list[tuple[Tick, int]]], None], on_lead: Callable[[bool], None]) -> None: ...
+
+    async def lease_tried(self, timeout: float = 2.0) -> None:
+        """After start(): wait (bounded) until this hub has tried once to take the feed lease."""
+        ...
 
     def append(self, ticks: list[Tick], floors: list[int]) -> None:
         """A batch from this hub's feed (only while leading); `floors`: each tick's instrument's seq here."""
@@ -72,6 +80,7 @@ class TickLog(Protocol):
 
 class Engine(Protocol):
     kind: EngineKind
+    node: str  # this hub's id (the lease holder's name in Redis; /readyz shows it)
     limiter: SharedLimiter | None  # None: the process-local Gcra is the only bucket store (no await on the hot path)
     revocations: RevocationChannel
     ticks: TickLog | None  # None: the feed writes this hub's market state directly

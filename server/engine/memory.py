@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from server.config import EngineKind
 from server.engine import RevocationChannel, RevocationListener, SharedLimiter, TickLog
 
@@ -27,6 +29,7 @@ class MemoryEngine:
     kind = EngineKind.MEMORY
 
     def __init__(self) -> None:
+        self.node = os.urandom(6).hex()  # names this hub in /readyz
         self.limiter: SharedLimiter | None = None
         self.revocations: RevocationChannel = LocalRevocations()
         self.ticks: TickLog | None = None

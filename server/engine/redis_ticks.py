@@ -13,6 +13,7 @@ leader included, reads the stream (XREAD BLOCK) and hands each batch, with its s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Callable
@@ -33,6 +34,7 @@ LEASE_MS = 3000
 RENEW_S = 1.0
 BLOCK_MS = 1000
 MAXLEN = 10_000  # tick batches kept (approximately): at 4 batches/s about 40 minutes
+JOIN_SCAN = 2000  # batches a joining hub reads back for each instrument's newest tick
 STALE_S = 5.0  # a hub that has not heard from the stream for this long is not ready
 
 # KEYS: lease, seq hash, stream, epoch. ARGV: node, maxlen, epoch, then per tick: id, price, ts, volume, floor
@@ -93,6 +95,12 @@ class RedisTicks:
         self._pending: asyncio.Queue[tuple[list[Tick], list[int]]] = asyncio.Queue()
         self._last = "$"  # the stream entry this hub has read up to (load_seqs sets where it joins)
         self._tasks: list[asyncio.Task[None]] = []
+        self._lease_tried = asyncio.Event()  # set after the first attempt to take the lease
+
+    async def lease_tried(self, timeout: float = 2.0) -> None:
+        """Wait (bounded) for the first attempt at the feed lease: a lone hub leads before it is ready."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._lease_tried.wait(), timeout)
 
     async def load_seqs(self) -> dict[str, int]:
         """Where this hub joins: it reads every entry after the stream's last one now (so nothing appended
@@ -101,6 +109,18 @@ class RedisTicks:
         self._last = newest[0][0].decode() if newest else "0-0"
         raw: Any = await self.client.hgetall(self.seqs)
         return {k.decode(): int(v) for k, v in raw.items()}
+
+    async def last_ticks(self, entries: int = JOIN_SCAN) -> Replicated:
+        """The newest tick of each instrument among the stream's last `entries` batches (a joining hub
+        shows the prices and times every other hub shows, not its own start-up ones)."""
+        newest: dict[int, tuple[Tick, int]] = {}
+        answer: Any = await self.client.xrevrange(self.stream, count=entries)
+        for _, fields in answer:
+            for tick, seq in self._decode(fields[b"b"]):
+                newest.setdefault(tick.row, (tick, seq))
+            if len(newest) == len(self.ids):
+                break
+        return sorted(newest.values(), key=lambda pair: pair[0].ts)
 
     def start(self, on_batch: Callable[[Replicated], None], on_lead: Callable[[bool], None]) -> None:
         loop = asyncio.get_running_loop()
@@ -150,6 +170,7 @@ class RedisTicks:
                 self.leading = held
                 log.info("feed lease %s node=%s", "taken: this hub runs the feed" if held else "lost", self.node)
                 on_lead(held)
+            self._lease_tried.set()
             await asyncio.sleep(RENEW_S)
 
     # --- every hub ------------------------------------------------------------------

@@ -47,7 +47,8 @@ class StreamService:
         loop = asyncio.get_running_loop()
         s = self.hub.settings
         self._server = await loop.create_server(
-            self._new_connection, s.host, s.ws_port, backlog=BACKLOG, reuse_address=True)
+            self._new_connection, s.host, s.ws_port, backlog=BACKLOG, reuse_address=True,
+            reuse_port=s.worker_id > 0)  # `serve --workers N`: N hubs share the port (server/workers.py)
         self._sweeper = loop.create_task(self._sweep_forever(), name="ws-sweep")
         log.info("websocket stream listening on ws://%s:%s/ws/quotes", s.host, s.ws_port)
 

@@ -33,6 +33,7 @@ class Clock:
 
 def test_snapshot_serialised_once_per_refresh_with_max_age_countdown() -> None:
     clock = Clock()
+    clock.t = NOW - NOW % 60  # on a refresh boundary
     state, _feed = build_demo_state(default_catalogue(), 1, NOW)
     snaps = MarketSnapshots(state, 60.0, clock)
     first = snaps.current
@@ -45,7 +46,7 @@ def test_snapshot_serialised_once_per_refresh_with_max_age_countdown() -> None:
     assert snaps.max_age() == 0
     clock.t += 1
     assert not snaps.refresh() and snaps.current is first  # unchanged market: same bytes, same ETag
-    assert snaps.max_age() == 60 and snaps.builds == 1
+    assert snaps.max_age() == 59 and snaps.builds == 1  # counts down to the next boundary
     state.apply([Tick(0, float(state.prices[0]) + 1.0, clock.t)])
     clock.t += 60
     assert snaps.refresh() and snaps.builds == 2
