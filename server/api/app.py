@@ -8,9 +8,11 @@ becomes a problem document; any other exception a 500 that leaks nothing.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable
 from typing import Any, NoReturn
@@ -19,11 +21,19 @@ import orjson
 
 from server.api.auth_keys import KeyCache
 from server.api.client_ip import client_address
+from server.api.encoding import (
+    IDENTITY,
+    MIN_SIZE,
+    Encoder,
+    compressible,
+    encoded_etag,
+    etag_matches,
+)
 from server.api.errors import ApiError
 from server.api.metrics import HttpMetrics
 from server.api.ratelimit import Decision, Gcra
 from server.api.router import Access, Route, Router
-from server.api.types import Request, Response
+from server.api.types import Headers, Request, Response
 from server.config import Settings
 from server.engine import SharedLimiter
 from server.store.keys import ApiKey
@@ -37,6 +47,49 @@ RATE_HEADERS = (
     "Retry-After, X-Request-ID, ETag"
 )
 ALLOWED_REQUEST_HEADERS = "X-SERVICE-Key, Authorization, Content-Type, X-Request-ID, If-None-Match"
+MAX_HOT = 4096  # remembered answers of versioned GET routes (path + query string)
+VARY_ENCODING = ("vary", "Accept-Encoding")
+HeaderList = list[tuple[str, str]]
+
+
+class Variant:
+    """One coding of a remembered answer: its body, ETag and every header that does not change per request."""
+
+    __slots__ = ("body", "etag", "head")
+
+    def __init__(self, body: bytes, etag: str, head: HeaderList) -> None:
+        self.body, self.etag, self.head = body, etag, head
+
+
+class Hot:
+    """The 200 answer of a versioned GET route for one path + query string, while `route.version()` is `version`.
+
+    Built once by the full pipeline (the handler ran); `App.serve_hot` answers from it without a Request, a
+    Response, the handler or any header formatting: what is left per request is the key, the GCRA check, the
+    request id, the coding and If-None-Match, and the metrics."""
+
+    __slots__ = (
+        "body",
+        "compressible",
+        "content_type",
+        "etag",
+        "extra",
+        "labels_304",
+        "labels_ok",
+        "labels_route",
+        "route",
+        "variants",
+        "version",
+    )
+
+    def __init__(self, route: Route, version: object, resp: Response, etag: str) -> None:
+        self.route, self.version = route, version
+        self.body, self.content_type, self.extra, self.etag = resp.body, resp.content_type, list(resp.headers), etag
+        self.compressible = len(resp.body) >= MIN_SIZE and compressible(resp.content_type)
+        self.variants: dict[str, Variant] = {}
+        self.labels_ok = (("route", route.name), ("status", "200"))
+        self.labels_304 = (("route", route.name), ("status", "304"))
+        self.labels_route = (("route", route.name),)
 
 
 class App:
@@ -67,6 +120,89 @@ class App:
             ("access-control-expose-headers", RATE_HEADERS),
         ]
         self._labels: dict[tuple[str, int], tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {}
+        self.encoder = Encoder()
+        self._hot: dict[tuple[str, str], Hot] = {}
+        # set by a runtime that calls serve_hot from a thread other than the event loop's (Robyn's sync handlers):
+        # then the loop's own updates of the limiter, metrics and remembered answers take it too
+        self.lock: threading.Lock | None = None
+
+    # --- the hot path: remembered answers of versioned GET routes ------------------------------------------------
+
+    def serve_hot(self, method: str, path: str, query: str, headers: Headers) -> tuple[int, HeaderList, bytes] | None:
+        """The answer to a GET/HEAD whose route remembers its 200 for this path and query, if still current and
+        the request is admitted by the local limiter; None sends the request through `handle` (unknown or
+        missing key, a refusal, a changed version, a public route, the shared limiter...), which answers the
+        same bytes and headers. Synchronous: nothing here awaits."""
+        hot = self._hot.get((path, query))
+        if hot is None or (method != "GET" and method != "HEAD"):
+            return None
+        route = hot.route
+        if hot.version != route.version() or self.shared is not None:  # type: ignore[misc]
+            return None
+        started = time.perf_counter()
+        if route.access is Access.KEYED:
+            secret = headers.get("x-service-key")
+            key = self.keys.lookup(secret) if secret else None
+            if key is None:
+                return None
+            rate = self.limiter.take("key:" + key.id, key.rate or self.settings.rate_for(key.plan, key.rate),
+                                     self.clock(), key.plan)
+            if rate is None:
+                return None  # the 429 comes from handle
+        elif route.access is Access.OPEN:
+            rate = ()
+        else:
+            return None
+        rid = headers.get("x-request-id")
+        if rid is None or len(rid) > 128 or not rid.isprintable():
+            rid = f"{self._id_prefix}-{next(self._ids)}"
+        if hot.compressible:
+            coding = self.encoder.choose(headers.get("accept-encoding")) or IDENTITY
+            variant = hot.variants.get(coding) or self._variant(hot, coding)
+        else:
+            variant = hot.variants.get(IDENTITY) or self._variant(hot, IDENTITY)
+        status, body, labels = 200, variant.body, hot.labels_ok
+        inm = headers.get("if-none-match")
+        if inm is not None and etag_matches(inm, variant.etag):
+            status, body, labels = 304, b"", hot.labels_304
+        elif method == "HEAD":
+            body = b""
+        if self._wildcard_cors:
+            out = [*variant.head, *rate, ("x-request-id", rid)]
+        else:
+            out = [*variant.head, *rate, ("x-request-id", rid), *self._cors_for(headers.get("origin"))]
+        self.metrics.requests.inc(labels)
+        self.metrics.latency.observe(time.perf_counter() - started, hot.labels_route)
+        return status, out, body
+
+    def _variant(self, hot: Hot, coding: str) -> Variant:
+        head: HeaderList = [] if hot.content_type is None else [("content-type", hot.content_type)]
+        head += hot.extra
+        if coding == IDENTITY:
+            body, etag = hot.body, hot.etag
+        else:
+            body, etag = self.encoder.encode(hot.body, coding), encoded_etag(hot.etag, coding)
+            head.append(("content-encoding", coding))
+        head.append(("etag", etag))
+        if hot.compressible:
+            head.append(VARY_ENCODING)
+        if self._wildcard_cors:
+            head += self._cors_wildcard_headers
+        variant = hot.variants[coding] = Variant(body, etag, head)
+        return variant
+
+    def _remember(self, route: Route, version: object, path: str, query: str, resp: Response) -> Hot:
+        """Keep a versioned route's 200 (before any per-request header is added) for serve_hot."""
+        key = (path, query)
+        old = self._hot.get(key)
+        if old is not None and old.version == version and old.body is resp.body:
+            return old  # serve_hot could not answer this request (a refusal, the shared limiter, a public route)
+        etag = '"' + hashlib.blake2b(resp.body, digest_size=16).hexdigest() + '"'
+        hot = Hot(route, version, resp, etag)
+        if len(self._hot) >= MAX_HOT:
+            self._hot = {}
+        self._hot[key] = hot
+        return hot
 
     async def handle(self, req: Request) -> Response:
         started = time.perf_counter()
@@ -94,8 +230,43 @@ class App:
     def _finish(self, req: Request, resp: Response, route_name: str, request_id: str, started: float) -> Response:
         resp.headers.append(("x-request-id", request_id))
         self._cors(req, resp)
+        if req.method == "GET" or req.method == "HEAD":
+            self._encode(req, resp)
         if req.method == "HEAD":
             resp.body = b""
+        lock = self.lock
+        if lock is not None:
+            with lock:
+                self._count(resp, route_name, started)
+        else:
+            self._count(resp, route_name, started)
+        return resp
+
+    def _encode(self, req: Request, resp: Response) -> None:
+        """Content coding of a 200 of at least MIN_SIZE textual bytes (Vary, per-coding ETag, If-None-Match)."""
+        status = resp.status
+        if status == 304:
+            if any(name == "etag" for name, _ in resp.headers):
+                resp.headers.append(VARY_ENCODING)
+            return
+        if status != 200 or len(resp.body) < MIN_SIZE or not compressible(resp.content_type):
+            return
+        if any(name == "content-encoding" for name, _ in resp.headers):
+            return
+        resp.headers.append(VARY_ENCODING)
+        coding = self.encoder.choose(req.headers.get("accept-encoding")) or IDENTITY
+        headers = resp.headers
+        if coding != IDENTITY:
+            resp.body = self.encoder.encode(resp.body, coding)
+            headers.append(("content-encoding", coding))
+        for i, (name, value) in enumerate(headers):
+            if name == "etag":
+                etag = headers[i] = ("etag", encoded_etag(value, coding))
+                if etag_matches(req.headers.get("if-none-match"), etag[1]):
+                    resp.status, resp.body = 304, b""
+                break
+
+    def _count(self, resp: Response, route_name: str, started: float) -> None:
         labels = self._labels.get((route_name, resp.status))
         if labels is None:
             labels = self._labels[(route_name, resp.status)] = (
@@ -104,7 +275,6 @@ class App:
             )
         self.metrics.requests.inc(labels[0])
         self.metrics.latency.observe(time.perf_counter() - started, labels[1])
-        return resp
 
     async def _dispatch(self, req: Request) -> tuple[Route | None, Response]:
         if len(req.path) + len(req.query_string) > MAX_TARGET:
@@ -129,10 +299,11 @@ class App:
             decision = await self._admit_shared(route, req, self.shared)
         else:
             try:
-                decision = self._admit(route, req)
+                decision = self._admit_locked(route, req, False)
             except _UnknownKey as miss:  # not in the key cache: read storage (off the loop), then decide
                 await self.keys.load(miss.secret)
-                decision = self._admit(route, req, loaded=True)
+                decision = self._admit_locked(route, req, True)
+        version = route.version() if route.version is not None else None
         try:
             result = route.handler(req)
             resp: Response = await result if route.is_async else result  # type: ignore[misc,assignment]
@@ -141,9 +312,25 @@ class App:
             if decision is not None and exc.code != "rate_limited":
                 exc.headers.extend(decision.headers())
             raise
+        if version is not None and resp.status == 200 and not route.is_async:
+            # the same answer serve_hot gives from now on, with its ETag
+            lock = self.lock
+            if lock is None:
+                hot = self._remember(route, version, req.path, req.query_string, resp)
+            else:
+                with lock:
+                    hot = self._remember(route, version, req.path, req.query_string, resp)
+            resp.headers.append(("etag", hot.etag))
         if decision is not None:
             resp.headers.extend(decision.headers())
         return route, resp
+
+    def _admit_locked(self, route: Route, req: Request, loaded: bool) -> Decision | None:
+        lock = self.lock
+        if lock is None:
+            return self._admit(route, req, loaded)
+        with lock:
+            return self._admit(route, req, loaded)
 
     def _admit(self, route: Route, req: Request, loaded: bool = False) -> Decision | None:
         """Authenticate and rate-limit; returns the decision whose headers go on the response.
@@ -240,6 +427,11 @@ class App:
         if not trusted:
             return req.client_ip
         return client_address(req.client_ip, req.headers.get("x-forwarded-for"), trusted)
+
+    def _cors_for(self, origin: str | None) -> HeaderList:
+        out = [("access-control-allow-origin", origin)] if origin in self._origins else []  # type: ignore[list-item]
+        out += [("vary", "Origin"), ("access-control-expose-headers", RATE_HEADERS)]
+        return out
 
     def _cors(self, req: Request, resp: Response) -> None:
         if self._wildcard_cors:

@@ -19,6 +19,7 @@ from server.store.repositories import Keys
 
 MAX_MISSING = 10_000
 MAX_REVOKED = 100_000
+MAX_SECRETS = 10_000
 
 
 class KeyCache:
@@ -26,6 +27,9 @@ class KeyCache:
         self.repo = repo
         self.max_missing = max_missing
         self._by_hash: dict[str, ApiKey] = dict(initial or {})
+        # secret -> key for secrets seen since the last change of _by_hash: a repeated key costs one dict
+        # lookup instead of a SHA-256 (memory only, emptied by every refresh, load and forget)
+        self._by_secret: dict[str, ApiKey] = {}
         self._missing: dict[str, None] = {}  # digests storage did not know, until the next refresh (ordered)
         # ids revoked over the engine's channel: kept out even by a refresh or load that read storage just before
         # the revocation committed (revocation is final); bounded, oldest forgotten first
@@ -33,7 +37,13 @@ class KeyCache:
 
     def lookup(self, secret: str) -> ApiKey | None:
         """A cached active key, or None (unknown here: maybe `load` finds it)."""
-        return self._by_hash.get(hash_key(secret))
+        by_secret = self._by_secret  # read before _by_hash: every writer replaces _by_hash first, then this
+        key = by_secret.get(secret)
+        if key is None:
+            key = self._by_hash.get(hash_key(secret))
+            if key is not None and len(by_secret) < MAX_SECRETS:
+                by_secret[secret] = key
+        return key
 
     async def load(self, secret: str) -> ApiKey | None:
         """Read a key the cache does not hold; an active one is cached."""
@@ -47,6 +57,7 @@ class KeyCache:
             self._missing[digest] = None
             return None
         self._by_hash[digest] = key
+        self._by_secret = {}
         return key
 
     async def refresh(self) -> set[str]:
@@ -56,6 +67,7 @@ class KeyCache:
             fresh = {h: k for h, k in fresh.items() if k.id not in self._revoked}
         gone = {k.id for h, k in self._by_hash.items() if h not in fresh}
         self._by_hash = fresh
+        self._by_secret = {}
         self._missing.clear()
         return gone
 
@@ -66,3 +78,4 @@ class KeyCache:
                 del self._revoked[next(iter(self._revoked))]
             self._revoked[key_id] = None
         self._by_hash = {h: k for h, k in self._by_hash.items() if k.id not in key_ids}
+        self._by_secret = {}

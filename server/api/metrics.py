@@ -5,7 +5,8 @@ dict increment keyed by a label tuple the caller builds once and keeps (the
 labelled child, cached: `App.handle` keeps one per (route, status)). Measured
 in process (bench/metrics_cost.py): prometheus_client's own locked
 `labels(...).inc()` + `observe()` cost about three times as much per request.
-All updates happen on the hub's single event-loop thread.
+Updates happen on the hub's event-loop thread, or (Robyn's sync handlers) under `App.lock`; collecting copies
+each dict's keys in one C call first, so a series added meanwhile by another thread cannot break a scrape.
 
 The exposition is prometheus_client's: at scrape time the `Registry` is a
 custom collector that turns these values into metric families, and
@@ -47,7 +48,7 @@ class Counter:
         return self.values.get(labels, 0)
 
     def collect(self) -> Metric:
-        family = CounterMetricFamily(self.name, self.help, labels=_names(self.values))
+        family = CounterMetricFamily(self.name, self.help, labels=_names(list(self.values)))
         for labels, value in sorted(self.values.items()):
             family.add_metric([v for _, v in labels], value)
         return family
@@ -77,7 +78,7 @@ class Histogram:
         self.sums[labels] += value
 
     def collect(self) -> Metric:
-        family = HistogramMetricFamily(self.name, self.help, labels=_names(self.counts))
+        family = HistogramMetricFamily(self.name, self.help, labels=_names(list(self.counts)))
         bounds = [floatToGoString(b) for b in self.buckets] + ["+Inf"]
         for labels, counts in sorted(self.counts.items()):
             cumulative, buckets = 0, []

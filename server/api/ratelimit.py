@@ -12,6 +12,11 @@ import math
 from dataclasses import dataclass
 from typing import Protocol
 
+MAX_HEADER_SETS = 4096
+# (policy, limit, remaining, reset, retry-after) -> header fields; dict reads and writes are atomic, so a runtime
+# thread and the event loop may share it
+_HEADERS: dict[tuple[str, int, int, int, int], tuple[tuple[str, str], ...]] = {}
+
 
 @dataclass(slots=True)  # treat as immutable; not frozen: one is built per request, and frozen costs ~1 us more
 class Decision:
@@ -23,16 +28,29 @@ class Decision:
     policy: str  # name used in the RateLimit-Policy field
 
     def headers(self) -> list[tuple[str, str]]:
+        return list(self.header_tuple())
+
+    def header_tuple(self) -> tuple[tuple[str, str], ...]:
+        """The rate-limit header fields, built once per distinct (policy, limit, remaining, reset, retry) and
+        shared: a busy key repeats the same few values, and formatting five fields costs ~1 us per request."""
         reset = max(0, math.ceil(self.reset))
-        out = [
-            ("x-ratelimit-limit", str(self.limit)),
-            ("x-ratelimit-remaining", str(self.remaining)),
-            ("x-ratelimit-reset", str(reset)),
-            ("ratelimit-policy", f'"{self.policy}";q={self.limit};w=60'),
-            ("ratelimit", f'"{self.policy}";r={self.remaining};t={reset}'),
-        ]
-        if not self.allowed:
-            out.append(("retry-after", str(self.retry_after_s)))
+        retry = 0 if self.allowed else self.retry_after_s
+        memo_key = (self.policy, self.limit, self.remaining, reset, retry)
+        out = _HEADERS.get(memo_key)
+        if out is None:
+            fields = [
+                ("x-ratelimit-limit", str(self.limit)),
+                ("x-ratelimit-remaining", str(self.remaining)),
+                ("x-ratelimit-reset", str(reset)),
+                ("ratelimit-policy", f'"{self.policy}";q={self.limit};w=60'),
+                ("ratelimit", f'"{self.policy}";r={self.remaining};t={reset}'),
+            ]
+            if not self.allowed:
+                fields.append(("retry-after", str(retry)))
+            out = tuple(fields)
+            if len(_HEADERS) >= MAX_HEADER_SETS:
+                _HEADERS.clear()
+            _HEADERS[memo_key] = out
         return out
 
     @property
@@ -71,9 +89,11 @@ class MemoryStore:
 
     def prune(self, now: float) -> int:
         now_ns = int(now * 1e9)
-        stale = [k for k, tat in self._tat.items() if tat <= now_ns]
+        # list(items()) copies in one C call: safe while a runtime thread adds buckets (Robyn's sync handlers)
+        stale = [k for k, tat in list(self._tat.items()) if tat <= now_ns]
         for k in stale:
-            del self._tat[k]
+            if self._tat.get(k, now_ns + 1) <= now_ns:
+                self._tat.pop(k, None)
         return len(stale)
 
     def __len__(self) -> int:
@@ -101,6 +121,28 @@ class Gcra:
         self.store.set(key, new_tat)
         remaining = (window - (new_tat - now_ns)) // interval
         return Decision(True, per_minute, remaining, (new_tat - now_ns) / 1e9, 0.0, policy)
+
+    def take(self, key: str, per_minute: int, now: float, policy: str) -> tuple[tuple[str, str], ...] | None:
+        """`check` for the hot path: an allowed request's header fields (shared, built once per distinct value),
+        or None, leaving the bucket as it was, for a refusal (the caller then runs `check` for the 429)."""
+        if not 0 < per_minute <= MAX_RATE:
+            per_minute = bounded_rate(per_minute)
+        interval = MINUTE_NS // per_minute
+        window = interval * per_minute
+        now_ns = int(now * 1e9)
+        store = self.store
+        stored = store.get(key)
+        tat = now_ns if stored is None or stored < now_ns else int(stored)
+        new_tat = tat + interval
+        if now_ns < new_tat - window:
+            return None
+        store.set(key, new_tat)
+        remaining = (window - (new_tat - now_ns)) // interval
+        reset = -((now_ns - new_tat) // 1_000_000_000)  # ceil((new_tat - now) / 1 s), >= 1
+        out = _HEADERS.get((policy, per_minute, remaining, reset, 0))
+        if out is None:
+            out = Decision(True, per_minute, remaining, (new_tat - now_ns) / 1e9, 0.0, policy).header_tuple()
+        return out
 
     def would_allow(self, key: str, per_minute: int, now: float) -> bool:
         """Whether `check` would allow a request now, without taking it (the bucket is left as it is)."""

@@ -32,6 +32,9 @@ class Route:
     name: str
     is_async: bool = False
     bucket: str | None = None  # extra per-route bucket (e.g. "login")
+    # set for a GET whose 200 answer is a function of (path, query string, version()) alone: the pipeline keeps
+    # that answer, with its headers built, until version() changes (App.serve_hot)
+    version: Callable[[], object] | None = None
 
 
 @dataclass(slots=True)
@@ -62,8 +65,10 @@ class Router:
         *,
         name: str | None = None,
         bucket: str | None = None,
+        version: Callable[[], object] | None = None,
     ) -> Route:
-        route = Route(method, pattern, handler, access, name or pattern, iscoroutinefunction(handler), bucket)
+        route = Route(method, pattern, handler, access, name or pattern, iscoroutinefunction(handler), bucket,
+                      version if method == "GET" else None)
         entry = self._entry(pattern)
         entry.methods[method] = route
         if method == "GET":

@@ -37,8 +37,14 @@ class RsgiAdapter:
             proto.response_bytes(200, [("content-type", "application/json")], self.static_body)
             return
         headers = scope.headers  # Granian's header map: lower-case names, .get()
-        req = Request(scope.method, scope.path, scope.query_string, headers, b"", _peer(scope.client))
         gate = self.gate
+        if not gate.closing and not _has_body(headers):
+            # a remembered answer (versioned GET routes): no Request, no await, headers prebuilt per version
+            hot = self.app.serve_hot(scope.method, scope.path, scope.query_string, headers)
+            if hot is not None:
+                proto.response_bytes(*hot)
+                return
+        req = Request(scope.method, scope.path, scope.query_string, headers, b"", _peer(scope.client))
         gate.in_flight += 1  # EdgeGate.enter/leave, inlined: this is every request's path
         try:
             if gate.closing:

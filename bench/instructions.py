@@ -1,0 +1,215 @@
+"""Per-request cost of the hot keyed GETs in process, through the whole pipeline, free of machine noise.
+
+    .venv/bin/python -m bench.instructions                    # callgrind: instructions per request
+    .venv/bin/python -m bench.instructions --mode time        # CPU us per request (best of repeats)
+    .venv/bin/python -m bench.instructions --mode profile     # cProfile of 20,000 quotes requests
+
+A real `Hub` (market state, caches, key cache over SQLite, GCRA, metrics) is built in a temporary
+data dir with an enterprise key; each request goes through the runtime adapter's entry point
+(`RsgiAdapter.__rsgi__` with a scope/protocol object shaped like Granian's: method, path, query
+string, a lower-case header map with the key and the headers wrk sends), so Request construction,
+the pipeline, the handler, the cached body and the response headers handed to the runtime are all
+counted; only Granian's Rust side is not. Nothing awaits on the cached path, so each request is one
+`coroutine.send(None)`. The feed does not tick: every request is a cache hit (the steady state).
+
+callgrind mode runs this module under `valgrind --tool=callgrind` twice per endpoint, with N and
+N + DELTA requests, and reports (instructions(N + DELTA) - instructions(N)) / DELTA: start-up,
+imports and the hub's construction cancel out. Instruction counts do not depend on other load on
+the machine, so a regression shows even when wall-clock figures are noise (bench/README.md keeps
+one line per commit).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+PATHS = {
+    "quotes": "/api/v1/quotes",
+    "kline": "/api/v1/kline/brent",
+    "static": "/__bench/static",
+}
+DELTA = 2000
+
+
+class Scope:
+    """The attributes of Granian's RSGI HTTP scope the adapter reads."""
+
+    __slots__ = ("client", "headers", "method", "path", "proto", "query_string")
+
+    def __init__(self, path: str, headers: dict[str, str], query: str = "", method: str = "GET") -> None:
+        self.proto = "http"
+        self.method = method
+        self.path = path
+        self.query_string = query
+        self.headers = headers
+        self.client = "127.0.0.1:50000"
+
+
+class Proto:
+    __slots__ = ("body", "headers", "status")
+
+    def __init__(self) -> None:
+        self.status = 0
+        self.headers: Any = None
+        self.body = b""
+
+    def response_bytes(self, status: int, headers: Any, body: bytes) -> None:
+        self.status, self.headers, self.body = status, headers, body
+
+
+def build(tmp: Path) -> tuple[Any, Any, str]:
+    """A hub with an enterprise key (cached), and its Granian adapter."""
+    from server.config import Settings
+    from server.http.edge import EdgeGate
+    from server.http.granian_rsgi import RsgiAdapter
+    from server.hub import Hub
+    from server.serve import bench_static_body
+    from server.store.db import open_db
+    from server.store.keys import KeyRepo
+
+    data = tmp / "data"
+    data.mkdir()
+    _, secret = KeyRepo(open_db(data)).create("enterprise", 1_000_000_000, "bench")
+    hub = Hub(Settings(data_dir=data, bench_static=True))
+
+    async def prepare() -> None:
+        await hub.storage.open()
+        await hub.keys.refresh()
+
+    asyncio.run(prepare())
+    adapter = RsgiAdapter(hub.app, EdgeGate(30.0, 8), bench_static_body(hub))
+    return hub, adapter, secret
+
+
+def requester(adapter: Any, path: str, secret: str, extra: dict[str, str] | None = None) -> Any:
+    headers = {"host": "127.0.0.1:8000", "x-service-key": secret, **(extra or {})}
+    scope = Scope(path, headers)
+    proto = Proto()
+    rsgi = adapter.__rsgi__
+
+    def one() -> None:
+        coro = rsgi(scope, proto)
+        try:  # noqa: SIM105 - contextlib.suppress would add its own cost to every measured call
+            coro.send(None)
+        except StopIteration:
+            pass
+
+    one()
+    if proto.status != 200:
+        raise SystemExit(f"{path}: status {proto.status} {proto.body[:200]!r}")
+    return one
+
+
+def run_requests(endpoint: str, count: int) -> None:
+    """The callgrind child: build, warm up, then `count` requests."""
+    with tempfile.TemporaryDirectory(prefix="bench-instr-") as tmp:
+        _, adapter, secret = build(Path(tmp))
+        one = requester(adapter, PATHS[endpoint], secret)
+        for _ in range(200):
+            one()
+        for _ in range(count):
+            one()
+
+
+def callgrind(endpoint: str, count: int) -> int:
+    if shutil.which("valgrind") is None:
+        raise SystemExit("valgrind is not installed: run ./scripts/install-bench-tools")
+    with tempfile.TemporaryDirectory(prefix="bench-cg-") as tmp:
+        out = Path(tmp) / "cg.out"
+        cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-line=no",
+               "--compress-strings=no", sys.executable, "-m", "bench.instructions", "--child", endpoint,
+               "--count", str(count)]
+        env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc"}
+        proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=1800)
+        if proc.returncode != 0:
+            raise SystemExit(f"valgrind failed ({proc.returncode}): {proc.stderr[-2000:]}")
+        match = re.search(r"Collected\s*:\s*(\d+)", proc.stderr) or re.search(r"refs:\s*([\d,]+)", proc.stderr)
+        if match is None:
+            raise SystemExit(f"no instruction total in valgrind's output: {proc.stderr[-2000:]}")
+        return int(match.group(1).replace(",", ""))
+
+
+def measure_callgrind(endpoints: list[str], base: int, delta: int) -> dict[str, float]:
+    return {e: (callgrind(e, base + delta) - callgrind(e, base)) / delta for e in endpoints}
+
+
+def measure_time(endpoints: list[str], number: int, repeat: int) -> dict[str, float]:
+    with tempfile.TemporaryDirectory(prefix="bench-instr-") as tmp:
+        _, adapter, secret = build(Path(tmp))
+        figures = {}
+        for endpoint in endpoints:
+            one = requester(adapter, PATHS[endpoint], secret)
+            best = float("inf")
+            for _ in range(repeat):
+                t0 = time.process_time()
+                for _ in range(number):
+                    one()
+                best = min(best, (time.process_time() - t0) / number * 1e6)
+            figures[endpoint] = best
+        return figures
+
+
+def profile(endpoint: str, number: int) -> None:
+    import cProfile
+    import pstats
+
+    with tempfile.TemporaryDirectory(prefix="bench-instr-") as tmp:
+        _, adapter, secret = build(Path(tmp))
+        one = requester(adapter, PATHS[endpoint], secret)
+        prof = cProfile.Profile()
+        prof.enable()
+        for _ in range(number):
+            one()
+        prof.disable()
+        pstats.Stats(prof).sort_stats("tottime").print_stats(25)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--mode", choices=("callgrind", "time", "profile"), default="callgrind")
+    parser.add_argument("--endpoints", default="quotes,kline,static")
+    parser.add_argument("--count", type=int, default=500, help="callgrind: requests of the shorter run")
+    parser.add_argument("--delta", type=int, default=DELTA, help="callgrind: extra requests of the longer run")
+    parser.add_argument("--number", type=int, default=20000)
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--json", action="store_true")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.child:
+        run_requests(args.child, args.count)
+        return 0
+    endpoints = [e for e in args.endpoints.split(",") if e]
+    if args.mode == "profile":
+        profile(endpoints[0], args.number)
+        return 0
+    if args.mode == "time":
+        figures = measure_time(endpoints, args.number, args.repeat)
+        unit = "us CPU per request"
+    else:
+        figures = measure_callgrind(endpoints, args.count, args.delta)
+        unit = "instructions per request"
+    if args.json:
+        print(json.dumps({"mode": args.mode, "unit": unit, "figures": figures}))
+    else:
+        for endpoint, value in figures.items():
+            print(f"{endpoint:8} {value:>12,.1f} {unit}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
