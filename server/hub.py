@@ -34,6 +34,7 @@ from server.engine import Engine, TickLog, make_engine
 from server.feeds import FeedSource, FeedSupervisor, make_feed
 from server.market.catalogue import default_catalogue
 from server.market.feed import Tick
+from server.market.history import TickHistory, logged_tick
 from server.market.inventory import InventoryBook
 from server.market.state import AppliedTick
 from server.notify.channels import configured_channels
@@ -42,6 +43,7 @@ from server.store.backend import open_repositories
 from server.store.db import storage_errors, transaction
 from server.store.keys import KeyRepo
 from server.store.storage import StorageClosed
+from server.stream.messages import tick_frame
 from server.stream.service import StreamService
 
 log = logging.getLogger("market.hub")
@@ -102,6 +104,7 @@ class Hub:
         self.before_apply: list[Callable[[float], None]] = []
         self.engine.revocations.subscribe(self._on_revoked)
         register_public_site(self)  # /api/... public-site routes + snapshot/anchoring service
+        self.history = TickHistory(len(self.catalogue.instruments), tick_frame)  # resumes (SPEC 7)
         self.services.append(StreamService(self))  # /ws/quotes on --ws-port; also serves /asyncapi.json
         self._tasks: list[asyncio.Task[None]] = []
         self._feed_task: asyncio.Task[None] | None = None
@@ -171,6 +174,8 @@ class Hub:
         for inst_id, seq in seqs.items():
             if inst_id in rows:
                 self.state.seq[rows[inst_id]] = seq
+        for batch in await tick_log.tail(self.history.covered):  # resumes of ticks from before this hub
+            self.history.add([logged_tick(self.state, tick, seq) for tick, seq in batch])
         tick_log.start(self._on_replicated, self._on_lead)
         await tick_log.lease_tried()  # a lone hub leads (feed, evidence anchoring) before it is ready
 

@@ -26,8 +26,8 @@ from server.api.site_fields import EMAIL_PATTERN, MAX_EMAIL, MAX_PHONE, PHONE_PA
 from server.api.site_records import COOPERATION_TYPES, MAX_MESSAGE, MAX_QUANTITY
 from server.market.catalogue import KINDS
 from server.store.receipts import RECEIPT_NO_PATTERN
+from server.stream.messages import MAX_EPOCH, MAX_SEQ, ErrorCode
 from server.stream.messages import MAX_IDS as MAX_STREAM_IDS
-from server.stream.messages import ErrorCode
 
 S = dict[str, Any]
 REF_PREFIX = "#/components/schemas/"
@@ -219,19 +219,33 @@ REQUESTS: dict[str, S] = {
 # --- /ws/quotes messages -------------------------------------------------------------------------
 
 STREAM: dict[str, S] = {
-    "Snapshot": obj(["type", "updated", "epoch", "quotes"], type=_const("snapshot"), updated=NULLTS,
-                    epoch={"type": "string", "description": "Identifies the server start; changes at every start. "
-                                                            "seq values are comparable only within one epoch."},
+    "Snapshot": obj(["type", "updated", "epoch", "seqs", "quotes"], type=_const("snapshot"), updated=NULLTS,
+                    epoch={"type": "string", "description": "Names the tick history the seqs belong to: it changes "
+                                                            "when that history is lost (every start of a memory-"
+                                                            "engine server). seq values are comparable only within "
+                                                            "one epoch; a resume (since) names it."},
+                    seqs={"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
+                          "description": "Each quote's instrument id -> the seq of its last tick in this snapshot "
+                                         "(0: none yet in this epoch): where a resume's since starts."},
                     quotes={"type": "array", "items": ref("Quote")}),
     "Tick": obj(["type", "id", "price", "change", "ts", "seq"], type=_const("tick"), id=STR, price=NUM,
                 change={**NUM, "description": "price minus the previous daily close"}, ts=TS,
                 seq={"type": "integer", "minimum": 1, "description": "That instrument's tick count since the "
                      "server started (epoch). A jump means ticks were conflated or missed."}),
-    "Subscribed": obj(["type", "ids", "reqId"], type=_const("subscribed"), ids=STREAM_IDS, reqId=REQ_ID),
+    "Subscribed": obj(["type", "ids", "reqId"], type=_const("subscribed"), ids=STREAM_IDS, reqId=REQ_ID,
+                      recovered={"type": "boolean", "description": "Only on a subscribe with since/epoch. true: "
+                                 "exactly the missed ticks follow, in seq order per instrument, then live ticks (no "
+                                 "snapshot). false: a snapshot of the set follows."}),
     "Pong": obj(["type", "ts", "reqId"], type=_const("pong"), ts=TS, reqId=REQ_ID),
     "Error": obj(["type", "code", "detail", "reqId"], type=_const("error"),
                  code={"type": "string", "enum": [c.value for c in ErrorCode]}, detail=STR, reqId=REQ_ID),
-    "Subscribe": obj(["op", "ids"], op=_const("subscribe"), ids=STREAM_IDS, reqId=REQ_ID),
+    "Subscribe": obj(["op", "ids"], op=_const("subscribe"), ids=STREAM_IDS, reqId=REQ_ID,
+                     since={"type": "object", "maxProperties": MAX_STREAM_IDS,
+                            "additionalProperties": {"type": "integer", "minimum": 0, "maximum": MAX_SEQ},
+                            "description": "Resume: instrument id (each also in ids) -> the last seq the client saw "
+                                           "(from a tick, or the snapshot's seqs). Given together with epoch."},
+                     epoch={"type": "string", "minLength": 1, "maxLength": MAX_EPOCH,
+                            "description": "Resume: the epoch those seqs belong to (from the snapshot)."}),
     "Unsubscribe": obj(["op", "ids"], op=_const("unsubscribe"), ids=STREAM_IDS, reqId=REQ_ID),
     "Ping": obj(["op"], op=_const("ping"), reqId=REQ_ID),
 }

@@ -61,6 +61,11 @@ class TickLog(Protocol):
         """The newest tick (and its seq) of each instrument still in the log, oldest first."""
         ...
 
+    async def tail(self, enough: Callable[[list[int], float], bool]) -> list[list[tuple[Tick, int]]]:
+        """The log's batches up to where this hub joins, oldest first, going back until `enough(ticks per
+        instrument, seconds spanned)`: the resume history (server/market/history.py) of a hub that starts."""
+        ...
+
     def start(self, on_batch: Callable[[list[tuple[Tick, int]]], None], on_lead: Callable[[bool], None]) -> None: ...
 
     async def lease_tried(self, timeout: float = 2.0) -> None:

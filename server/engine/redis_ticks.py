@@ -122,6 +122,34 @@ class RedisTicks:
                 break
         return sorted(newest.values(), key=lambda pair: pair[0].ts)
 
+    async def tail(self, enough: Callable[[list[int], float], bool], page: int = 500) -> list[Replicated]:
+        """The resume history of a joining hub: the batches up to where it joins (`load_seqs`), oldest
+        first, read backwards a page at a time until `enough(ticks per instrument, seconds spanned)` or
+        the stream's start. Best effort: Redis unreachable gives what was read (resumes get snapshots)."""
+        batches: list[Replicated] = []
+        counts = [0] * len(self.ids)
+        newest_ms: int | None = None
+        bound = self._last  # inclusive at first, then "(id": before the oldest read so far
+        try:
+            while bound != "0-0":
+                answer: Any = await self.client.xrevrange(self.stream, max=bound, count=page)
+                for _, fields in answer:
+                    batch = self._decode(fields[b"b"])
+                    batches.append(batch)
+                    for tick, _ in batch:
+                        counts[tick.row] += 1
+                if not answer:
+                    break
+                oldest = answer[-1][0].decode()
+                newest_ms = newest_ms if newest_ms is not None else int(answer[0][0].decode().split("-")[0])
+                if len(answer) < page or enough(counts, (newest_ms - int(oldest.split("-")[0])) / 1000):
+                    break
+                bound = "(" + oldest
+        except (RedisError, OSError) as exc:
+            log.warning("resume history not loaded from the tick stream (%s)", type(exc).__name__)
+        batches.reverse()
+        return batches
+
     def start(self, on_batch: Callable[[Replicated], None], on_lead: Callable[[bool], None]) -> None:
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._read(on_batch), name="ticks-read"),

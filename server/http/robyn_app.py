@@ -62,6 +62,10 @@ TOO_LARGE = bytes(MAX_BODY + 1)  # stands for any body over the limit
 
 def run_robyn(settings: Settings) -> int:
     """Serve until SIGTERM/SIGINT, then exit the process (0, or 1 if the hub failed to start)."""
+    # Robyn's Rust side logs every request's query parameters at DEBUG (logger robyn.types.multimap), and a
+    # query string may hold a key (SPEC 7: never logged): Robyn's loggers stay at INFO whatever --log-level.
+    robyn_log = logging.getLogger("robyn")
+    robyn_log.setLevel(max(logging.INFO, robyn_log.getEffectiveLevel()))
     runtime = RobynRuntime(settings)
     server = Server()
     handler = FunctionInfo(runtime.handle, True, 1, {"request": None}, {})

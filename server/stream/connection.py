@@ -30,7 +30,7 @@ import os
 import socket
 from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any, cast
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 import orjson
 from websockets.datastructures import Headers
@@ -41,7 +41,7 @@ from websockets.server import ServerProtocol
 
 from server.api.errors import ApiError, CloseCode
 from server.stream.core import StreamCore
-from server.stream.handshake import WS_PATH
+from server.stream.handshake import KEY_HEADER, WS_PATH, handshake_key
 from server.stream.messages import Payload
 from server.stream.states import SessionState
 
@@ -187,7 +187,7 @@ class StreamConnection(asyncio.Protocol):
             self.core.refuse(session, code)
             self._send_problem(ApiError(code, response.body.decode(errors="replace").strip()[:300]))
             return
-        refusal = self.core.admit(session, request.path)
+        refusal = self.core.admit(session, request.path, request.headers.get_all(KEY_HEADER))
         if refusal is not None:
             self._send_problem(refusal.error)
             return
@@ -200,9 +200,8 @@ class StreamConnection(asyncio.Protocol):
         storage first (the loop does not wait), then run the handshake again. True while loading."""
         if self.load_key is None or self._key_task is not None:
             return False
-        parts = urlsplit(request.path)
-        secret = dict(parse_qsl(parts.query, keep_blank_values=True)).get("key", "")
-        if parts.path != WS_PATH or not secret or self.core.lookup(secret) is not None:
+        secret = handshake_key(request.path, request.headers.get_all(KEY_HEADER))
+        if urlsplit(request.path).path != WS_PATH or not secret or self.core.lookup(secret) is not None:
             return False
         self._key_task = asyncio.get_running_loop().create_task(self.load_key(secret))
         self._key_task.add_done_callback(lambda task: self._resume_handshake(request, task))

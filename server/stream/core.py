@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 import math
 from collections import Counter as Tally
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from time import perf_counter
 from typing import Any, Protocol
@@ -30,6 +30,7 @@ from server.api.errors import ApiError, CloseCode
 from server.api.metrics import Registry
 from server.api.ratelimit import Gcra
 from server.market.catalogue import Catalogue
+from server.market.history import TickHistory
 from server.market.state import AppliedTick
 from server.market.timefmt import iso
 from server.store.keys import ApiKey
@@ -46,6 +47,7 @@ KEEPALIVE_INTERVAL_S = 20.0
 KEEPALIVE_TIMEOUT_S = 20.0
 HANDSHAKE_TIMEOUT_S = 10.0
 SLOW_CLOSE_S = 10.0
+MAX_REPLAY_BYTES = 8 * 1024 * 1024  # one resume's replay: about 75,000 ticks; a bigger gap gets a snapshot
 
 
 class QuoteSource(Protocol):
@@ -53,6 +55,7 @@ class QuoteSource(Protocol):
 
     version: int
     updated: float
+    seq: Any  # per row: the seq of its last applied tick (numpy int64 array in MarketState)
 
     def quotes(self, rows: list[int]) -> list[dict]: ...  # type: ignore[type-arg]
 
@@ -81,6 +84,10 @@ class StreamMetrics:
         self.refusals = registry.counter("market_ws_handshake_refusals_total", "Refused handshakes by reason.")
         self.closes = registry.counter("market_ws_server_closes_total", "Sessions the server closed, by code.")
         self.fanout = registry.histogram("market_ws_fanout_seconds", "Time to frame and write one tick batch.")
+        self.resumes = registry.counter("market_ws_resumes_total", "Subscribes with since/epoch, by recovered.")
+        self.replayed = registry.counter("market_ws_ticks_replayed_total", "Tick frames replayed by resumes.")
+        self.replay_time = registry.histogram(
+            "market_ws_resume_seconds", "Server time of a recovered resume: from its subscribe to the replay written.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +106,7 @@ class StreamCore:
         metrics: StreamMetrics,
         lookup: Callable[[str], ApiKey | None],
         limiter: Gcra | None = None,
+        history: TickHistory | None = None,
     ) -> None:
         self.state = state
         self.catalogue = catalogue
@@ -108,6 +116,7 @@ class StreamCore:
         self.lookup = lookup
         self.limiter = limiter if limiter is not None else Gcra()
         self.ids = [inst.id for inst in catalogue.instruments]
+        self.history = history if history is not None else TickHistory(len(self.ids), msg.tick_frame)
         self.all_rows = frozenset(range(len(self.ids)))
         self.registry: SubscriptionRegistry[Session] = SubscriptionRegistry(len(self.ids))
         self.sessions: dict[int, Session] = {}  # every session not yet CLOSED
@@ -138,9 +147,10 @@ class StreamCore:
             extra={"retryAfter": decision.retry_after_s},
         ))
 
-    def admit(self, session: Session, target: str) -> Refusal | None:
-        """Decide the handshake; on success the session is bound to its key (call `open` after the 101)."""
-        verdict = decide(target, self.lookup, self.limits.max_conn, lambda kid: self.per_key[kid])
+    def admit(self, session: Session, target: str, header_keys: Sequence[str] = ()) -> Refusal | None:
+        """Decide the handshake; on success the session is bound to its key (call `open` after the 101).
+        `header_keys`: the values of the request's X-SERVICE-Key headers."""
+        verdict = decide(target, header_keys, self.lookup, self.limits.max_conn, lambda kid: self.per_key[kid])
         if isinstance(verdict, Refusal):
             session.transition(SessionState.REJECTED)
             self.metrics.refusals.inc((("reason", verdict.reason),))
@@ -223,20 +233,61 @@ class StreamCore:
         return None
 
     def _change_subscription(self, session: Session, op: msg.ClientOp) -> None:
+        started = perf_counter()
         index = self.catalogue.index
-        unknown = [i for i in op.ids if i not in index]
+        unknown = [i for i in (*op.ids, *(op.since or ())) if i not in index]
         if unknown:
-            detail = "Unknown instrument ids: " + ", ".join(u[:64] for u in unknown[:20])
+            detail = "Unknown instrument ids: " + ", ".join(u[:64] for u in dict.fromkeys(unknown[:20]))
             session.write(text_frame(msg.error_payload(msg.ErrorCode.UNKNOWN_IDS, detail, op.req_id)))
+            return
+        if op.since is not None and not op.since.keys() <= set(op.ids):
+            extra = [i for i in op.since if i not in op.ids]
+            detail = "'since' names ids that are not in 'ids': " + ", ".join(e[:64] for e in extra[:20])
+            session.write(text_frame(msg.error_payload(msg.ErrorCode.INVALID_MESSAGE, detail, op.req_id)))
             return
         rows = frozenset(index[i] for i in op.ids)
         if op.op is msg.Op.UNSUBSCRIBE:
             rows = self.registry.rows_of(session) - rows
-        self.registry.join(session, rows)
-        session.out.drop_pending()  # the snapshot below supersedes every held tick
         ids = [self.ids[r] for r in sorted(rows)]
-        ack = text_frame(msg.subscribed_payload(ids, op.req_id))
-        session.write(ack + self.snapshot_frame(rows))
+        replay = self._replay(rows, op.since, op.epoch) if op.since is not None and op.epoch is not None else None
+        # Everything below runs in this one call on the loop thread: no tick batch can land between the
+        # join and the replay, so the replay (seqs since+1 .. current) and the live ticks that follow it
+        # meet with no gap and no duplicate.
+        self.registry.join(session, rows)
+        session.out.drop_pending()  # the snapshot (or the replay, which holds them) supersedes held ticks
+        if op.since is None:
+            session.write(text_frame(msg.subscribed_payload(ids, op.req_id)) + self.snapshot_frame(rows))
+            return
+        self.metrics.resumes.inc((("recovered", "true" if replay is not None else "false"),))
+        if replay is None:
+            session.write(text_frame(msg.subscribed_payload(ids, op.req_id, False)) + self.snapshot_frame(rows))
+            return
+        session.out.grant(len(replay))  # a replay may pass the hard cap once (it is bounded by MAX_REPLAY_BYTES)
+        session.write(text_frame(msg.subscribed_payload(ids, op.req_id, True)) + replay)
+        self.metrics.replay_time.observe(perf_counter() - started)
+
+    def _replay(self, rows: frozenset[int], since: dict[str, int], epoch: str) -> bytes | None:
+        """The missed ticks of every row, or None when any of them is not held (or the epoch differs)."""
+        if epoch != self.epoch:
+            return None
+        current = self.state.seq
+        parts: list[bytes] = []
+        size = count = 0
+        for row in sorted(rows):
+            seen = since.get(self.ids[row])
+            if seen is None:
+                return None  # nothing known of this id: it needs the snapshot
+            now = int(current[row])
+            part = self.history.replay(row, seen, now)
+            if part is None:
+                return None
+            size += len(part)
+            count += now - seen
+            if size > MAX_REPLAY_BYTES:
+                return None
+            parts.append(part)
+        self.metrics.replayed.inc(amount=count)
+        return b"".join(parts)
 
     # --- server messages -----------------------------------------------------
     def snapshot_frame(self, rows: frozenset[int]) -> bytes:
@@ -249,9 +300,12 @@ class StreamCore:
             if len(self._snapshots) > 64:
                 self._snapshots.clear()
             updated = self.state.updated
-            quotes = self.state.quotes(sorted(rows))
+            ordered = sorted(rows)
+            quotes = self.state.quotes(ordered)
+            seq = self.state.seq
+            seqs = {self.ids[r]: int(seq[r]) for r in ordered}
             payload = msg.snapshot_payload(iso(updated) if updated > 0 and math.isfinite(updated) else None,
-                                           self.epoch, quotes)
+                                           self.epoch, seqs, quotes)
             frame = self._snapshots[rows] = text_frame(payload)
         return frame
 
@@ -260,11 +314,12 @@ class StreamCore:
         started = perf_counter()
         by_row = self.registry.by_row
         touched: dict[Any, list[tuple[int, bytes]]] = {}
-        for t in ticks:
+        frames = self.history.add(ticks)  # framed once: kept for resumes, and sent live below
+        for t, frame in zip(ticks, frames, strict=True):
             groups = by_row[t.row]
             if not groups:
                 continue
-            item = (t.row, text_frame(msg.tick_payload(t.id, t.price, t.change, iso(t.ts), t.seq)))
+            item = (t.row, frame)
             for group in groups:
                 items = touched.get(group)
                 if items is None:

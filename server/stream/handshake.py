@@ -2,13 +2,14 @@
 
 A refusal is data: an `ApiError` (status + RFC 9457 problem body) and a
 metrics `reason`. The pump turns it into an HTTP response; nothing here
-touches a socket. The key travels in the query string, so the request
-target must never be logged.
+touches a socket. The key travels in the `X-SERVICE-Key` header (non-browser
+clients) or in the `key` query parameter (browsers cannot set handshake
+headers), so the request target must never be logged.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
@@ -16,6 +17,7 @@ from server.api.errors import ApiError
 from server.store.keys import ApiKey
 
 WS_PATH = "/ws/quotes"
+KEY_HEADER = "X-SERVICE-Key"
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,8 +26,17 @@ class Refusal:
     error: ApiError
 
 
+def handshake_key(target: str, header_keys: Sequence[str]) -> str:
+    """The key a handshake presents: the X-SERVICE-Key header when sent, else the `key` query parameter.
+    Two X-SERVICE-Key headers present no key a server could choose between: "" (refused as missing)."""
+    if header_keys:
+        return header_keys[0].strip() if len(header_keys) == 1 else ""
+    return dict(parse_qsl(urlsplit(target).query, keep_blank_values=True)).get("key", "")
+
+
 def decide(
     target: str,
+    header_keys: Sequence[str],
     lookup: Callable[[str], ApiKey | None],
     max_conn: dict[str, int],
     open_count: Callable[[str], int],
@@ -35,9 +46,11 @@ def decide(
     if parts.path != WS_PATH:
         return Refusal("not_found", ApiError("not_found", f"No WebSocket endpoint at {parts.path[:200]}; "
                                                           f"connect to {WS_PATH}?key=KEY."))
-    secret = dict(parse_qsl(parts.query, keep_blank_values=True)).get("key", "")
+    secret = handshake_key(target, header_keys)
     if not secret:
-        return Refusal("missing_key", ApiError("unauthorized", "Missing key: connect to /ws/quotes?key=KEY."))
+        detail = ("Send one X-SERVICE-Key header, not several." if len(header_keys) > 1 else
+                  "Missing key: send it in the X-SERVICE-Key header, or connect to /ws/quotes?key=KEY.")
+        return Refusal("missing_key", ApiError("unauthorized", detail))
     key = lookup(secret)
     if key is None:
         return Refusal("invalid_key", ApiError("unauthorized", "Unknown or revoked API key."))

@@ -10,11 +10,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
+from server.market.timefmt import iso
+from server.stream.wire import text_frame
+
 MAX_IDS = 500  # more ids than the catalogue could ever hold; bounds the work per message
+MAX_EPOCH = 128  # characters
+MAX_SEQ = 2**53  # seqs a JSON client can hold exactly
 ReqId = str | int | None
 Payload = str | bytes | bytearray | memoryview
 
@@ -40,6 +45,8 @@ class ClientOp:
     op: Op
     ids: tuple[str, ...] = ()
     req_id: ReqId = None
+    since: dict[str, int] | None = None  # resume (subscribe only): id -> last seq the client saw
+    epoch: str | None = None  # the epoch those seqs belong to (given exactly when since is)
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +79,10 @@ def parse_client_message(data: Payload) -> ClientOp | MessageError:
         return MessageError(ErrorCode.UNKNOWN_OP, detail, req_id)
     if kind is Op.PING:
         return ClientOp(kind, (), req_id)
-    return _with_ids(kind, msg.get("ids"), req_id)
+    op_ = _with_ids(kind, msg.get("ids"), req_id)
+    if isinstance(op_, MessageError) or ("since" not in msg and "epoch" not in msg):
+        return op_
+    return _with_resume(op_, msg.get("since"), msg.get("epoch"))
 
 
 def _with_ids(kind: Op, ids: Any, req_id: ReqId) -> ClientOp | MessageError:
@@ -83,6 +93,28 @@ def _with_ids(kind: Op, ids: Any, req_id: ReqId) -> ClientOp | MessageError:
     return ClientOp(kind, tuple(dict.fromkeys(ids)), req_id)
 
 
+def _with_resume(op: ClientOp, since: Any, epoch: Any) -> ClientOp | MessageError:
+    """`since` and `epoch` (a resume): shapes only; the core checks the ids against the catalogue and `ids`."""
+    def bad(detail: str) -> MessageError:
+        return MessageError(ErrorCode.INVALID_MESSAGE, detail, op.req_id)
+
+    if op.op is not Op.SUBSCRIBE:
+        return bad("'since' and 'epoch' go with subscribe only.")
+    if since is None or epoch is None:
+        return bad("'since' and 'epoch' go together: the last seq seen per id, and the epoch of those seqs.")
+    if not isinstance(epoch, str) or not epoch or len(epoch) > MAX_EPOCH:
+        return bad(f"'epoch' must be a non-empty string of at most {MAX_EPOCH} characters "
+                   "(the epoch of the snapshot the seqs belong to).")
+    if not isinstance(since, dict):
+        return bad("'since' must be an object mapping instrument id to the last seq seen (an integer >= 0).")
+    if len(since) > MAX_IDS:
+        return bad(f"'since' may hold at most {MAX_IDS} ids.")
+    for key, seq in since.items():
+        if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq <= MAX_SEQ:
+            return bad(f"'since' of {key[:64]!r} must be an integer >= 0 (the last seq seen), not {str(seq)[:32]}.")
+    return ClientOp(op.op, op.ids, op.req_id, dict(since), epoch)
+
+
 # --- server messages (JSON text payloads) -------------------------------------
 
 
@@ -90,12 +122,28 @@ def tick_payload(instrument_id: str, price: float, change: float, ts: str, seq: 
     return orjson.dumps({"type": "tick", "id": instrument_id, "price": price, "change": change, "ts": ts, "seq": seq})
 
 
-def snapshot_payload(updated: str | None, epoch: str, quotes: list[dict[str, Any]]) -> bytes:
-    return orjson.dumps({"type": "snapshot", "updated": updated, "epoch": epoch, "quotes": quotes})
+class AppliedTickLike(Protocol):
+    id: str
+    price: float
+    change: float
+    ts: float
+    seq: int
 
 
-def subscribed_payload(ids: list[str], req_id: ReqId) -> bytes:
-    return orjson.dumps({"type": "subscribed", "ids": ids, "reqId": req_id})
+def tick_frame(t: AppliedTickLike) -> bytes:
+    """The one frame of a tick, sent live and kept for resumes (server.market.history)."""
+    return text_frame(tick_payload(t.id, t.price, t.change, iso(t.ts), t.seq))
+
+
+def snapshot_payload(updated: str | None, epoch: str, seqs: dict[str, int], quotes: list[dict[str, Any]]) -> bytes:
+    return orjson.dumps({"type": "snapshot", "updated": updated, "epoch": epoch, "seqs": seqs, "quotes": quotes})
+
+
+def subscribed_payload(ids: list[str], req_id: ReqId, recovered: bool | None = None) -> bytes:
+    """`recovered` is present exactly when the subscribe carried `since`/`epoch`."""
+    if recovered is None:
+        return orjson.dumps({"type": "subscribed", "ids": ids, "reqId": req_id})
+    return orjson.dumps({"type": "subscribed", "ids": ids, "reqId": req_id, "recovered": recovered})
 
 
 def pong_payload(ts: str, req_id: ReqId) -> bytes:

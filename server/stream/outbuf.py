@@ -7,7 +7,9 @@ Invariants (what keeps memory bounded whatever a client does):
   the client's ``seq`` for that instrument jumps;
 - control replies (acks, snapshots, pongs, errors) are not conflatable and go
   to the transport, but past ``hard_cap`` the connection is closed at once;
-- a connection over ``cap`` for longer than the grace period is closed (4008).
+- a connection over ``cap`` for longer than the grace period is closed (4008);
+- a resume's replay (bounded by the stream core) may pass ``hard_cap`` once: ``grant`` raises the
+  hard cap by its size until the transport has drained below ``cap`` again.
 
 Pure bookkeeping: the caller reports the transport's state and writes bytes.
 """
@@ -19,7 +21,7 @@ DEFAULT_HARD_CAP = 256 * 1024
 
 
 class OutBuffer:
-    __slots__ = ("cap", "hard_cap", "over_since", "pending")
+    __slots__ = ("cap", "credit", "hard_cap", "over_since", "pending")
 
     def __init__(self, cap: int = DEFAULT_CAP, hard_cap: int = DEFAULT_HARD_CAP) -> None:
         if not 0 < cap <= hard_cap:
@@ -27,6 +29,7 @@ class OutBuffer:
         self.cap = cap
         self.hard_cap = hard_cap
         self.over_since: float | None = None  # None while ticks may be written
+        self.credit = 0  # bytes of a replay allowed over hard_cap until the transport drains below cap
         self.pending: dict[int, bytes] = {}  # row -> latest tick frame, oldest first
 
     @property
@@ -66,5 +69,11 @@ class OutBuffer:
     def overdue(self, now: float, grace_s: float) -> bool:
         return self.over_since is not None and now - self.over_since >= grace_s
 
+    def grant(self, nbytes: int) -> None:
+        """A replay of this size goes out now (a resume): it may pass the hard cap until it has drained."""
+        self.credit = nbytes
+
     def exceeds_hard_cap(self, buffered: int) -> bool:
-        return buffered > self.hard_cap
+        if buffered <= self.cap:
+            self.credit = 0  # the replay has drained
+        return buffered > self.hard_cap + self.credit

@@ -33,6 +33,7 @@ class StreamService:
             hub.state, hub.catalogue, hub.epoch, self.limits,
             StreamMetrics(hub.registry, lambda: float(self.core.open_count)), hub.keys.lookup,
             hub.app.limiter,  # the HTTP limiter's store: its buckets are pruned with the others
+            hub.history,  # filled from every applied batch (and, on redis, the stream's tail at start)
         )
         self.conns: dict[int, StreamConnection] = {}  # session id -> connection, until connection_lost
         self._server: asyncio.AbstractServer | None = None

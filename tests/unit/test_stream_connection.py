@@ -20,10 +20,12 @@ from server.api.router import Router
 from server.bus import LocalTickBus
 from server.config import Settings
 from server.market.catalogue import default_catalogue
+from server.market.history import TickHistory
 from server.market.state import build_demo_state
 from server.store.keys import ApiKey
 from server.stream.connection import CLOSE_TIMEOUT_S
 from server.stream.core import StreamLimits
+from server.stream.messages import tick_frame
 from server.stream.service import StreamService
 
 KEY = ApiKey("key_t", "professional", None, None, 0.0, None)
@@ -41,6 +43,7 @@ def make_service() -> StreamService:
         keys=SimpleNamespace(lookup=lambda secret: KEY if secret == "good" else None, load=_no_key),
         bus=LocalTickBus(),
         revocation_listeners=[], router=Router(), clock=time.time, app=SimpleNamespace(limiter=Gcra()),
+        history=TickHistory(len(catalogue.instruments), tick_frame),
     )
     service = StreamService(hub)
     fast = StreamLimits(max_conn={"professional": 5}, slow_close_s=0.4, keepalive_interval_s=0.3,

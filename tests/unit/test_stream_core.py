@@ -32,6 +32,7 @@ class FakeState:
     version: int = 1
     updated: float = 1_700_000_000.0
     calls: list[list[int]] = field(default_factory=list)
+    seq: list[int] = field(default_factory=lambda: [0] * len(IDS))
 
     def quotes(self, rows: list[int]) -> list[dict[str, Any]]:
         self.calls.append(rows)
