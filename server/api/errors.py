@@ -14,11 +14,19 @@ import orjson
 
 from server.api.types import Response
 
-PROBLEM_TYPE_BASE = "https://docs.market.example/problems/"
+# `type` is the relative reference /problems/<code> (RFC 9457 3.1.1 allows a URI reference): it resolves
+# against the URL that answered, so it points at this server's own page (server/api/problem_pages.py)
+# behind any host, port or proxy; an absolute URL built from the Host header would echo a client-chosen name.
+PROBLEM_TYPE_BASE = "/problems/"
+
+
+def problem_type(code: str) -> str:
+    return PROBLEM_TYPE_BASE + code
 
 # code -> (status, title)
 ERROR_KINDS: dict[str, tuple[int, str]] = {
     "invalid_parameter": (400, "Invalid parameter"),
+    "unknown_parameter": (400, "Unknown parameter"),
     "invalid_body": (400, "Invalid request body"),
     "validation_failed": (400, "Validation failed"),
     "unauthorized": (401, "Unauthorized"),
@@ -63,7 +71,7 @@ class ApiError(Exception):
 
     def problem(self) -> dict[str, Any]:
         doc: dict[str, Any] = {
-            "type": PROBLEM_TYPE_BASE + self.code.replace("_", "-"),
+            "type": problem_type(self.code),
             "title": self.title,
             "status": self.status,
             "detail": self.detail,

@@ -18,6 +18,7 @@ from pathlib import Path
 import orjson
 
 from server.api.errors import ApiError
+from server.api.problem_pages import ProblemPages
 from server.api.router import Access, Router
 from server.api.site_market import etag_matches
 from server.api.types import Request, Response
@@ -97,6 +98,11 @@ class WebApi:
         self.docs_page = versioned_page(self.files, "docs.html") if "docs.html" in self.files else None
         config = {"wsPort": settings.ws_port, "wsPath": WS_PATH, "demo": settings.is_demo}
         self.config = orjson.dumps(config)
+        self.problems = ProblemPages()
+        # browsers ask for /favicon.ico on pages that name no icon (the JSON docs, problem pages): the SVG icon,
+        # with its own content type (every browser that asks renders an SVG there)
+        icon = self.files.get("favicon.svg")
+        self.favicon = _static(icon.body, icon.content_type, "public, max-age=86400") if icon else None
 
     def register(self, router: Router) -> None:
         router.add("GET", "/", self.page, Access.OPEN, name="web_index")
@@ -104,6 +110,8 @@ class WebApi:
         router.add("GET", "/static/{file}", self.static, Access.OPEN, name="web_static")
         router.add("GET", "/static/vendor/{file}", self.vendor, Access.OPEN, name="web_vendor")
         router.add("GET", "/api/config", self.client_config, Access.OPEN, name="web_config")
+        router.add("GET", "/favicon.ico", self.favicon_ico, Access.OPEN, name="favicon")
+        router.add("GET", "/problems/{code}", self.problems.answer, Access.OPEN, name="problem_page")
 
     def page(self, req: Request) -> Response:
         return _answer(req, self.index, PAGE_HEADERS)
@@ -112,6 +120,11 @@ class WebApi:
         if self.docs_page is None:
             raise ApiError("not_found", "The API docs page is missing from the package.")
         return _answer(req, self.docs_page, DOCS_HEADERS)
+
+    def favicon_ico(self, req: Request) -> Response:
+        if self.favicon is None:
+            raise ApiError("not_found", "No icon in the package.")
+        return _answer(req, self.favicon, [])
 
     def static(self, req: Request) -> Response:
         return self._file(req, req.path_params["file"])

@@ -5,8 +5,9 @@
     basisPct = 100 x basis / intl
 
 ``shfe`` and ``dce`` are the two domestic CNY/t prices of a pair (historical
-field names): ``shfe`` is the exchange futures main contract, ``dce`` the East
-China spot assessment. Tariffs are China's MFN import duty rates as fractions
+field names): ``shfe`` is the futures main contract (ZCE for methanol and PTA, DCE for
+PP, PE and PVC; never SHFE), ``dce`` the East China spot assessment (not a
+DCE price): the note of each pair says so. Tariffs are China's MFN import duty rates as fractions
 (methanol 5.5%; PTA, PP, PE and PVC 6.5%), VAT is the 13% import VAT, and the
 port fee is a flat landing/port charge in CNY/t. All pairs are computed at
 once with gathered numpy index arrays.
@@ -37,7 +38,8 @@ class SpreadPair:
 
 def _note(product: str, futures: str, spot: str, tariff: float, fee: float) -> str:
     return (
-        f"{product}: shfe = {futures}, dce = {spot} (both CNY/t). "
+        f"{product}: shfe = {futures} futures, dce = {spot} (both CNY/t; the field names are historical: "
+        "shfe is not a Shanghai Futures Exchange price, dce is a spot assessment, not a Dalian contract). "
         f"intl = CFR China (USD/t) x USD/CNY x (1 + {tariff:.1%} MFN tariff) x (1 + 13% VAT) "
         f"+ {fee:.0f} CNY/t port fee; basis = (shfe + dce)/2 - intl. "
         "Positive basis: domestic prices above import parity (imports profitable)."

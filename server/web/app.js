@@ -97,6 +97,9 @@ class Dashboard {
       notices: this.notices,
       wsUrl: (k) => this.wsUrl(k),
       onRejected: (status) => this.rejected(session, status),
+      // the Markets cards follow the same quotes as the live table while a session has them
+      onQuotes: (book) => { if (session === this.session) this.publicView.setLive(book); },
+      onQuote: (row) => { if (session === this.session) this.publicView.updateLive(row); },
     });
     this.session = session;
     const outcome = await session.start();
@@ -126,6 +129,7 @@ class Dashboard {
   endSession() {
     this.session?.stop();
     this.session = null;
+    this.publicView.setLive(null);
     document.getElementById("keyed").hidden = true;
     document.getElementById("status").hidden = true;
   }
@@ -156,6 +160,7 @@ class Dashboard {
     for (const node of document.querySelectorAll("[data-i18n-placeholder]")) {
       node.placeholder = i18n.t(node.dataset.i18nPlaceholder);
     }
+    for (const node of document.querySelectorAll("[data-i18n-title]")) node.title = i18n.t(node.dataset.i18nTitle);
     const toggle = document.getElementById("lang-toggle");
     toggle.textContent = i18n.t("langToggle");
     toggle.lang = i18n.lang === "zh" ? "en" : "zh-CN";

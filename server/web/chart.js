@@ -1,5 +1,31 @@
 // Candlestick chart with volume, drawn by TradingView's lightweight-charts (vendored standalone
 // build, loaded by index.html as the global `LightweightCharts`, v5 API).
+//
+// Volume has its own pane below the candles, with its own scale. The library's logo is turned off
+// (it sat on the volume bars); index.html credits TradingView with a link under the chart instead, as
+// the library's licence asks. A legend above the plot shows O/H/L/C and volume of the bar under the
+// pointer (the last bar otherwise). Axis labels follow the page's language.
+
+const MONTHS_EN = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+const VOLUME_PANE_HEIGHT = 0.26; // share of the chart's height
+
+/** A time-axis label of a business day ({year, month, day} or "YYYY-MM-DD") or a UNIX time, per language. */
+export function axisLabel(time, tickType, lang) {
+  let y;
+  let m;
+  let d;
+  if (typeof time === "object") ({ year: y, month: m, day: d } = time);
+  else if (typeof time === "string") [y, m, d] = time.split("-").map(Number);
+  else {
+    const t = new Date(time * 1000);
+    [y, m, d] = [t.getUTCFullYear(), t.getUTCMonth() + 1, t.getUTCDate()];
+    if (tickType >= 3) return `${String(t.getUTCHours()).padStart(2, "0")}:${String(t.getUTCMinutes()).padStart(2, "0")}`;
+  }
+  const zh = lang === "zh";
+  if (tickType === 0) return zh ? `${y}年` : String(y);
+  if (tickType === 1) return zh ? `${m}月` : MONTHS_EN[m - 1];
+  return zh ? `${d}日` : String(d);
+}
 
 /** Chart colours come from the page's CSS variables, so the up/down convention follows the language. */
 function palette() {
@@ -16,29 +42,95 @@ function withAlpha(color, alpha) {
 }
 
 export class PriceChart {
-  constructor(container) {
+  /** opts: {legend: element for the O/H/L/C/V legend, lang: "en"|"zh", labels: {open, high, low, close, volume}} */
+  constructor(container, opts = {}) {
     const lib = window.LightweightCharts;
     if (!lib) throw new Error("lightweight-charts is not loaded");
     this.lib = lib;
     this.container = container;
+    this.legend = opts.legend ?? null;
+    this.lang = opts.lang ?? "en";
+    this.labels = opts.labels ?? { open: "O", high: "H", low: "L", close: "C", volume: "Vol" };
+    this.decimals = 2;
+    this.axisLabels = new Set(); // every time-axis label drawn, for the page's tests (data-axis-labels)
     this.chart = lib.createChart(container, {
       autoSize: true,
-      layout: { background: { type: "solid", color: "transparent" }, fontSize: 11 },
-      timeScale: { borderVisible: false, rightOffset: 2 },
+      layout: { background: { type: "solid", color: "transparent" }, fontSize: 11, attributionLogo: false },
+      timeScale: {
+        borderVisible: false, rightOffset: 2,
+        tickMarkFormatter: (time, tickType) => this._axisLabel(time, tickType),
+      },
       rightPriceScale: { borderVisible: false },
       crosshair: { mode: lib.CrosshairMode.Normal },
     });
     this.candles = this.chart.addSeries(lib.CandlestickSeries, { borderVisible: false });
-    this.candles.priceScale().applyOptions({ scaleMargins: { top: 0.08, bottom: 0.28 } });
+    this.candles.priceScale().applyOptions({ scaleMargins: { top: 0.08, bottom: 0.04 } });
     this.volume = this.chart.addSeries(lib.HistogramSeries, {
       priceFormat: { type: "volume" },
-      priceScaleId: "volume",
       lastValueVisible: false,
       priceLineVisible: false,
-    });
-    this.chart.priceScale("volume").applyOptions({ scaleMargins: { top: 0.78, bottom: 0 } });
+    }, 1); // its own pane, with its own (right) scale
+    this.volume.priceScale().applyOptions({ scaleMargins: { top: 0.12, bottom: 0 }, borderVisible: false });
+    this._sizePanes();
+    this.chart.subscribeCrosshairMove((param) => this._showLegend(param));
     this.bars = [];
+    this.applyLanguage(this.lang, this.labels);
     this.applyColors();
+  }
+
+  _sizePanes() {
+    const panes = this.chart.panes();
+    if (panes.length < 2) return;
+    panes[0].setStretchFactor(1 - VOLUME_PANE_HEIGHT);
+    panes[1].setStretchFactor(VOLUME_PANE_HEIGHT);
+  }
+
+  /** Axis labels and legend words in `lang`. */
+  applyLanguage(lang, labels) {
+    this.lang = lang;
+    if (labels) this.labels = labels;
+    this.axisLabels.clear();
+    this.chart.applyOptions({ localization: { locale: lang === "zh" ? "zh-CN" : "en-US", dateFormat: "yyyy-MM-dd" } });
+    this._showLegend(null);
+  }
+
+  _axisLabel(time, tickType) {
+    const label = axisLabel(time, tickType, this.lang);
+    this.axisLabels.add(label);
+    this.container.dataset.axisLabels = [...this.axisLabels].join("|");
+    return label;
+  }
+
+  /** The bar under the pointer, or the last one when the pointer is elsewhere. */
+  _showLegend(param) {
+    if (!this.legend) return;
+    const hovered = param?.time !== undefined ? this.bars.find((b) => b.time === param.time) : null;
+    const bar = hovered ?? this.bars[this.bars.length - 1];
+    if (!bar) {
+      this.legend.textContent = "";
+      return;
+    }
+    const fmt = (v, d) => new Intl.NumberFormat("en-US", { minimumFractionDigits: d, maximumFractionDigits: d })
+      .format(v);
+    const L = this.labels;
+    const parts = [
+      [null, typeof bar.time === "string" ? bar.time : ""],
+      [L.open, fmt(bar.open, this.decimals)], [L.high, fmt(bar.high, this.decimals)],
+      [L.low, fmt(bar.low, this.decimals)], [L.close, fmt(bar.close, this.decimals)],
+      [L.volume, fmt(bar.volume, 0)],
+    ];
+    this.legend.replaceChildren(...parts.filter(([, v]) => v).map(([k, v]) => {
+      const span = document.createElement("span");
+      if (k) {
+        const b = document.createElement("b");
+        b.textContent = k;
+        span.append(b, " ");
+      }
+      span.append(v);
+      return span;
+    }));
+    this.legend.dataset.time = typeof bar.time === "string" ? bar.time : String(bar.time);
+    this.legend.dataset.hover = String(Boolean(hovered));
   }
 
   /** Re-read the colours (after a language switch changes the up/down convention). */
@@ -46,7 +138,7 @@ export class PriceChart {
     const p = palette();
     this.colors = p;
     this.chart.applyOptions({
-      layout: { textColor: p.text },
+      layout: { textColor: p.text, panes: { separatorColor: p.grid, separatorHoverColor: p.grid, enableResize: false } },
       grid: { vertLines: { color: p.grid }, horzLines: { color: p.grid } },
     });
     this.candles.applyOptions({ upColor: p.up, downColor: p.down, wickUpColor: p.up, wickDownColor: p.down });
@@ -56,11 +148,13 @@ export class PriceChart {
   /** Show a kline series [{t, o, h, l, c, v}] with `decimals` price decimals. */
   setSeries(series, decimals) {
     this.bars = series.map((c) => ({ time: c.t, open: c.o, high: c.h, low: c.l, close: c.c, volume: c.v }));
+    this.decimals = decimals;
     const minMove = 10 ** -decimals;
     this.candles.applyOptions({ priceFormat: { type: "price", precision: decimals, minMove } });
     this.candles.setData(this.bars.map(({ volume, ...bar }) => bar));
     this.volume.setData(this.bars.map((b) => this._volumeBar(b)));
     this.chart.timeScale().fitContent();
+    this._showLegend(null);
   }
 
   /** Move the live (last) candle with a new price. */
@@ -73,6 +167,7 @@ export class PriceChart {
     const { volume, ...bar } = last;
     this.candles.update(bar);
     this.volume.update(this._volumeBar(last));
+    if (this.legend?.dataset.hover !== "true") this._showLegend(null);
   }
 
   _volumeBar(b) {

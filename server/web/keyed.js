@@ -10,7 +10,7 @@ import { getJson } from "./api.js";
 import { PriceChart } from "./chart.js";
 import { el, flash, replaceChildren, signClass } from "./dom.js";
 import { Close, LiveSocket, SeqTracker } from "./live.js";
-import { QuoteBook, clockOf, formatNumber } from "./quotes.js";
+import { QuoteBook, clockOf, formatNumber, viewerTime, zonedClock } from "./quotes.js";
 
 const SIDE_REFRESH_MS = 60000; // spreads and inventories
 const POLL_SHARE = 0.5; // polling may use half of the plan's budget; the rest is for charts and tables
@@ -19,7 +19,7 @@ const FAILURES_BEFORE_FALLBACK = 2;
 const KINDS = ["all", "oil", "chem", "fx"];
 
 export class KeyedSession {
-  /** ctx: {i18n, notices, wsUrl(key), onRejected(status)} */
+  /** ctx: {i18n, notices, wsUrl(key), onRejected(status), onQuotes(book), onQuote(row)} */
   constructor(key, ctx) {
     this.key = key;
     this.ctx = ctx;
@@ -43,6 +43,8 @@ export class KeyedSession {
     this.timers = [];
     this.stopped = false;
     this.netFailures = 0;
+    this.pollMode = null; // "polling" | "fallback" while quotes are polled
+    this.onResize = () => this._scrollCue();
   }
 
   /** Check the key and start; resolves to "ok", "unauthorized" or "stopped". */
@@ -66,6 +68,7 @@ export class KeyedSession {
     this.socket?.stop();
     clearTimeout(this.pollTimer);
     for (const t of this.timers) clearInterval(t);
+    window.removeEventListener("resize", this.onResize);
     this.chart?.remove();
     this.chart = null;
     for (const id of ["rate", "network", "server", "chart", "revoked"]) this.ctx.notices.clear(id);
@@ -81,6 +84,8 @@ export class KeyedSession {
     this.selectChart(this.chartId ?? first.data.quotes[0]?.id);
     this.loadSide();
     this.timers.push(setInterval(() => this.loadSide(), SIDE_REFRESH_MS));
+    window.addEventListener("resize", this.onResize);
+    document.getElementById("spreads-scroll").onscroll = this.onResize;
     if (this.plan === "free") this._poll("polling");
     else this._openSocket();
   }
@@ -139,13 +144,15 @@ export class KeyedSession {
     if (this.stopped) return;
     if (s.state === "open") {
       this.mode = "live";
+      this.pollMode = null;
       clearTimeout(this.pollTimer);
       this.ctx.notices.clear("network");
     } else if (s.state === "waiting") {
       this.retryAt = performance.now() + s.retryInMs;
       if (s.failuresBeforeOpen >= FAILURES_BEFORE_FALLBACK) {
-        if (this.mode !== "fallback" && this.mode !== "paused") this._poll("fallback");
-      } else {
+        // polling says which it is: HTTP answers (the socket was refused: "fallback") or nothing does ("offline")
+        if (this.pollMode !== "fallback") this._poll("fallback");
+      } else if (this.pollMode !== "fallback") {
         this.mode = "reconnecting";
       }
     } else if (s.state === "stopped" && s.closeCode === Close.REVOKED) {
@@ -190,7 +197,9 @@ export class KeyedSession {
   // --- live quotes: polling -----------------------------------------------------------------
 
   _poll(mode) {
-    this.mode = mode;
+    this.pollMode = mode;
+    // a fallback is only named once a poll has answered: until then the server may simply be unreachable
+    if (mode === "polling" || this.mode === "live" || this.mode === "connecting") this.mode = mode;
     clearTimeout(this.pollTimer);
     this.pollTimer = setTimeout(() => this._pollOnce(mode), this._pollIntervalMs());
     this._renderStatus();
@@ -198,7 +207,7 @@ export class KeyedSession {
 
   async _pollOnce(mode) {
     const r = await this.call("/api/v1/quotes");
-    if (this.stopped || (mode === "fallback" && this.mode === "live")) return;
+    if (this.stopped || (mode === "fallback" && this.pollMode !== "fallback")) return;
     let delay = this._pollIntervalMs();
     if (r.ok) {
       this.mode = mode;
@@ -253,9 +262,12 @@ export class KeyedSession {
         onclick: () => this.selectChart(q.id),
         onkeydown: (e) => { if (e.key === "Enter") this.selectChart(q.id); },
       },
-        el("td", { class: "name", title: i18n.loc(q.source) }, i18n.loc(q.name)),
+        // on a phone the unit and time columns give way to a second line under the name
+        el("td", { class: "name", title: i18n.loc(q.source) }, el("span", { class: "nm" }, i18n.loc(q.name)),
+          el("span", { class: "sub" }, el("span", { class: "sub-unit" }, i18n.loc(q.unit)), " · ",
+            el("span", { class: "sub-time mono" }))),
         el("td", { class: "num mono price" }),
-        el("td", { class: "num mono change" }),
+        el("td", { class: "num mono change opt" }),
         el("td", { class: "num mono pct" }),
         el("td", { class: "opt unit" }, i18n.loc(q.unit)),
         el("td", { class: "num opt mono time" }),
@@ -265,6 +277,7 @@ export class KeyedSession {
     });
     replaceChildren(document.getElementById("live-body"), rows);
     this._applyFilter();
+    this.ctx.onQuotes?.(this.book);
   }
 
   _fillRow(tr, row) {
@@ -274,9 +287,11 @@ export class KeyedSession {
     cells[1].textContent = formatNumber(q.price, row.decimals);
     cells[2].textContent = formatNumber(q.change, row.decimals, { sign: true });
     cells[3].textContent = q.changePct === null ? "—" : `${formatNumber(q.changePct, 2, { sign: true })}%`;
-    cells[2].className = `num mono change ${cls}`;
+    cells[2].className = `num mono change opt ${cls}`;
     cells[3].className = `num mono pct ${cls}`;
-    cells[5].textContent = clockOf(q.updated);
+    cells[5].textContent = clockOf(q.updated); // the column header names the zone
+    cells[5].title = viewerTime(q.updated, this.ctx.i18n);
+    cells[0].lastChild.lastChild.textContent = zonedClock(q.updated, this.ctx.i18n);
   }
 
   _updateRow(row) {
@@ -284,6 +299,7 @@ export class KeyedSession {
     if (!tr) return;
     this._fillRow(tr, row);
     flash(tr.cells[1], row.moved);
+    this.ctx.onQuote?.(row);
   }
 
   // --- chart ----------------------------------------------------------------------------
@@ -319,7 +335,7 @@ export class KeyedSession {
     }
     notices.clear("chart");
     try {
-      this.chart ??= new PriceChart(box);
+      this.chart ??= new PriceChart(box, { legend: document.getElementById("chart-legend"), ...this._chartLanguage() });
     } catch {
       notices.set("chart", () => i18n.t("errNoChartLib"), 0);
       return;
@@ -328,6 +344,12 @@ export class KeyedSession {
     box.dataset.instrument = id;
     box.dataset.candles = String(r.data.series.length);
     this._renderChartMeta();
+  }
+
+  _chartLanguage() {
+    const { i18n } = this.ctx;
+    return { lang: i18n.lang, labels: { open: i18n.t("legendOpen"), high: i18n.t("legendHigh"),
+      low: i18n.t("legendLow"), close: i18n.t("legendClose"), volume: i18n.t("legendVolume") } };
   }
 
   _renderChartMeta() {
@@ -360,21 +382,37 @@ export class KeyedSession {
     const { i18n } = this.ctx;
     const n = (v, d = 2) => formatNumber(v, d);
     const pct = (v) => `${formatNumber(v * 100, 1)}%`;
+    const parity = (s) => i18n.t("parityRow", { cfr: n(s.cfrUsd), fx: n(s.fx, 4), tariff: pct(s.tariff),
+      vat: pct(s.vat), fee: n(s.portFee, 0), intl: n(s.intl) });
     replaceChildren(document.getElementById("spreads-body"), this.spreads.map((s) => el("tr", {
-      title: s.note, dataset: { pair: s.pair },
+      // the server's note (English) names the contract and spot market; in Chinese, the formula with numbers
+      title: i18n.lang === "en" ? s.note : parity(s), dataset: { pair: s.pair },
     },
-      el("td", { class: "name" }, i18n.t(`pair_${s.pair}`)),
-      el("td", { class: "num mono" }, n(s.shfe)),
-      el("td", { class: "num mono" }, n(s.dce)),
+      el("td", { class: "name" }, el("span", { class: "nm" }, i18n.t(`pair_${s.pair}`)),
+        el("span", { class: "contract" }, i18n.t(`futures_${s.pair}`))),
+      el("td", { class: "num mono", title: i18n.t("futuresTitle", { c: i18n.t(`futures_${s.pair}`) }) }, n(s.shfe)),
+      el("td", { class: "num mono", title: i18n.t(`spot_${s.pair}`) }, n(s.dce)),
       el("td", { class: "num mono" }, n(s.cfrUsd)),
       el("td", { class: "num mono" }, n(s.fx, 4)),
       el("td", { class: "num mono" }, pct(s.tariff)),
       el("td", { class: "num mono" }, pct(s.vat)),
       el("td", { class: "num mono" }, n(s.portFee, 0)),
-      el("td", { class: "num mono strong" }, n(s.intl)),
+      el("td", { class: "num mono strong parity", title: parity(s) }, n(s.intl)),
       el("td", { class: `num mono strong ${signClass(s.basis)}` }, formatNumber(s.basis, 2, { sign: true })),
       el("td", { class: `num mono ${signClass(s.basisPct)}` }, `${formatNumber(s.basisPct, 2, { sign: true })}%`),
     )));
+    this._scrollCue();
+  }
+
+  /** A table wider than its box says so: a shadow on the side with more columns, and a line under it. */
+  _scrollCue() {
+    const box = document.getElementById("spreads-scroll");
+    const wrap = document.getElementById("spreads-wrap");
+    const cue = document.getElementById("spreads-cue");
+    const more = box.scrollWidth - box.clientWidth > 1;
+    wrap.dataset.more = !more ? "none" : box.scrollLeft + box.clientWidth >= box.scrollWidth - 1 ? "left" : "right";
+    cue.hidden = !more;
+    cue.textContent = more ? this.ctx.i18n.t("scrollCue", { n: box.querySelectorAll("thead th").length }) : "";
   }
 
   _renderInventory() {
@@ -383,12 +421,14 @@ export class KeyedSession {
     replaceChildren(document.getElementById("inventory-body"), this.inventory.map((item) => {
       const arrow = item.wow > 0 ? "▲" : item.wow < 0 ? "▼" : "▬";
       return el("tr", { dataset: { id: item.id } },
-        el("td", { class: "name" }, i18n.loc(item.name)),
-        el("td", {}, i18n.t(`type_${item.type}`)),
-        el("td", { class: "num mono" }, `${formatNumber(item.level, 1)} ${item.unit}`),
+        el("td", { class: "name" }, el("span", { class: "nm" }, i18n.loc(item.name)),
+          el("span", { class: "sub" }, i18n.t(`type_${item.type}`))),
+        el("td", { class: "opt" }, i18n.t(`type_${item.type}`)),
+        el("td", { class: "num mono" }, `${formatNumber(item.level, 1)} ${i18n.unit(item.unit)}`),
         el("td", { class: `num mono wow ${signClass(item.wow)}` },
           el("span", { class: "arrow", "aria-hidden": "true" }, arrow), " ",
-          `${formatNumber(item.wow, 1, { sign: true })} (${formatNumber(item.wowPct, 2, { sign: true })}%)`),
+          `${formatNumber(item.wow, 1, { sign: true })} `,
+          el("span", { class: "wow-pct" }, `(${formatNumber(item.wowPct, 2, { sign: true })}%)`)),
       );
     }));
   }
@@ -404,9 +444,10 @@ export class KeyedSession {
     conn.dataset.mode = this.mode;
     const stale = ["reconnecting", "paused", "offline"].includes(this.mode);
     document.querySelector(".quotes-panel").dataset.stale = String(stale);
+    document.getElementById("categories").dataset.liveStale = String(stale); // the cards on live prices too
     conn.textContent = this._modeText();
     document.getElementById("budget").textContent = this._budgetText();
-    const hint = { polling: "hintFree", fallback: "hintFallback" }[this.mode];
+    const hint = { polling: "hintFree", fallback: "hintFallback", offline: "hintOffline" }[this.mode];
     document.getElementById("mode-hint").textContent = hint ? i18n.t(hint) : "";
     document.getElementById("counters").textContent = this.socket
       ? [i18n.t("ticks", { n: this.ticks }), i18n.t("gaps", { n: this.seq.gaps }),
@@ -458,6 +499,10 @@ export class KeyedSession {
     this._renderSpreads();
     this._renderInventory();
     this.chart?.applyColors();
+    if (this.chart) {
+      const { lang, labels } = this._chartLanguage();
+      this.chart.applyLanguage(lang, labels);
+    }
     this._renderStatus();
   }
 }

@@ -3,7 +3,7 @@
 
 import { getJson } from "./api.js";
 import { el, replaceChildren, signClass } from "./dom.js";
-import { formatNumber } from "./quotes.js";
+import { decimalsOf, formatNumber, viewerTime, zonedClock } from "./quotes.js";
 
 const FEED_REFRESH_MS = 5 * 60 * 1000;
 const MIN_REFRESH_S = 2; // when max-age is 0 (a refresh is due now), do not hammer the public bucket
@@ -17,6 +17,24 @@ export class PublicView {
     this.research = null;
     this.timers = new Map();
     this.failures = 0;
+    this.live = null; // a keyed session's QuoteBook: the cards then show its prices (the same ticks as the table)
+    this.stale = false;
+    this.cardRows = new Map(); // instrument id -> its rows in the cards
+  }
+
+  /** Follow a keyed session's quotes (or the public snapshot again with null). */
+  setLive(book) {
+    this.live = book;
+    this.renderMarket();
+  }
+
+  /** One live quote moved: update its card row, if a card shows it. */
+  updateLive(row) {
+    if (!this.live) return;
+    for (const tr of this.cardRows.get(row.quote.id) ?? []) {
+      this._fillPrice(tr, row.quote, row.decimals);
+      tr.dataset.live = "true";
+    }
   }
 
   start() {
@@ -57,6 +75,7 @@ export class PublicView {
 
   _settled(name) {
     this.failures = 0;
+    this._setStale(false);
     this.ctx.notices.clear(`public-${name}`);
     this.ctx.notices.clear("public-network");
   }
@@ -66,6 +85,7 @@ export class PublicView {
     const { i18n, notices } = this.ctx;
     if (r.status === 0) {
       this.failures += 1;
+      this._setStale(true);
       const seconds = Math.min(60, 2 ** Math.min(this.failures, 6));
       notices.set("public-network", () => i18n.t("errNetwork", { s: seconds }), 0);
       return seconds * 1000;
@@ -87,26 +107,58 @@ export class PublicView {
     this.renderFeed("research");
   }
 
-  renderMarket() {
+  _setStale(stale) {
+    if (this.stale === stale) return;
+    this.stale = stale;
+    document.querySelector(".markets").dataset.stale = String(stale);
+    this._renderNote();
+  }
+
+  _renderNote() {
     const { i18n } = this.ctx;
+    const note = document.getElementById("markets-note");
+    if (!this.market) return;
+    const updated = this.market.updated ?? "";
+    let text;
+    if (this.stale) text = i18n.t("marketsStale");
+    else if (this.live) text = i18n.t("marketsLive");
+    else text = i18n.t("marketsNote", { s: this.market.refreshSeconds });
+    note.textContent = `${text} · ${i18n.t("lastUpdate", { t: zonedClock(updated, i18n) })}`;
+    note.title = viewerTime(updated, i18n);
+    note.dataset.source = this.live ? "live" : "snapshot";
+  }
+
+  renderMarket() {
     const box = document.getElementById("categories");
     if (!this.market) return;
     box.setAttribute("aria-busy", "false");
-    document.getElementById("markets-note").textContent =
-      i18n.t("marketsNote", { s: this.market.refreshSeconds }) + " · " + i18n.t("lastUpdate", {
-        t: (this.market.updated ?? "").slice(11, 19),
-      });
+    this._renderNote();
+    this.cardRows = new Map();
     replaceChildren(box, this.market.categories.map((c) => this._category(c)));
+  }
+
+  /** "73.17 USD/bbl" in the page's language (the unit is localised data; priceText is English only). */
+  _fillPrice(tr, q, decimals) {
+    const { i18n } = this.ctx;
+    const [price, pct] = [tr.cells[1], tr.cells[2]];
+    replaceChildren(price, formatNumber(q.price, decimals), " ", el("span", { class: "unit" }, i18n.loc(q.unit)));
+    pct.textContent = q.changePct === null ? "—" : `${formatNumber(q.changePct, 2, { sign: true })}%`;
+    pct.className = `num mono ${signClass(q.changePct)}`;
   }
 
   _category(cat) {
     const { i18n } = this.ctx;
-    const rows = cat.quotes.map((q) => el("tr", { dataset: { id: q.id } },
-      el("td", { class: "name", title: i18n.loc(q.source) }, i18n.loc(q.name)),
-      el("td", { class: "num mono" }, q.priceText),
-      el("td", { class: `num mono ${signClass(q.changePct)}` },
-        q.changePct === null ? "—" : `${formatNumber(q.changePct, 2, { sign: true })}%`),
-    ));
+    const rows = cat.quotes.map((q) => {
+      const live = this.live?.get(q.id);
+      const tr = el("tr", { dataset: { id: q.id, live: String(Boolean(live)) } },
+        el("td", { class: "name", title: i18n.loc(q.source) }, i18n.loc(q.name)),
+        el("td", { class: "num mono price" }),
+        el("td", { class: "num mono" }));
+      if (live) this._fillPrice(tr, live.quote, live.decimals);
+      else this._fillPrice(tr, q, decimalsOf(q.priceText));
+      this.cardRows.set(q.id, [...(this.cardRows.get(q.id) ?? []), tr]);
+      return tr;
+    });
     return el("article", { class: "panel category", dataset: { testid: "category", id: cat.id } },
       el("header", { class: "panel-head" },
         el("h3", { class: "cat-name" }, i18n.loc(cat.name)),
@@ -126,12 +178,13 @@ export class PublicView {
     }
     replaceChildren(list, items.map((item) => el("li", { dataset: { id: item.id } },
       el("div", { class: "feed-meta" },
-        el("time", { datetime: item.publishedAt }, (item.publishedAt ?? "").slice(0, 16).replace("T", " ")),
-        el("span", {}, item.source),
+        el("time", { datetime: item.publishedAt, title: viewerTime(item.publishedAt, i18n) },
+          zonedClock(item.publishedAt, i18n, { date: true })),
+        el("span", { class: "source" }, i18n.source(item.source)),
         item.author ? el("span", {}, i18n.t("by", { a: item.author })) : null),
       el("h3", {}, i18n.loc(item.title)),
       el("p", {}, i18n.loc(item.summary)),
-      item.tags?.length ? el("div", { class: "tags" }, item.tags.map((t) => el("span", { class: "tag" }, t))) : null,
+      item.tags?.length ? el("div", { class: "tags" }, item.tags.map((t) => el("span", { class: "tag", dataset: { tag: t } }, i18n.tag(t)))) : null,
     )));
   }
 }

@@ -32,6 +32,36 @@ export function clockOf(iso) {
   return m ? m[1] : "—";
 }
 
+/** The zone of an ISO time, from its offset: "UTC+8", "UTC-5:30", "UTC". */
+export function zoneOf(iso) {
+  const m = /(Z|([+-])(\d{2}):(\d{2}))$/.exec(iso ?? "");
+  if (!m) return "";
+  if (m[1] === "Z" || (m[3] === "00" && m[4] === "00")) return "UTC";
+  return `UTC${m[2]}${Number(m[3])}${m[4] === "00" ? "" : `:${m[4]}`}`;
+}
+
+/** The exchange-time label of an ISO time: "北京时间" in Chinese for +08:00, else "UTC+8"-style. */
+export function zoneLabel(iso, i18n) {
+  const zone = zoneOf(iso);
+  return zone === "UTC+8" ? i18n.t("tzShanghai") : zone;
+}
+
+/** "HH:MM:SS UTC+8" (or "YYYY-MM-DD HH:MM UTC+8" with {date: true}): the time as the server wrote it, labelled. */
+export function zonedClock(iso, i18n, { date = false } = {}) {
+  if (!iso) return "—";
+  const text = date ? iso.slice(0, 16).replace("T", " ") : clockOf(iso);
+  const zone = zoneLabel(iso, i18n);
+  return zone ? `${text} ${zone}` : text;
+}
+
+/** The same instant in the viewer's own zone, for a tooltip: "Your time: 2026-11-22 18:11:25 UTC". */
+export function viewerTime(iso, i18n) {
+  const d = new Date(iso ?? "");
+  if (Number.isNaN(d.getTime())) return "";
+  const t = d.toLocaleString("sv-SE", { timeZoneName: "short" });
+  return i18n.t("localTime", { t });
+}
+
 /** -1, 0 or 1. */
 export function direction(value) {
   if (!value) return 0;

@@ -288,7 +288,7 @@ def test_language_toggle_switches_names_and_persists(tab: Tab, dash: ServerProce
     assert page.inner_text("#live-body tr[data-id=brent] td.name") == "布伦特原油"
     assert page.inner_text("[data-testid=conn-status]") == "实时 · WebSocket"
     assert page.inner_text("[data-testid=lang-toggle]") == "English"
-    assert page.inner_text("[data-testid=spreads] tbody tr[data-pair=PP] td.name") == "聚丙烯"
+    assert page.inner_text("[data-testid=spreads] tbody tr[data-pair=PP] td.name .nm") == "聚丙烯"
     tab.shot("zh")
     page.reload()
     page.wait_for_selector("[data-testid=conn-status][data-mode=live]")  # the key survives the reload
