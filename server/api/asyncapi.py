@@ -33,7 +33,7 @@ CLOSE_CODE_MEANINGS: dict[CloseCode, str] = {
 
 REFUSALS = {
     "400": "Not a valid WebSocket upgrade request (`bad_handshake`; 426 `upgrade_required` without Upgrade).",
-    "401": "Missing, unknown or revoked key (`unauthorized`).",
+    "401": "Missing, unknown or revoked key, or two X-SERVICE-Key headers (`unauthorized`).",
     "403": "The key's plan has no WebSocket access: the free plan (`forbidden`).",
     "404": "Unknown path (`not_found`).",
     "429": "The key already has as many open connections as its plan allows: professional 5, enterprise 50 "
@@ -42,14 +42,25 @@ REFUSALS = {
 
 MESSAGE_DOCS = {
     "Snapshot": "Always the first message (every instrument), and again after each subscribe/unsubscribe "
-                "acknowledgement, for the new set.",
+                "acknowledgement, for the new set (after a resume only when it was not recovered). `seqs` gives "
+                "each instrument's seq as of the snapshot: the starting point of a later resume's `since`.",
     "Tick": "One price change. Each tick is serialised once and the same frame goes to every subscriber; ticks "
             "of one feed batch arrive in one write. A slow client gets only the latest tick per instrument.",
-    "Subscribed": "Acknowledges a subscribe or unsubscribe with the full current set.",
+    "Subscribed": "Acknowledges a subscribe or unsubscribe with the full current set. On a resume (a "
+                  "subscribe with since/epoch) it carries `recovered`: true when the epoch matches and every "
+                  "missed tick is held, and exactly the missed ticks follow (per instrument in seq order, "
+                  "instruments in catalogue order), then live ticks with no gap and no duplicate, no snapshot; "
+                  "false otherwise, and a snapshot of the set follows.",
     "Pong": "Answer to the ping op.",
     "Error": "A bad client message; the connection stays open. An unknown id fails the whole request and "
              "leaves the set unchanged.",
-    "Subscribe": "Replace the set with exactly these ids (atomic).",
+    "Subscribe": "Replace the set with exactly these ids (atomic). Resume after a reconnect: add `since` (each "
+                 "id of ids -> the last seq seen, from a tick or the snapshot's `seqs`) and `epoch` (the "
+                 "snapshot's). The server holds at least the last 1,000 ticks or 10 minutes per instrument, "
+                 "whichever is more (at most 16,384 ticks). An id of ids missing from since, a since ahead of "
+                 "the server's seq, another epoch or an evicted tick: recovered false. Errors (invalid_message, "
+                 "unknown_ids): since without epoch or the reverse, since not an object of integers >= 0, since "
+                 "naming an id not in ids, since/epoch on unsubscribe. Ignore what arrives before this ack.",
     "Unsubscribe": "Remove these ids from the set (atomic).",
     "Ping": "Application-level ping.",
 }
@@ -71,15 +82,25 @@ def build_asyncapi(settings: Settings) -> dict[str, Any]:
                            "that stops reading is not buffered without bound: past a per-connection cap its "
                            "pending ticks conflate to the latest per instrument (seq jumps); over the cap for "
                            "10 s it is closed with 4008. Every close has a 2 s timeout, then the TCP "
-                           "connection is dropped.",
+                           "connection is dropped. Resume after reconnect: subscribe with since/epoch "
+                           "(see the Subscribe message). The key goes in the X-SERVICE-Key handshake header "
+                           "(non-browser clients) or the key query parameter (browsers); the server never "
+                           "logs the query string.",
         },
         "servers": {"local": {"host": f"{settings.host}:{settings.ws_port}", "protocol": "ws",
-                              "security": [{"$ref": "#/components/securitySchemes/queryKey"}]}},
+                              "security": [{"$ref": "#/components/securitySchemes/headerKey"},
+                                           {"$ref": "#/components/securitySchemes/queryKey"}]}},
         "channels": {"quotes": {
             "address": "/ws/quotes",
             "messages": messages,
-            "bindings": {"ws": {"method": "GET", "query": obj(
-                ["key"], key={"type": "string", "description": "A professional or enterprise API key."})}},
+            "bindings": {"ws": {
+                "method": "GET",
+                "headers": obj([], **{"X-SERVICE-Key": {"type": "string", "description": (
+                    "A professional or enterprise API key (non-browser clients: it stays out of URLs and so "
+                    "out of proxy logs). When sent, it is the key and the query's key is ignored.")}}),
+                "query": obj([], key={"type": "string", "description": (
+                    "A professional or enterprise API key, for browsers (which cannot set handshake headers).")}),
+            }},
             "x-handshake-refusals": {
                 "description": "A refused handshake is an HTTP response with an RFC 9457 "
                                "application/problem+json body {type, title, status, detail, code}.",
@@ -105,7 +126,8 @@ def build_asyncapi(settings: Settings) -> dict[str, Any]:
         },
         "components": {
             "schemas": closure(*STREAM, "Problem"),
-            "securitySchemes": {"queryKey": {"type": "httpApiKey", "name": "key", "in": "query"}},
+            "securitySchemes": {"headerKey": {"type": "httpApiKey", "name": "X-SERVICE-Key", "in": "header"},
+                                "queryKey": {"type": "httpApiKey", "name": "key", "in": "query"}},
         },
     }
 

@@ -135,3 +135,16 @@ def test_handshake_takes_the_header_key_first() -> None:
     s2 = core.connect(Sink(), 0.0)
     refusal = core.admit(s2, "/ws/quotes?key=pro", ["pro", "pro"])
     assert refusal is not None and refusal.error.status == 401
+
+
+def test_asyncapi_documents_resume_and_the_header_key() -> None:
+    from server.api.asyncapi import build_asyncapi
+    from server.config import Settings
+
+    doc = build_asyncapi(Settings())
+    schemas = doc["components"]["schemas"]
+    assert {"since", "epoch"} <= set(schemas["Subscribe"]["properties"])
+    assert "recovered" in schemas["Subscribed"]["properties"] and "seqs" in schemas["Snapshot"]["required"]
+    assert doc["components"]["securitySchemes"]["headerKey"] == {"type": "httpApiKey", "name": "X-SERVICE-Key",
+                                                                 "in": "header"}
+    assert "X-SERVICE-Key" in doc["channels"]["quotes"]["bindings"]["ws"]["headers"]["properties"]
