@@ -86,6 +86,8 @@ class OutboxWorker:
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
         self._inflight: dict[str, asyncio.Task[None]] = {}
+        # jobs this worker claimed whose outcome is not recorded yet (in flight, or its write failed)
+        self._claimed: set[str] = set()
         self._senders: dict[str, Sender] = {}
         self._repo: Outbox | None = outbox
         self._own_storage: SqliteStorage | None = None
@@ -168,9 +170,10 @@ class OutboxWorker:
             for job in await repo.claim_due(self.clock(), free):
                 task = self._loop.create_task(self._deliver(job), name=f"outbox-{job.id}")
                 self._inflight[job.id] = task
+                self._claimed.add(job.id)
                 task.add_done_callback(functools.partial(self._finished, job.id))
         self.counts = await repo.counts()
-        if self.counts[JobState.SENDING] > len(self._inflight):
+        if self._claimed.difference(self._inflight):
             await self._release_orphans(repo)
 
     async def _sleep_s(self) -> float:
@@ -186,10 +189,14 @@ class OutboxWorker:
         return min(self.poll_s, max(0.0, due - self.clock()))
 
     async def _release_orphans(self, repo: Outbox) -> None:
-        """Jobs in sending that no task of ours is delivering (a write of their outcome failed)."""
-        orphans = [j.id for j in await repo.list_jobs(JobState.SENDING) if j.id not in self._inflight]
-        if await repo.release(orphans, self.clock()):
-            log.warning("outbox released %d orphaned job(s) back to pending", len(orphans))
+        """Jobs this worker claimed and no task of its is delivering any more: the write of their outcome
+        failed. Only its own: jobs in sending that another hub claimed are that hub's (several hubs on one
+        database; releasing them sent them twice)."""
+        orphans = sorted(self._claimed.difference(self._inflight))
+        released = await repo.release(orphans, self.clock())
+        self._claimed.difference_update(orphans)
+        if released:
+            log.warning("outbox released %d orphaned job(s) back to pending", released)
             self._event.set()
 
     def _finished(self, job_id: str, _task: asyncio.Task[None]) -> None:
@@ -207,7 +214,10 @@ class OutboxWorker:
                 await self._delivered(job)
             else:
                 await self._failed(job, reason)
+            self._claimed.discard(job.id)
         except storage_errors(StorageClosed, IllegalTransition) as exc:
+            if isinstance(exc, IllegalTransition):  # no longer in sending: not ours to release
+                self._claimed.discard(job.id)
             log.error("outbox could not record the outcome of job=%s: %s", job.id, exc)
 
     async def _attempt(self, job: Job) -> str | None:
