@@ -29,7 +29,7 @@ from urllib.parse import urlencode
 
 import msgspec
 from websockets.asyncio.client import ClientConnection, connect
-from websockets.exceptions import ConnectionClosed, InvalidStatus
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
 from market_client.errors import ProblemError, RateLimited, StreamError, problem_error, retry_after_seconds
 from market_client.events import ErrorMessage, Event, ServerMessage, Subscribed, decoder
@@ -103,7 +103,7 @@ class QuoteStream:
                 self.reconnects += 1
             try:
                 ws = await self._connect()
-            except (TimeoutError, OSError, InvalidStatus) as exc:
+            except (TimeoutError, OSError, InvalidHandshake) as exc:  # refused, reset, cut mid-handshake
                 await self._before_retry(exc)
                 failures += 1
                 continue
