@@ -3,6 +3,9 @@
 Every body is built from the market state's views and serialised once per
 data version by the shared cache; a request for data already serialised
 costs a dict lookup.
+
+Each endpoint names the query parameters it defines; any other is a 400
+``unknown_parameter`` naming it (a silently ignored ``interval=1h`` misleads).
 """
 
 from __future__ import annotations
@@ -16,12 +19,21 @@ from server.api.cache import VersionedCache
 from server.api.errors import ApiError
 from server.api.router import Access, Router
 from server.api.types import Request, Response
+from server.market.candles import INTERVALS, INTRADAY_CAPACITY
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState
 
 MAX_IDS = 100
 MAX_DAYS = 90
-_DAYS = re.compile(r"[0-9]{1,3}")
+DAILY = "1d"
+KLINE_INTERVALS = (*INTERVALS, DAILY)  # 1m, 5m, 15m, 1h, 1d
+DEFAULT_LIMIT = 300
+MAX_LIMIT = INTRADAY_CAPACITY
+_DIGITS = re.compile(r"[0-9]{1,4}")
+# the query parameters each endpoint defines; the OpenAPI document lists the same
+QUOTES_PARAMS = frozenset({"kind", "ids"})
+KLINE_PARAMS = frozenset({"interval", "days", "limit"})
+NO_PARAMS: frozenset[str] = frozenset()
 
 
 class MarketApi:
@@ -46,7 +58,7 @@ class MarketApi:
         return orjson.dumps({"updated": self.state.updated_iso(), "demo": self.state.demo, **fields})
 
     def quotes(self, req: Request) -> Response:
-        query = req.query
+        query = _query(req, QUOTES_PARAMS)
         kind, ids = query.get("kind"), query.get("ids")
         rows = self._all_rows if kind is None and ids is None else self._select_rows(kind, ids)
         key = ("quotes",) if rows is self._all_rows else ("quotes", rows)  # hashing every row costs per request
@@ -86,31 +98,64 @@ class MarketApi:
         return row
 
     def quote(self, req: Request) -> Response:
+        _query(req, NO_PARAMS)
         row = self._row(req)
         return self._cached(("quote", row), lambda: orjson.dumps(self.state.quote_extended(row)))
 
     def kline(self, req: Request) -> Response:
+        query = _query(req, KLINE_PARAMS)
         row = self._row(req)
-        days = _days(req.query.get("days"))
+        interval = query.get("interval", DAILY)
+        if interval not in KLINE_INTERVALS:
+            raise _param("interval", f"interval must be one of {', '.join(KLINE_INTERVALS)}")
         inst_id = self.catalogue.instruments[row].id
-        return self._cached(
-            ("kline", row, days), lambda: self._envelope(id=inst_id, series=self.state.kline(row, days))
-        )
+        if interval == DAILY:
+            if "limit" in query:
+                raise _param("limit", "limit applies to the intraday intervals (1m, 5m, 15m, 1h); "
+                                      "use days with interval=1d")
+            days = _count("days", query.get("days"), MAX_DAYS, MAX_DAYS)
+            # the key of the daily series is unchanged: ?interval=1d and no interval share one entry
+            return self._cached(("kline", row, days), lambda: self._envelope(
+                id=inst_id, interval=DAILY, series=self.state.kline(row, days)))
+        if "days" in query:
+            raise _param("days", f"days applies to interval=1d; use limit (1..{MAX_LIMIT} buckets) "
+                                 f"with interval={interval}")
+        limit = _count("limit", query.get("limit"), MAX_LIMIT, DEFAULT_LIMIT)
+        return self._cached(("kline", row, interval, limit), lambda: self._envelope(
+            id=inst_id, interval=interval, series=self.state.kline_intraday(row, interval, limit)))
 
     def spreads(self, req: Request) -> Response:
+        _query(req, NO_PARAMS)
         return self._cached(("spreads",), lambda: self._envelope(spreads=self.state.spreads()))
 
     def inventory_items(self, req: Request) -> Response:
+        _query(req, NO_PARAMS)
         # the inventory series are synthetic whatever the price feed is: demo is the book's, not the state's
         return self._cached(("inventory",),
                             lambda: self._envelope(demo=self.inventory.demo, items=self.inventory.items()))
 
 
-def _days(raw: str | None) -> int:
+def _query(req: Request, allowed: frozenset[str]) -> dict[str, str]:
+    """The query parameters; 400 ``unknown_parameter`` naming those the endpoint does not define."""
+    query = req.query
+    if not query:  # no query string: nothing parsed, nothing to check
+        return query
+    unknown = sorted(name for name in query if name not in allowed)  # one order on both runtimes
+    if unknown:
+        names = ", ".join(repr(name) for name in unknown)
+        plural = "s" if len(unknown) > 1 else ""
+        takes = f"takes only {', '.join(sorted(allowed))}" if allowed else "takes no query parameters"
+        message = "not a parameter of this endpoint"
+        raise ApiError("unknown_parameter", f"Unknown query parameter{plural} {names}: this endpoint {takes}.",
+                       errors=[{"field": name, "message": message} for name in unknown])
+    return query
+
+
+def _count(field: str, raw: str | None, maximum: int, default: int) -> int:
     if raw is None:
-        return MAX_DAYS
-    if not _DAYS.fullmatch(raw) or not 1 <= int(raw) <= MAX_DAYS:
-        raise _param("days", f"days must be an integer from 1 to {MAX_DAYS}")
+        return default
+    if not _DIGITS.fullmatch(raw) or not 1 <= int(raw) <= maximum:
+        raise _param(field, f"{field} must be an integer from 1 to {maximum}")
     return int(raw)
 
 

@@ -12,7 +12,9 @@ still appears (with a generic description), so the document never hides one.
 
 from __future__ import annotations
 
-from server.api.market_api import MAX_DAYS, MAX_IDS
+from server.api.market_api import DEFAULT_LIMIT as KLINE_DEFAULT_LIMIT
+from server.api.market_api import KLINE_INTERVALS, MAX_DAYS, MAX_IDS
+from server.api.market_api import MAX_LIMIT as KLINE_MAX_LIMIT
 from server.api.router import Access, Router
 from server.api.schemas import INT, REQUESTS, RESPONSES, STR, S, anchored, closure, ref
 from server.api.site_content import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET
@@ -72,10 +74,26 @@ OPERATIONS: dict[tuple[str, str], S] = {
         "parameters": [ID], "responses": {**ok("QuoteExtended"), "404": problem("unknown instrument")},
     },
     ("GET", "/api/v1/kline/{id}"): {
-        "summary": "Daily candles (90 trading days at most; the last is live)", "tags": ["market data"],
-        "parameters": [ID, param("days", "query", {**INT, "minimum": 1, "maximum": MAX_DAYS, "default": MAX_DAYS},
-                                 "the most recent N trading days")],
-        "responses": {**ok("CandleSeries"), "400": problem("days is not an integer 1..90"),
+        "summary": "Candles: daily (90 trading days at most; the last is live) or intraday buckets "
+                   "(1m, 5m, 15m, 1h; 1,000 at most; only buckets that had a tick)", "tags": ["market data"],
+        "parameters": [
+            ID,
+            param("interval", "query", {"type": "string", "enum": list(KLINE_INTERVALS), "default": "1d"},
+                  "candle length; 1d: one candle per trading day (t YYYY-MM-DD); intraday: t is the bucket start "
+                  "(ISO 8601, +08:00)"),
+            # no "default" keyword on days and limit: each applies to some intervals only, and generated clients
+            # (openapi-python-client) send every default, so a default here made each of their calls a 400
+            param("days", "query", {**INT, "minimum": 1, "maximum": MAX_DAYS},
+                  f"interval=1d only: the most recent N trading days (default {MAX_DAYS}; with an intraday "
+                  "interval: 400)"),
+            param("limit", "query", {**INT, "minimum": 1, "maximum": KLINE_MAX_LIMIT},
+                  f"intraday intervals only: the most recent N buckets that had a tick (default {KLINE_DEFAULT_LIMIT}; "
+                  "with interval=1d: 400)"),
+        ],
+        "responses": {**ok("CandleSeries"),
+                      "400": problem("interval not one of 1m, 5m, 15m, 1h, 1d; days not an integer 1..90; limit not "
+                                     "an integer 1..1000; days with an intraday interval or limit with 1d "
+                                     "(invalid_parameter); a query parameter not listed here (unknown_parameter)"),
                       "404": problem("unknown instrument")},
     },
     ("GET", "/api/v1/spreads"): {
@@ -197,6 +215,13 @@ def _operation(method: str, pattern: str, access: Access, name: str) -> S:
     for code, resp in responses.items():
         if code.startswith("2"):
             resp["headers"] = {**COMMON_HEADERS, **(RATE_HEADERS if limited else {}), **resp.get("headers", {})}
+    if pattern.startswith("/api/v1/"):
+        unknown = "a query parameter the endpoint does not define (unknown_parameter, naming it)"
+        if "400" in responses:
+            if "unknown_parameter" not in responses["400"]["description"]:
+                responses["400"] = {**responses["400"], "description": responses["400"]["description"] + "; " + unknown}
+        else:
+            responses["400"] = problem(unknown)
     if access is Access.KEYED:
         op["security"] = [{"ServiceKey": []}]
         responses.setdefault("401", problem("missing, unknown or revoked X-SERVICE-Key"))

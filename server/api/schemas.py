@@ -24,6 +24,7 @@ from server.api.errors import ERROR_KINDS
 from server.api.passwords import MAX_PASSWORD, MIN_PASSWORD
 from server.api.site_fields import EMAIL_PATTERN, MAX_EMAIL, MAX_PHONE, PHONE_PATTERN
 from server.api.site_records import COOPERATION_TYPES, MAX_MESSAGE, MAX_QUANTITY
+from server.market.candles import INTERVALS
 from server.market.catalogue import KINDS
 from server.store.receipts import RECEIPT_NO_PATTERN
 from server.stream.messages import MAX_EPOCH, MAX_SEQ, ErrorCode
@@ -126,11 +127,18 @@ RESPONSES: dict[str, S] = {
     ),
     "QuoteList": obj(["updated", "count", "demo", "quotes"], updated=NULLTS, count=INT, demo=BOOL,
                      quotes={"type": "array", "items": ref("Quote")}),
-    "Candle": obj(["t", "o", "h", "l", "c", "v"], t={"type": "string", "format": "date"}, o=NUM, h=NUM, l=NUM,
-                  c=NUM, v=NUM),
-    "CandleSeries": obj(["id", "updated", "demo", "series"], id=STR, updated=NULLTS, demo=BOOL,
+    "Candle": obj(["t", "o", "h", "l", "c", "v"],
+                  t={"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}],
+                     "description": "interval=1d: the trading day (YYYY-MM-DD); intraday: the bucket's start, "
+                                    "ISO 8601 with offset (+08:00)"},
+                  o=NUM, h=NUM, l=NUM, c=NUM, v=NUM),
+    "CandleSeries": obj(["id", "interval", "updated", "demo", "series"], id=STR,
+                        interval={"type": "string", "enum": [*INTERVALS, "1d"]}, updated=NULLTS,
+                        demo=BOOL,
                         series={"type": "array", "items": ref("Candle"),
-                                "description": "ascending, one per trading day (Mon-Fri); the last is live"}),
+                                "description": "ascending by t. 1d: one per trading day (Mon-Fri), the last is live. "
+                                               "Intraday: the most recent buckets that had a tick (none is "
+                                               "invented); the last may still be filling"}),
     "Spread": obj(
         ["pair", "shfe", "dce", "intl", "basis", "note", "cfrUsd", "fx", "tariff", "vat", "portFee", "basisPct"],
         pair={"type": "string", "enum": ["methanol", "PTA", "PP", "PE", "PVC"]},

@@ -15,15 +15,21 @@ NaN close too; those candles are left out of ``series``.
 
 ``ticked`` marks the candles this process applied ticks to: the only ones a
 live feed writes back to storage (never a flat fill over an imported candle).
+
+Intraday candles (``IntradayBook``: 1m, 5m, 15m, 1h) are ring buffers too, 1,000
+buckets per interval per instrument, holding only buckets that had a tick; each
+instrument has its own ring position. 4 intervals x 1,000 x (int64 start + 5
+float64) = 192,000 bytes per instrument, allocated once. They live in memory
+only (README "Decisions").
 """
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, timedelta
 
 import numpy as np
 
-from server.market.timefmt import previous_weekday, trading_days_back
+from server.market.timefmt import day_start, previous_weekday, trading_days_back
 
 OHLCV = tuple[float, float, float, float, float]
 Arrays5 = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -220,3 +226,140 @@ class CandleBook:
                 out.append((row, day, (float(self.o[row, col]), float(self.h[row, col]), float(self.l[row, col]),
                                        float(self.c[row, col]), float(self.v[row, col]))))
         return out
+
+
+# --- intraday ------------------------------------------------------------------------------------
+
+# interval name -> bucket length in seconds; every length divides a day, so buckets never straddle
+# local midnight (Asia/Shanghai is a whole-hour offset: epoch-aligned buckets are local-aligned)
+INTERVALS: dict[str, int] = {"1m": 60, "5m": 300, "15m": 900, "1h": 3600}
+INTRADAY_CAPACITY = 1000
+_LOCAL_OFFSET_S = 8 * 3600
+
+
+def session_start(day: date) -> float:
+    """Epoch seconds at which trading day ``day``'s ticks begin: local midnight after the previous
+    trading day (Saturday 00:00 for a Monday, as weekend ticks count for Monday; else ``day``'s own)."""
+    return day_start(previous_weekday(day - timedelta(days=1)) + timedelta(days=1))
+
+
+def bucket_iso(starts: np.ndarray) -> list[str]:
+    """Bucket starts (epoch seconds) as ISO 8601 with the +08:00 offset, in ``timefmt.iso``'s format."""
+    local = (np.asarray(starts, dtype=np.int64) + _LOCAL_OFFSET_S).astype("datetime64[s]")
+    return [f"{s}.000+08:00" for s in np.datetime_as_string(local, unit="s").tolist()]
+
+
+class IntradayRing:
+    """One interval's OHLCV buckets per instrument: only buckets that had a tick, the oldest overwritten.
+
+    Each instrument has its own ring position (instruments tick at different times, so their buckets
+    differ). A tick opens a new bucket when it falls after the instrument's newest one; a tick stamped
+    in or before the newest bucket counts toward the newest (time in a candle book only moves forward,
+    as a late tick counts toward the live daily candle). Rolling writes one column in place: nothing
+    is allocated or shifted, whatever the gap since the last tick.
+    """
+
+    def __init__(self, n_instruments: int, seconds: int, capacity: int = INTRADAY_CAPACITY) -> None:
+        if capacity < 1 or seconds < 1:
+            raise ValueError("capacity and seconds must be >= 1")
+        self.n = n_instruments
+        self.seconds = seconds
+        self.capacity = capacity
+        shape = (n_instruments, capacity)
+        self.t = np.zeros(shape, dtype=np.int64)  # bucket start, epoch seconds
+        self.o = np.zeros(shape)
+        self.h = np.zeros(shape)
+        self.l = np.zeros(shape)
+        self.c = np.zeros(shape)
+        self.v = np.zeros(shape)
+        # per instrument, as Python ints (a tick reads them without boxing numpy scalars)
+        self._last = [capacity - 1] * n_instruments  # column of the newest bucket
+        self._count = [0] * n_instruments
+        self._newest = [-(2**62)] * n_instruments  # start of the newest bucket
+
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.t, self.o, self.h, self.l, self.c, self.v))
+
+    def count(self, row: int) -> int:
+        return self._count[row]
+
+    def apply(self, row: int, price: float, volume: float, ts: float, floor: int) -> None:
+        """Count a tick at ``ts``; a bucket never starts before ``floor`` (a bucket start)."""
+        sec = self.seconds
+        start = int(ts // sec) * sec
+        if start < floor:
+            start = floor
+        if start > self._newest[row]:
+            col = self._last[row] + 1
+            if col == self.capacity:
+                col = 0
+            self._last[row] = col
+            if self._count[row] < self.capacity:
+                self._count[row] += 1
+            self._newest[row] = start
+            self.t[row, col] = start
+            self.o[row, col] = self.h[row, col] = self.l[row, col] = self.c[row, col] = price
+            self.v[row, col] = volume
+            return
+        col = self._last[row]
+        if price > self.h[row, col]:
+            self.h[row, col] = price
+        if price < self.l[row, col]:
+            self.l[row, col] = price
+        self.c[row, col] = price
+        self.v[row, col] += volume
+
+    def load(self, t: np.ndarray, o: np.ndarray, h: np.ndarray, l: np.ndarray,  # noqa: E741
+             c: np.ndarray, v: np.ndarray) -> None:
+        """Replace every instrument's buckets with these, shaped (n, k), ``t`` ascending and aligned."""
+        k = t.shape[1]
+        for arr in (t, o, h, l, c, v):
+            if np.shape(arr) != (self.n, k):
+                raise ValueError(f"bucket arrays must have shape {(self.n, k)}")
+        if k and np.any(t % self.seconds):
+            raise ValueError("bucket starts must be multiples of the interval")
+        keep = min(k, self.capacity)
+        self.t[:, :keep] = t[:, k - keep:]
+        for dst, src in ((self.o, o), (self.h, h), (self.l, l), (self.c, c), (self.v, v)):
+            dst[:, :keep] = np.asarray(src, dtype=np.float64)[:, k - keep:]
+        self._count = [keep] * self.n
+        self._last = [keep - 1 if keep else self.capacity - 1] * self.n
+        self._newest = self.t[:, keep - 1].tolist() if keep else [-(2**62)] * self.n
+
+    def columns(self, row: int, limit: int) -> np.ndarray:
+        """Columns of the newest ``limit`` buckets of ``row``, oldest first."""
+        k = min(limit, self._count[row])
+        return (self._last[row] - k + 1 + np.arange(k)) % self.capacity
+
+    def arrays(self, row: int, limit: int) -> tuple[np.ndarray, Arrays5]:
+        """(t, (o, h, l, c, v)) of the newest ``limit`` buckets of ``row``, ascending (copies)."""
+        cols = self.columns(row, limit)
+        return self.t[row, cols], tuple(a[row, cols] for a in (self.o, self.h, self.l, self.c, self.v))  # type: ignore[return-value]
+
+    def series(self, row: int, limit: int, decimals: int) -> list[dict]:
+        t, (o, h, l, c, v) = self.arrays(row, limit)  # noqa: E741
+        return [
+            {"t": ts, "o": round(oo, decimals), "h": round(hh, decimals), "l": round(ll, decimals),
+             "c": round(cc, decimals), "v": round(vv)}
+            for ts, oo, hh, ll, cc, vv in zip(bucket_iso(t), o.tolist(), h.tolist(), l.tolist(), c.tolist(),
+                                              v.tolist(), strict=True)
+        ]
+
+
+class IntradayBook:
+    """One ``IntradayRing`` per interval of ``INTERVALS``; a tick updates every ring."""
+
+    def __init__(self, n_instruments: int, capacity: int = INTRADAY_CAPACITY) -> None:
+        self.n = n_instruments
+        self.rings = {name: IntradayRing(n_instruments, sec, capacity) for name, sec in INTERVALS.items()}
+        self._rings = tuple(self.rings.values())
+
+    def apply(self, row: int, price: float, volume: float, ts: float, floor: int) -> None:
+        for ring in self._rings:
+            ring.apply(row, price, volume, ts, floor)
+
+    def series(self, interval: str, row: int, limit: int, decimals: int) -> list[dict]:
+        return self.rings[interval].series(row, limit, decimals)
+
+    def nbytes_per_instrument(self) -> int:
+        return sum(r.nbytes() for r in self._rings) // max(self.n, 1)

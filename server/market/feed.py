@@ -8,14 +8,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import date, datetime, timedelta
 from typing import Any, TypeGuard
 
 import numpy as np
 import orjson
 
+from server.market.candles import INTERVALS, session_start
 from server.market.catalogue import Catalogue
-from server.market.timefmt import TZ, trading_days_back
+from server.market.timefmt import TZ, day_start, trading_days_back
 
 # Seconds of continuous trading that one ``daily_vol`` is spread over. Using a
 # single session (rather than 24 h) keeps tick-to-tick moves visible on screen;
@@ -27,7 +28,13 @@ MOVE_FRACTION = (0.10, 0.40)
 # A tick stamped further ahead of the clock than this is a bad line (SPEC 10).
 MAX_FUTURE_S = 300.0
 
+# Intraday history: path points per base bucket (open, two inside, close); a session's base bucket is
+# the shortest interval whose ring reaches it (1m for the last 1,000 minutes, ..., 1h for older ones).
+SUBSTEPS = 4
+
 History = tuple[list[date], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+# per interval: (t, o, h, l, c, v), each shaped (n, k); t is the bucket start in epoch seconds
+Buckets = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 @dataclass(slots=True)
@@ -57,7 +64,8 @@ class DemoFeed:
         self.vol = np.array([i.daily_vol for i in insts])
         self.volume_base = np.array([i.volume_base for i in insts])
         self._tick_size = 10.0 ** -self.decimals.astype(np.float64)
-        init_seq, tick_seq, self._history_seq = np.random.SeedSequence(seed).spawn(3)
+        # children keyed by index: a fourth leaves the first three (and so older histories) unchanged
+        init_seq, tick_seq, self._history_seq, self._intraday_seq = np.random.SeedSequence(seed).spawn(4)
         init_rng = np.random.default_rng(init_seq)
         base = np.array([i.base_price for i in insts])
         start = base * np.exp(init_rng.normal(0.0, 1.5 * self.vol))
@@ -95,6 +103,83 @@ class DemoFeed:
         v = np.round(self.volume_base[:, None] * rng.lognormal(0.0, 0.3, size=(self.n, n)))
         return days, o, h, low, c, v
 
+    def intraday_history(self, history: History, now: float, capacity: int = 1000) -> tuple[dict[str, Buckets],
+                                                                                          np.ndarray]:
+        """Intraday buckets of every interval, for the sessions of ``history``'s last days up to ``now``.
+
+        Each trading day's session (``session_start`` to the next local midnight; the live one up to
+        ``now``) is a random path from the day's open to its close that touches its high and low, so
+        the buckets of a day aggregate exactly to its daily candle (open, high, low, close; the day's
+        volume split over its buckets). The live day keeps only the elapsed part of its volume:
+        returned with the buckets, the caller puts it in the live daily candle. Deterministic for a
+        seed and ``now``.
+        """
+        days, o, h, low, c, v = history
+        rng = np.random.default_rng(self._intraday_seq)
+        live_volume = v[:, -1].copy()
+        reaches = sorted((now - capacity * sec, sec) for sec in INTERVALS.values())[::-1]  # shortest first
+        sessions: list[tuple[int, float, float, int]] = []  # (day index, start, end, base bucket)
+        for j in range(len(days) - 1, -1, -1):
+            start, end = session_start(days[j]), day_start(days[j] + timedelta(days=1))
+            base = next((sec for reach, sec in reaches if end > reach), None)
+            if base is None:
+                break  # older sessions fall out of every ring
+            sessions.append((j, start, end, base))
+        sessions.reverse()
+        parts: dict[str, list[Buckets]] = {name: [] for name in INTERVALS}
+        for j, start, end, base in sessions:
+            live = j == len(days) - 1
+            if live:
+                end = (math.floor(now / base) + 1) * base  # up to the bucket holding now
+                elapsed = min(max(now - start, 0.0) / (day_start(days[j] + timedelta(days=1)) - start), 1.0)
+                live_volume = np.maximum(np.round(v[:, j] * elapsed), 1.0)
+            n_buckets = round((end - start) / base)
+            day_v = live_volume if live else v[:, j]
+            buckets = self._session_buckets(rng, start, base, n_buckets,
+                                            (o[:, j], h[:, j], low[:, j], c[:, j], day_v))
+            for name, sec in INTERVALS.items():
+                if sec >= base:
+                    parts[name].append(_coarsen(buckets, sec))
+        out: dict[str, Buckets] = {}
+        for name, chunks in parts.items():
+            joined = tuple(np.concatenate([ch[i] for ch in chunks], axis=1) for i in range(6))
+            out[name] = tuple(a[:, -capacity:] for a in joined)  # type: ignore[assignment]
+        return out, live_volume
+
+    def _session_buckets(self, rng: np.random.Generator, start: float, base: int, n_buckets: int,
+                         day: tuple[np.ndarray, ...]) -> Buckets:
+        """``n_buckets`` buckets of ``base`` seconds from ``start`` whose aggregate is ``day`` (o, h, l, c, v)."""
+        o, h, low, c, v = (a[:, None] for a in day)
+        n, points = self.n, n_buckets * SUBSTEPS
+        frac = np.linspace(0.0, 1.0, points)
+        steps = rng.standard_normal((n, points)) * (self.vol[:, None] / math.sqrt(86400.0 / base * SUBSTEPS))
+        walk = np.cumsum(steps, axis=1)
+        walk -= walk[:, :1] + frac * (walk[:, -1:] - walk[:, :1])  # a bridge: 0 at both ends
+        path = np.exp(np.log(o) + frac * (np.log(c) - np.log(o)) + walk)
+        path[:, :1], path[:, -1:] = o, c  # exactly: exp(log(x)) may not be x, and an end must not stretch
+        # stretch what lies above max(o, c) up to the high and below min(o, c) down to the low
+        top, bottom = np.maximum(o, c), np.minimum(o, c)
+        peak, trough = path.max(axis=1, keepdims=True), path.min(axis=1, keepdims=True)
+        up = np.divide(h - top, peak - top, out=np.zeros_like(top), where=peak > top)
+        down = np.divide(bottom - low, bottom - trough, out=np.zeros_like(top), where=trough < bottom)
+        path = np.where(path > top, top + (path - top) * up, path)
+        path = np.where(path < bottom, bottom - (bottom - path) * down, path)
+        path = np.clip(_round_rows(path, self.decimals), low, h)
+        rows = np.arange(n)
+        # the high and the low are touched exactly: where the stretch left them, else at an inside point
+        at_high = np.where(peak[:, 0] > top[:, 0], path.argmax(axis=1), rng.integers(1, points - 1, n))
+        at_low = np.where(trough[:, 0] < bottom[:, 0], path.argmin(axis=1), rng.integers(1, points - 1, n))
+        at_low = np.where(at_low == at_high, at_high % (points - 2) + 1, at_low)
+        path[rows, at_high] = h[:, 0]
+        path[rows, at_low] = low[:, 0]
+        path[:, 0], path[:, -1] = o[:, 0], c[:, 0]
+        cube = path.reshape(n, n_buckets, SUBSTEPS)
+        weights = np.cumsum(rng.lognormal(0.0, 0.5, size=(n, n_buckets)), axis=1)
+        cum_v = np.round(v * weights / weights[:, -1:])
+        volumes = np.diff(cum_v, axis=1, prepend=0.0)
+        t = np.broadcast_to(int(start) + base * np.arange(n_buckets, dtype=np.int64), (n, n_buckets))
+        return (t, cube[:, :, 0], cube.max(axis=2), cube.min(axis=2), cube[:, :, -1], volumes)
+
     def next_batch(self, ts: float, interval_s: float) -> list[Tick]:
         """Move a random 10-40% subset of instruments one random-walk step."""
         rng = self._rng
@@ -110,6 +195,19 @@ class DemoFeed:
         per_move = self.volume_base[movers] * dt / (frac * TRADING_DAY_SECONDS)
         volumes = np.maximum(1.0, np.round(per_move * rng.lognormal(0.0, 0.5, size=movers.size)))
         return [Tick(int(r), float(p), ts, float(q)) for r, p, q in zip(movers, prices, volumes, strict=True)]
+
+
+def _coarsen(buckets: Buckets, seconds: int) -> Buckets:
+    """Consecutive buckets merged into buckets of ``seconds`` (a multiple of theirs, aligned)."""
+    t, o, h, low, c, v = buckets
+    keys = t[0] // seconds
+    if len(keys) and keys[-1] - keys[0] == len(keys) - 1:
+        return buckets  # already that size
+    _, first = np.unique(keys, return_index=True)
+    last = np.append(first[1:], len(keys)) - 1
+    return (keys[first][None, :].repeat(t.shape[0], axis=0) * seconds, o[:, first],
+            np.maximum.reduceat(h, first, axis=1), np.minimum.reduceat(low, first, axis=1), c[:, last],
+            np.add.reduceat(v, first, axis=1))
 
 
 def _is_number(value: Any) -> TypeGuard[int | float]:

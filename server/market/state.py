@@ -6,6 +6,13 @@ plain dicts and lists ready for orjson; they never mutate anything.
 
 Ticks are attributed to ``trading_day(tick.ts)``; a late tick whose trading day
 is before the live candle's day still counts toward the live candle.
+
+Intraday buckets (1m, 5m, 15m, 1h) are updated by the same call that updates the
+live daily candle, with the tick's own timestamp, never before the live trading
+day's session (``session_start``): so the live daily candle is, by construction,
+the aggregate of the intraday buckets that start in its session (a tick stamped
+before that session counts toward the session's first bucket, as it counts
+toward the live daily candle). README "Decisions" states the rule.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from datetime import date
 
 import numpy as np
 
-from server.market.candles import CandleBook
+from server.market.candles import CandleBook, IntradayBook, session_start
 from server.market.catalogue import Catalogue
 from server.market.feed import DemoFeed, Tick
 from server.market.inventory import InventoryBook
@@ -50,7 +57,7 @@ def price_text(price: float, decimals: int, unit: str) -> str:
 class MarketState:
     def __init__(
         self, catalogue: Catalogue, candles: CandleBook, demo: bool, epoch: str,
-        inventory: InventoryBook | None = None,
+        inventory: InventoryBook | None = None, intraday: IntradayBook | None = None,
     ) -> None:
         n = len(catalogue.instruments)
         if candles.n != n:
@@ -60,6 +67,9 @@ class MarketState:
         self.demo = demo
         self.epoch = epoch
         self.inventory = inventory
+        self.intraday = intraday if intraday is not None else IntradayBook(n)
+        if self.intraday.n != n:
+            raise ValueError("intraday book and catalogue disagree on the instrument count")
         self.prices: np.ndarray = candles.live_arrays()[3]
         self.seq = np.zeros(n, dtype=np.int64)
         self.updated_ts = np.full(n, np.nan)
@@ -70,6 +80,8 @@ class MarketState:
         self._spreads = SpreadCalculator(catalogue)
         self._day_key = -1
         self._day = date.min
+        self._session_day = date.min
+        self._session_floor = 0
 
     # --- writing -------------------------------------------------------------
     def _trading_day(self, ts: float) -> date:
@@ -95,7 +107,12 @@ class MarketState:
 
     def _apply_one(self, tick: Tick, seq: int = 0) -> AppliedTick:
         row = tick.row
-        self.candles.apply_tick(row, tick.price, tick.volume, self._trading_day(tick.ts))
+        candles = self.candles
+        candles.apply_tick(row, tick.price, tick.volume, self._trading_day(tick.ts))
+        live_day = candles.last_day()  # the candle the tick went into (a late tick: the live one)
+        if live_day != self._session_day:
+            self._session_day, self._session_floor = live_day, int(session_start(live_day))
+        self.intraday.apply(row, tick.price, tick.volume, tick.ts, self._session_floor)
         self.prices[row] = tick.price
         seq = seq or int(self.seq[row]) + 1
         self.seq[row] = seq
@@ -162,6 +179,10 @@ class MarketState:
     def kline(self, row: int, days: int) -> list[dict]:
         return self.candles.series(row, days, self._decimals[row])
 
+    def kline_intraday(self, row: int, interval: str, limit: int) -> list[dict]:
+        """The newest ``limit`` buckets of ``interval`` (1m, 5m, 15m, 1h) that had a tick, ascending."""
+        return self.intraday.series(interval, row, limit, self._decimals[row])
+
     def spreads(self) -> list[dict]:
         return self._spreads.compute(self.prices)
 
@@ -181,13 +202,21 @@ class MarketState:
 def build_demo_state(
     catalogue: Catalogue, seed: int, now: float, capacity: int = 90
 ) -> tuple[MarketState, DemoFeed]:
-    """Demo feed plus a state whose history ends in today's live candle at the live price."""
+    """Demo feed plus a state whose history ends in today's live candle at the live price.
+
+    The intraday rings are seeded from the daily history (each day's buckets aggregate to its candle),
+    ending at ``now`` in the live price; the live candle keeps the volume of the elapsed session."""
     feed = DemoFeed(catalogue, seed)
-    days, o, h, low, c, v = feed.history(trading_day(now), capacity)
+    history = feed.history(trading_day(now), capacity)
+    days, o, h, low, c, v = history
+    buckets, v[:, -1] = feed.intraday_history(history, now)
     candles = CandleBook(len(catalogue.instruments), capacity)
     candles.load_history(days, o, h, low, c, v)
+    intraday = IntradayBook(len(catalogue.instruments))
+    for name, arrays in buckets.items():
+        intraday.rings[name].load(*arrays)
     state = MarketState(catalogue, candles, demo=True, epoch=f"demo-{seed}-{int(now)}",
-                        inventory=InventoryBook(catalogue, seed))
+                        inventory=InventoryBook(catalogue, seed), intraday=intraday)
     state.updated_ts[:] = now
     state.updated = now
     return state, feed

@@ -69,7 +69,8 @@ def test_query_strings_decode_the_same(http: httpx.Client, pro_key: str) -> None
         return http.get(f"/api/v1/kline/brent?{query}", headers={"X-SERVICE-Key": pro_key})
 
     assert len(days("days=%31%30").json()["series"]) == 10
-    assert len(days("days=abc&x=%26&days=7").json()["series"]) == 7  # the last value wins
+    assert len(days("days=abc&days=%37").json()["series"]) == 7  # the last value wins
+    assert days("days=7&x=%26").json()["errors"] == [{"field": "x", "message": "not a parameter of this endpoint"}]
     for bad in ("days=", "days", "days=+5", "days=5%20"):
         _problem(days(bad), 400, "invalid_parameter")
 
