@@ -25,7 +25,7 @@ import msgspec
 
 from market_client import _calls as c
 from market_client import models as m
-from market_client.errors import TransportError
+from market_client.errors import MarketError, NotFound, TransportError
 from market_client.stream import QuoteStream
 
 T = TypeVar("T")
@@ -172,6 +172,7 @@ class AsyncMarketClient(_Base):
         transport = options.pop("transport", None)
         super().__init__(url, key, **options)
         self._http = httpx.AsyncClient(timeout=self.timeout, transport=transport)
+        self._ws_url: str | None = None
 
     async def __aenter__(self) -> AsyncMarketClient:
         return self
@@ -271,8 +272,15 @@ class AsyncMarketClient(_Base):
         return QuoteStream(ids, key=self.key, **options)
 
     async def _discover_ws_url(self) -> str:
-        try:
-            cfg = await self.config()
-        except Exception:  # an older server without /api/config: SPEC's default port
-            return self.ws_url()
-        return self.ws_url(cfg.ws_port).replace("/ws/quotes", cfg.ws_path)
+        """Asked once, then remembered: a reconnect while the server restarts must not fall back to another
+        port. Only a server without /api/config (404) means SPEC's default port; anything else is retried."""
+        if self._ws_url is None:
+            try:
+                cfg = await self.config()
+            except NotFound:
+                self._ws_url = self.ws_url()
+            except MarketError as exc:  # down, restarting: the stream's backoff tries again
+                raise OSError(f"cannot read the WebSocket port from {self.url}/api/config: {exc}") from exc
+            else:
+                self._ws_url = self.ws_url(cfg.ws_port).replace("/ws/quotes", cfg.ws_path)
+        return self._ws_url

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import pytest
-from market_client import Forbidden, Gap, Snapshot, StreamError, Tick, Unauthorized, stream
+from market_client import AsyncMarketClient, Forbidden, Gap, Snapshot, StreamError, Tick, Unauthorized, stream
 from market_client.events import Event
 
 from tests.client.proxy import CuttableProxy
@@ -186,7 +186,8 @@ def test_server_restart_yields_gap_then_fresh_snapshot(tmp_path_factory: pytest.
         key = srv.demo_key
 
         async def run() -> list[Event]:
-            async with stream(IDS, key=key, ws_url=ws_url(srv.ws_port), **STREAM_OPTS) as s:
+            # through the REST client: the WebSocket port it read from /api/config holds while the server is down
+            async with AsyncMarketClient(srv.base, key) as api, api.stream(IDS, **STREAM_OPTS) as s:
                 events = await take(s, ticks_after(20))
                 await asyncio.to_thread(restart_on_same_ports, srv)
                 return events + await take(s, ticks_after(10))
