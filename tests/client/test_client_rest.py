@@ -52,6 +52,21 @@ def test_keyed_endpoints_return_typed_results(api: MarketClient) -> None:
     assert inventory.items and all(isinstance(i, m.InventoryItem) for i in inventory.items)
 
 
+def test_intraday_candles_and_their_parameter_errors(api: MarketClient) -> None:
+    five = api.kline("brent", interval="5m", limit=12)
+    assert five.interval == "5m" and 0 < len(five.series) <= 12
+    starts = [c.start for c in five.series]
+    assert all(isinstance(t, datetime) and t.utcoffset() is not None for t in starts) and starts == sorted(starts)
+    daily = api.kline("brent", interval="1d", days=3)
+    assert len(daily.series) == 3 and type(daily.series[-1].start) is date
+    with pytest.raises(BadRequest) as mixed:
+        api.kline("brent", days=3, interval="1h")
+    assert mixed.value.code == "invalid_parameter"
+    with pytest.raises(BadRequest) as bad_interval:
+        api.kline("brent", interval="2m")
+    assert bad_interval.value.errors[0]["field"] == "interval"
+
+
 def test_public_endpoints_return_typed_results(api: MarketClient) -> None:
     market = api.market()
     assert isinstance(market, m.MarketSnapshot) and len(market.categories) == 8
