@@ -26,9 +26,21 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.wrkrun import require_wrk, wrk  # noqa: E402
+from bench.wrkrun import pin, require_wrk, wrk  # noqa: E402
 
 BODY = b'{"quotes":[' + b",".join([b'{"id":"x","price":1.0,"text":"' + b"a" * 300 + b'"}'] * 49) + b"]}"
+
+
+OUR_HEADERS = [
+    ("content-type", "application/json"), ("etag", '"0123456789abcdef0123456789abcdef"'), ("vary", "Accept-Encoding"),
+    ("access-control-allow-origin", "*"),
+    ("access-control-expose-headers", "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, "
+                                      "RateLimit-Policy, Retry-After, X-Request-ID, ETag"),
+    ("x-ratelimit-limit", "1000000000"), ("x-ratelimit-remaining", "999999999"), ("x-ratelimit-reset", "1"),
+    ("ratelimit-policy", '"enterprise";q=1000000000;w=60'), ("ratelimit", '"enterprise";r=999999999;t=1'),
+    ("x-request-id", "0123abcd-12345"),
+]
+KINDS = ("sync", "async", "sync-read", "sync-headers", "sync-both")
 
 
 def serve(port: int) -> None:
@@ -45,6 +57,22 @@ def serve(port: int) -> None:
     async def async_handler(request):  # type: ignore[no-untyped-def]
         return Response(200, headers, BODY)
 
+    @app.get("/sync-read")
+    def sync_read(request):  # type: ignore[no-untyped-def]
+        # what our sync handler reads of every request: path, query pairs, the header map
+        request.url.path, request.query_params.multi_items(), request.headers.to_dict()
+        return Response(200, headers, BODY)
+
+    @app.get("/sync-headers")
+    def sync_headers(request):  # type: ignore[no-untyped-def]
+        # what our sync handler writes: a new response with our 12 header fields
+        return Response(200, dict(OUR_HEADERS), BODY)
+
+    @app.get("/sync-both")
+    def sync_both(request):  # type: ignore[no-untyped-def]
+        request.url.path, request.query_params.multi_items(), request.headers.to_dict()
+        return Response(200, dict(OUR_HEADERS), BODY)
+
     sys.argv = sys.argv[:1]  # Robyn.start() parses sys.argv itself
     app.start(host="127.0.0.1", port=port)
 
@@ -53,6 +81,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=3)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--pin", action="store_true", help="server on core 0, wrk on core 1")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -74,15 +103,25 @@ def main() -> int:
                     break
             except httpx.TransportError:
                 time.sleep(0.1)  # polling a port that is not open yet: nothing to await
-        rps: dict[str, list[float]] = {"sync": [], "async": []}
+        if args.pin:
+            pin(proc.pid, {0})
+        rps: dict[str, list[float]] = {k: [] for k in KINDS}
+        cpu: dict[str, list[float]] = {k: [] for k in KINDS}
         for _ in range(args.rounds):
             for kind in rps:
-                rps[kind].append(wrk(f"{base}/{kind}", args.duration, 32).rps)
+                res = wrk(f"{base}/{kind}", args.duration, 32, cpu=1 if args.pin else None, server_pid=proc.pid)
+                rps[kind].append(res.rps)
+                cpu[kind].append(res.server_us)
         best = {kind: max(v) for kind, v in rps.items()}
+        least = {kind: min(v) for kind, v in cpu.items()}
         for kind, values in rps.items():
-            print(f"robyn {kind:5} handler: best {best[kind]:,.0f} req/s (median {statistics.median(values):,.0f})")
+            print(f"robyn {kind:12} handler: best {best[kind]:,.0f} req/s (median {statistics.median(values):,.0f}), "
+                  f"server CPU {least[kind]:.1f} us/request (least of {len(cpu[kind])})")
         print(f"async / sync: {best['async'] / best['sync']:.2f}; "
               f"bridge cost {1e6 / best['async'] - 1e6 / best['sync']:.1f} us per request")
+        print(f"reading the request: +{least['sync-read'] - least['sync']:.1f} us; our 12 header fields: "
+              f"+{least['sync-headers'] - least['sync']:.1f} us; both: +{least['sync-both'] - least['sync']:.1f} us; "
+              f"sync / sync-both CPU: {least['sync'] / least['sync-both']:.2f}")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # Robyn ignores SIGTERM in single-process mode (issue 1324)
         proc.wait(10)

@@ -120,7 +120,8 @@ class App:
             ("access-control-expose-headers", RATE_HEADERS),
         ]
         self._labels: dict[tuple[str, int], tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {}
-        self.encoder = Encoder()
+        labels = {coding: (("coding", coding),) for coding in ("br", "gzip")}
+        self.encoder = Encoder(lambda coding, _size: metrics.compressed.inc(labels[coding]))
         self._hot: dict[tuple[str, str], Hot] = {}
         # set by a runtime that calls serve_hot from a thread other than the event loop's (Robyn's sync handlers):
         # then the loop's own updates of the limiter, metrics and remembered answers take it too

@@ -15,6 +15,7 @@ so each body is compressed at most once per coding while it is current. brotli (
 from __future__ import annotations
 
 import zlib
+from collections.abc import Callable
 
 import brotli
 
@@ -78,11 +79,10 @@ def choose(accept: str | None) -> str | None:
 class Encoder:
     """Negotiation and compression with memory: one parse per distinct header, one compression per body."""
 
-    def __init__(self) -> None:
+    def __init__(self, on_compress: Callable[[str, int], None] | None = None) -> None:
         self._choices: dict[str, str | None] = {}
         self._bodies: dict[tuple[bytes, str], bytes] = {}
-        self.compressions = 0
-        self.compressed_bytes_in = 0
+        self.on_compress = on_compress  # (coding, bytes in): the metrics count each compression
 
     def choose(self, accept: str | None) -> str | None:
         if accept is None:
@@ -101,10 +101,10 @@ class Encoder:
         out = self._bodies.get(key)
         if out is None:
             out = compress(body, coding)
-            self.compressions += 1
-            self.compressed_bytes_in += len(body)
+            if self.on_compress is not None:
+                self.on_compress(coding, len(body))
             if len(self._bodies) >= MAX_BODIES:
-                del self._bodies[next(iter(self._bodies))]  # oldest first
+                self._bodies.pop(next(iter(self._bodies)), None)  # oldest first (pop: another thread may race)
             self._bodies[key] = out
         return out
 

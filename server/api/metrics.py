@@ -137,3 +137,5 @@ class HttpMetrics:
         self.requests = registry.counter("market_http_requests_total", "HTTP requests by route and status.")
         self.latency = registry.histogram("market_http_request_seconds", "HTTP handling time by route.")
         self.rate_limited = registry.counter("market_rate_limit_refusals_total", "Requests refused with 429.")
+        self.compressed = registry.counter("market_http_compressed_bodies_total",
+                                           "Response bodies compressed, by coding (once per body and coding).")
