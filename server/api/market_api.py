@@ -45,11 +45,16 @@ class MarketApi:
         self._all_rows = tuple(range(len(self.catalogue.instruments)))
 
     def register(self, router: Router) -> None:
-        router.add("GET", "/api/v1/quotes", self.quotes, Access.KEYED, name="quotes")
-        router.add("GET", "/api/v1/quotes/{id}", self.quote, Access.KEYED, name="quote")
-        router.add("GET", "/api/v1/kline/{id}", self.kline, Access.KEYED, name="kline")
-        router.add("GET", "/api/v1/spreads", self.spreads, Access.KEYED, name="spreads")
-        router.add("GET", "/api/v1/inventory", self.inventory_items, Access.KEYED, name="inventory")
+        # each answer is a function of (path, query, data version): the pipeline remembers it per version
+        v = self._data_version
+        router.add("GET", "/api/v1/quotes", self.quotes, Access.KEYED, name="quotes", version=v)
+        router.add("GET", "/api/v1/quotes/{id}", self.quote, Access.KEYED, name="quote", version=v)
+        router.add("GET", "/api/v1/kline/{id}", self.kline, Access.KEYED, name="kline", version=v)
+        router.add("GET", "/api/v1/spreads", self.spreads, Access.KEYED, name="spreads", version=v)
+        router.add("GET", "/api/v1/inventory", self.inventory_items, Access.KEYED, name="inventory", version=v)
+
+    def _data_version(self) -> object:
+        return self.state.version
 
     def _cached(self, key: tuple[Any, ...], build: Any) -> Response:
         return Response(200, self.cache.get(key, self.state.version, build))
