@@ -103,9 +103,7 @@ async def _watch(args: argparse.Namespace, out: TextIO) -> int:
                     if args.count is not None and seen >= args.count:
                         return 0
                 elif isinstance(event, Gap):
-                    print(f"# gap ({event.reason}): " + ", ".join(
-                        f"{i} {a}..{b if b is not None else '?'}" for i, (a, b) in event.missed.items()),
-                        file=sys.stderr)
+                    print(f"# {event}", file=sys.stderr)
                 elif isinstance(event, Snapshot):
                     print(f"# snapshot: {len(event.quotes)} quotes, epoch {event.epoch}", file=sys.stderr)
     return 0

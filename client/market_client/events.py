@@ -22,6 +22,11 @@ class Snapshot(msgspec.Struct, tag="snapshot", tag_field="type", rename="camel",
     epoch: str | None = None
     seqs: dict[str, int] = msgspec.field(default_factory=dict)
 
+    def __str__(self) -> str:
+        prices = ", ".join(f"{q.id} {q.price_text}" for q in self.quotes[:5])
+        more = f", ... ({len(self.quotes)} quotes)" if len(self.quotes) > 5 else ""
+        return f"snapshot epoch={self.epoch}: {prices}{more}"
+
 
 class Tick(msgspec.Struct, tag="tick", tag_field="type", frozen=True, kw_only=True):
     id: str
@@ -29,6 +34,10 @@ class Tick(msgspec.Struct, tag="tick", tag_field="type", frozen=True, kw_only=Tr
     change: float
     ts: datetime
     seq: int
+
+    def __str__(self) -> str:
+        at = self.ts.isoformat(timespec="milliseconds")
+        return f"tick {self.id} {self.price:,.4f} ({self.change:+,.4f}) seq={self.seq} at {at}"
 
 
 class Subscribed(msgspec.Struct, tag="subscribed", tag_field="type", rename="camel", frozen=True, kw_only=True):
@@ -65,6 +74,10 @@ class Gap(msgspec.Struct, frozen=True, kw_only=True):
     @property
     def ids(self) -> list[str]:
         return list(self.missed)
+
+    def __str__(self) -> str:
+        missed = ", ".join(f"{i} {a}..{'?' if b is None else b}" for i, (a, b) in self.missed.items())
+        return f"gap ({self.reason}): {missed}"
 
 
 ServerMessage = Snapshot | Tick | Subscribed | Pong | ErrorMessage

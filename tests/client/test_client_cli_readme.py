@@ -32,9 +32,10 @@ def test_readme_example_runs_as_written(server: ServerProcess) -> None:
     out = run(["-c", example], cwd=server.data_dir.parent, MARKET_URL=server.base)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
-    assert re.match(r"[\d,.]+ USD/bbl \[", lines[0]) and lines[1].startswith("Snapshot(")
-    ticks = [line for line in lines if line.startswith("Tick(")]
-    assert len(ticks) == 5 and all("id='brent'" in t or "id='wti'" in t for t in ticks)
+    assert re.match(r"[\d,.]+ USD/bbl \[", lines[0]) and lines[1].startswith("snapshot epoch=")
+    assert "brent " in lines[1] and "wti " in lines[1]
+    ticks = [line for line in lines if line.startswith("tick ")]
+    assert len(ticks) == 5 and all(re.match(r"tick (brent|wti) [\d,.]+ \([+-]", t) for t in ticks), ticks
 
 
 def test_cli_quotes_prints_a_table(server: ServerProcess, key: str) -> None:
