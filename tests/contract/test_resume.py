@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 import time
 from collections.abc import Coroutine, Iterator
 from pathlib import Path
@@ -158,6 +159,24 @@ def test_resume_across_forced_disconnects_has_no_gap_and_no_duplicate_over_10000
     last = run(reader())
     assert last == {inst: PER_ID for inst in RESUME_IDS}
     assert stats["ticks"] == total and stats["reconnects"] == 8
+
+    async def everything_again() -> list[dict[str, Any]]:
+        """All 10,000 from seq 1 in one replay (~1.1 MB), to a client with a small receive buffer: most of
+        it waits in the server's transport buffer, past the 256 KiB hard cap of control replies."""
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8192)
+        sock.connect(("127.0.0.1", srv.ws_port))
+        ws, snap = await open_ws(srv, sock=sock)
+        ack = await request(ws, {"op": "subscribe", "ids": RESUME_IDS, "since": dict.fromkeys(RESUME_IDS, 0),
+                                 "epoch": snap["epoch"], "reqId": "all"})
+        assert ack["recovered"] is True, ack
+        replayed = [await recv_json(ws) for _ in range(total)]
+        assert (await request(ws, {"op": "ping", "reqId": "after"}))["type"] == "pong"  # not closed 4008
+        await ws.close()
+        return replayed
+
+    replayed = run(everything_again())
+    assert [(m["id"], m["seq"]) for m in replayed] == [(i, s) for i in RESUME_IDS for s in range(1, PER_ID + 1)]
 
 
 # --- recovered: false ---------------------------------------------------------------------------------
