@@ -15,6 +15,7 @@ from collections.abc import Coroutine, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
 
+import httpx
 import pytest
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import InvalidStatus
@@ -96,6 +97,13 @@ async def wait_seq(srv: ServerProcess, inst: str, seq: int, timeout: float = 20.
         await ws.close()
 
 
+def metric(srv: ServerProcess, name: str) -> float:
+    for line in httpx.get(srv.base + "/metrics", timeout=5).text.splitlines():
+        if line.startswith(name + " "):
+            return float(line.split()[1])
+    raise AssertionError(f"{name} not in /metrics")
+
+
 def ticks_for(inst: str, n: int, price: float = 100.0) -> list[dict[str, Any]]:
     return [{"id": inst, "price": round(price + (i % 97) * 0.01, 2)} for i in range(n)]
 
@@ -159,6 +167,7 @@ def test_resume_across_forced_disconnects_has_no_gap_and_no_duplicate_over_10000
     last = run(reader())
     assert last == {inst: PER_ID for inst in RESUME_IDS}
     assert stats["ticks"] == total and stats["reconnects"] == 8
+    assert metric(srv, "market_ws_ticks_replayed_total") > 0  # the resumes did replay (not only live ticks)
 
     async def everything_again() -> list[dict[str, Any]]:
         """All 10,000 from seq 1 in one replay (~1.1 MB), to a client with a small receive buffer: most of
