@@ -9,6 +9,43 @@
 const MONTHS_EN = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 const VOLUME_PANE_HEIGHT = 0.26; // share of the chart's height
 
+/** The candle intervals of GET /api/v1/kline (`interval=`): bucket seconds; 1d is one candle per trading day. */
+export const INTERVALS = { "1m": 60, "5m": 300, "15m": 900, "1h": 3600, "1d": 0 };
+// intraday bars sit at exchange wall-clock time (Asia/Shanghai, UTC+8): the axis reads the same hours as the API
+const EXCHANGE_OFFSET_S = 8 * 3600;
+
+/** A bar's time: the trading day "YYYY-MM-DD" for 1d, else the bucket start (ISO 8601) as exchange-time seconds. */
+export function barTime(t, interval) {
+  return interval === "1d" ? t : Math.floor(Date.parse(t) / 1000) + EXCHANGE_OFFSET_S;
+}
+
+/**
+ * The interval switch, placed before `anchor`: one button per interval (labels[interval]; labels.title names
+ * the group); `onChange(interval)` when another is chosen. Drawn again on each call (a language switch).
+ */
+export function intervalSwitch(anchor, current, labels, onChange) {
+  let group = document.getElementById("chart-interval");
+  if (!group) {
+    group = document.createElement("div");
+    group.id = "chart-interval";
+    group.className = "tabs";
+    group.dataset.testid = "chart-interval";
+    group.setAttribute("role", "tablist");
+    Object.assign(group.style, { justifyContent: "flex-end", marginBottom: "6px" });
+    anchor.before(group);
+  }
+  group.setAttribute("aria-label", labels.title);
+  group.replaceChildren(...Object.keys(INTERVALS).map((interval) => {
+    const b = document.createElement("button");
+    Object.assign(b, { type: "button", className: "tab", textContent: labels[interval] ?? interval });
+    b.setAttribute("role", "tab");
+    b.setAttribute("aria-selected", String(interval === current));
+    b.dataset.interval = interval;
+    b.onclick = () => { if (interval !== current) onChange(interval); };
+    return b;
+  }));
+}
+
 /** A time-axis label of a business day ({year, month, day} or "YYYY-MM-DD") or a UNIX time, per language. */
 export function axisLabel(time, tickType, lang) {
   let y;
@@ -52,6 +89,7 @@ export class PriceChart {
     this.lang = opts.lang ?? "en";
     this.labels = opts.labels ?? { open: "O", high: "H", low: "L", close: "C", volume: "Vol" };
     this.decimals = 2;
+    this.interval = "1d";
     this.axisLabels = new Set(); // every time-axis label drawn, for the page's tests (data-axis-labels)
     this.chart = lib.createChart(container, {
       autoSize: true,
@@ -113,8 +151,10 @@ export class PriceChart {
     const fmt = (v, d) => new Intl.NumberFormat("en-US", { minimumFractionDigits: d, maximumFractionDigits: d })
       .format(v);
     const L = this.labels;
+    const when = typeof bar.time === "string" ? bar.time
+      : new Date(bar.time * 1000).toISOString().slice(0, 16).replace("T", " "); // exchange time (bars are shifted)
     const parts = [
-      [null, typeof bar.time === "string" ? bar.time : ""],
+      [null, when],
       [L.open, fmt(bar.open, this.decimals)], [L.high, fmt(bar.high, this.decimals)],
       [L.low, fmt(bar.low, this.decimals)], [L.close, fmt(bar.close, this.decimals)],
       [L.volume, fmt(bar.volume, 0)],
@@ -145,9 +185,12 @@ export class PriceChart {
     if (this.bars.length) this.volume.setData(this.bars.map((b) => this._volumeBar(b)));
   }
 
-  /** Show a kline series [{t, o, h, l, c, v}] with `decimals` price decimals. */
-  setSeries(series, decimals) {
-    this.bars = series.map((c) => ({ time: c.t, open: c.o, high: c.h, low: c.l, close: c.c, volume: c.v }));
+  /** Show a kline series [{t, o, h, l, c, v}] of `interval` (1m ... 1d) with `decimals` price decimals. */
+  setSeries(series, decimals, interval = "1d") {
+    this.interval = interval;
+    this.chart.applyOptions({ timeScale: { timeVisible: interval !== "1d", secondsVisible: false } });
+    this.bars = series.map((c) => ({ time: barTime(c.t, interval), open: c.o, high: c.h, low: c.l, close: c.c,
+      volume: c.v }));
     this.decimals = decimals;
     const minMove = 10 ** -decimals;
     this.candles.applyOptions({ priceFormat: { type: "price", precision: decimals, minMove } });
@@ -157,10 +200,17 @@ export class PriceChart {
     this._showLegend(null);
   }
 
-  /** Move the live (last) candle with a new price. */
-  updateLast(price) {
-    const last = this.bars[this.bars.length - 1];
+  /** Move the live (last) candle with a new price; an intraday price stamped `ts` (ISO 8601) past the last bucket
+   * opens the next bucket (its volume is the server's: it shows at the next load). */
+  updateLast(price, ts) {
+    let last = this.bars[this.bars.length - 1];
     if (!last || price === null || price === undefined) return;
+    const seconds = INTERVALS[this.interval];
+    const start = seconds && ts ? Math.floor(Date.parse(ts) / 1000 / seconds) * seconds + EXCHANGE_OFFSET_S : NaN;
+    if (start > last.time) {
+      last = { time: start, open: price, high: price, low: price, close: price, volume: 0 };
+      this.bars.push(last);
+    }
     last.close = price;
     last.high = Math.max(last.high, price);
     last.low = Math.min(last.low, price);

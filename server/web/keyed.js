@@ -7,7 +7,7 @@
 // opened the page polls while it keeps retrying the socket with backoff.
 
 import { getJson } from "./api.js";
-import { PriceChart } from "./chart.js";
+import { INTERVALS, PriceChart, intervalSwitch } from "./chart.js";
 import { el, flash, replaceChildren, signClass } from "./dom.js";
 import { Close, LiveSocket, SeqTracker } from "./live.js";
 import { QuoteBook, clockOf, formatNumber, viewerTime, zonedClock } from "./quotes.js";
@@ -35,6 +35,7 @@ export class KeyedSession {
     this.lastResync = -Infinity;
     this.kind = "all";
     this.chartId = null;
+    this.chartInterval = "1d";
     this.chart = null;
     this.spreads = null;
     this.inventory = null;
@@ -178,7 +179,7 @@ export class KeyedSession {
     const row = this.book.applyTick(tick);
     if (row) this._updateRow(row);
     if (tick.id === this.chartId) {
-      this.chart?.updateLast(tick.price);
+      this.chart?.updateLast(tick.price, tick.ts);
       this._renderChartMeta();
     }
     if (verdict === "gap") this._resync();
@@ -214,7 +215,7 @@ export class KeyedSession {
       for (const id of this.book.merge(r.data.quotes)) this._updateRow(this.book.get(id));
       const chartRow = this.chartId && this.book.get(this.chartId);
       if (chartRow) {
-        this.chart?.updateLast(chartRow.quote.price);
+        this.chart?.updateLast(chartRow.quote.price, chartRow.quote.updated);
         this._renderChartMeta();
       }
     } else if (r.status === 401) {
@@ -312,6 +313,14 @@ export class KeyedSession {
     select.onchange = () => this.selectChart(select.value);
     const days = document.getElementById("chart-days");
     days.onchange = () => this.selectChart(this.chartId);
+    days.disabled = this.chartInterval !== "1d"; // days counts daily candles only
+    const labels = { title: i18n.t("chartInterval") };
+    for (const interval of Object.keys(INTERVALS)) labels[interval] = i18n.t(`interval_${interval}`);
+    intervalSwitch(document.getElementById("chart").parentElement, this.chartInterval, labels, (interval) => {
+      this.chartInterval = interval;
+      this._renderChartSelect();
+      this.selectChart(this.chartId);
+    });
   }
 
   async selectChart(id) {
@@ -323,9 +332,10 @@ export class KeyedSession {
     const box = document.getElementById("chart");
     box.setAttribute("aria-busy", "true");
     document.getElementById("chart-meta").textContent = i18n.t("chartLoading");
-    const days = document.getElementById("chart-days").value;
-    const r = await this.call(`/api/v1/kline/${encodeURIComponent(id)}?days=${days}`);
-    if (this.stopped || id !== this.chartId) return;
+    const interval = this.chartInterval;
+    const query = interval === "1d" ? `days=${document.getElementById("chart-days").value}` : `interval=${interval}`;
+    const r = await this.call(`/api/v1/kline/${encodeURIComponent(id)}?${query}`);
+    if (this.stopped || id !== this.chartId || interval !== this.chartInterval) return;
     box.setAttribute("aria-busy", "false");
     if (!r.ok) {
       if (r.status !== 401) {
@@ -340,8 +350,9 @@ export class KeyedSession {
       notices.set("chart", () => i18n.t("errNoChartLib"), 0);
       return;
     }
-    this.chart.setSeries(r.data.series, this.book.get(id)?.decimals ?? 2);
+    this.chart.setSeries(r.data.series, this.book.get(id)?.decimals ?? 2, interval);
     box.dataset.instrument = id;
+    box.dataset.interval = interval;
     box.dataset.candles = String(r.data.series.length);
     this._renderChartMeta();
   }

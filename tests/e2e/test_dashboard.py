@@ -191,6 +191,27 @@ def test_chart_draws_candles_and_volume_for_a_chosen_instrument(tab: Tab, dash: 
     assert tab.errors == []
 
 
+def test_chart_interval_switch_draws_intraday_buckets(tab: Tab, dash: ServerProcess) -> None:
+    page = tab.open()
+    tab.enter_key(dash.demo_key)
+    page.wait_for_selector("#chart[data-candles]")
+    switch = "[data-testid=chart-interval]"
+    assert page.get_attribute(f"{switch} [aria-selected=true]", "data-interval") == "1d"
+    page.click(f"{switch} [data-interval='5m']")
+    page.wait_for_selector("#chart[data-interval='5m']")
+    assert page.get_attribute("#chart", "data-candles") == "300"  # the API's default limit
+    assert page.get_attribute(f"{switch} [aria-selected=true]", "data-interval") == "5m"
+    assert page.is_disabled("[data-testid=chart-days]")  # days counts daily candles only
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", page.inner_text("#chart-legend span:first-child"))
+    page.click("#live-body tr[data-id=wti]")  # another instrument keeps the interval
+    page.wait_for_selector("#chart[data-instrument=wti][data-interval='5m']")
+    page.click(f"{switch} [data-interval='1d']")
+    page.wait_for_selector("#chart[data-interval='1d']")
+    assert not page.is_disabled("[data-testid=chart-days]")
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2}", page.inner_text("#chart-legend span:first-child"))
+    assert tab.errors == []
+
+
 def test_spreads_show_the_import_parity_breakdown_and_inventories_their_arrows(tab: Tab, dash: ServerProcess) -> None:
     page = tab.open()
     tab.enter_key(dash.demo_key)
