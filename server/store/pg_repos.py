@@ -23,9 +23,12 @@ from datetime import date
 from typing import Any, TypeVar, cast
 
 import psycopg
+import psycopg_pool.pool
+import psycopg_pool.pool_async
 from psycopg import AsyncConnection
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
+from psycopg_pool.base import AttemptWithBackoff
 
 from server.evidence import Block, EvidenceLog
 from server.notify.jobs import CLAIMABLE, IllegalTransition, JobState, Retry
@@ -58,6 +61,21 @@ POOL_SIZE = 10  # async connections per hub (--database-pool)
 SYNC_POOL_SIZE = 2  # start-up/shutdown work and evidence (one anchoring task, a few proof lookups)
 PING_TIMEOUT_S = 2.0
 POOL_WAIT_S = 10.0
+RECONNECT_MAX_S = 2.0  # a pool that lost PostgreSQL tries again at least this often
+RECONNECT_FOREVER_S = 10 * 365 * 86400.0  # and never gives up (psycopg_pool's default: after 5 minutes)
+
+
+class _CappedBackoff(AttemptWithBackoff):
+    """psycopg_pool doubles the delay between reconnection attempts without bound (1, 2, 4 ... s): a hub
+    took 53 s to notice that a 7 s PostgreSQL outage was over. Capped, it is back within RECONNECT_MAX_S."""
+
+    def update_delay(self, now: float) -> None:
+        super().update_delay(now)
+        self.delay = min(self.delay, RECONNECT_MAX_S)
+
+
+for _module in (psycopg_pool.pool, psycopg_pool.pool_async):  # both pools look the class up at each attempt
+    setattr(_module, "AttemptWithBackoff", _CappedBackoff)  # noqa: B010 (a module attribute, on purpose)
 
 
 class PgStorage:
@@ -74,6 +92,7 @@ class PgStorage:
             conn.close()
         self.sync_pool = ConnectionPool(
             url, min_size=1, max_size=SYNC_POOL_SIZE, open=True, name="market-sync", timeout=POOL_WAIT_S,
+            reconnect_timeout=RECONNECT_FOREVER_S,
             kwargs={"autocommit": True, "application_name": name}, check=ConnectionPool.check_connection,
         )
         self._pool: AsyncConnectionPool[AsyncConnection[DictRow]] | None = None
@@ -89,6 +108,7 @@ class PgStorage:
                 # a connection PostgreSQL dropped (restart, failover) is replaced when lent, not handed out;
                 # a caller waits at most POOL_WAIT_S for a free connection, then gets an error (a 5xx)
                 check=AsyncConnectionPool.check_connection, timeout=POOL_WAIT_S,
+                reconnect_timeout=RECONNECT_FOREVER_S,
             )
             await self._pool.open(wait=True, timeout=10.0)
 

@@ -218,3 +218,22 @@ def test_sqlite_runs_do_not_import_psycopg() -> None:
     code = ("import sys, server.cli, server.hub, server.serve, server.evidence, server.store.users; "
             "sys.exit('psycopg' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=60).returncode == 0
+
+
+def test_a_pool_that_lost_postgresql_retries_at_least_every_two_seconds_and_never_gives_up() -> None:
+    """psycopg_pool's own backoff doubles without bound: a hub noticed the end of a 7 s outage after 53 s
+    (docs/scaling.md). Both pools now use the capped backoff."""
+    import psycopg_pool.pool
+    import psycopg_pool.pool_async
+
+    from server.store import pg_repos
+
+    assert psycopg_pool.pool_async.AttemptWithBackoff is pg_repos._CappedBackoff
+    assert psycopg_pool.pool.AttemptWithBackoff is pg_repos._CappedBackoff
+    attempt = pg_repos._CappedBackoff(timeout=pg_repos.RECONNECT_FOREVER_S)
+    delays = []
+    for i in range(12):
+        attempt.update_delay(1000.0 + i)
+        delays.append(attempt.delay)
+    assert delays[0] <= 1.1 and max(delays) == pg_repos.RECONNECT_MAX_S
+    assert not attempt.time_to_give_up(1000.0 + 86400 * 30)
