@@ -6,6 +6,7 @@ Generator derived from its seed; the parser turns one line into a ``Tick``.
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
@@ -178,7 +179,9 @@ class DemoFeed:
         cum_v = np.round(v * weights / weights[:, -1:])
         volumes = np.diff(cum_v, axis=1, prepend=0.0)
         t = np.broadcast_to(int(start) + base * np.arange(n_buckets, dtype=np.int64), (n, n_buckets))
-        return (t, cube[:, :, 0], cube.max(axis=2), cube.min(axis=2), cube[:, :, -1], volumes)
+        points_of = [cube[:, :, k] for k in range(SUBSTEPS)]  # a reduction over a 4-wide axis is ~10x slower
+        return (t, points_of[0], functools.reduce(np.maximum, points_of), functools.reduce(np.minimum, points_of),
+                points_of[-1], volumes)
 
     def next_batch(self, ts: float, interval_s: float) -> list[Tick]:
         """Move a random 10-40% subset of instruments one random-walk step."""
