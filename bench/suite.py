@@ -1,14 +1,21 @@
 """Every benchmark in one run, one table of ratios: what `bench/run` executes (see bench/README.md).
 
 1. Servers: `market-server serve --bench-static` on each runtime (demo feed ticking in the same
-   process, an enterprise key with an unreachable rate) and the FastAPI + uvicorn baseline
-   (bench/baselines/fastapi_app.py, its own ticker) - all on 127.0.0.1, free ports.
+   process, an enterprise key with an unreachable rate, an unreachable public rate), the FastAPI +
+   uvicorn baseline (bench/baselines/fastapi_app.py) and the Litestar + msgspec peer on Granian
+   (bench/peers/litestar_app.py), each with its own ticker - all on 127.0.0.1, free ports. Every
+   server is pinned to core 0; wrk, the open-loop client and this process run on core 1.
 2. Throughput: wrk (closed loop, 1 thread, 32 connections) on every endpoint of every server,
    interleaved over rounds so drift hits all alike; req/s is the best round (other load only
-   ever lowers throughput), ratios are the median over rounds of the per-round ratio.
+   ever lowers throughput), ratios are the median over rounds of the per-round ratio; beside it
+   the server's CPU per request (utime + stime of the pinned server from /proc, least of the rounds).
 3. Latency: the open-loop client (bench/openloop.py) at 50% of each hot endpoint's measured
    peak; p99 from each request's due time; the best of the interleaved rounds counts.
-4. WebSocket fan-out: bench/ws_fanout.py (ours vs websockets.broadcast()), when present.
+4. WebSocket fan-out: bench/ws_fanout.py --pin (ours vs picows vs websockets.broadcast()).
+5. Instructions per request in process (bench/instructions.py under callgrind), or the last
+   figures recorded in bench/instructions.tsv with --no-instructions.
+6. Other engineers' benchmarks, when present: bench/resume_replay.py, bench/client_overhead.py,
+   bench/engine_cost.py (their --json output, with their targets).
 
 Raw results go to bench/results/<UTC time>/ (results.json, table.md, wrk outputs).
 """
@@ -39,7 +46,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.openloop import measure as open_loop  # noqa: E402
-from bench.wrkrun import WrkError, require_wrk, wrk  # noqa: E402
+from bench.wrkrun import WrkError, pin, require_wrk, wrk  # noqa: E402
 
 OUR_PATHS = {
     "static": "/__bench/static",
@@ -48,13 +55,20 @@ OUR_PATHS = {
     "kline": "/api/v1/kline/brent",
     "spreads": "/api/v1/spreads",
     "inventory": "/api/v1/inventory",
+    "market": "/api/market",
+    "market-304": "/api/market",  # with If-None-Match: the snapshot's current ETag
+    "news": "/api/news",
 }
 BASELINE_PATHS = {"quotes": "/api/v1/quotes", "kline": "/api/v1/kline/brent"}
-HOT = ("quotes", "quote", "kline", "spreads", "inventory")
+HOT = ("quotes", "quote", "kline", "spreads", "inventory", "market", "market-304", "news")
 LATENCY_ENDPOINTS = ("quotes", "kline")
 CEILING_TARGET = 0.7
 BASELINE_TARGET = 3.0
+PEER_TARGET = 1.0
 P99_TARGET_MS = 10.0
+INSTRUCTIONS_SLACK = 1.05  # a figure more than 5% over the last recorded one is a regression
+SERVER_CPU = 0  # the server under test runs on this core
+LOAD_CPU = 1  # wrk, the open-loop client and this process
 CLIENT_LATE_MS = 2.0  # the open-loop client wakes every 1 ms; later than 2 ms means it was starved
 KEY_HEADER = "X-SERVICE-Key"
 
@@ -70,9 +84,9 @@ class Profile:
     latency_rounds: int = 1
 
 
-FULL = Profile(3, 5, 32, 3.0, 1.0, (), latency_rounds=5)
+FULL = Profile(3, 5, 32, 3.0, 1.0, ("--scenario", "1000x200", "--scenario", "5000x50"), latency_rounds=3)
 QUICK = Profile(1, 1, 16, 1.0, 0.3, ("--scenario", "100x20", "--impl", "ours", "--impl", "broadcast",
-                                     "--duration", "2", "--warmup", "0.5"))
+                                     "--impl", "picows", "--duration", "2", "--warmup", "0.5"))
 
 
 @dataclass(slots=True)
@@ -84,6 +98,7 @@ class Target:
     key: str
     paths: dict[str, str]
     stop: Callable[[], Any]
+    pid: int | None = None
 
 
 @dataclass(slots=True)
@@ -102,6 +117,8 @@ class Run:
     throughput: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     latency: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     fanout: list[dict[str, Any]] = field(default_factory=list)
+    instructions: dict[str, Any] = field(default_factory=dict)
+    others: list[Row] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
 
@@ -113,20 +130,23 @@ def start_ours(runtime: str, work: Path) -> Target:
     from tests.conftest import ServerProcess
 
     data = work / f"data-{runtime}"
-    srv = ServerProcess(data, runtime, "--bench-static", "--log-level", "warning")
+    srv = ServerProcess(data, runtime, "--bench-static", "--log-level", "warning", "--public-rate", "1000000000")
     _, key = srv.create_key("enterprise", "--rate", "1000000000")
-    return Target(runtime, srv.base, key, dict(OUR_PATHS), srv.stop)
+    pin(srv.proc.pid, {SERVER_CPU})
+    return Target(runtime, srv.base, key, dict(OUR_PATHS), srv.stop, srv.proc.pid)
 
 
-def start_baseline(work: Path) -> Target:
+def start_baseline(work: Path, peer: bool = False) -> Target:
     from tests.conftest import free_port
 
     port = free_port()
     key = "bench-" + os.urandom(8).hex()
-    log = open(work / "fastapi.log", "wb")  # noqa: SIM115 - closed by stop()
+    name = "litestar" if peer else "fastapi"
+    script = ROOT / "bench" / ("peers/litestar_app.py" if peer else "baselines/fastapi_app.py")
+    log = open(work / f"{name}.log", "wb")  # noqa: SIM115 - closed by stop()
     proc = subprocess.Popen(
-        [sys.executable, str(ROOT / "bench" / "baselines" / "fastapi_app.py"), "--port", str(port)],
-        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "BASELINE_KEY": key},
+        [sys.executable, str(script), "--port", str(port)],
+        cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, "BASELINE_KEY": key, "PEER_KEY": key},
     )
     base = f"http://127.0.0.1:{port}"
 
@@ -143,15 +163,19 @@ def start_baseline(work: Path) -> Target:
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             stop()
-            raise RuntimeError(f"baseline exited with {proc.returncode}: {(work / 'fastapi.log').read_text()}")
+            raise RuntimeError(f"{name} exited with {proc.returncode}: {(work / f'{name}.log').read_text()}")
         try:
             if httpx.get(base + BASELINE_PATHS["quotes"], headers={KEY_HEADER: key}, timeout=1).status_code == 200:
-                return Target("fastapi", base, key, dict(BASELINE_PATHS), stop)
+                pin(proc.pid, {SERVER_CPU})
+                return Target(name, base, key, dict(BASELINE_PATHS), stop, proc.pid)
         except httpx.TransportError:
             pass
         time.sleep(0.05)  # polling a port that is not open yet: nothing to await
     stop()
-    raise RuntimeError("baseline not ready within 30 s")
+    raise RuntimeError(f"{name} not ready within 30 s")
+
+
+BASELINES = ("fastapi", "litestar")
 
 
 # --- measurements -------------------------------------------------------------------------------
@@ -163,14 +187,15 @@ def check_equivalent(run: Run, targets: list[Target]) -> None:
     for t in targets:
         bodies[t.name] = {e: httpx.get(t.base + t.paths[e], headers={KEY_HEADER: t.key}, timeout=10).json()
                           for e in BASELINE_PATHS}
-    ours = next((b for name, b in bodies.items() if name != "fastapi"), None)
-    base = bodies.get("fastapi")
-    if ours is None or base is None:
-        return
-    for endpoint in BASELINE_PATHS:
-        if _shape(ours[endpoint]) != _shape(base[endpoint]):
-            run.errors.append(f"baseline {endpoint} body differs in shape from ours: "
-                              f"{_shape(base[endpoint])} vs {_shape(ours[endpoint])}")
+    ours = next((b for name, b in bodies.items() if name not in BASELINES), None)
+    for name in BASELINES:
+        base = bodies.get(name)
+        if ours is None or base is None:
+            continue
+        for endpoint in BASELINE_PATHS:
+            if _shape(ours[endpoint]) != _shape(base[endpoint]):
+                run.errors.append(f"{name} {endpoint} body differs in shape from ours: "
+                                  f"{_shape(base[endpoint])} vs {_shape(ours[endpoint])}")
 
 
 def _shape(body: dict[str, Any]) -> tuple[Any, ...]:
@@ -179,10 +204,17 @@ def _shape(body: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(sorted(body)), len(items), tuple(sorted(items[0]))
 
 
+def request_headers(t: Target, endpoint: str) -> dict[str, str]:
+    headers = {KEY_HEADER: t.key}
+    if endpoint == "market-304":  # the snapshot's ETag as it is now (it changes once a refresh period)
+        headers["If-None-Match"] = httpx.get(t.base + t.paths[endpoint], timeout=10).headers.get("etag", "")
+    return headers
+
+
 def warm_up(targets: list[Target]) -> None:
     for t in targets:
-        for path in t.paths.values():
-            wrk(t.base + path, 1, 16, {KEY_HEADER: t.key})
+        for endpoint, path in t.paths.items():
+            wrk(t.base + path, 1, 16, request_headers(t, endpoint), cpu=LOAD_CPU)
 
 
 def measure_throughput(run: Run, targets: list[Target]) -> None:
@@ -192,14 +224,15 @@ def measure_throughput(run: Run, targets: list[Target]) -> None:
         for t in targets:
             for endpoint, path in t.paths.items():
                 try:
-                    res = wrk(t.base + path, p.duration, p.connections, {KEY_HEADER: t.key})
+                    res = wrk(t.base + path, p.duration, p.connections, request_headers(t, endpoint), cpu=LOAD_CPU,
+                              server_pid=t.pid)
                 except WrkError as exc:
                     run.errors.append(f"{t.name} {endpoint}: {exc}")
                     continue
                 samples[t.name][endpoint].append(res)
                 (run.out / f"wrk-{t.name}-{endpoint}-r{rnd + 1}.txt").write_text(res.output)
-                print(f"  {t.name:8} {endpoint:10} round {rnd + 1}: {res.rps:>10,.0f} req/s  p99 {res.p99_ms:.2f} ms",
-                      flush=True)
+                print(f"  {t.name:8} {endpoint:10} round {rnd + 1}: {res.rps:>10,.0f} req/s  "
+                      f"{res.server_us:6.1f} us/req  p99 {res.p99_ms:.2f} ms", flush=True)
     for name, per_endpoint in samples.items():
         run.throughput[name] = {e: _best_throughput(rs) for e, rs in per_endpoint.items() if rs}
 
@@ -207,8 +240,10 @@ def measure_throughput(run: Run, targets: list[Target]) -> None:
 def _best_throughput(rounds: list[Any]) -> dict[str, Any]:
     """Other load on the machine only ever lowers throughput: the best round estimates capacity."""
     best = max(rounds, key=lambda r: r.rps)
+    cpu = [r.server_us for r in rounds if math.isfinite(r.server_us)]
     return {"rps": best.rps, "p99_ms": best.p99_ms, "median_rps": statistics.median(r.rps for r in rounds),
-            "rounds": [r.rps for r in rounds]}
+            "rounds": [r.rps for r in rounds], "server_us": min(cpu) if cpu else math.nan,
+            "server_us_rounds": [r.server_us for r in rounds]}
 
 
 def measure_latency(run: Run, targets: list[Target]) -> None:
@@ -240,7 +275,7 @@ def measure_fanout(run: Run) -> None:
     if not script.exists():
         run.notes.append("bench/ws_fanout.py not present: WebSocket fan-out rows skipped")
         return
-    cmd = [sys.executable, str(script), "--json", *run.profile.fanout_args]
+    cmd = [sys.executable, str(script), "--json", "--pin", *run.profile.fanout_args]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=3600)
     (run.out / "ws_fanout.txt").write_text(proc.stdout + proc.stderr)
     if proc.returncode != 0:
@@ -280,7 +315,9 @@ def throughput_rows(run: Run, runtimes: list[str]) -> list[Row]:
             if endpoint not in res:
                 continue
             ratio = paired_ratio(res[endpoint], static) if static else math.nan
-            rows.append(Row(f"{rt}: GET {OUR_PATHS[endpoint]}", _rps(res[endpoint]), f"{ratio:.2f} of static",
+            cpu = static["server_us"] / res[endpoint]["server_us"] if static else math.nan
+            label = "GET /api/market (If-None-Match: 304)" if endpoint == "market-304" else f"GET {OUR_PATHS[endpoint]}"
+            rows.append(Row(f"{rt}: {label}", _rps(res[endpoint]), f"{ratio:.2f} of static (CPU {cpu:.2f})",
                             f">= {CEILING_TARGET:.2f}", verdict(ratio >= CEILING_TARGET)))
     return rows
 
@@ -293,16 +330,22 @@ def comparison_rows(run: Run, runtimes: list[str]) -> list[Row]:
             a, b = tp["granian"].get(endpoint), tp["robyn"].get(endpoint)
             if a and b:
                 rows.append(Row(f"granian vs robyn: {endpoint}", f"{a['rps']:,.0f} vs {b['rps']:,.0f} req/s",
-                                f"{paired_ratio(a, b):.2f}x"))
-    base = tp.get("fastapi", {})
-    for rt in runtimes:
-        for endpoint in BASELINE_PATHS:
-            ours, theirs = tp.get(rt, {}).get(endpoint), base.get(endpoint)
-            if ours and theirs:
-                ratio = paired_ratio(ours, theirs)
-                rows.append(Row(f"{rt} vs FastAPI+uvicorn: {endpoint}",
-                                f"{ours['rps']:,.0f} vs {theirs['rps']:,.0f} req/s", f"{ratio:.1f}x",
-                                f">= {BASELINE_TARGET:.0f}x", verdict(ratio >= BASELINE_TARGET)))
+                                f"{paired_ratio(a, b):.2f}x", "", ""))
+    for peer, label, target in (("litestar", "Litestar+msgspec on Granian", PEER_TARGET),
+                                ("fastapi", "FastAPI+uvicorn", BASELINE_TARGET)):
+        base = tp.get(peer, {})
+        for rt in runtimes:
+            if peer == "litestar" and rt != "granian":
+                continue  # the peer runs on Granian: the same runtime class
+            for endpoint in BASELINE_PATHS:
+                ours, theirs = tp.get(rt, {}).get(endpoint), base.get(endpoint)
+                if ours and theirs:
+                    ratio = paired_ratio(ours, theirs)
+                    cpu = theirs["server_us"] / ours["server_us"]
+                    rows.append(Row(f"{rt} vs {label}: {endpoint}",
+                                    f"{ours['rps']:,.0f} vs {theirs['rps']:,.0f} req/s; "
+                                    f"{ours['server_us']:.1f} vs {theirs['server_us']:.1f} us/req",
+                                    f"{ratio:.2f}x (CPU {cpu:.2f}x)", f">= {target:.1f}x", verdict(ratio >= target)))
     return rows
 
 
@@ -319,6 +362,10 @@ def latency_rows(run: Run) -> list[Row]:
     return rows
 
 
+FANOUT_LABELS = {"ours": "ours", "broadcast": "websockets.broadcast()", "picows": "picows",
+                 "picows-send": "picows, WSTransport.send per frame"}
+
+
 def fanout_rows(run: Run) -> list[Row]:
     rows: list[Row] = []
     by_key: dict[tuple[Any, Any], dict[str, dict[str, Any]]] = {}
@@ -326,17 +373,115 @@ def fanout_rows(run: Run) -> list[Row]:
         by_key.setdefault((row.get("conns"), row.get("ticks_per_s")), {})[str(row.get("impl"))] = row
     for (conns, ticks), impls in by_key.items():
         for impl, r in impls.items():
-            label = "ours" if impl == "ours" else "websockets.broadcast()"
             rows.append(Row(
-                f"ws fan-out {conns} conns x {ticks} ticks/s: {label}",
-                f"{_num(r.get('us_per_frame'))} us CPU/frame, {_num(r.get('frames_per_s'), 0)} frames/s, "
+                f"ws fan-out {conns} conns x {ticks} ticks/s: {FANOUT_LABELS.get(impl, impl)}",
+                f"{_num(r.get('us_per_frame'), 2)} us CPU/frame, {_num(r.get('frames_per_s'), 0)} frames/s, "
                 f"p99 {_num(r.get('p99_ms'))} ms, {_num(r.get('idle_kib_per_conn'))} KiB/conn",
             ))
-        ours, base = impls.get("ours"), impls.get("broadcast")
-        if ours and base and ours.get("us_per_frame") and base.get("us_per_frame"):
-            rows.append(Row(f"ws fan-out {conns} conns x {ticks} ticks/s: CPU/frame, broadcast vs ours", "",
-                            f"{base['us_per_frame'] / ours['us_per_frame']:.2f}x"))
+        ours = impls.get("ours")
+        for impl, target in (("picows", True), ("broadcast", False)):
+            peer = impls.get(impl)
+            if not (ours and peer and ours.get("us_per_frame") and peer.get("us_per_frame")):
+                continue
+            ratio = peer["us_per_frame"] / ours["us_per_frame"]
+            name = FANOUT_LABELS[impl]
+            rows.append(Row(f"ws fan-out {conns} x {ticks}: CPU/frame, {name} / ours", "", f"{ratio:.2f}x",
+                            ">= 1.00x" if target else "", verdict(ratio >= 1.0) if target else ""))
+            if target:
+                ok = ours["p99_ms"] <= peer["p99_ms"]
+                rows.append(Row(f"ws fan-out {conns} x {ticks}: p99 tick latency, ours vs {name}",
+                                f"{_num(ours['p99_ms'])} vs {_num(peer['p99_ms'])} ms", "",
+                                "no worse", verdict(ok)))
     return rows
+
+
+# --- instructions per request (callgrind) ---------------------------------------------------------------
+
+INSTRUCTIONS_TSV = ROOT / "bench" / "instructions.tsv"
+
+
+def recorded_instructions() -> list[dict[str, str]]:
+    if not INSTRUCTIONS_TSV.exists():
+        return []
+    lines = [line.split("\t") for line in INSTRUCTIONS_TSV.read_text().splitlines() if line.strip()]
+    head, rows = lines[0], lines[1:]
+    return [dict(zip(head, row, strict=False)) for row in rows]
+
+
+def measure_instructions(run: Run, fresh: bool) -> None:
+    recorded = recorded_instructions()
+    run.instructions["recorded"] = recorded[-1] if recorded else None
+    if not fresh:
+        return
+    cmd = [sys.executable, "-m", "bench.instructions", "--json", "--endpoints", "quotes,kline,static"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=3600)
+    (run.out / "instructions.txt").write_text(proc.stdout + proc.stderr)
+    if proc.returncode != 0:
+        run.errors.append(f"bench.instructions exited with {proc.returncode}: {proc.stderr.strip()[-300:]}")
+        return
+    run.instructions["fresh"] = json.loads(proc.stdout.strip().splitlines()[-1])["figures"]
+
+
+def instruction_rows(run: Run) -> list[Row]:
+    rows: list[Row] = []
+    recorded, fresh = run.instructions.get("recorded"), run.instructions.get("fresh")
+    for endpoint in ("quotes", "kline", "static"):
+        last = float(recorded[endpoint]) if recorded and recorded.get(endpoint) else None
+        if fresh is not None:
+            value = fresh[endpoint]
+            ok = last is None or value <= last * INSTRUCTIONS_SLACK
+            where = f"last recorded {last:,.0f} at {recorded['commit']}" if last and recorded else "none recorded"
+            rows.append(Row(f"instructions per request (callgrind, in process): {endpoint}", f"{value:,.0f}; {where}",
+                            "", f"<= recorded x {INSTRUCTIONS_SLACK}", verdict(ok)))
+        elif last is not None and recorded is not None:
+            rows.append(Row(f"instructions per request (callgrind, in process): {endpoint}",
+                            f"{last:,.0f} (recorded at {recorded['commit']}, bench/instructions.tsv; not re-run)",
+                            "", "recorded per commit", "yes"))
+    return rows
+
+
+# --- other engineers' benchmarks ---------------------------------------------------------------------------
+
+
+def _json_of(run: Run, script: str, *args: str) -> Any:
+    path = ROOT / "bench" / f"{script}.py"
+    if not path.exists():
+        run.notes.append(f"bench/{script}.py not present: its rows are skipped")
+        return None
+    proc = subprocess.run([sys.executable, "-m", f"bench.{script}", "--json", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=1800)
+    (run.out / f"{script}.txt").write_text(proc.stdout + proc.stderr)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith(("{", "["))]
+    if proc.returncode != 0 or not lines:
+        run.errors.append(f"bench/{script}.py exited with {proc.returncode}: {proc.stderr.strip()[-300:]}")
+        return None
+    return json.loads(lines[-1])
+
+
+def measure_others(run: Run, quick: bool) -> None:
+    resume = _json_of(run, "resume_replay", *(["--runs", "20"] if quick else []))
+    if isinstance(resume, dict):
+        mean = resume.get("resume replay 1000 (server metric) mean us")
+        core = resume.get("resume replay 1000 (core) median us")
+        if mean is not None:
+            run.others.append(Row("resume: replay of 1,000 missed ticks, server time (mean, real server)",
+                                  f"{mean / 1000:.2f} ms; in process (core) median {_num((core or 0) / 1000, 2)} ms",
+                                  "", "< 10 ms", verdict(mean / 1000 < 10)))
+    client = _json_of(run, "client_overhead", *(["--ticks", "2000", "--rounds", "1"] if quick else []))
+    if isinstance(client, dict) and "stream_vs_raw" in client:
+        us = client.get("us_per_tick", {})
+        run.others.append(Row("client: market_client stream() vs raw websockets client, per tick",
+                              f"{_num(us.get('stream'), 2)} vs {_num(us.get('raw'), 2)} us/tick",
+                              f"{client['stream_vs_raw']:.2f}x", "< 2x", verdict(client["stream_vs_raw"] < 2)))
+    engine = _json_of(run, "engine_cost")
+    for row in engine if isinstance(engine, list) else ([engine] if isinstance(engine, dict) else []):
+        if isinstance(row, dict) and "name" in row:
+            met = row.get("met")
+            run.others.append(Row(f"scale: {row['name']}", str(row.get("result", "")), str(row.get("ratio", "")),
+                                  str(row.get("target", "")), "" if met is None else verdict(bool(met))))
+        elif isinstance(row, dict):
+            for name, value in row.items():
+                run.others.append(Row(f"scale: {name}", str(value), "", "(see bench/engine_cost.py)", ""))
 
 
 def _num(value: Any, digits: int = 1) -> str:
@@ -345,7 +490,7 @@ def _num(value: Any, digits: int = 1) -> str:
 
 def _rps(res: dict[str, Any]) -> str:
     median = f"median {res['median_rps']:,.0f}, " if len(res.get("rounds", [])) > 1 else ""
-    return f"{res['rps']:,.0f} req/s ({median}p99 {res['p99_ms']:.2f} ms)"
+    return f"{res['rps']:,.0f} req/s ({median}p99 {res['p99_ms']:.2f} ms), {_num(res.get('server_us'))} us/req"
 
 
 def render(rows: list[Row]) -> str:
@@ -355,6 +500,10 @@ def render(rows: list[Row]) -> str:
 
 
 # --- main ---------------------------------------------------------------------------------------
+
+
+def _load(load: tuple[float, float, float]) -> str:
+    return "/".join(f"{x:.2f}" for x in load)
 
 
 def machine() -> str:
@@ -372,7 +521,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="tiny durations and counts (smoke test)")
     parser.add_argument("--runtimes", default="granian,robyn")
     parser.add_argument("--no-baseline", action="store_true", help="skip the FastAPI baseline")
+    parser.add_argument("--no-peer", action="store_true", help="skip the Litestar peer")
     parser.add_argument("--no-fanout", action="store_true", help="skip the WebSocket fan-out harness")
+    parser.add_argument("--no-instructions", action="store_true",
+                        help="print the last instruction counts of bench/instructions.tsv instead of running callgrind")
+    parser.add_argument("--no-others", action="store_true", help="skip the other engineers' benchmarks")
     parser.add_argument("--duration", type=float, help="seconds per wrk run")
     parser.add_argument("--rounds", type=int, help="interleaved rounds")
     parser.add_argument("--out", type=Path, help="results directory (default bench/results/<UTC time>)")
@@ -383,6 +536,8 @@ def main(argv: list[str] | None = None) -> int:
         profile = Profile(args.duration or profile.duration, args.rounds or profile.rounds, profile.connections,
                           profile.latency_duration, profile.latency_warmup, profile.fanout_args)
     require_wrk()
+    os.sched_setaffinity(0, {LOAD_CPU})  # the load (and every child until it is pinned) on core 1
+    load_before = os.getloadavg()
     started = datetime.now(UTC)
     out = args.out or ROOT / "bench" / "results" / started.strftime("%Y%m%dT%H%M%SZ")
     out.mkdir(parents=True, exist_ok=True)
@@ -400,13 +555,15 @@ def main(argv: list[str] | None = None) -> int:
                 run.notes.append(f"runtime {rt} did not start: {lines[-1] if lines else exc!r}")
         if not args.no_baseline:
             targets.append(start_baseline(work))
+        if not args.no_peer:
+            targets.append(start_baseline(work, peer=True))
         check_equivalent(run, targets)
         if not args.quick:
             warm_up(targets)
         print("throughput (wrk):", flush=True)
         measure_throughput(run, targets)
         print("latency at 50% of peak (open loop):", flush=True)
-        measure_latency(run, [t for t in targets if t.name != "fastapi"])
+        measure_latency(run, [t for t in targets if t.name not in BASELINES])
     finally:
         for t in targets:
             t.stop()
@@ -414,11 +571,20 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_fanout:
         print("WebSocket fan-out (bench/ws_fanout.py):", flush=True)
         measure_fanout(run)
-    started_rts = [t.name for t in targets if t.name != "fastapi"]
-    rows = throughput_rows(run, started_rts) + comparison_rows(run, started_rts) + latency_rows(run) + fanout_rows(run)
+    print("instructions per request (bench/instructions.py):", flush=True)
+    measure_instructions(run, fresh=not args.no_instructions)
+    if not args.no_others:
+        print("other benchmarks (resume_replay, client_overhead, engine_cost):", flush=True)
+        measure_others(run, args.quick)
+    load_after = os.getloadavg()
+    started_rts = [t.name for t in targets if t.name not in BASELINES]
+    rows = (throughput_rows(run, started_rts) + comparison_rows(run, started_rts) + latency_rows(run)
+            + fanout_rows(run) + instruction_rows(run) + run.others)
     table = render(rows)
     command = " ".join(["bench/run", *(sys.argv[1:] if argv is None else argv)])
-    header = f"{started:%Y-%m-%d %H:%M} UTC, `{command}`, {machine()}"
+    header = (f"{started:%Y-%m-%d %H:%M} UTC, `{command}`, {machine()}; servers pinned to core {SERVER_CPU}, "
+              f"load on core {LOAD_CPU}; load average (1/5/15 min) {_load(load_before)} before, "
+              f"{_load(load_after)} after")
     print(f"\n{header}\n\n{table}\n", flush=True)
     for note in run.notes:
         print(f"note: {note}", flush=True)
@@ -428,7 +594,8 @@ def main(argv: list[str] | None = None) -> int:
     (out / "results.json").write_text(json.dumps({
         "started": started.isoformat(), "command": command, "machine": machine(), "profile": profile.__repr__(),
         "throughput": run.throughput, "latency": run.latency, "fanout": run.fanout, "notes": run.notes,
-        "errors": run.errors,
+        "instructions": run.instructions, "loadavg": [load_before, load_after], "errors": run.errors,
+        "others": [r.__repr__() for r in run.others],
     }, indent=2))
     return 1 if run.errors else 0
 

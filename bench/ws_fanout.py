@@ -4,7 +4,11 @@ For each scenario (connections x ticks/s) and implementation:
 - ``ours``: `market-server serve` (demo feed at the chosen tick rate, an enterprise key allowed
   10,000 connections) - each tick framed once, one write per connection per batch;
 - ``broadcast``: the baseline, a bare `websockets.asyncio.server.serve` app in its own process
-  with the same demo feed calling `websockets.broadcast()` once per tick.
+  with the same demo feed calling `websockets.broadcast()` once per tick;
+- ``picows``: the strong peer, a bare picows server (Cython framing and writes) in its own process with the
+  same demo feed: each tick serialised once, `WSTransport.send` of those bytes to every connection.
+
+`--pin` puts the server on core 0 and the client process on core 1 (bench/run passes it).
 
 A lightweight client process (uvloop, raw asyncio protocol: handshake, then it only splits
 frames) opens the connections, counts tick frames and measures latency (receive time minus the
@@ -252,6 +256,80 @@ async def baseline_main(args: argparse.Namespace) -> None:
         task.cancel()
 
 
+# --- the picows peer --------------------------------------------------------------------------------------
+
+
+def _text_frame(payload: bytes) -> bytes:
+    """An unmasked server-to-client text frame (RFC 6455 5.2)."""
+    n = len(payload)
+    if n < 126:
+        return bytes((0x81, n)) + payload
+    if n < 65536:
+        return bytes((0x81, 126)) + n.to_bytes(2, "big") + payload
+    return bytes((0x81, 127)) + n.to_bytes(8, "big") + payload
+
+
+async def picows_main(args: argparse.Namespace) -> None:
+    """A picows server doing what a performance-minded team would: each tick serialised once (the same JSON as
+    the baseline's), the batch's frames built once, and one write of those bytes per connection through picows's
+    transport (the same write pattern as ours). `--per-message` instead calls picows's own `WSTransport.send`
+    per tick per connection (framing in C, but one socket write per frame)."""
+    import orjson
+    from picows import WSListener, WSMsgType, ws_create_server
+
+    from server.market.catalogue import default_catalogue
+    from server.market.state import build_demo_state
+    from server.market.timefmt import iso
+
+    state, feed = build_demo_state(default_catalogue(), 42, time.time())
+    conns: set[Any] = set()
+    text = WSMsgType.TEXT
+
+    class Listener(WSListener):  # type: ignore[misc]
+        def on_ws_connected(self, transport: Any) -> None:
+            conns.add(transport)
+            transport.send(text, b'{"type":"snapshot"}')
+
+        def on_ws_frame(self, transport: Any, frame: Any) -> None:
+            if frame.msg_type == WSMsgType.CLOSE:
+                transport.send_close(frame.get_close_code(), frame.get_close_message())
+                transport.disconnect()
+
+        def on_ws_disconnected(self, transport: Any) -> None:
+            conns.discard(transport)
+
+    async def ticker() -> None:
+        loop = asyncio.get_running_loop()
+        step = args.interval_ms / 1000.0
+        next_at = loop.time()
+        while True:
+            next_at += step
+            await asyncio.sleep(max(0.0, next_at - loop.time()))
+            messages = [orjson.dumps({"type": "tick", "id": t.id, "price": t.price, "change": t.change,
+                                      "ts": iso(t.ts), "seq": t.seq})
+                        for t in state.apply(feed.next_batch(time.time(), step))]
+            if args.per_message:
+                for transport in conns:
+                    if not transport.is_disconnected():
+                        for message in messages:
+                            transport.send(text, message)
+                continue
+            frames = b"".join(_text_frame(m) for m in messages)  # framed once per batch, one write per connection
+            for transport in conns:
+                raw = transport.underlying_transport
+                if not raw.is_closing():
+                    raw.write(frames)
+
+    server = await ws_create_server(lambda _request: Listener(), "127.0.0.1", args.port, backlog=4096)
+    task = asyncio.create_task(ticker())
+    print("ready", flush=True)
+    stop = asyncio.Event()
+    asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+    await stop.wait()
+    task.cancel()
+    server.close()
+
+
 # --- the harness -------------------------------------------------------------------------------------
 
 
@@ -266,10 +344,10 @@ def start_ours(tick_ms: int) -> tuple[subprocess.Popen[bytes], int, str, str]:
     return srv.proc, srv.ws_port, key, srv.base
 
 
-def start_baseline(tick_ms: int) -> tuple[subprocess.Popen[bytes], int, str, str]:
+def start_baseline(tick_ms: int, cmd: str = "_baseline", *extra: str) -> tuple[subprocess.Popen[bytes], int, str, str]:
     port = free_port()
-    proc = subprocess.Popen([sys.executable, __file__, "_baseline", "--port", str(port), "--interval-ms",
-                             str(tick_ms)], stdout=subprocess.PIPE, preexec_fn=raise_nofile)
+    proc = subprocess.Popen([sys.executable, __file__, cmd, "--port", str(port), "--interval-ms",
+                             str(tick_ms), *extra], stdout=subprocess.PIPE, preexec_fn=raise_nofile)
     assert proc.stdout is not None and proc.stdout.readline().strip() == b"ready"
     return proc, port, "", ""
 
@@ -287,18 +365,26 @@ def fanout_stats(base: str) -> tuple[float, float]:
 
 
 def run_scenario(impl: str, conns: int, ticks_per_s: float, duration: float, warmup: float,
-                 sample_every: int) -> dict[str, Any]:
+                 sample_every: int, pinned: bool = False) -> dict[str, Any]:
+    from bench.wrkrun import pin
     from server.market.catalogue import default_catalogue
 
     tick_ms = interval_ms(ticks_per_s, len(default_catalogue().instruments))
-    proc, port, key, base = (start_ours if impl == "ours" else start_baseline)(tick_ms)
+    if impl == "ours":
+        proc, port, key, base = start_ours(tick_ms)
+    else:
+        cmd = {"picows": ["_picows"], "picows-send": ["_picows", "--per-message"]}.get(impl, ["_baseline"])
+        proc, port, key, base = start_baseline(tick_ms, *cmd)
+    if pinned:
+        pin(proc.pid, {0})  # the server on core 0, the client process on core 1
     client: subprocess.Popen[str] | None = None
     try:
         time.sleep(1.0)
         rss0 = rss_kib(proc.pid)
         client = subprocess.Popen(
-            [sys.executable, __file__, "_client", "--port", str(port), "--key", key, "--conns", str(conns),
-             "--duration", str(duration), "--warmup", str(warmup), "--sample-every", str(sample_every)],
+            [*(["taskset", "-c", "1"] if pinned else []), sys.executable, __file__, "_client", "--port", str(port),
+             "--key", key, "--conns", str(conns), "--duration", str(duration), "--warmup", str(warmup),
+             "--sample-every", str(sample_every)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, preexec_fn=raise_nofile)
         assert client.stdout is not None and client.stdin is not None
         connected = json.loads(client.stdout.readline())
@@ -334,7 +420,7 @@ def run_scenario(impl: str, conns: int, ticks_per_s: float, duration: float, war
         "lat_samples": result["lat_n"], "idle_kib_per_conn": (rss1 - rss0) / max(1, connected["opened"]),
         "connect_s": connected["seconds"], "client_cpu_pct": result["client_cpu_pct"],
         "fanout_ms_per_batch": 1000 * (fan1[1] - fan0[1]) / batches if batches else None,
-        "loadavg_1m": os.getloadavg()[0],
+        "loadavg_1m": os.getloadavg()[0], "pinned": pinned,
     }
 
 
@@ -360,11 +446,14 @@ def main() -> None:
     c.add_argument("--warmup", type=float, default=2)
     c.add_argument("--sample-every", type=int, default=10)
     c.add_argument("--connect-timeout", type=float, default=120)
-    b = sub.add_parser("_baseline")
-    b.add_argument("--port", type=int, required=True)
-    b.add_argument("--interval-ms", type=int, required=True)
+    for name in ("_baseline", "_picows"):
+        b = sub.add_parser(name)
+        b.add_argument("--port", type=int, required=True)
+        b.add_argument("--interval-ms", type=int, required=True)
+        b.add_argument("--per-message", action="store_true")
     parser.add_argument("--scenario", action="append", help="CONNSxTICKS_PER_S, e.g. 1000x200 (repeatable)")
-    parser.add_argument("--impl", action="append", choices=["ours", "broadcast"])
+    parser.add_argument("--impl", action="append", choices=["ours", "broadcast", "picows", "picows-send"])
+    parser.add_argument("--pin", action="store_true", help="server on core 0, client on core 1")
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--sample-every", type=int, default=10, help="measure latency on every Nth connection")
@@ -379,13 +468,16 @@ def main() -> None:
     if args.cmd == "_baseline":
         uvloop.run(baseline_main(args))
         return
+    if args.cmd == "_picows":
+        uvloop.run(picows_main(args))
+        return
     scenarios = args.scenario or ["1000x200", "5000x50"]
-    impls = args.impl or ["ours", "broadcast"]
+    impls = args.impl or ["ours", "broadcast", "picows"]
     print(HEADER, flush=True)
     for scenario in scenarios:
         conns, rate = (int(x) for x in scenario.split("x"))
         for impl in impls:
-            row = run_scenario(impl, conns, rate, args.duration, args.warmup, args.sample_every)
+            row = run_scenario(impl, conns, rate, args.duration, args.warmup, args.sample_every, args.pin)
             print(fmt(row), flush=True)
             if args.json:
                 print(json.dumps(row), flush=True)

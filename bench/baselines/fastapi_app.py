@@ -71,6 +71,7 @@ class KlineResponse(BaseModel):
     id: str
     updated: str
     demo: bool
+    interval: str
     series: list[Candle]
 
 
@@ -121,7 +122,7 @@ async def kline(
     if row is None:
         raise HTTPException(status_code=404, detail=f"Unknown instrument id {instrument_id!r}")
     series = [Candle(**c) for c in state.kline(row, days)]
-    return KlineResponse(id=instrument_id, updated=iso(state.updated), demo=state.demo, series=series)
+    return KlineResponse(id=instrument_id, updated=iso(state.updated), demo=state.demo, interval="1d", series=series)
 
 
 def main() -> None:

@@ -1,0 +1,1 @@
+"""Stronger peers for bench/run (issue 13.1): the same endpoints written the fast way in other stacks."""
