@@ -12,6 +12,7 @@ still appears (with a generic description), so the document never hides one.
 
 from __future__ import annotations
 
+from server.api.errors import ERROR_KINDS
 from server.api.market_api import DEFAULT_LIMIT as KLINE_DEFAULT_LIMIT
 from server.api.market_api import KLINE_INTERVALS, MAX_DAYS, MAX_IDS
 from server.api.market_api import MAX_LIMIT as KLINE_MAX_LIMIT
@@ -183,6 +184,21 @@ OPERATIONS: dict[tuple[str, str], S] = {
                        param("If-None-Match", "header", STR, "ETag of a copy already held")],
         "responses": {"200": {"description": "the file"}, "304": {"description": "not changed"},
                       "404": problem("no such file")},
+    },
+    ("GET", "/favicon.ico"): {
+        "summary": "The site icon (the SVG icon, served as image/svg+xml)", "tags": ["dashboard"],
+        "parameters": [param("If-None-Match", "header", STR, "ETag of a copy already held")],
+        "responses": {"200": {"description": "the icon (image/svg+xml)"},
+                      "304": {"description": "not changed"}},
+    },
+    ("GET", "/problems/{code}"): {
+        "summary": "What a problem `type` points at: the page for one problem code", "tags": ["operations"],
+        "parameters": [param("code", "path", {"type": "string", "enum": sorted(ERROR_KINDS)}, "a problem `code`")],
+        "responses": {"200": {"description": "HTML for browsers; JSON when Accept asks for application/json or "
+                                             "application/problem+json",
+                              "content": {"text/html": {"schema": STR},
+                                          "application/json": {"schema": ref("ProblemPage")}}},
+                      "404": problem("no such problem code")},
     },
     ("GET", "/docs"): {
         "summary": "This document in Swagger UI 5 (HTML, not JSON)", "tags": ["operations"],

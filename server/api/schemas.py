@@ -112,13 +112,19 @@ PAGE_PROPS: dict[str, S] = {"total": INT, "limit": INT, "offset": INT}
 RESPONSES: dict[str, S] = {
     "Problem": obj(
         ["type", "title", "status", "detail", "code"],
-        type={"type": "string", "format": "uri"}, title=STR, status=INT, detail=STR,
+        type={"type": "string", "format": "uri-reference",
+              "description": "/problems/<code>, relative to the URL that answered: a page on this server "
+                             "(HTML, or JSON with Accept: application/json)"}, title=STR, status=INT, detail=STR,
         code={"type": "string", "enum": sorted(ERROR_KINDS), "description": "stable snake_case identifier"},
         errors={"type": "array", "items": obj(["field", "message"], field=STR, message=STR),
                 "description": "validation errors: one per bad field"},
         retryAfter={"type": "integer", "description": "on 429: seconds to wait"},
         limit={"type": "integer", "description": "on a refused WebSocket handshake (too_many_connections): "
                                                  "the connections the key's plan allows"},
+    ),
+    "ProblemPage": obj(
+        ["type", "code", "status", "title", "description"],
+        type=STR, code={"type": "string", "enum": sorted(ERROR_KINDS)}, status=INT, title=STR, description=STR,
     ),
     "QuoteExtended": obj(
         [*QUOTE_PROPS, "extended", "open", "high", "low", "prevClose", "volume", "seq"],

@@ -230,13 +230,13 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/quotes/{id}": "/api/v1/quotes/brent", "/api/v1/kline/{id}": "/api/v1/kline/brent?days=5",
         "/api/market/{id}": "/api/market/crude", "/api/receipt/{receiptNo}": f"/api/receipt/{RECEIPT}",
         "/api/verify-anchor": f"/api/verify-anchor?hash={evidence}", "/static/{file}": "/static/app.js",
-        "/static/vendor/{file}": "/static/vendor/swagger-ui.css",
+        "/static/vendor/{file}": "/static/vendor/swagger-ui.css", "/problems/{code}": "/problems/not_found",
     }
     not_found = {
         "/api/v1/quotes/{id}": "/api/v1/quotes/zzz", "/api/v1/kline/{id}": "/api/v1/kline/zzz",
         "/api/market/{id}": "/api/market/zzz", "/api/receipt/{receiptNo}": "/api/receipt/WR-XX-999999",
         "/api/verify-anchor": "/api/verify-anchor?hash=" + "ab" * 32, "/static/{file}": "/static/nope.js",
-        "/static/vendor/{file}": "/static/vendor/nope.js",
+        "/static/vendor/{file}": "/static/vendor/nope.js", "/problems/{code}": "/problems/nope",
     }
     bad = {
         "/api/v1/quotes": "/api/v1/quotes?kind=metals", "/api/v1/kline/{id}": "/api/v1/kline/brent?days=0",
