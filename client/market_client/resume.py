@@ -28,6 +28,7 @@ class ResumeState:
         self._reset_baseline: set[str] = set()  # after a refused resume: the next tick starts afresh, no 2nd gap
         self._asked_since: dict[str, int] = {}
         self.ticks = 0
+        self.resumes = {"recovered": 0, "refused": 0}  # answers to subscribes that carried since/epoch
 
     def subscribe_message(self, req_id: str) -> bytes | None:
         """The subscribe to send on a new connection: None when the default full set is wanted and there
@@ -47,7 +48,10 @@ class ResumeState:
         return msgspec.json.encode(msg)
 
     def on_ack(self, ack: Subscribed) -> list[Event]:
-        if not self._asked_since or ack.recovered:
+        if not self._asked_since:
+            return []
+        self.resumes["recovered" if ack.recovered else "refused"] += 1
+        if ack.recovered:
             return []
         missed: dict[str, tuple[int, int | None]] = {i: (s + 1, None) for i, s in self._asked_since.items()}
         self._reset_baseline.update(missed)

@@ -41,7 +41,7 @@ WsUrl = str | Callable[[], Awaitable[str]]
 
 
 class QuoteStream:
-    """An async iterator of events; iterate it once. `since`/`epoch`/`reconnects` show its state."""
+    """An async iterator of events; iterate it once. `since`, `epoch`, `reconnects` and `resumes` show its state."""
 
     def __init__(self, ids: Iterable[str] | None = None, *, key: str | None, ws_url: WsUrl = DEFAULT_WS_URL,
                  backoff_base: float = 0.25, backoff_cap: float = 10.0, max_reconnects: int | None = None,
@@ -64,6 +64,11 @@ class QuoteStream:
     @property
     def epoch(self) -> str | None:
         return self._state.epoch
+
+    @property
+    def resumes(self) -> dict[str, int]:
+        """How the server answered this stream's resumes: {"recovered": n, "refused": m}."""
+        return dict(self._state.resumes)
 
     @property
     def since(self) -> dict[str, int]:

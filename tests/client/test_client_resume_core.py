@@ -60,7 +60,7 @@ def test_recovered_resume_hands_on_the_replay_without_gap_or_duplicate() -> None
     state.subscribe_message("c2")
     out = handed_on(state, Subscribed(ids=["brent"], req_id="c2", recovered=True), tick("brent", 7),
                     tick("brent", 8), tick("brent", 9))
-    assert out == [tick("brent", 8), tick("brent", 9)]
+    assert out == [tick("brent", 8), tick("brent", 9)] and state.resumes == {"recovered": 1, "refused": 0}
 
 
 def test_refused_resume_is_one_gap_from_the_first_missed_seq_then_a_fresh_baseline() -> None:
@@ -69,6 +69,7 @@ def test_refused_resume_is_one_gap_from_the_first_missed_seq_then_a_fresh_baseli
     state.subscribe_message("c2")
     out = handed_on(state, Subscribed(ids=["brent", "wti"], req_id="c2", recovered=False))
     assert out == [Gap(reason="not_recovered", missed={"brent": (7, None), "wti": (4, None)}, epoch="E1")]
+    assert state.resumes == {"recovered": 0, "refused": 1}
     # same epoch, no seqs in the snapshot (an older server): the next tick starts afresh, no second gap
     out = handed_on(state, Snapshot(updated=TS, quotes=[], epoch="E1"), tick("brent", 40), tick("wti", 20),
                     tick("brent", 42))

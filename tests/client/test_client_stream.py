@@ -51,15 +51,20 @@ def ticks_after(n: int, start: int = 0) -> Callable[[list[Event]], bool]:
 
 
 def accounted(events: list[Event]) -> dict[str, list[int]]:
-    """Check per instrument: seqs strictly increase (no duplicate), and every skipped seq was announced by a Gap
-    just before (an exact range, or an open one from the first missed seq); returns the seqs per instrument."""
+    """Check per instrument, from the snapshot's seq on: seqs strictly increase (no duplicate), and every skipped
+    seq was announced by a Gap (an exact range, or an open one from the first missed seq, which the next snapshot
+    closes); returns the tick seqs per instrument."""
     last: dict[str, int] = {}
     open_gap: dict[str, tuple[int, int | None]] = {}
     seqs: dict[str, list[int]] = {}
     epoch = None
     for e in events:
-        if isinstance(e, Snapshot) and e.epoch != epoch:
-            epoch, last, open_gap = e.epoch, {}, {}
+        if isinstance(e, Snapshot):
+            if e.epoch != epoch:
+                epoch, last, open_gap = e.epoch, {}, {}
+            for i, seq in e.seqs.items():  # the snapshot's prices hold every tick up to seq: a new baseline
+                open_gap.pop(i, None)
+                last[i] = max(last.get(i, 0), seq)
         elif isinstance(e, Gap):
             for i, (first, to) in e.missed.items():
                 assert first == last[i] + 1, (i, first, last[i])
@@ -132,28 +137,35 @@ def test_revoked_key_ends_the_stream(server: ServerProcess) -> None:
 
 
 async def cut_three_times(server: ServerProcess, key: str, ids: list[str] | None, every: int,
-                          then: int) -> tuple[list[Event], int, int]:
+                          then: int) -> tuple[list[Event], int, int, dict[str, int]]:
     """Events of a stream through a relay that is cut three times, `every` ticks apart, then `then` more ticks."""
     proxy = CuttableProxy(server.ws_port)
     await proxy.start()
     events: list[Event] = []
     try:
         async with stream(ids, key=key, ws_url=ws_url(proxy.port), **STREAM_OPTS) as s:
-            for _ in range(3):
-                events += await take(s, ticks_after(every))
-                assert proxy.cut() == 2
-            events += await take(s, ticks_after(then))
-            reconnects = s.reconnects
+            for connection in range(4):
+                # count only ticks of this connection: after a cut, ticks already buffered from the old one come first
+                fresh = [0]
+
+                def enough(seen: list[Event], connection: int = connection, fresh: list[int] = fresh) -> bool:
+                    if isinstance(seen[-1], Tick) and s.reconnects == connection:
+                        fresh[0] += 1
+                    return fresh[0] >= (every if connection < 3 else then)
+
+                events += await take(s, enough)
+                if connection < 3:
+                    assert proxy.cut() == 2
+            reconnects, resumes = s.reconnects, s.resumes
     finally:
         await proxy.close()
-    return events, reconnects, proxy.connections
+    return events, reconnects, proxy.connections, resumes
 
 
 def test_cut_connection_reconnects_resubscribes_and_accounts_for_every_seq(server: ServerProcess, key: str) -> None:
     """Whatever the server can replay: no duplicate, no reordering, and any seq not delivered is in a Gap."""
-    events, reconnects, connections = asyncio.run(cut_three_times(server, key, IDS, 15, 30))
-    # 3 or more: a cut may also land on a reconnect still in its handshake (the take ended on buffered ticks)
-    assert reconnects >= 3 and connections >= 4, (reconnects, connections)
+    events, reconnects, connections, _ = asyncio.run(cut_three_times(server, key, IDS, 15, 30))
+    assert reconnects == 3 and connections == 4, (reconnects, connections)
     seqs = accounted(events)
     assert set(seqs) <= set(IDS) and sum(map(len, seqs.values())) >= 75
 
@@ -161,8 +173,8 @@ def test_cut_connection_reconnects_resubscribes_and_accounts_for_every_seq(serve
 def test_resume_over_10000_ticks_and_three_cuts_has_no_gap_and_no_duplicate(server: ServerProcess, key: str) -> None:
     """With the server's resume, every instrument (no ids: the full set) through three cuts: after each, the
     missed ticks are replayed, so each instrument's seqs are contiguous, with no Gap and no second snapshot."""
-    events, reconnects, _ = asyncio.run(cut_three_times(server, key, None, 2500, 2500))
-    assert reconnects >= 3
+    events, reconnects, _, resumes = asyncio.run(cut_three_times(server, key, None, 2500, 2500))
+    assert reconnects == 3 and resumes == {"recovered": 3, "refused": 0}
     assert [type(e) for e in events if not isinstance(e, Tick)] == [Snapshot]
     seqs = accounted(events)
     assert sum(map(len, seqs.values())) >= 10_000 and len(seqs) >= 40
@@ -199,6 +211,8 @@ def test_server_restart_yields_gap_then_fresh_snapshot(tmp_path_factory: pytest.
     snapshots = [e for e in events if isinstance(e, Snapshot)]
     assert len(gaps) == 1 and gaps[0].reason == "not_recovered" and len(snapshots) == 2
     assert snapshots[1].epoch != snapshots[0].epoch and events.index(gaps[0]) < events.index(snapshots[1])
-    seen_before = {e.id for e in events[: events.index(gaps[0])] if isinstance(e, Tick)}
-    assert set(gaps[0].missed) == seen_before and all(to is None for _, to in gaps[0].missed.values())
+    last_before = {e.id: e.seq for e in events[: events.index(gaps[0])] if isinstance(e, Tick)}
+    # every subscribed id (the first snapshot's seqs gave each a baseline), from the seq after the last one seen
+    assert set(gaps[0].missed) == set(IDS) and all(to is None for _, to in gaps[0].missed.values())
+    assert all(gaps[0].missed[i][0] == seq + 1 for i, seq in last_before.items())
     accounted(events)
