@@ -15,6 +15,7 @@ from market_client.events import Event
 
 from tests.client.proxy import CuttableProxy
 from tests.conftest import ROOT, ServerProcess, run_cli
+from tests.redis_service import fresh_prefix, require_redis
 
 IDS = ["brent", "wti", "sc", "lu", "methanol", "pta", "usdcny"]
 STREAM_OPTS: dict[str, Any] = {"backoff_base": 0.05, "backoff_cap": 0.5}
@@ -191,28 +192,42 @@ def restart_on_same_ports(srv: ServerProcess) -> None:
     assert srv._wait_ready(), srv.output()
 
 
-def test_server_restart_yields_gap_then_fresh_snapshot(tmp_path_factory: pytest.TempPathFactory) -> None:
-    data_dir = tmp_path_factory.mktemp("client-restart") / "data"
-    srv = ServerProcess(data_dir, "granian", "--tick-interval-ms", "20")
+@pytest.mark.parametrize("engine", ["memory", "redis"])
+def test_server_restart_on_the_same_ports(engine: str, tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The server restarts under a stream. Memory engine: the history died with the process (new epoch), so the
+    client yields one Gap from each instrument's next seq, then the new epoch's snapshot and its ticks. Redis
+    engine: epoch and history live in Redis, so the client resumes across the restart: no Gap, contiguous seqs."""
+    flags = ["--engine", "memory"]
+    if engine == "redis":
+        flags = ["--engine", "redis", "--redis-url", require_redis(), "--redis-prefix", fresh_prefix()]
+    data_dir = tmp_path_factory.mktemp(f"client-restart-{engine}") / "data"
+    srv = ServerProcess(data_dir, "granian", "--tick-interval-ms", "20", *flags)
     try:
         key = srv.demo_key
 
-        async def run() -> list[Event]:
+        async def run() -> tuple[list[Event], dict[str, int]]:
             # through the REST client: the WebSocket port it read from /api/config holds while the server is down
             async with AsyncMarketClient(srv.base, key) as api, api.stream(IDS, **STREAM_OPTS) as s:
                 events = await take(s, ticks_after(20))
                 await asyncio.to_thread(restart_on_same_ports, srv)
-                return events + await take(s, ticks_after(10))
+                events += await take(s, ticks_after(10))
+                return events, s.resumes
 
-        events = asyncio.run(run())
+        events, resumes = asyncio.run(run())
     finally:
         srv.stop()
     gaps = [e for e in events if isinstance(e, Gap)]
     snapshots = [e for e in events if isinstance(e, Snapshot)]
+    seqs = accounted(events)
+    if engine == "redis":
+        assert resumes == {"recovered": 1, "refused": 0} and not gaps and len(snapshots) == 1
+        for instrument, got in seqs.items():
+            assert got == list(range(got[0], got[0] + len(got))), instrument
+        return
+    assert resumes == {"recovered": 0, "refused": 1}
     assert len(gaps) == 1 and gaps[0].reason == "not_recovered" and len(snapshots) == 2
     assert snapshots[1].epoch != snapshots[0].epoch and events.index(gaps[0]) < events.index(snapshots[1])
     last_before = {e.id: e.seq for e in events[: events.index(gaps[0])] if isinstance(e, Tick)}
     # every subscribed id (the first snapshot's seqs gave each a baseline), from the seq after the last one seen
     assert set(gaps[0].missed) == set(IDS) and all(to is None for _, to in gaps[0].missed.values())
     assert all(gaps[0].missed[i][0] == seq + 1 for i, seq in last_before.items())
-    accounted(events)
