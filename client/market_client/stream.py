@@ -99,11 +99,11 @@ class QuoteStream:
             self._ws.transport.abort()
 
     async def _run(self) -> AsyncGenerator[Event, None]:
-        failures = 0
+        failures = 0  # connections in a row that delivered nothing (or ended)
         for n in itertools.count():
             if n:
-                if self._max_reconnects is not None and n > self._max_reconnects:
-                    raise StreamError(f"gave up after {self._max_reconnects} reconnects")
+                if self._max_reconnects is not None and failures > self._max_reconnects:
+                    raise StreamError(f"gave up after {self._max_reconnects} reconnects in a row")
                 await asyncio.sleep(self._backoff(failures))
                 self.reconnects += 1
             try:
@@ -169,8 +169,8 @@ class QuoteStream:
         async for raw in ws:
             try:
                 msg: ServerMessage = decoder.decode(raw)
-            except msgspec.ValidationError:
-                continue  # a message type this client does not know
+            except msgspec.DecodeError:
+                continue  # a message type (or a frame) this client does not understand
             if acked:
                 for event in state.on_message(msg):
                     yield event

@@ -14,7 +14,7 @@ from market_client import AsyncMarketClient, Forbidden, Gap, Snapshot, StreamErr
 from market_client.events import Event
 
 from tests.client.proxy import CuttableProxy
-from tests.conftest import ROOT, ServerProcess, run_cli
+from tests.conftest import ROOT, ServerProcess, free_port, run_cli
 from tests.redis_service import fresh_prefix, require_redis
 
 IDS = ["brent", "wti", "sc", "lu", "methanol", "pta", "usdcny"]
@@ -120,6 +120,18 @@ def test_unknown_id_rejects_the_subscription(server: ServerProcess, key: str) ->
     with pytest.raises(StreamError) as rejected:
         asyncio.run(run())
     assert rejected.value.code == "unknown_ids" and "no-such-id" in str(rejected.value)
+
+
+def test_reconnects_are_bounded_when_asked() -> None:
+    async def run() -> None:
+        async with stream(["brent"], key="k", ws_url=ws_url(free_port()), max_reconnects=2, backoff_base=0.01) as s:
+            try:
+                await anext(s)
+            finally:
+                assert s.reconnects == 2  # the first attempt, then two more, all refused
+
+    with pytest.raises(StreamError, match="gave up after 2 reconnects"):
+        asyncio.run(run())
 
 
 def test_revoked_key_ends_the_stream(server: ServerProcess) -> None:
