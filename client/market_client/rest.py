@@ -44,7 +44,8 @@ class _Base:
         self.on_retry = on_retry
         self._outcome = c.Outcome(max_retries, max_retry_wait)
 
-    def _prepare(self, call: c.Call[Any]) -> tuple[str, dict[str, str], bytes | None, str]:
+    def _prepare(self, call: c.Call[Any]) -> tuple[str, dict[str, str], bytes | None]:
+        """URL (also the ETag cache's key), headers and body of a call."""
         headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
         if call.auth == "key" and self.key:
             headers["X-SERVICE-Key"] = self.key
@@ -56,7 +57,7 @@ class _Base:
             headers["Content-Type"] = "application/json"
         url = self.url + call.path + ("?" + urlencode(call.params) if call.params else "")
         headers.update(self._outcome.headers(call, url))
-        return url, headers, content, url
+        return url, headers, content
 
     def _retrying(self, wait: float) -> None:
         if self.on_retry is not None:
@@ -88,12 +89,12 @@ class MarketClient(_Base):
 
     def call(self, call: c.Call[T]) -> T:
         for attempt in itertools.count():
-            url, headers, content, cache_key = self._prepare(call)
+            url, headers, content = self._prepare(call)
             try:
                 r = self._http.request(call.method, url, headers=headers, content=content)
             except httpx.TransportError as exc:
                 raise TransportError(f"{call.method} {call.path}: {exc!r}") from exc
-            out = self._outcome.read(call, cache_key, r.status_code, r.headers, r.content, attempt)
+            out = self._outcome.read(call, url, r.status_code, r.headers, r.content, attempt)
             if not isinstance(out, c.Retry):
                 return out
             self._retrying(out.seconds)
@@ -186,12 +187,12 @@ class AsyncMarketClient(_Base):
 
     async def call(self, call: c.Call[T]) -> T:
         for attempt in itertools.count():
-            url, headers, content, cache_key = self._prepare(call)
+            url, headers, content = self._prepare(call)
             try:
                 r = await self._http.request(call.method, url, headers=headers, content=content)
             except httpx.TransportError as exc:
                 raise TransportError(f"{call.method} {call.path}: {exc!r}") from exc
-            out = self._outcome.read(call, cache_key, r.status_code, r.headers, r.content, attempt)
+            out = self._outcome.read(call, url, r.status_code, r.headers, r.content, attempt)
             if not isinstance(out, c.Retry):
                 return out
             self._retrying(out.seconds)
