@@ -3,6 +3,7 @@ installed (not from the source tree) and has its console script."""
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 import subprocess
 import sys
@@ -15,9 +16,11 @@ def test_pip_installs_the_client_package(tmp_path: Path) -> None:
     source = tmp_path / "client"  # a copy: building in place would leave build/ and egg-info in the tree
     shutil.copytree(CLIENT_DIR, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
     target = tmp_path / "site"
-    # the dev .venv already holds httpx, websockets, msgspec and setuptools: no network, no isolated build env
+    # the dev .venv holds httpx, websockets and msgspec, and (Python 3.11's venv) setuptools plus the dev extra's
+    # wheel: then no network and no isolated build env; a venv without setuptools (3.12+) builds in isolation
+    offline = all(importlib.util.find_spec(m) for m in ("setuptools", "wheel"))
     pip = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
-           "--no-build-isolation", "--target", str(target), str(source)]
+           *(["--no-build-isolation"] if offline else []), "--target", str(target), str(source)]
     out = subprocess.run(pip, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
     assert (target / "market_client" / "py.typed").is_file()
