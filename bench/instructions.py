@@ -43,7 +43,7 @@ PATHS = {
     "kline": "/api/v1/kline/brent",
     "static": "/__bench/static",
 }
-DELTA = 2000
+DELTA = 20000
 
 
 class Scope:
@@ -179,6 +179,23 @@ def profile(endpoint: str, number: int) -> None:
         pstats.Stats(prof).sort_stats("tottime").print_stats(25)
 
 
+TSV = ROOT / "bench" / "instructions.tsv"
+TSV_HEAD = "commit\tdate\tquotes\tkline\tstatic\tnote"
+
+
+def record(figures: dict[str, float], note: str = "") -> None:
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                            timeout=10).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "server"], cwd=ROOT, capture_output=True,
+                           text=True, timeout=10).stdout.strip()
+    if not TSV.exists():
+        TSV.write_text(TSV_HEAD + "\n")
+    values = "\t".join(f"{figures.get(e, float('nan')):.0f}" for e in ("quotes", "kline", "static"))
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    with TSV.open("a") as fh:
+        fh.write(f"{commit}{'+' if dirty else ''}\t{day}\t{values}\t{note}\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--mode", choices=("callgrind", "time", "profile"), default="callgrind")
@@ -188,6 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--number", type=int, default=20000)
     parser.add_argument("--repeat", type=int, default=5)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--record", action="store_true",
+                        help="callgrind: append the figures to bench/instructions.tsv under the current commit")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
@@ -203,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     else:
         figures = measure_callgrind(endpoints, args.count, args.delta)
         unit = "instructions per request"
+    if args.record and args.mode == "callgrind":
+        record(figures)
     if args.json:
         print(json.dumps({"mode": args.mode, "unit": unit, "figures": figures}))
     else:

@@ -12,6 +12,7 @@ and compares them with wrk (only 127.0.0.1, bounded runs):
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import signal
 import statistics
@@ -87,6 +88,7 @@ def main() -> int:
     parser.add_argument("--duration", type=float, default=3)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pin", action="store_true", help="server on core 0, wrk on core 1")
+    parser.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
@@ -122,6 +124,8 @@ def main() -> int:
         for kind, values in rps.items():
             print(f"robyn {kind:12} handler: best {best[kind]:,.0f} req/s (median {statistics.median(values):,.0f}), "
                   f"server CPU {least[kind]:.1f} us/request (least of {len(cpu[kind])})")
+        if args.json:
+            print(json.dumps({"best_rps": best, "least_us": least}))
         print(f"async / sync: {best['async'] / best['sync']:.2f}; "
               f"bridge cost {1e6 / best['async'] - 1e6 / best['sync']:.1f} us per request")
         print(f"wildcard route: +{least['sync-wild/x/y'] - least['sync']:.1f} us; "

@@ -458,6 +458,28 @@ def _json_of(run: Run, script: str, *args: str) -> Any:
     return json.loads(lines[-1])
 
 
+def measure_robyn_limit(run: Run, quick: bool) -> None:
+    """bench/robyn_bridge.py: the same bytes from Robyn handlers with no code of ours (the runtime's own limit)."""
+    cmd = [sys.executable, str(ROOT / "bench" / "robyn_bridge.py"), "--pin", "--json",
+           "--duration", "1" if quick else "3", "--rounds", "1" if quick else "2"]
+    proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    (run.out / "robyn_bridge.txt").write_text(proc.stdout + proc.stderr)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if proc.returncode != 0 or not lines:
+        run.errors.append(f"robyn_bridge exited with {proc.returncode}: {proc.stderr.strip()[-300:]}")
+        return
+    us = json.loads(lines[-1])["least_us"]
+    sync = us["sync"]
+    for kind, label in (("async", "an async handler"), ("sync-wild/x/y", "a sync handler on a wildcard route"),
+                        ("sync-read", "a sync handler reading path, query and headers"),
+                        ("sync-headers", "a sync handler building a response with our 12 header fields"),
+                        ("sync-both", "both (what a cached answer of ours needs at least)")):
+        if kind in us:
+            run.others.append(Row(f"robyn bare app (no code of ours): {label}",
+                                  f"{us[kind]:.1f} vs {sync:.1f} us/req (prebuilt response from a sync handler)",
+                                  f"{sync / us[kind]:.2f} of sync (CPU)", "", ""))
+
+
 def measure_others(run: Run, quick: bool) -> None:
     resume = _json_of(run, "resume_replay", *(["--runs", "20"] if quick else []))
     if isinstance(resume, dict):
@@ -495,7 +517,8 @@ def _rps(res: dict[str, Any]) -> str:
 
 def render(rows: list[Row]) -> str:
     lines = ["| benchmark | result | ratio | target | met |", "|---|---|---|---|---|"]
-    lines += [f"| {r.benchmark} | {r.result} | {r.ratio} | {r.target} | {r.ok} |" for r in rows]
+    # a row without a target of its own is a reference figure (a ceiling, a peer's number, a limit)
+    lines += [f"| {r.benchmark} | {r.result} | {r.ratio} | {r.target or 'reference'} | {r.ok or '-'} |" for r in rows]
     return "\n".join(lines)
 
 
@@ -573,6 +596,9 @@ def main(argv: list[str] | None = None) -> int:
         measure_fanout(run)
     print("instructions per request (bench/instructions.py):", flush=True)
     measure_instructions(run, fresh=not args.no_instructions)
+    if "robyn" in runtimes and not args.no_others:
+        print("Robyn's own limit (bench/robyn_bridge.py):", flush=True)
+        measure_robyn_limit(run, args.quick)
     if not args.no_others:
         print("other benchmarks (resume_replay, client_overhead, engine_cost):", flush=True)
         measure_others(run, args.quick)
