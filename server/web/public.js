@@ -123,7 +123,9 @@ export class PublicView {
     if (this.stale) text = i18n.t("marketsStale");
     else if (this.live) text = i18n.t("marketsLive");
     else text = i18n.t("marketsNote", { s: this.market.refreshSeconds });
-    note.textContent = `${text} · ${i18n.t("lastUpdate", { t: zonedClock(updated, i18n) })}`;
+    // live: each price has its own time in the live table; the snapshot's time would only mislead
+    note.textContent = this.live && !this.stale ? text
+      : `${text} · ${i18n.t("lastUpdate", { t: zonedClock(updated, i18n) })}`;
     note.title = viewerTime(updated, i18n);
     note.dataset.source = this.live ? "live" : "snapshot";
   }

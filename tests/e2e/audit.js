@@ -42,7 +42,8 @@ async (lang) => {
         if (!/(UTC[+-]\d|北京)/.test(zoned)) bad.push(`time without zone for ${tr.dataset.id}: ${zoned}`);
     }
     for (const n of document.querySelectorAll('#markets-note, .feed time')) {
-        if (visible(n) && !/(UTC[+-]\d|北京时间)/.test(n.textContent)) bad.push(`time without zone: ${label(n)}`);
+        if (visible(n) && /\d\d:\d\d/.test(n.textContent) && !/(UTC[+-]\d|北京时间)/.test(n.textContent))
+            bad.push(`time without zone: ${label(n)}`);
     }
     // overlaps: the chart's legend, hint and attribution stay outside the plot; no library logo on it
     const chart = document.querySelector('#chart');

@@ -202,7 +202,7 @@ def test_chart_interval_switch_draws_intraday_buckets(tab: Tab, dash: ServerProc
     assert page.get_attribute("#chart", "data-candles") == "300"  # the API's default limit
     assert page.get_attribute(f"{switch} [aria-selected=true]", "data-interval") == "5m"
     assert page.is_disabled("[data-testid=chart-days]")  # days counts daily candles only
-    assert re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}", page.inner_text("#chart-legend span:first-child"))
+    assert re.fullmatch(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC\+8", page.inner_text("#chart-legend span:first-child"))
     page.click("#live-body tr[data-id=wti]")  # another instrument keeps the interval
     page.wait_for_selector("#chart[data-instrument=wti][data-interval='5m']")
     page.click(f"{switch} [data-interval='1d']")
