@@ -137,6 +137,7 @@ class Dashboard {
   showKeyActive(key, active) {
     document.getElementById("key-form").hidden = active;
     document.getElementById("key-hint").hidden = active;
+    document.getElementById("key-help").hidden = active; // where keys come from: for those without one
     document.getElementById("key-active").hidden = !active;
     document.getElementById("key-masked").textContent = key ? this.i18n.t("keyInUse", { masked: maskKey(key) }) : "";
     if (!active) document.getElementById("plan-badge").textContent = "";

@@ -96,6 +96,7 @@ def test_desktop_screen_has_nothing_clipped_overlapping_unlabelled_or_untranslat
     desk.page.wait_for_function("() => document.querySelector('#chart').dataset.axisLabels")
     assert desk.audit(lang) == []
     assert desk.page.is_hidden("[data-testid=scroll-cue]")  # all 11 spread columns fit at 1440 px
+    assert desk.page.is_hidden("[data-testid=key-help]")  # shown only to those without a key
     desk.shot(f"1440-{lang}")
     assert desk.errors == []
 
