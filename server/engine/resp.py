@@ -1,4 +1,4 @@
-"""A minimal pipelined Redis client (RESP2) for the one command on the hot path: the GCRA script.
+"""A minimal pipelined Redis client (RESP2) for the hot paths: the GCRA script and the tick log (appends, XREAD).
 
 Why not redis-py here: its asyncio client spends about 200 us of CPU per command on this machine
 (bench/limiter_cost.py), and its pipelines about 35 us per command; one keyed request costs the hub
