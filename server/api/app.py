@@ -84,7 +84,8 @@ class Hot:
 
     def __init__(self, route: Route, version: object, resp: Response, etag: str) -> None:
         self.route, self.version = route, version
-        self.body, self.content_type, self.extra, self.etag = resp.body, resp.content_type, list(resp.headers), etag
+        extra = [(name, value) for name, value in resp.headers if name != "etag"]  # the ETag goes per coding
+        self.body, self.content_type, self.extra, self.etag = resp.body, resp.content_type, extra, etag
         self.compressible = len(resp.body) >= MIN_SIZE and compressible(resp.content_type)
         self.variants: dict[str, Variant] = {}
         self.labels_ok = (("route", route.name), ("status", "200"))
@@ -126,10 +127,13 @@ class App:
         # set by a runtime that calls serve_hot from a thread other than the event loop's (Robyn's sync handlers):
         # then the loop's own updates of the limiter, metrics and remembered answers take it too
         self.lock: threading.Lock | None = None
+        # the runtime's peer string -> client address, for serve_hot's public routes (Granian: "host:port")
+        self.parse_peer: Callable[[str], str] = str
 
     # --- the hot path: remembered answers of versioned GET routes ------------------------------------------------
 
-    def serve_hot(self, method: str, path: str, query: str, headers: Headers) -> tuple[int, HeaderList, bytes] | None:
+    def serve_hot(self, method: str, path: str, query: str, headers: Headers,
+                  peer: str = "") -> tuple[int, HeaderList, bytes] | None:
         """The answer to a GET/HEAD whose route remembers its 200 for this path and query, if still current and
         the request is admitted by the local limiter; None sends the request through `handle` (unknown or
         missing key, a refusal, a changed version, a public route, the shared limiter...), which answers the
@@ -152,6 +156,14 @@ class App:
                 return None  # the 429 comes from handle
         elif route.access is Access.OPEN:
             rate = ()
+        elif route.bucket is None:  # public: the per-IP bucket (a route with its own bucket goes through handle)
+            ip = self.parse_peer(peer)
+            trusted = self.settings.trusted_proxies
+            if trusted:
+                ip = client_address(ip, headers.get("x-forwarded-for"), trusted)
+            rate = self.limiter.take("ip:" + ip, self.settings.public_rate, self.clock(), "public")
+            if rate is None:
+                return None
         else:
             return None
         rid = headers.get("x-request-id")
@@ -197,8 +209,10 @@ class App:
         key = (path, query)
         old = self._hot.get(key)
         if old is not None and old.version == version and old.body is resp.body:
-            return old  # serve_hot could not answer this request (a refusal, the shared limiter, a public route)
-        etag = '"' + hashlib.blake2b(resp.body, digest_size=16).hexdigest() + '"'
+            return old  # serve_hot could not answer this request (a refusal, the shared limiter, a route bucket)
+        etag = next((value for name, value in resp.headers if name == "etag"), None)  # the handler's own, if any
+        if etag is None:
+            etag = '"' + hashlib.blake2b(resp.body, digest_size=16).hexdigest() + '"'
         hot = Hot(route, version, resp, etag)
         if len(self._hot) >= MAX_HOT:
             self._hot = {}
@@ -321,7 +335,8 @@ class App:
             else:
                 with lock:
                     hot = self._remember(route, version, req.path, req.query_string, resp)
-            resp.headers.append(("etag", hot.etag))
+            if not any(name == "etag" for name, _ in resp.headers):
+                resp.headers.append(("etag", hot.etag))
         if decision is not None:
             resp.headers.extend(decision.headers())
         return route, resp

@@ -50,6 +50,8 @@ def register_public_site(hub: Hub) -> None:
     )
     for api in apis:
         api.register(hub.router)
+    # the snapshot's answers are a function of the snapshot and its max-age: remembered by the pipeline per both
+    hub.router.set_version(("site_market", "site_market_category"), lambda: (snapshots.current, snapshots.max_age()))
     hub.before_apply.append(snapshots.before_ticks)
     ticks = hub.engine.ticks
     # SPEC 12: with several hubs, evidence is anchored by the feed lease holder only

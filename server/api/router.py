@@ -99,6 +99,13 @@ class Router:
                 return entry, params
         return None
 
+    def set_version(self, names: tuple[str, ...], version: Callable[[], object]) -> None:
+        """Declare after registration that the named GET routes' 200 answers are a function of (path, query string,
+        version()) (for a module that registers routes without knowing the data they serve)."""
+        for route in self.routes():
+            if route.name in names and route.method == "GET":
+                route.version = version
+
     def routes(self) -> list[Route]:
         entries = [*self._exact.values(), *self._templated]
         return [r for e in entries for m, r in e.methods.items() if not (m == "HEAD" and r.method == "GET")]

@@ -29,6 +29,7 @@ class RsgiAdapter:
         self.app = app
         self.gate = gate
         self.static_body = static_body
+        app.parse_peer = _peer  # serve_hot gets scope.client as it is and parses it only for a public route
 
     async def __rsgi__(self, scope: Any, proto: Any) -> None:
         if scope.proto != "http":  # websockets are served on their own port
@@ -40,7 +41,7 @@ class RsgiAdapter:
         gate = self.gate
         if not gate.closing and not _has_body(headers):
             # a remembered answer (versioned GET routes): no Request, no await, headers prebuilt per version
-            hot = self.app.serve_hot(scope.method, scope.path, scope.query_string, headers)
+            hot = self.app.serve_hot(scope.method, scope.path, scope.query_string, headers, scope.client)
             if hot is not None:
                 proto.response_bytes(*hot)
                 return

@@ -59,7 +59,8 @@ METHODS: tuple[HttpMethod, ...] = (  # type: ignore[assignment]
     HttpMethod.OPTIONS, HttpMethod.TRACE, HttpMethod.CONNECT,
 )
 TOO_LARGE = bytes(MAX_BODY + 1)  # stands for any body over the limit
-HOT_ROUTE = "/api/v1/*path"  # every GET under /api/v1 is a versioned (remembered) route
+# the versioned (remembered) GET routes: everything under /api/v1 and the public market snapshot
+HOT_ROUTES = ("/api/v1/*path", "/api/market", "/api/market/*path")
 BRIDGE_TIMEOUT_S = 60.0  # a request handed from actix's thread to the loop: longer than any handler runs
 
 
@@ -77,7 +78,9 @@ def run_robyn(settings: Settings) -> int:
             server.add_route(method, route, handler, False)
     # the keyed market-data GETs: a sync handler, on actix's thread, answers remembered bodies without the
     # hand-over to the event loop (App.serve_hot under App.lock); anything else it hands to the loop and waits
-    server.add_route(METHODS[0], HOT_ROUTE, FunctionInfo(runtime.handle_sync, False, 1, {"request": None}, {}), False)
+    hot = FunctionInfo(runtime.handle_sync, False, 1, {"request": None}, {})
+    for route in HOT_ROUTES:
+        server.add_route(METHODS[0], route, hot, False)
     if settings.bench_static:
         static = FunctionInfo(runtime.static, False, 1, {"request": None}, {})
         server.add_route(METHODS[0], BENCH_STATIC_PATH, static, False)
@@ -130,7 +133,7 @@ class RobynRuntime:
         return _response(resp)
 
     def handle_sync(self, request: Any) -> RobynResponse:
-        """GET /api/v1/...: on actix's thread. A remembered answer costs no hand-over to the event loop; a miss
+        """GET on HOT_ROUTES, on actix's thread. A remembered answer costs no hand-over to the event loop; a miss
         (first request of a data version, unknown key, 429, 400...) runs `handle` on the loop and waits for it."""
         app, loop = self.app, self.loop
         assert app is not None and loop is not None
@@ -143,7 +146,7 @@ class RobynRuntime:
             lock = app.lock
             assert lock is not None
             with lock:  # Robyn's header map answers .get(lower-case name) itself: no copy into a dict
-                hot = app.serve_hot(request.method, path, query, request.headers)
+                hot = app.serve_hot(request.method, path, query, request.headers, request.ip_addr or "")
             if hot is not None:
                 status, fields, body = hot
                 # Headers.append per field costs half of what converting a dict costs Robyn (~0.6 vs ~1.2 us)

@@ -33,7 +33,8 @@ def _metric(srv: ServerProcess, route: str, status: str) -> float:
     return next((float(line.split()[-1]) for line in text.splitlines() if line.startswith(prefix)), 0.0)
 
 
-@pytest.mark.parametrize("path", ["/api/v1/quotes?kind=oil", "/api/v1/spreads", "/api/v1/quotes/wti"])
+@pytest.mark.parametrize("path", ["/api/v1/quotes?kind=oil", "/api/v1/spreads", "/api/v1/quotes/wti", "/api/market",
+                                  "/api/market/methanol"])
 def test_remembered_answer_equals_the_pipelines(quiet: ServerProcess, path: str) -> None:
     headers = {"X-SERVICE-Key": quiet.demo_key, "Accept-Encoding": "identity", "Origin": "https://a.example"}
     with httpx.Client(base_url=quiet.base, timeout=10) as c:
