@@ -41,11 +41,13 @@ STALE_S = 5.0  # a hub that has not heard from the stream for this long is not r
 
 # KEYS: lease, seq hash, stream, epoch. ARGV: node, maxlen, epoch, then per tick: id, price, ts, volume, floor
 # (floor: the leader's last applied seq of that instrument; a Redis that lost the hash, restarted empty,
-# continues from there instead of from 1, and gets the epoch back: clients see no reset).
+# continues from there instead of from 1, and gets the epoch back: clients see no reset). Returns the
+# seqs it gave, in tick order (the leader's next floors).
 APPEND_LUA = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('NOTLEADER lease lost') end
 redis.call('SET', KEYS[4], ARGV[3], 'NX')
 local parts = {}
+local seqs = {}
 for i = 4, #ARGV, 5 do
   local seq = redis.call('HINCRBY', KEYS[2], ARGV[i], 1)
   local floor = tonumber(ARGV[i + 4])
@@ -54,8 +56,10 @@ for i = 4, #ARGV, 5 do
     redis.call('HSET', KEYS[2], ARGV[i], seq)
   end
   parts[#parts + 1] = ARGV[i] .. ' ' .. ARGV[i + 1] .. ' ' .. ARGV[i + 2] .. ' ' .. ARGV[i + 3] .. ' ' .. seq
+  seqs[#seqs + 1] = seq
 end
-return redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'b', table.concat(parts, ';'))
+redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'b', table.concat(parts, ';'))
+return seqs
 """
 
 APPEND_SHA = hashlib.sha1(APPEND_LUA.encode()).hexdigest().encode()
@@ -182,21 +186,28 @@ class RedisTicks:
             self._pending.put_nowait((ticks, floors))
 
     async def _write(self) -> None:
+        # the highest seq the log gave each row for this hub's appends: a floor too, so a Redis that restarted
+        # empty before this hub read its own last batch back does not number that batch's seqs again (other
+        # hubs may have read and sent them)
+        assigned = [0] * len(self.ids)
         while True:
             ticks, floors = await self._pending.get()
             args: list[str | int] = [self.lease, self.seqs, self.stream, self.epoch_key, self.node, MAXLEN, self.epoch]
             for t, floor in zip(ticks, floors, strict=True):
-                args += [self.ids[t.row], repr(t.price), repr(t.ts), repr(t.volume), floor]
+                args += [self.ids[t.row], repr(t.price), repr(t.ts), repr(t.volume), max(floor, assigned[t.row])]
             words = [str(a).encode() for a in args]
             try:
                 try:
-                    await self.fast.call(encode(b"EVALSHA", APPEND_SHA, b"4", *words))
+                    seqs = await self.fast.call(encode(b"EVALSHA", APPEND_SHA, b"4", *words))
                 except ReplyError as exc:
                     if not str(exc).startswith("NOSCRIPT"):  # e.g. NOTLEADER: this hub lost the lease
                         raise
-                    await self.fast.call(encode(b"EVAL", APPEND_LUA.encode(), b"4", *words))  # a restarted Redis
+                    seqs = await self.fast.call(encode(b"EVAL", APPEND_LUA.encode(), b"4", *words))  # restarted
             except (ReplyError, RedisError, OSError) as exc:  # ConnectionError, TimeoutError: OSError
                 log.warning("tick batch not appended (%s: %s)", type(exc).__name__, exc)
+                continue
+            for t, seq in zip(ticks, seqs, strict=True):
+                assigned[t.row] = max(assigned[t.row], int(seq))
 
     async def _hold_lease(self, on_lead: Callable[[bool], None]) -> None:
         while True:
