@@ -15,8 +15,9 @@ this is not Granian's own `workers` option, which would run N HTTP workers aroun
   exited 0, else 1; a child still running after STOP_S is killed). The children run in their own
   process group (a terminal's Ctrl-C reaches the parent only, which forwards it once) and get
   SIGTERM if the parent dies (PR_SET_PDEATHSIG), so no hub outlives its supervisor.
-- A child that exits by itself within STARTUP_S of its start (a configuration or environment problem)
-  stops everything (exit 1); later, it is started again after RESTART_S.
+- A child that exits with an error code within STARTUP_S of its start (a configuration or environment
+  problem: every child would fail alike) stops everything (exit 1). Otherwise a child that ends (killed
+  by a signal, e.g. the OOM killer, or exiting later) is started again after RESTART_S.
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ class Supervisor:
                 if code is None:
                     continue
                 del self.children[worker]
-                if now - child.started < STARTUP_S:
+                if code > 0 and now - child.started < STARTUP_S:
                     log.error("worker %d exited with %d during start-up; stopping the others", worker, code)
                     print(f"market-server: worker {worker} exited with code {code} during start-up",
                           file=sys.stderr, flush=True)

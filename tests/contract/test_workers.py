@@ -7,6 +7,7 @@ import asyncio
 import json
 import os
 import re
+import signal
 import subprocess
 import sys
 import time
@@ -87,10 +88,29 @@ def test_both_workers_answer_on_the_shared_ports_and_ticks_reach_websocket_clien
     assert all(seq >= 1 for seq in asyncio.run(ticks()))
 
 
-def test_sigterm_stops_every_worker_and_the_supervisor_exits_0(workers: ServerProcess) -> None:
+def test_a_killed_worker_is_started_again_and_answers_on_the_shared_port(workers: ServerProcess) -> None:
     pids = _pids(workers)
+    os.kill(pids[2], signal.SIGKILL)
+    deadline = time.monotonic() + 30
+    while True:  # its start line again, with a new pid
+        again = [int(p) for w, p, _ in WORKER_LINE.findall(workers.output()) if w == "2"]
+        if again[-1] != pids[2]:
+            break
+        assert time.monotonic() < deadline, workers.output()
+        time.sleep(0.05)  # another process starting: nothing to await
+    seen: set[int] = set()
+    while seen != {1, 2}:
+        assert time.monotonic() < deadline, f"only workers {sorted(seen)} answered after the restart"
+        resp = httpx.get(workers.base + "/readyz", timeout=5.0)
+        if resp.status_code == 200:
+            seen.add(resp.json()["worker"])
+    assert workers.proc.poll() is None and "worker 2 (pid" in workers.output()
+
+
+def test_sigterm_stops_every_worker_and_the_supervisor_exits_0(workers: ServerProcess) -> None:
+    pids = {w: int(p) for w, p, _ in WORKER_LINE.findall(workers.output())}  # the latest pid of each
     assert workers.stop() == 0, workers.output()
     for pid in pids.values():
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
-    assert workers.output().count('"msg":"hub stopped"') == 2
+    assert workers.output().count('"msg":"hub stopped"') == 2  # the killed one never logged it
