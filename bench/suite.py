@@ -495,7 +495,7 @@ def measure_others(run: Run, quick: bool) -> None:
         run.others.append(Row("client: market_client stream() vs raw websockets client, per tick",
                               f"{_num(us.get('stream'), 2)} vs {_num(us.get('raw'), 2)} us/tick",
                               f"{client['stream_vs_raw']:.2f}x", "< 2x", verdict(client["stream_vs_raw"] < 2)))
-    engine = _json_of(run, "engine_cost")
+    engine = _json_of(run, "engine_cost", *(["--quick"] if quick else []))
     for row in engine if isinstance(engine, list) else ([engine] if isinstance(engine, dict) else []):
         if isinstance(row, dict) and "name" in row:
             met = row.get("met")
