@@ -14,15 +14,17 @@ counted; only Granian's Rust side is not. Nothing awaits on the cached path, so 
 
 callgrind mode runs this module under `valgrind --tool=callgrind` twice per endpoint, with N and
 N + DELTA requests, and reports (instructions(N + DELTA) - instructions(N)) / DELTA: start-up,
-imports and the hub's construction cancel out. Instruction counts do not depend on other load on
-the machine, so a regression shows even when wall-clock figures are noise (bench/README.md keeps
-one line per commit).
+imports and the hub's construction cancel out; the hub's objects are frozen (`gc.freeze()`) before
+the measured requests, so a full collection of the heap cannot land in one run and not the other.
+Instruction counts do not depend on other load on the machine, so a regression shows even when
+wall-clock figures are noise (bench/README.md keeps one line per commit).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import json
 import os
 import re
@@ -122,6 +124,10 @@ def run_requests(endpoint: str, count: int) -> None:
         one = requester(adapter, PATHS[endpoint], secret)
         for _ in range(200):
             one()
+        # the hub's objects (numpy, the catalogue, caches...) out of the collector's reach: a full collection of
+        # them now and then would add millions of instructions to whichever run it falls in
+        gc.collect()
+        gc.freeze()
         for _ in range(count):
             one()
 
