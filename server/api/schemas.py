@@ -148,11 +148,17 @@ RESPONSES: dict[str, S] = {
     "Spread": obj(
         ["pair", "shfe", "dce", "intl", "basis", "note", "cfrUsd", "fx", "tariff", "vat", "portFee", "basisPct"],
         pair={"type": "string", "enum": ["methanol", "PTA", "PP", "PE", "PVC"]},
-        shfe={**NUM, "description": "first domestic price, CNY/t"},
-        dce={**NUM, "description": "second domestic price, CNY/t"},
-        intl={**NUM, "description": "cfrUsd x fx x (1 + tariff) x (1 + vat) + portFee, CNY/t"},
-        basis={**NUM, "description": "(shfe + dce) / 2 - intl"}, note=STR, cfrUsd=NUM, fx=NUM, tariff=NUM,
-        vat=NUM, portFee=NUM, basisPct={**NUM, "description": "100 x basis / intl"},
+        # the field names are historical (kept: contract); the descriptions say what the values are
+        shfe={**NUM, "description": "domestic futures, main contract, CNY/t: ZCE MA (methanol), ZCE TA (PTA), DCE PP, "
+                                    "DCE L (PE), DCE V (PVC); not a Shanghai Futures Exchange price"},
+        dce={**NUM, "description": "East China spot assessment, CNY/t (not a Dalian exchange price)"},
+        intl={**NUM, "description": "import parity: cfrUsd x fx x (1 + tariff) x (1 + vat) + portFee, CNY/t"},
+        basis={**NUM, "description": "(shfe + dce) / 2 - intl, CNY/t"},
+        note={**STR, "description": "names the futures contract and the spot market of this pair, and the formula"},
+        cfrUsd={**NUM, "description": "CFR China import price, USD/t"}, fx={**NUM, "description": "USD/CNY"},
+        tariff={**NUM, "description": "MFN import duty, a fraction"}, vat={**NUM, "description": "import VAT, 0.13"},
+        portFee={**NUM, "description": "port/landing charge, CNY/t"},
+        basisPct={**NUM, "description": "100 x basis / intl"},
     ),
     "SpreadList": obj(["updated", "demo", "spreads"], updated=NULLTS, demo=BOOL,
                       spreads={"type": "array", "items": ref("Spread")}),
