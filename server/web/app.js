@@ -29,9 +29,11 @@ class Notices {
 
   render() {
     this.node.hidden = this.items.size === 0;
-    const statuses = [...this.items.values()].map((n) => n.status);
-    this.node.dataset.status = statuses.join(" ");
-    replaceChildren(this.node, [...this.items.entries()].map(([id, n]) =>
+    // "cannot reach the server" once, however many parts of the page found it out (status 0)
+    const shown = [...this.items.entries()].filter(([, n], i, all) =>
+      n.status !== 0 || all.findIndex(([, m]) => m.status === 0) === i);
+    this.node.dataset.status = shown.map(([, n]) => n.status).join(" ");
+    replaceChildren(this.node, shown.map(([id, n]) =>
       el("p", { dataset: { source: id, status: String(n.status) } }, n.text())));
   }
 }

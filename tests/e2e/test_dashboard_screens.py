@@ -261,6 +261,7 @@ def test_a_stopped_server_is_named_unreachable_and_prices_are_dimmed(browser: An
         page.wait_for_selector("[data-testid=conn-status][data-mode=offline]", timeout=20000)
         page.wait_for_selector("[data-testid=error] p[data-status='0']")
         banner = page.inner_text("[data-testid=error]")
+        assert page.locator("[data-testid=error] p").count() == 1, banner  # said once, not per part of the page
         status = page.inner_text("[data-testid=status]")
         assert "Cannot reach the server: no answer" in banner, banner
         assert status.startswith("Server unreachable · retrying in"), status
