@@ -209,7 +209,9 @@ RESPONSES: dict[str, S] = {
     "Health": obj(["status"], status={"const": "ok"}),
     "Ready": obj(["status", "checks", "epoch"], status={"const": "ready"},
                  checks={"type": "object", "additionalProperties": BOOL, "description": "each check: true"},
-                 epoch={"type": "string", "description": "identifies this server start, as in the stream"}),
+                 epoch={"type": "string", "description": "identifies this server start, as in the stream"},
+                 node={"type": "string", "description": "this hub process's id (several hubs may share a port)"},
+                 worker={**INT, "description": "its number under `serve --workers N` (1..N); 0 for a hub on its own"}),
 }
 
 # --- REST requests: the handlers' rules ----------------------------------------------------------
