@@ -42,7 +42,7 @@ from server.notify.worker import OutboxWorker
 from server.store.backend import open_repositories
 from server.store.db import storage_errors, transaction
 from server.store.keys import KeyRepo
-from server.store.storage import StorageClosed
+from server.store.storage import StorageClosed, storage_unavailable
 from server.stream.messages import tick_frame
 from server.stream.service import StreamService
 
@@ -206,8 +206,11 @@ class Hub:
                 revoked = await self.keys.refresh()
             except StorageClosed:
                 return
-            except storage_errors():
-                log.exception("key refresh failed")
+            except storage_errors() as exc:
+                if storage_unavailable(exc):  # PostgreSQL away: one line per attempt, known keys stay served
+                    log.warning("key refresh failed: storage unavailable (%s)", type(exc).__name__)
+                else:
+                    log.exception("key refresh failed")
                 continue
             if revoked:
                 log.info("keys revoked: %s", ", ".join(sorted(revoked)))

@@ -37,6 +37,7 @@ from server.api.types import Headers, Request, Response
 from server.config import Settings
 from server.engine import SharedLimiter
 from server.store.keys import ApiKey
+from server.store.storage import storage_unavailable
 
 log = logging.getLogger("market.http")
 
@@ -47,6 +48,8 @@ RATE_HEADERS = (
     "Retry-After, X-Request-ID, ETag"
 )
 ALLOWED_REQUEST_HEADERS = "X-SERVICE-Key, Authorization, Content-Type, X-Request-ID, If-None-Match"
+STORAGE_RETRY_AFTER_S = 5  # a 503 storage_unavailable's Retry-After (the pool reconnects at least every 2 s)
+STORAGE_LOG_EVERY_S = 10.0  # one warning per this while storage stays away, not one per request
 MAX_HOT = 4096  # remembered answers of versioned GET routes (path + query string)
 VARY_ENCODING = ("vary", "Accept-Encoding")
 HeaderList = list[tuple[str, str]]
@@ -113,6 +116,7 @@ class App:
         self.shared = shared
         self.clock = clock
         self._ids = itertools.count(1)
+        self._storage_warned = -STORAGE_LOG_EVERY_S  # perf_counter of the last storage_unavailable warning
         self._id_prefix = os.urandom(4).hex()
         self._wildcard_cors = "*" in settings.cors_origins
         self._origins = frozenset(settings.cors_origins)
@@ -230,9 +234,17 @@ class App:
         except ApiError as exc:
             resp = exc.response()
             route_name = req.route_name  # a refusal after routing (401, 429, 400...) counts for its route
-        except Exception:
-            log.exception("unhandled error request_id=%s method=%s path=%s", request_id, req.method, req.path)
-            resp = ApiError("internal_error", "An unexpected error occurred; quote the request id.").response()
+        except Exception as exc:
+            if storage_unavailable(exc):  # PostgreSQL away: retry later, nothing was half-written (one transaction)
+                if started - self._storage_warned >= STORAGE_LOG_EVERY_S:
+                    self._storage_warned = started
+                    log.warning("storage unavailable (answering 503 for %.0f s at least) request_id=%s path=%s: %s",
+                                STORAGE_LOG_EVERY_S, request_id, req.path, type(exc).__name__)
+                resp = ApiError("storage_unavailable", "The database cannot be reached; retry shortly.",
+                                headers=[("retry-after", str(STORAGE_RETRY_AFTER_S))]).response()
+            else:
+                log.exception("unhandled error request_id=%s method=%s path=%s", request_id, req.method, req.path)
+                resp = ApiError("internal_error", "An unexpected error occurred; quote the request id.").response()
             route_name = req.route_name
         return self._finish(req, resp, route_name, request_id, started)
 

@@ -46,6 +46,7 @@ ERROR_KINDS: dict[str, tuple[int, str]] = {
     "internal_error": (500, "Internal server error"),
     "not_ready": (503, "Service not ready"),
     "shutting_down": (503, "Shutting down"),
+    "storage_unavailable": (503, "Storage unavailable"),
 }
 
 

@@ -48,6 +48,8 @@ DESCRIPTIONS: dict[str, str] = {
                       "when reporting it.",
     "not_ready": "The service is starting or a dependency (database, Redis) is not reachable yet; retry shortly.",
     "shutting_down": "The service is stopping; retry against another instance or in a moment.",
+    "storage_unavailable": "The database (PostgreSQL) cannot be reached right now. Nothing of this request was "
+                           "stored; retry after `Retry-After` seconds. Market data and known keys keep working.",
 }
 
 JSON_TYPES = ("application/json", "application/problem+json")

@@ -36,7 +36,7 @@ from server.store.db import storage_errors
 from server.store.outbox import Job
 from server.store.repositories import Outbox
 from server.store.sqlite_repos import SqliteOutbox
-from server.store.storage import SqliteStorage, StorageClosed
+from server.store.storage import SqliteStorage, StorageClosed, storage_unavailable
 
 log = logging.getLogger("market.notify")
 
@@ -155,8 +155,11 @@ class OutboxWorker:
                 await self._round()
             except StorageClosed:
                 return
-            except Exception:  # keep delivering: a locked or broken database is retried next round
-                log.exception("outbox round failed")
+            except Exception as exc:  # keep delivering: a locked or broken database is retried next round
+                if storage_unavailable(exc):  # PostgreSQL away: one line, no traceback, each round
+                    log.warning("outbox round failed: storage unavailable (%s)", type(exc).__name__)
+                else:
+                    log.exception("outbox round failed")
             sleep_s = await self._sleep_s()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(sleep_s):  # not wait_for: 3.11's can swallow a cancel

@@ -60,7 +60,9 @@ T = TypeVar("T")
 POOL_SIZE = 10  # async connections per hub (--database-pool)
 SYNC_POOL_SIZE = 2  # start-up/shutdown work and evidence (one anchoring task, a few proof lookups)
 PING_TIMEOUT_S = 2.0
-POOL_WAIT_S = 10.0
+# a request waits at most this for a pooled connection, then answers 503 storage_unavailable (PostgreSQL away,
+# or the pool busy for that long: either way the client should retry)
+POOL_WAIT_S = 3.0
 RECONNECT_MAX_S = 2.0  # a pool that lost PostgreSQL tries again at least this often
 RECONNECT_FOREVER_S = 10 * 365 * 86400.0  # and never gives up (psycopg_pool's default: after 5 minutes)
 

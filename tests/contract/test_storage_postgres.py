@@ -5,13 +5,17 @@ it. Nothing lands in the data dir's SQLite file. Every admin command runs on Pos
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import psycopg
 import pytest
 
@@ -163,3 +167,95 @@ def test_every_admin_command_runs_on_postgresql_without_a_data_dir(tmp_path: Pat
     assert counts == (1, 1, 1, 1)
     retry = run_cli(missing, "outbox", "retry", "job_0", "--database-url", database_url)
     assert retry.returncode == 1 and retry.stderr.strip() == "market-server: no outbox job with id job_0"
+
+
+class _Relay:
+    """A TCP relay between the hub and PostgreSQL that the test can take down (every connection shut, new
+    ones closed at once: PostgreSQL gone, as a crash or a network cut looks to the hub) and bring back."""
+
+    def __init__(self, target: tuple[str, int]) -> None:
+        self.target, self.up = target, True
+        self._socks: set[socket.socket] = set()
+        self._lock = threading.Lock()
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self._listener.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                down, _ = self._listener.accept()
+            except OSError:
+                return
+            if not self.up:
+                down.close()
+                continue
+            up = socket.create_connection(self.target)
+            with self._lock:
+                self._socks |= {down, up}
+            for a, b in ((down, up), (up, down)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    def _pipe(self, src: socket.socket, dst: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            while data := src.recv(65536):
+                dst.sendall(data)
+        self._shut({src, dst})
+
+    def _shut(self, socks: set[socket.socket]) -> None:
+        for s in socks:
+            with self._lock:
+                self._socks.discard(s)
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+
+    def set_up(self, up: bool) -> None:
+        self.up = up
+        if not up:
+            with self._lock:
+                socks = set(self._socks)
+            self._shut(socks)
+
+    def close(self) -> None:
+        self.set_up(False)
+        self._listener.close()
+
+
+def test_postgresql_away_is_a_503_to_retry_and_the_hub_recovers_without_a_restart(tmp_path: Path,
+                                                                                   database_url: str) -> None:
+    """Storage requests while PostgreSQL is unreachable answer 503 storage_unavailable with Retry-After within the
+    pool's wait (not a 500 after 10 s); market data keeps being served; when it is back, writes work again."""
+    from urllib.parse import urlsplit
+
+    target = urlsplit(PG_URL)
+    relay = _Relay((target.hostname or "127.0.0.1", target.port or 5432))
+    via_relay = database_url.replace(f"{target.hostname}:{target.port or 5432}", f"127.0.0.1:{relay.port}", 1)
+    assert via_relay != database_url
+    srv = ServerProcess(tmp_path / "data", "granian", "--database-url", via_relay)
+    coop = {"company": "Acme", "contactName": "Li", "email": "li@example.cn", "type": "data"}
+    try:
+        with httpx.Client(base_url=srv.base, timeout=30.0) as c:
+            assert c.post("/api/cooperation", json=coop).status_code == 201
+            relay.set_up(False)
+            started = time.monotonic()
+            refused = c.post("/api/cooperation", json=coop)
+            waited = time.monotonic() - started
+            assert refused.status_code == 503, refused.text
+            problem = refused.json()
+            assert problem["code"] == "storage_unavailable" and problem["type"] == "/problems/storage_unavailable"
+            assert int(refused.headers["retry-after"]) > 0
+            assert waited < 8.0, waited  # the pool's 3 s wait (+ slack for a loaded machine), not 10 s
+            assert c.get("/api/v1/quotes", headers={"X-SERVICE-Key": srv.demo_key}).status_code == 200
+            assert c.get("/readyz").status_code == 503
+            relay.set_up(True)
+            deadline = time.monotonic() + 20
+            while c.get("/readyz").status_code != 200:
+                assert time.monotonic() < deadline, "the hub did not see PostgreSQL back within 20 s"
+                time.sleep(0.2)
+            assert c.post("/api/cooperation", json=coop).status_code == 201
+        assert srv.stop() == 0
+        out = srv.output()
+        assert "storage unavailable" in out and "Traceback" not in out, out[-3000:]
+    finally:
+        srv.kill()
+        relay.close()
