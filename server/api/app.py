@@ -276,17 +276,18 @@ class App:
             if any(name == "etag" for name, _ in resp.headers):
                 resp.headers.append(VARY_ENCODING)
             return
-        if status != 200 or len(resp.body) < MIN_SIZE or not compressible(resp.content_type):
+        if status != 200:
             return
-        if any(name == "content-encoding" for name, _ in resp.headers):
-            return
-        resp.headers.append(VARY_ENCODING)
-        coding = self.encoder.choose(req.headers.get("accept-encoding")) or IDENTITY
         headers = resp.headers
-        if coding != IDENTITY:
-            resp.body = self.encoder.encode(resp.body, coding)
-            headers.append(("content-encoding", coding))
-        for i, (name, value) in enumerate(headers):
+        coding = IDENTITY
+        if (len(resp.body) >= MIN_SIZE and compressible(resp.content_type)
+                and not any(name == "content-encoding" for name, _ in headers)):
+            headers.append(VARY_ENCODING)
+            coding = self.encoder.choose(req.headers.get("accept-encoding")) or IDENTITY
+            if coding != IDENTITY:
+                resp.body = self.encoder.encode(resp.body, coding)
+                headers.append(("content-encoding", coding))
+        for i, (name, value) in enumerate(headers):  # small bodies too: If-None-Match as serve_hot answers it
             if name == "etag":
                 etag = headers[i] = ("etag", encoded_etag(value, coding))
                 if etag_matches(req.headers.get("if-none-match"), etag[1]):
