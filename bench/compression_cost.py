@@ -52,7 +52,7 @@ def best_ms(fn: Any, repeat: int) -> float:
 
 
 def measure(repeat: int) -> dict[str, dict[str, float]]:
-    from server.api.encoding import compress
+    from server.api.core.encoding import compress
 
     out: dict[str, dict[str, float]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-coding-") as tmp:

@@ -24,12 +24,12 @@ import time
 import timeit
 from pathlib import Path
 
-from server.api.app import App
-from server.api.auth_keys import KeyCache
-from server.api.metrics import LATENCY_BUCKETS, HttpMetrics, Registry
-from server.api.router import Access, Router
-from server.api.types import Request, Response
+from server.api.auth.keys import KeyCache
+from server.api.core.pipeline import App
+from server.api.core.router import Access, Router
+from server.api.core.types import Request, Response
 from server.config import Settings
+from server.core.metrics import LATENCY_BUCKETS, HttpMetrics, Registry
 from server.store.db import open_db
 from server.store.keys import KeyRepo
 from server.store.sqlite_repos import SqliteKeys

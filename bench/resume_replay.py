@@ -44,7 +44,7 @@ import orjson
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from server.api.metrics import Registry  # noqa: E402
+from server.core.metrics import Registry  # noqa: E402
 from server.market.catalogue import default_catalogue  # noqa: E402
 from server.market.history import TickHistory  # noqa: E402
 from server.market.state import AppliedTick  # noqa: E402

@@ -19,7 +19,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 from zoneinfo import ZoneInfo
 
-from server.api.ratelimit import MAX_RATE
+from server.api.auth.limits import MAX_RATE
 
 PLANS = ("free", "professional", "enterprise")
 BENCH_STATIC_PATH = "/__bench/static"

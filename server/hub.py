@@ -18,18 +18,18 @@ from typing import Protocol
 
 import numpy as np
 
-from server.api.app import App
-from server.api.auth_keys import KeyCache
-from server.api.cache import VersionedCache
-from server.api.market_api import MarketApi
-from server.api.metrics import HttpMetrics, Registry
+from server.api.auth.keys import KeyCache
+from server.api.auth.limits import Gcra
+from server.api.core.cache import VersionedCache
+from server.api.core.pipeline import App
+from server.api.core.router import Router
+from server.api.keyed import MarketApi
 from server.api.ops import OpsApi
-from server.api.public_api import register_public_site
-from server.api.ratelimit import Gcra
-from server.api.router import Router
+from server.api.site.routes import register_public_site
 from server.api.web import WebApi
 from server.bus import LocalTickBus
 from server.config import Settings, settings_clock
+from server.core.metrics import HttpMetrics, Registry
 from server.engine import Engine, TickLog, make_engine
 from server.feeds import FeedSource, FeedSupervisor, make_feed
 from server.market.catalogue import default_catalogue

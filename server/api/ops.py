@@ -7,10 +7,10 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from server.api.errors import ApiError
-from server.api.openapi import build_openapi
-from server.api.router import Access, Router
-from server.api.types import Request, Response
+from server.api.core.router import Access, Router
+from server.api.core.types import Request, Response
+from server.api.docs.openapi import build_openapi
+from server.core.errors import ApiError
 from server.store.repositories import Storage
 
 if TYPE_CHECKING:

@@ -17,12 +17,12 @@ from pathlib import Path
 
 import orjson
 
-from server.api.errors import ApiError
-from server.api.problem_pages import ProblemPages
-from server.api.router import Access, Router
-from server.api.site_market import etag_matches
-from server.api.types import Request, Response
+from server.api.core.router import Access, Router
+from server.api.core.types import Request, Response
+from server.api.docs.problem_pages import ProblemPages
+from server.api.site.market import etag_matches
 from server.config import Settings
+from server.core.errors import ApiError
 
 WEB_ROOT = Path(__file__).resolve().parent.parent / "web"
 WS_PATH = "/ws/quotes"

@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from server.api.body import Fields
+from server.api.core.body import Fields
 from server.commands.common import CommandError, command, db, load_json_file
 from server.commands.import_fields import localised, parse_items, report, string_list, timestamp
 from server.store.content import ContentItem, ContentKind, ContentRepo

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
 
-from server.api.body import Fields
+from server.api.core.body import Fields
 from server.market.timefmt import TZ
 from server.store.content import Localised
 

@@ -12,7 +12,7 @@ import argparse
 import re
 from typing import Any
 
-from server.api.body import Fields
+from server.api.core.body import Fields
 from server.commands.common import CommandError, command, db, load_json_file, print_json
 from server.commands.import_fields import parse_items, report, timestamp
 from server.evidence import EvidenceLog

@@ -10,9 +10,9 @@ import argparse
 import sys
 from typing import Any
 
-from server.api import site_fields
-from server.api.body import Fields
-from server.api.passwords import hash_password
+from server.api.auth.passwords import hash_password
+from server.api.core.body import Fields
+from server.api.site import fields as site_fields
 from server.commands.common import CommandError, command, db
 from server.store.users import DuplicateEmail, UserRepo
 

@@ -22,9 +22,9 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from server.api.metrics import Registry
-from server.api.ratelimit import Decision, Gcra
+from server.api.auth.limits import Decision, Gcra
 from server.config import EngineKind, Settings
+from server.core.metrics import Registry
 from server.market.feed import Tick
 
 RevocationListener = Callable[[set[str]], None]

@@ -22,9 +22,9 @@ from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
-from server.api.metrics import Registry
-from server.api.ratelimit import Gcra
+from server.api.auth.limits import Gcra
 from server.config import EngineKind, Settings, redis_location
+from server.core.metrics import Registry
 from server.engine import EngineUnavailable, RevocationChannel, RevocationListener, SharedLimiter, TickLog, settle
 from server.engine.redis_gcra import RedisGcra
 from server.engine.redis_ticks import RedisTicks, shared_epoch

@@ -22,8 +22,8 @@ from collections.abc import Callable
 from redis.asyncio import Redis
 from redis.exceptions import RedisError
 
-from server.api.metrics import Registry
-from server.api.ratelimit import Decision, Gcra, bounded_rate
+from server.api.auth.limits import Decision, Gcra, bounded_rate
+from server.core.metrics import Registry
 from server.engine.resp import ReplyError, RespClient, encode
 
 log = logging.getLogger("market.ratelimit")

@@ -17,7 +17,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 
-from server.api.errors import ApiError
+from server.core.errors import ApiError
 
 CLOSE = ("connection", "close")  # the rest of an unread body must never be parsed as the next request
 

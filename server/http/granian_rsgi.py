@@ -11,8 +11,8 @@ from granian.constants import HTTPModes, Interfaces
 from granian.http import HTTP1Settings
 from granian.server.embed import Server
 
-from server.api.app import MAX_BODY, App
-from server.api.types import Request, Response
+from server.api.core.pipeline import MAX_BODY, App
+from server.api.core.types import Request, Response
 from server.config import BENCH_STATIC_PATH, Settings
 from server.http.edge import EdgeGate, shutting_down
 

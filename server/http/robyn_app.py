@@ -43,8 +43,8 @@ import uvloop
 from robyn.robyn import FunctionInfo, Headers, HttpMethod, Server, SocketHeld
 from robyn.robyn import Response as RobynResponse
 
-from server.api.app import MAX_BODY, App
-from server.api.types import Request, Response
+from server.api.core.pipeline import MAX_BODY, App
+from server.api.core.types import Request, Response
 from server.config import BENCH_STATIC_PATH, Settings
 from server.http.edge import EdgeGate, shutting_down
 from server.hub import Hub

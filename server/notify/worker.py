@@ -26,8 +26,8 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from server.api.metrics import Registry
 from server.config import Settings
+from server.core.metrics import Registry
 from server.notify.channels import EMAIL, configured_channels, describe, scrub, sensitive_strings
 from server.notify.jobs import Backoff, DeliveryFailed, IllegalTransition, JobState
 from server.notify.mail import MailSender

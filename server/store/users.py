@@ -1,6 +1,6 @@
 """Site accounts: e-mail (stored lower-case, unique), an Argon2id password hash, a disabled flag.
 
-The repository never sees a password, only its hash (server/api/passwords.py makes it).
+The repository never sees a password, only its hash (server/api/auth/passwords.py makes it).
 """
 
 from __future__ import annotations

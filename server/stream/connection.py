@@ -39,7 +39,7 @@ from websockets.http11 import Request, Response
 from websockets.protocol import State
 from websockets.server import ServerProtocol
 
-from server.api.errors import ApiError, CloseCode
+from server.core.errors import ApiError, CloseCode
 from server.stream.core import StreamCore
 from server.stream.handshake import KEY_HEADER, WS_PATH, handshake_key
 from server.stream.messages import Payload

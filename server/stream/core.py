@@ -25,10 +25,10 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any, Protocol
 
-from server.api.client_ip import client_address
-from server.api.errors import ApiError, CloseCode
-from server.api.metrics import Registry
-from server.api.ratelimit import Gcra
+from server.api.auth.limits import Gcra
+from server.core.client_ip import client_address
+from server.core.errors import ApiError, CloseCode
+from server.core.metrics import Registry
 from server.market.catalogue import Catalogue
 from server.market.history import TickHistory
 from server.market.state import AppliedTick

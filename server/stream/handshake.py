@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
-from server.api.errors import ApiError
+from server.core.errors import ApiError
 from server.store.keys import ApiKey
 
 WS_PATH = "/ws/quotes"

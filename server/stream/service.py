@@ -11,8 +11,8 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from server.api.asyncapi import register_asyncapi
-from server.api.errors import CloseCode
+from server.api.docs.asyncapi import register_asyncapi
+from server.core.errors import CloseCode
 from server.stream.connection import CLOSE_TIMEOUT_S, StreamConnection
 from server.stream.core import StreamCore, StreamLimits, StreamMetrics
 

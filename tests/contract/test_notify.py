@@ -30,8 +30,8 @@ import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
 
-from server.api.metrics import Registry
 from server.config import Settings, Webhook
+from server.core.metrics import Registry
 from server.notify.channels import configured_channels
 from server.notify.jobs import JobState
 from server.notify.worker import OutboxWorker

@@ -7,7 +7,7 @@ from urllib.parse import urljoin
 
 import httpx
 
-from server.api.errors import ERROR_KINDS
+from server.core.errors import ERROR_KINDS
 from tests.conftest import ServerProcess
 
 

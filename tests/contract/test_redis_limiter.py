@@ -13,13 +13,13 @@ from pathlib import Path
 
 import pytest
 
-from server.api.app import App
-from server.api.auth_keys import KeyCache
-from server.api.metrics import HttpMetrics, Registry
-from server.api.ratelimit import Gcra
-from server.api.router import Access, Router
-from server.api.types import Request, Response
+from server.api.auth.keys import KeyCache
+from server.api.auth.limits import Gcra
+from server.api.core.pipeline import App
+from server.api.core.router import Access, Router
+from server.api.core.types import Request, Response
 from server.config import EngineKind, Settings
+from server.core.metrics import HttpMetrics, Registry
 from server.engine.redis_engine import RedisEngine, connect
 from server.engine.redis_gcra import RedisGcra
 from server.engine.resp import RespClient

@@ -17,7 +17,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from server.api.app import MAX_BODY
+from server.api.core.pipeline import MAX_BODY
 from tests.conftest import ROOT, RUNTIMES, ServerProcess
 
 SHUTDOWN_LIMIT_S = 5.0

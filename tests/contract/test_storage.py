@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from server.api.types import Request
+from server.api.core.types import Request
 from server.config import Settings, Webhook
 from server.hub import Hub
 from server.store.db import DB_NAME

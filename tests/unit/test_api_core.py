@@ -6,9 +6,9 @@ import argparse
 
 import pytest
 
-from server.api.cache import VersionedCache
-from server.api.router import Access, Router
-from server.api.types import Request, Response
+from server.api.core.cache import VersionedCache
+from server.api.core.router import Access, Router
+from server.api.core.types import Request, Response
 from server.config import ConfigError, add_serve_args, settings_from_args
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from server.api.auth_keys import KeyCache
+from server.api.auth.keys import KeyCache
 from server.store.keys import ApiKey, KeyRepo, hash_key
 from server.store.sqlite_repos import SqliteKeys
 from server.store.storage import SqliteStorage

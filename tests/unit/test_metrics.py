@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from server.api.metrics import HttpMetrics, Registry
+from server.core.metrics import HttpMetrics, Registry
 
 QUOTES_200 = (("route", "quotes"), ("status", "200"))
 QUOTES = (("route", "quotes"),)

@@ -10,9 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
-from server.api.errors import ApiError
-from server.api.site_fields import int_params
-from server.api.site_market import MarketSnapshots, etag_matches
+from server.api.site.fields import int_params
+from server.api.site.market import MarketSnapshots, etag_matches
+from server.core.errors import ApiError
 from server.market.catalogue import default_catalogue
 from server.market.feed import Tick
 from server.market.state import build_demo_state

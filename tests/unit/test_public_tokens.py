@@ -15,7 +15,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 
-from server.api.tokens import (
+from server.api.auth.tokens import (
     TOKEN_TTL_S,
     ExternalKey,
     TokenError,

@@ -9,7 +9,7 @@ import time
 
 import orjson
 
-from server.api.site_market import GRACE_S, MarketSnapshots
+from server.api.site.market import GRACE_S, MarketSnapshots
 from server.market.catalogue import default_catalogue
 from server.market.feed import DemoFeed, Tick
 from server.market.state import MarketState, build_demo_state

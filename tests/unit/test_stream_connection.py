@@ -14,11 +14,11 @@ import pytest
 import uvloop
 from websockets.asyncio.client import connect
 
-from server.api.metrics import Registry
-from server.api.ratelimit import Gcra
-from server.api.router import Router
+from server.api.auth.limits import Gcra
+from server.api.core.router import Router
 from server.bus import LocalTickBus
 from server.config import Settings
+from server.core.metrics import Registry
 from server.market.catalogue import default_catalogue
 from server.market.history import TickHistory
 from server.market.state import build_demo_state

@@ -9,8 +9,8 @@ import orjson
 import pytest
 from websockets.frames import Frame, Opcode
 
-from server.api.errors import CloseCode
-from server.api.metrics import Registry
+from server.core.errors import CloseCode
+from server.core.metrics import Registry
 from server.market.catalogue import default_catalogue
 from server.market.state import AppliedTick
 from server.store.keys import ApiKey

@@ -5,9 +5,9 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from server.api.asyncapi import build_asyncapi
-from server.api.errors import CloseCode
+from server.api.docs.asyncapi import build_asyncapi
 from server.config import Settings
+from server.core.errors import CloseCode
 from server.stream.messages import ClientOp, ErrorCode, MessageError, Op, parse_client_message
 from server.stream.outbuf import OutBuffer
 from server.stream.registry import SubscriptionRegistry

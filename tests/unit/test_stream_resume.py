@@ -138,7 +138,7 @@ def test_handshake_takes_the_header_key_first() -> None:
 
 
 def test_asyncapi_documents_resume_and_the_header_key() -> None:
-    from server.api.asyncapi import build_asyncapi
+    from server.api.docs.asyncapi import build_asyncapi
     from server.config import Settings
 
     doc = build_asyncapi(Settings())

@@ -7,10 +7,10 @@ from pathlib import Path
 import orjson
 import pytest
 
-from server.api.errors import ApiError
-from server.api.types import Request
+from server.api.core.types import Request
 from server.api.web import IMMUTABLE, REVALIDATE, WEB_ROOT, WebApi, load_files, versioned_index
 from server.config import Settings
+from server.core.errors import ApiError
 
 
 def make_root(tmp_path: Path) -> Path:

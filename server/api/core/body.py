@@ -6,8 +6,8 @@ from typing import Any
 
 import orjson
 
-from server.api.errors import ApiError, field_errors
-from server.api.types import Request
+from server.api.core.types import Request
+from server.core.errors import ApiError, field_errors
 
 
 def json_object(req: Request) -> dict[str, Any]:

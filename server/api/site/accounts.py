@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import asyncio
 
-from server.api import site_fields
-from server.api.app import json_response
-from server.api.body import Fields, json_object
-from server.api.errors import ApiError
-from server.api.passwords import MAX_PASSWORD, TimingShield, hash_password, needs_rehash, verify_password
-from server.api.router import Access, Router
-from server.api.tokens import TokenError, TokenService
-from server.api.types import Request, Response
+from server.api.auth.passwords import MAX_PASSWORD, TimingShield, hash_password, needs_rehash, verify_password
+from server.api.auth.tokens import TokenError, TokenService
+from server.api.core.body import Fields, json_object
+from server.api.core.pipeline import json_response
+from server.api.core.router import Access, Router
+from server.api.core.types import Request, Response
+from server.api.site import fields as site_fields
+from server.core.errors import ApiError
 from server.store.repositories import Users
 from server.store.users import DuplicateEmail, User
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from server.api import site_fields
-from server.api.accounts import BearerAuth
-from server.api.app import json_response
-from server.api.body import Fields, json_object
-from server.api.router import Access, Router
-from server.api.types import Request, Response
+from server.api.core.body import Fields, json_object
+from server.api.core.pipeline import json_response
+from server.api.core.router import Access, Router
+from server.api.core.types import Request, Response
+from server.api.site import fields as site_fields
+from server.api.site.accounts import BearerAuth
 from server.store.records import Accepted, Cooperation, Inquiry
 from server.store.repositories import Records
 

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import re
 
-from server.api.body import Fields
-from server.api.errors import ApiError
-from server.api.passwords import MAX_PASSWORD, MIN_PASSWORD
+from server.api.auth.passwords import MAX_PASSWORD, MIN_PASSWORD
+from server.api.core.body import Fields
+from server.core.errors import ApiError
 
 MAX_EMAIL = 254
 _DIGITS = re.compile(r"[0-9]{1,12}")
 MAX_PHONE = 32
 # Pragmatic: one @, no spaces or control characters, a dotted domain of letters/digits/hyphens.
-# The OpenAPI request schemas (server/api/schemas.py) publish these patterns, anchored.
+# The OpenAPI request schemas (server/api/docs/schemas.py) publish these patterns, anchored.
 EMAIL_PATTERN = r"[^@\s\x00-\x1f]{1,64}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}"
 PHONE_PATTERN = r"\+?[0-9][0-9 ()-]{4,30}"
 _EMAIL = re.compile(EMAIL_PATTERN)

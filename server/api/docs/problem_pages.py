@@ -3,7 +3,7 @@
 Every code in `ERROR_KINDS` has a page, built once at start: HTML for a browser, JSON when the
 `Accept` header asks for `application/json` or `application/problem+json`. A code the server
 cannot emit is a 404 problem. The `type` member is the relative reference `/problems/<code>`
-(see `server/api/errors.py`): it resolves against the URL that answered, so it stays right behind
+(see `server/core/errors.py`): it resolves against the URL that answered, so it stays right behind
 any host name, port or proxy, and nothing depends on a placeholder domain.
 """
 
@@ -14,8 +14,8 @@ import html
 
 import orjson
 
-from server.api.errors import ERROR_KINDS, ApiError, problem_type
-from server.api.types import Request, Response
+from server.api.core.types import Request, Response
+from server.core.errors import ERROR_KINDS, ApiError, problem_type
 
 # what each code means for a client and what to do about it; a code added to ERROR_KINDS without
 # an entry here still gets a page (its title and status)

@@ -19,9 +19,9 @@ from typing import Any, NoReturn
 
 import orjson
 
-from server.api.auth_keys import KeyCache
-from server.api.client_ip import client_address
-from server.api.encoding import (
+from server.api.auth.keys import KeyCache
+from server.api.auth.limits import Decision, Gcra
+from server.api.core.encoding import (
     IDENTITY,
     MIN_SIZE,
     Encoder,
@@ -29,12 +29,12 @@ from server.api.encoding import (
     encoded_etag,
     etag_matches,
 )
-from server.api.errors import ApiError
-from server.api.metrics import HttpMetrics
-from server.api.ratelimit import Decision, Gcra
-from server.api.router import Access, Route, Router
-from server.api.types import Headers, Request, Response
+from server.api.core.router import Access, Route, Router
+from server.api.core.types import Headers, Request, Response
 from server.config import Settings
+from server.core.client_ip import client_address
+from server.core.errors import ApiError
+from server.core.metrics import HttpMetrics
 from server.engine import SharedLimiter
 from server.store.keys import ApiKey
 from server.store.storage import storage_unavailable

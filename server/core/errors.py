@@ -12,10 +12,10 @@ from typing import Any
 
 import orjson
 
-from server.api.types import Response
+from server.api.core.types import Response
 
 # `type` is the relative reference /problems/<code> (RFC 9457 3.1.1 allows a URI reference): it resolves
-# against the URL that answered, so it points at this server's own page (server/api/problem_pages.py)
+# against the URL that answered, so it points at this server's own page (server/api/docs/problem_pages.py)
 # behind any host, port or proxy; an absolute URL built from the Host header would echo a client-chosen name.
 PROBLEM_TYPE_BASE = "/problems/"
 

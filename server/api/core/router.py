@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from inspect import iscoroutinefunction
 
-from server.api.types import Request, Response
+from server.api.core.types import Request, Response
 
 Handler = Callable[[Request], Response] | Callable[[Request], Awaitable[Response]]
 

@@ -11,10 +11,10 @@ import re
 
 import orjson
 
-from server.api.errors import ApiError
-from server.api.router import Access, Router
-from server.api.site_fields import param_error
-from server.api.types import Request, Response
+from server.api.core.router import Access, Router
+from server.api.core.types import Request, Response
+from server.api.site.fields import param_error
+from server.core.errors import ApiError
 from server.market.timefmt import iso
 from server.store.receipts import RECEIPT_NO_PATTERN
 from server.store.repositories import Evidence, Receipts

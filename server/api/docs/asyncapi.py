@@ -4,7 +4,7 @@ It describes the server, the channel and its `key` query parameter, every
 server and client message, the client operations, the close codes and the
 HTTP statuses of a refused handshake, so a client in any language can be
 written from it alone. Message payloads are the shared schemas of
-server/api/schemas.py: a snapshot's Quote is the Quote of GET /api/v1/quotes.
+server/api/docs/schemas.py: a snapshot's Quote is the Quote of GET /api/v1/quotes.
 """
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ from typing import Any
 
 import orjson
 
-from server.api.errors import CloseCode
-from server.api.router import Access, Router
-from server.api.schemas import STREAM, closure, obj, ref
-from server.api.types import Request, Response
+from server.api.core.router import Access, Router
+from server.api.core.types import Request, Response
+from server.api.docs.schemas import STREAM, closure, obj, ref
 from server.config import Settings
+from server.core.errors import CloseCode
 
 CLOSE_CODE_MEANINGS: dict[CloseCode, str] = {
     CloseCode.NORMAL: "Normal closure (the client's close is echoed).",

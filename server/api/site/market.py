@@ -28,9 +28,9 @@ from typing import Any
 
 import orjson
 
-from server.api.errors import ApiError
-from server.api.router import Access, Router
-from server.api.types import Request, Response
+from server.api.core.router import Access, Router
+from server.api.core.types import Request, Response
+from server.core.errors import ApiError
 from server.market.state import MarketState
 from server.market.timefmt import iso
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import orjson
 
-from server.api.router import Access, Router
-from server.api.site_fields import int_params
-from server.api.types import Request, Response
+from server.api.core.router import Access, Router
+from server.api.core.types import Request, Response
+from server.api.site.fields import int_params
 from server.store.content import ContentKind
 from server.store.repositories import Content
 

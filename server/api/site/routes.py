@@ -16,12 +16,12 @@ import logging
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from server.api.accounts import Accounts, BearerAuth
-from server.api.site_content import SiteContentApi
-from server.api.site_evidence import SiteEvidenceApi
-from server.api.site_market import MarketSnapshots, SiteMarketApi
-from server.api.site_records import SiteRecordsApi
-from server.api.tokens import TokenService, load_external_key, load_secret
+from server.api.auth.tokens import TokenService, load_external_key, load_secret
+from server.api.site.accounts import Accounts, BearerAuth
+from server.api.site.content import SiteContentApi
+from server.api.site.evidence import SiteEvidenceApi
+from server.api.site.market import MarketSnapshots, SiteMarketApi
+from server.api.site.records import SiteRecordsApi
 from server.evidence.log import ANCHOR_BATCH
 from server.store.db import storage_errors
 from server.store.repositories import Evidence

@@ -20,10 +20,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from server.api.errors import ERROR_KINDS
-from server.api.passwords import MAX_PASSWORD, MIN_PASSWORD
-from server.api.site_fields import EMAIL_PATTERN, MAX_EMAIL, MAX_PHONE, PHONE_PATTERN
-from server.api.site_records import COOPERATION_TYPES, MAX_MESSAGE, MAX_QUANTITY
+from server.api.auth.passwords import MAX_PASSWORD, MIN_PASSWORD
+from server.api.site.fields import EMAIL_PATTERN, MAX_EMAIL, MAX_PHONE, PHONE_PATTERN
+from server.api.site.records import COOPERATION_TYPES, MAX_MESSAGE, MAX_QUANTITY
+from server.core.errors import ERROR_KINDS
 from server.market.candles import INTERVALS
 from server.market.catalogue import KINDS
 from server.store.receipts import RECEIPT_NO_PATTERN

@@ -15,10 +15,10 @@ from typing import Any
 
 import orjson
 
-from server.api.cache import VersionedCache
-from server.api.errors import ApiError
-from server.api.router import Access, Router
-from server.api.types import Request, Response
+from server.api.core.cache import VersionedCache
+from server.api.core.router import Access, Router
+from server.api.core.types import Request, Response
+from server.core.errors import ApiError
 from server.market.candles import INTERVALS, INTRADAY_CAPACITY
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState

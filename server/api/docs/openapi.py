@@ -1,6 +1,6 @@
 """The OpenAPI 3.1 document: operations described here, merged with the live route table.
 
-Bodies are described by the shared schemas of server/api/schemas.py (the AsyncAPI
+Bodies are described by the shared schemas of server/api/docs/schemas.py (the AsyncAPI
 document uses the same ones); parameters state the rules the handlers enforce, from
 the handlers' own constants.
 
@@ -12,14 +12,14 @@ still appears (with a generic description), so the document never hides one.
 
 from __future__ import annotations
 
-from server.api.errors import ERROR_KINDS
-from server.api.market_api import DEFAULT_LIMIT as KLINE_DEFAULT_LIMIT
-from server.api.market_api import KLINE_INTERVALS, MAX_DAYS, MAX_IDS
-from server.api.market_api import MAX_LIMIT as KLINE_MAX_LIMIT
-from server.api.router import Access, Router
-from server.api.schemas import INT, REQUESTS, RESPONSES, STR, S, anchored, closure, ref
-from server.api.site_content import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET
+from server.api.core.router import Access, Router
+from server.api.docs.schemas import INT, REQUESTS, RESPONSES, STR, S, anchored, closure, ref
+from server.api.keyed import DEFAULT_LIMIT as KLINE_DEFAULT_LIMIT
+from server.api.keyed import KLINE_INTERVALS, MAX_DAYS, MAX_IDS
+from server.api.keyed import MAX_LIMIT as KLINE_MAX_LIMIT
+from server.api.site.content import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET
 from server.config import Settings
+from server.core.errors import ERROR_KINDS
 from server.market.catalogue import KINDS, default_catalogue
 from server.store.receipts import RECEIPT_NO_PATTERN
 
