@@ -84,7 +84,7 @@ def _import(ns: argparse.Namespace) -> int:
     try:
         result = ReceiptRepo(conn, evidence).import_all(items)
     except IllegalTransition as exc:
-        raise CommandError(f"item {index[exc.receipt_no]}: {exc}; nothing was imported") from None
+        raise CommandError(f"item {index[exc.subject]}: {exc}; nothing was imported") from None
     except ReceiptConflict as exc:
         raise CommandError(f"{exc}; nothing was imported") from None
     block = evidence.anchor_all()

@@ -15,6 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from enum import StrEnum
 
+from server.core.transitions import IllegalTransition, Transitions
+
+__all__ = ["CLAIMABLE", "TRANSITIONS", "IllegalTransition", "JobState", "transition"]
+
 
 class JobState(StrEnum):
     PENDING = "pending"
@@ -25,31 +29,21 @@ class JobState(StrEnum):
 
 
 S = JobState
-TRANSITIONS: dict[JobState, frozenset[JobState]] = {
-    S.PENDING: frozenset({S.SENDING}),
-    S.SENDING: frozenset({S.DELIVERED, S.FAILED, S.DEAD, S.PENDING}),
-    S.FAILED: frozenset({S.SENDING, S.PENDING}),
-    S.DEAD: frozenset({S.PENDING}),
-    S.DELIVERED: frozenset(),
-}
+TRANSITIONS = Transitions("outbox job", JobState, {
+    S.PENDING: {S.SENDING},
+    S.SENDING: {S.DELIVERED, S.FAILED, S.DEAD, S.PENDING},
+    S.FAILED: {S.SENDING, S.PENDING},
+    S.DEAD: {S.PENDING},
+    S.DELIVERED: set(),
+})
 CLAIMABLE = (S.PENDING, S.FAILED)
 RETRYABLE = (S.FAILED, S.DEAD)
 BACKLOG = (S.PENDING, S.FAILED, S.SENDING)
 
 
-class IllegalTransition(ValueError):
-    """A job was asked to move between two states the table does not connect."""
-
-    def __init__(self, current: JobState, target: JobState) -> None:
-        super().__init__(f"illegal outbox job transition {current.value} -> {target.value}")
-        self.current, self.target = current, target
-
-
 def transition(current: JobState, target: JobState) -> JobState:
     """Return `target` if the move is allowed, else raise IllegalTransition."""
-    if target not in TRANSITIONS[current]:
-        raise IllegalTransition(current, target)
-    return target
+    return TRANSITIONS.check(current, target)
 
 
 @dataclass(frozen=True, slots=True)

@@ -231,4 +231,4 @@ class OutboxRepo:
             (target.value, now, *params, job_id),
         )
         if cur.rowcount == 0:
-            raise IllegalTransition(self.get(job_id).state, target)
+            raise IllegalTransition(TRANSITIONS.machine, self.get(job_id).state, target)

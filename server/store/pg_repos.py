@@ -31,7 +31,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from psycopg_pool.base import AttemptWithBackoff
 
 from server.evidence import Block, EvidenceLog
-from server.notify.jobs import CLAIMABLE, IllegalTransition, JobState, Retry
+from server.notify.jobs import CLAIMABLE, TRANSITIONS, IllegalTransition, JobState, Retry
 from server.store.candles import CHUNK as CANDLE_CHUNK
 from server.store.candles import Candle, CandleRepo
 from server.store.content import _COLUMNS as CONTENT_COLUMNS
@@ -293,7 +293,7 @@ class PgOutbox:
                 row = await cur.fetchone()
             if row is None:
                 raise JobNotFound(job_id)
-            raise IllegalTransition(JobState(row["state"]), target)
+            raise IllegalTransition(TRANSITIONS.machine, JobState(row["state"]), target)
 
     async def mark_delivered(self, job_id: str, now: float) -> None:
         await self._move(job_id, JobState.DELIVERED, "last_error = NULL, delivered_at = %s", (now,), now)

@@ -22,6 +22,8 @@ from typing import Any
 
 import orjson
 
+from server.core.transitions import IllegalTransition as IllegalTransition
+from server.core.transitions import Transitions
 from server.evidence import EvidenceLog
 from server.market.timefmt import iso
 from server.store.db import register_schema, register_seeder, transaction
@@ -59,18 +61,12 @@ class ReceiptStatus(StrEnum):
 S = ReceiptStatus
 # A pledge must be released (back to active) before cancellation; a freeze can be lifted
 # to the state it interrupted or end in cancellation; cancelled is final.
-TRANSITIONS: dict[ReceiptStatus, frozenset[ReceiptStatus]] = {
-    S.ACTIVE: frozenset({S.PLEDGED, S.FROZEN, S.CANCELLED}),
-    S.PLEDGED: frozenset({S.ACTIVE, S.FROZEN}),
-    S.FROZEN: frozenset({S.ACTIVE, S.PLEDGED, S.CANCELLED}),
-    S.CANCELLED: frozenset(),
-}
-
-
-class IllegalTransition(Exception):
-    def __init__(self, receipt_no: str, old: ReceiptStatus, new: ReceiptStatus) -> None:
-        super().__init__(f"receipt {receipt_no}: {old.value} -> {new.value} is not an allowed transition")
-        self.receipt_no, self.old, self.new = receipt_no, old, new
+TRANSITIONS = Transitions("receipt", ReceiptStatus, {
+    S.ACTIVE: {S.PLEDGED, S.FROZEN, S.CANCELLED},
+    S.PLEDGED: {S.ACTIVE, S.FROZEN},
+    S.FROZEN: {S.ACTIVE, S.PLEDGED, S.CANCELLED},
+    S.CANCELLED: set(),
+})
 
 
 class ReceiptConflict(Exception):
@@ -78,8 +74,7 @@ class ReceiptConflict(Exception):
 
 
 def check_transition(receipt_no: str, old: ReceiptStatus, new: ReceiptStatus) -> None:
-    if new not in TRANSITIONS[old]:
-        raise IllegalTransition(receipt_no, old, new)
+    TRANSITIONS.check(old, new, receipt_no)
 
 
 LEGAL_SUFFIXES = tuple(sorted(

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from enum import Enum
 
+from server.core.transitions import IllegalTransition, Transitions
+
 
 class SessionState(Enum):
     CONNECTING = "connecting"
@@ -22,21 +24,15 @@ class SessionState(Enum):
     CLOSED = "closed"
 
 
-ALLOWED: dict[SessionState, frozenset[SessionState]] = {
-    SessionState.CONNECTING: frozenset({SessionState.OPEN, SessionState.REJECTED, SessionState.CLOSED}),
-    SessionState.OPEN: frozenset({SessionState.CLOSING, SessionState.CLOSED}),
-    SessionState.CLOSING: frozenset({SessionState.CLOSED}),
-    SessionState.REJECTED: frozenset({SessionState.CLOSED}),
-    SessionState.CLOSED: frozenset(),
-}
-
-
-class IllegalTransition(RuntimeError):
-    def __init__(self, current: SessionState, target: SessionState) -> None:
-        super().__init__(f"session cannot go from {current.value} to {target.value}")
-        self.current, self.target = current, target
+ALLOWED = Transitions("session", SessionState, {
+    SessionState.CONNECTING: {SessionState.OPEN, SessionState.REJECTED, SessionState.CLOSED},
+    SessionState.OPEN: {SessionState.CLOSING, SessionState.CLOSED},
+    SessionState.CLOSING: {SessionState.CLOSED},
+    SessionState.REJECTED: {SessionState.CLOSED},
+    SessionState.CLOSED: set(),
+})
+__all__ = ["ALLOWED", "IllegalTransition", "SessionState", "check_transition"]
 
 
 def check_transition(current: SessionState, target: SessionState) -> None:
-    if target not in ALLOWED[current]:
-        raise IllegalTransition(current, target)
+    ALLOWED.check(current, target)
