@@ -15,6 +15,7 @@ import asyncio
 import os
 import sys
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any, TextIO
 
 import msgspec
@@ -72,10 +73,12 @@ def _quotes(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def format_table(quotes: list[m.Quote]) -> str:
+    """Prices and changes with each instrument's own decimals (those of its `priceText`), percentages with 2,
+    times with their zone (the server's, +08:00 by default)."""
     head = ("id", "kind", "name", "price", "change", "change%", "unit", "updated")
     rows = [head] + [(
-        q.id, q.kind, q.name.en, _num(q.price), _num(q.change, signed=True), _num(q.change_pct, signed=True),
-        q.unit.en, q.updated.strftime("%H:%M:%S") if q.updated else "-",
+        q.id, q.kind, q.name.en, _num(q.price, q.decimals), _num(q.change, q.decimals, signed=True),
+        _num(q.change_pct, 2, signed=True), q.unit.en, _time(q.updated),
     ) for q in quotes]
     widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
     numeric = {3, 4, 5}
@@ -84,20 +87,25 @@ def format_table(quotes: list[m.Quote]) -> str:
     return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
-def _num(value: float | None, signed: bool = False) -> str:
+def _num(value: float | None, places: int, signed: bool = False) -> str:
     if value is None:
         return "-"
-    return f"{value:+,.2f}" if signed else f"{value:,.2f}"
+    return f"{value:+,.{places}f}" if signed else f"{value:,.{places}f}"
+
+
+def _time(value: datetime | None) -> str:
+    return value.isoformat(sep=" ", timespec="seconds") if value else "-"
 
 
 async def _watch(args: argparse.Namespace, out: TextIO) -> int:
     seen = 0
+    places: dict[str, int] = {}  # per instrument, from the snapshot's priceText
     async with AsyncMarketClient(args.url, args.key) as api:
         options: dict[str, Any] = {"ws_url": args.ws_url} if args.ws_url else {}
         async with api.stream(args.ids or None, **options) as events:
             async for event in events:
                 if isinstance(event, Tick):
-                    out.write(_tick_line(event, args.json))
+                    out.write(_tick_line(event, places.get(event.id, 2), args.json))
                     out.flush()
                     seen += 1
                     if args.count is not None and seen >= args.count:
@@ -105,11 +113,13 @@ async def _watch(args: argparse.Namespace, out: TextIO) -> int:
                 elif isinstance(event, Gap):
                     print(f"# {event}", file=sys.stderr)
                 elif isinstance(event, Snapshot):
+                    places.update((q.id, q.decimals) for q in event.quotes)
                     print(f"# snapshot: {len(event.quotes)} quotes, epoch {event.epoch}", file=sys.stderr)
     return 0
 
 
-def _tick_line(t: Tick, as_json: bool) -> str:
+def _tick_line(t: Tick, places: int, as_json: bool) -> str:
     if as_json:
         return msgspec.json.encode(t).decode() + "\n"
-    return f"{t.ts.isoformat(timespec='milliseconds')}  {t.id:<14} {t.price:>14,.4f} {t.change:>+12,.4f}  seq={t.seq}\n"
+    price, change = _num(t.price, places), _num(t.change, places, signed=True)
+    return f"{t.ts.isoformat(timespec='milliseconds')}  {t.id:<14} {price:>14} {change:>12}  seq={t.seq}\n"

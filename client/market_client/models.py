@@ -41,6 +41,14 @@ class Quote(Model):
     currency: str
     updated: datetime | None
 
+    @property
+    def decimals(self) -> int:
+        """The instrument's price precision, as the server formats `price_text` ("7.1234 CNY/USD": 4);
+        2 before the first price ("n/a CNY/t")."""
+        if self.price is None:
+            return 2
+        return len(self.price_text.split(" ", 1)[0].partition(".")[2])
+
 
 class QuoteExtended(Quote):
     """`GET /api/v1/quotes/{id}`: a quote with today's candle and the instrument's `seq`."""
