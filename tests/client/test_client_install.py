@@ -1,5 +1,6 @@
 """`pip install ./client` works on its own: the package builds from its pyproject, imports from where it was
-installed (not from the source tree) and has its console script."""
+installed (not from the source tree) and has its console script, and the install leaves the source tree as it
+was (issue 22: setuptools left an untracked client/build/ behind)."""
 
 from __future__ import annotations
 
@@ -13,16 +14,18 @@ from tests.client.conftest import CLIENT_DIR
 
 
 def test_pip_installs_the_client_package(tmp_path: Path) -> None:
-    source = tmp_path / "client"  # a copy: building in place would leave build/ and egg-info in the tree
+    source = tmp_path / "client"  # a copy of the tracked tree, so that what the install adds shows
     shutil.copytree(CLIENT_DIR, source, ignore=shutil.ignore_patterns("__pycache__", "build", "*.egg-info"))
+    before = sorted(p.relative_to(source) for p in source.rglob("*"))
     target = tmp_path / "site"
-    # the dev .venv holds httpx, websockets and msgspec, and (Python 3.11's venv) setuptools plus the dev extra's
-    # wheel: then no network and no isolated build env; a venv without setuptools (3.12+) builds in isolation
-    offline = all(importlib.util.find_spec(m) for m in ("setuptools", "wheel"))
+    # the dev .venv holds httpx, websockets, msgspec and the build backend (flit_core, the dev extra): then no
+    # network and no isolated build env; without it pip fetches the backend into an isolated env
+    offline = importlib.util.find_spec("flit_core") is not None
     pip = [sys.executable, "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-deps",
            *(["--no-build-isolation"] if offline else []), "--target", str(target), str(source)]
     out = subprocess.run(pip, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
+    assert sorted(p.relative_to(source) for p in source.rglob("*")) == before, "the install left files in client/"
     assert (target / "market_client" / "py.typed").is_file()
     script = target / "bin" / "market-client"
     assert script.is_file() and "market_client.cli" in script.read_text()
