@@ -104,7 +104,10 @@ def test_market_category_and_unknown_category(http: httpx.Client) -> None:
     if one["updated"] == whole["updated"]:
         assert one["quotes"] == next(c for c in whole["categories"] if c["id"] == "methanol")["quotes"]
     assert http.get("/api/market/methanol", headers={"If-None-Match": resp.headers["etag"]}).status_code in (200, 304)
-    _problem(http.get("/api/market/metals"), 404, "not_found")
+    unknown = _problem(http.get("/api/market/metals"), 404, "not_found")
+    ids = [c["id"] for c in whole["categories"]]
+    assert len(ids) == 8 and "'metals'" in unknown["detail"]
+    assert unknown["detail"].endswith("the categories are " + ", ".join(ids) + "."), unknown["detail"]
     _problem(http.get("/api/market/%27%20OR%201%3D1--"), 404, "not_found")
     _problem(http.post("/api/market", json={}), 405, "method_not_allowed")
 

@@ -160,9 +160,11 @@ class SiteMarketApi:
         return self._answer(req, self.snapshots.current.whole)
 
     def category(self, req: Request) -> Response:
-        body = self.snapshots.current.categories.get(req.path_params["id"])
+        categories = self.snapshots.current.categories
+        body = categories.get(req.path_params["id"])
         if body is None:
-            raise ApiError("not_found", "Unknown market category.")
+            raise ApiError("not_found", f"Unknown market category {req.path_params['id'][:100]!r}; the categories "
+                                        f"are {', '.join(categories)}.")
         return self._answer(req, body)
 
     def _answer(self, req: Request, body: Body) -> Response:
