@@ -73,9 +73,13 @@ def announce(hub: Hub) -> None:
     else:
         print(f"market-server: HTTP http://{s.host}:{s.port}  WebSocket ws://{s.host}:{s.ws_port}/ws/quotes "
               f"runtime={s.runtime.value} feed={s.feed}", flush=True)
+    key_file = s.data_dir / "demo-key.txt"
     if secret:
-        print(f"market-server: demo key (professional, shown once, saved to {s.data_dir / 'demo-key.txt'}):\n"
-              f"  {secret}", flush=True)
+        print(f"market-server: demo key (professional, shown once, saved to {key_file}):\n  {secret}", flush=True)
+    elif s.demo_key and s.worker_id <= 1:  # a later start: say where the first start's key is
+        where = f"is in {key_file}" if key_file.is_file() else f"was shown on the first start ({key_file} is gone)"
+        print(f"market-server: the API key made on the first start {where}; more: market-server keys create "
+              f"--plan professional --data-dir {s.data_dir}", flush=True)
 
 
 def bench_static_body(hub: Hub) -> bytes | None:
