@@ -13,6 +13,7 @@ still appears (with a generic description), so the document never hides one.
 from __future__ import annotations
 
 from server.api.core.router import Access, Router
+from server.api.docs.examples import add_examples
 from server.api.docs.schemas import INT, REQUESTS, RESPONSES, STR, S, anchored, closure, ref
 from server.api.keyed import DEFAULT_LIMIT as KLINE_DEFAULT_LIMIT
 from server.api.keyed import KLINE_INTERVALS, MAX_DAYS, MAX_IDS
@@ -255,6 +256,20 @@ def _operation(method: str, pattern: str, access: Access, name: str) -> S:
     return op
 
 
+# /docs shows the groups in this order (Swagger UI follows the document's `tags`): market data first
+TAGS: list[S] = [
+    {"name": "market data", "description": "Keyed (header X-SERVICE-Key): quotes, candles, spreads, inventories. "
+                                           "Live ticks: WebSocket /ws/quotes, described in /asyncapi.json"},
+    {"name": "public site", "description": "The public site's market snapshot, news and research (no key)"},
+    {"name": "accounts", "description": "Site accounts and their Bearer tokens"},
+    {"name": "inquiries", "description": "Purchase inquiries and cooperation intents (notified by e-mail and "
+                                         "enterprise messaging)"},
+    {"name": "receipts", "description": "Digital warehouse receipts and their on-chain evidence"},
+    {"name": "dashboard", "description": "The web dashboard's page, files and configuration"},
+    {"name": "operations", "description": "Health, readiness, metrics and these documents"},
+]
+
+
 def build_openapi(router: Router, settings: Settings) -> S:
     paths: S = {}
     for route in router.routes():
@@ -263,6 +278,7 @@ def build_openapi(router: Router, settings: Settings) -> S:
         paths.setdefault(route.pattern, {})[route.method.lower()] = _operation(
             route.method, route.pattern, route.access, route.name
         )
+    add_examples(paths, router)
     return {
         "openapi": "3.1.0",
         "info": {
@@ -276,7 +292,8 @@ def build_openapi(router: Router, settings: Settings) -> S:
         # whatever name the client used (localhost, a proxy's host); the bind address is only a hint
         "servers": [{"url": "/", "description": "the origin that served this document"},
                     {"url": f"http://{settings.host}:{settings.port}", "description": "--host and --port"}],
-        "paths": dict(sorted(paths.items())),
+        "tags": TAGS,
+        "paths": dict(sorted(paths.items(), key=lambda item: (not item[0].startswith("/api/v1/"), item[0]))),
         "components": {
             "schemas": closure(*RESPONSES, *REQUESTS),
             "securitySchemes": {
