@@ -65,6 +65,12 @@ PING_TIMEOUT_S = 2.0
 POOL_WAIT_S = 3.0
 RECONNECT_MAX_S = 2.0  # a pool that lost PostgreSQL tries again at least this often
 RECONNECT_FOREVER_S = 10 * 365 * 86400.0  # and never gives up (psycopg_pool's default: after 5 minutes)
+# A partition (PostgreSQL up, the link dead: no reset, no error) otherwise hangs a query, and the pool's check
+# of a connection it lends, until TCP gives up (~15 min): writes on a hub cut off from PostgreSQL hung instead
+# of answering 503 (tests/netsim/test_pg_partition.py). libpq's TCP settings bound it: data unacknowledged for
+# 3 s, or an idle connection's keepalives unanswered, breaks the connection (psycopg OperationalError: 503).
+LINK_TIMEOUTS = {"connect_timeout": 3, "tcp_user_timeout": 3000, "keepalives": 1, "keepalives_idle": 2,
+                 "keepalives_interval": 1, "keepalives_count": 2}
 
 
 class _CappedBackoff(AttemptWithBackoff):
@@ -95,7 +101,8 @@ class PgStorage:
         self.sync_pool = ConnectionPool(
             url, min_size=1, max_size=SYNC_POOL_SIZE, open=True, name="market-sync", timeout=POOL_WAIT_S,
             reconnect_timeout=RECONNECT_FOREVER_S,
-            kwargs={"autocommit": True, "application_name": name}, check=ConnectionPool.check_connection,
+            kwargs={"autocommit": True, "application_name": name, **LINK_TIMEOUTS},
+            check=ConnectionPool.check_connection,
         )
         self._pool: AsyncConnectionPool[AsyncConnection[DictRow]] | None = None
         self._closed = False
@@ -106,7 +113,7 @@ class PgStorage:
             self._pool = AsyncConnectionPool(
                 self.url, min_size=1, max_size=self.pool_size, open=False, name="market",
                 connection_class=AsyncConnection[DictRow],
-                kwargs={"autocommit": True, "row_factory": dict_row, "application_name": self.name},
+                kwargs={"autocommit": True, "row_factory": dict_row, "application_name": self.name, **LINK_TIMEOUTS},
                 # a connection PostgreSQL dropped (restart, failover) is replaced when lent, not handed out;
                 # a caller waits at most POOL_WAIT_S for a free connection, then gets an error (a 5xx)
                 check=AsyncConnectionPool.check_connection, timeout=POOL_WAIT_S,
