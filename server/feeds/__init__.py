@@ -10,8 +10,11 @@ source's file-following reader thread is ``server.feeds.lines``.
 from __future__ import annotations
 
 import asyncio
+import errno
 import logging
 import math
+import os
+import stat
 from collections.abc import Callable
 from datetime import date
 from typing import Protocol
@@ -61,6 +64,10 @@ def check_feed_source(settings: Settings) -> None:
     if path is None or path == "-":
         return
     try:
+        if stat.S_ISFIFO(os.stat(path).st_mode):  # opening a named pipe would wait for (or break) its writer
+            if not os.access(path, os.R_OK):
+                raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+            return
         with open(path, "rb"):
             pass
     except OSError as exc:

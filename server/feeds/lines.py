@@ -9,6 +9,8 @@ from __future__ import annotations
 import logging
 import os
 import queue
+import select
+import stat
 import sys
 import threading
 from collections.abc import Callable
@@ -37,6 +39,12 @@ class LineReader:
     for. A line counts once its newline is written (stdin's last line counts without one). A read
     failure (the path became a directory, permissions) is handed to the loop once as an exception,
     ``failing`` says why until a read works again; the reader keeps retrying meanwhile.
+
+    A named pipe (FIFO) at the path is read like stdin (``jsonl:-``): as its writers write, a line
+    in as many writes as it takes; it is never checked for truncation (only regular files are, and
+    only after a read found nothing new). When its last writer closes it, its unfinished last line
+    counts (as stdin's) and the reader waits for the next writer on the same path, without ever
+    leaving the pipe without a reader (a writer never gets a broken pipe from us).
     """
 
     def __init__(self, path: str, poll_s: float = POLL_S) -> None:
@@ -120,11 +128,17 @@ class LineReader:
                         continue
                     self._recovered()
                     waiting_logged = False
+                if followed.is_pipe:
+                    if self._read_pipe(followed):  # its last writer closed it: wait for the next one
+                        self._followed = followed = followed.reopen(self.path, self._put)
+                    continue
                 lines = followed.read_lines()
                 if lines:
                     self._put(lines)
                     continue
-                if followed.replaced_or_truncated(self.path):
+                if lines is not None:  # part of a line: read on at once
+                    continue
+                if followed.replaced_or_truncated(self.path):  # a regular file after an empty read
                     self._drain(followed)  # what was appended to the old file before it was replaced
                     followed.close()
                     self._followed = followed = None
@@ -136,9 +150,27 @@ class LineReader:
                 self._failed(exc)
             self._stop.wait(self.poll_s)
 
+    def _read_pipe(self, followed: _FollowedFile) -> bool:
+        """Lines of a named pipe as they arrive; True at its end (every writer closed it), False when stopped."""
+        poller = select.poll()
+        poller.register(followed.fh.fileno(), select.POLLIN)
+        while not self._stop.is_set():
+            if not poller.poll(self.poll_s * 1000):  # no writer yet, or nothing written: look at _stop again
+                continue
+            data = followed.fh.read(CHUNK)
+            if data is None:  # woken, but another read took it (EAGAIN)
+                continue
+            if not data:
+                return True
+            lines, followed.partial = _split_lines(followed.partial + data)
+            if lines:
+                self._put(lines)
+        return False
+
     def _drain(self, followed: _FollowedFile) -> None:
-        while lines := followed.read_lines():
-            self._put(lines)
+        while (lines := followed.read_lines()) is not None:
+            if lines:
+                self._put(lines)
         if followed.partial.strip():
             self._put([followed.partial])
 
@@ -160,22 +192,40 @@ class _FollowedFile:
         self.fh = fh
         st = os.fstat(fh.fileno())
         self.identity = (st.st_dev, st.st_ino)
+        self.is_pipe = stat.S_ISFIFO(st.st_mode)
         self.offset = 0
         self.partial = b""
 
     @classmethod
     def open(cls, path: str) -> _FollowedFile | None:
-        """The file at ``path``, or None while it does not exist (other errors raise OSError)."""
+        """The file at ``path``, or None while it does not exist (other errors raise OSError).
+
+        Opened without blocking: a named pipe with no writer yet is open at once (reading it waits in poll),
+        where a blocking open would wait for a writer and could not be stopped."""
         try:
-            fh = open(path, "rb", buffering=0)  # noqa: SIM115 - closed by close()
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
         except FileNotFoundError:
             return None
-        return cls(fh)  # type: ignore[arg-type]
+        try:
+            return cls(open(fd, "rb", buffering=0))  # type: ignore[arg-type]
+        except BaseException:
+            os.close(fd)
+            raise
 
-    def read_lines(self) -> list[bytes]:
+    def reopen(self, path: str, put: Callable[[list[bytes]], object]) -> _FollowedFile | None:
+        """A pipe whose writers all closed it: open it again (for the next writer) before closing this end, so
+        the pipe always has a reader; the unfinished last line counts, as stdin's does."""
+        again = _FollowedFile.open(path)
+        if self.partial.strip():
+            put([self.partial])
+        self.close()
+        return again
+
+    def read_lines(self) -> list[bytes] | None:
+        """Complete lines read now ([] when only part of a line arrived); None when nothing was read."""
         data = self.fh.read(CHUNK)
         if not data:
-            return []
+            return None
         self.offset += len(data)
         lines, self.partial = _split_lines(self.partial + data)
         return lines
@@ -188,7 +238,7 @@ class _FollowedFile:
             return False  # renamed away, nothing new yet: keep the old one until a new one appears
         if (st.st_dev, st.st_ino) != self.identity:
             return True
-        if st.st_size < self.offset:
+        if stat.S_ISREG(st.st_mode) and st.st_size < self.offset:  # only a regular file has a size to shrink
             log.info("jsonl feed: %s was truncated; reading it from the start", path)
             self.fh.seek(0)
             self.offset, self.partial = 0, b""

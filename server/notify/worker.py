@@ -45,6 +45,11 @@ MAX_INFLIGHT = 16
 STOP_GRACE_S = 1.5
 BACKOFF_CAP_S = 3600.0
 
+# One claim of a job: (job id, its attempt number). A job failed by one attempt can be claimed again before that
+# attempt's task has finished (its done callback runs a loop step later), so a worker's bookkeeping names claims,
+# never bare job ids: the finishing task of attempt n must not forget attempt n + 1.
+Claim = tuple[str, int]
+
 
 class Sender(Protocol):
     async def send(self, job: Job, now: float) -> None: ...
@@ -85,9 +90,9 @@ class OutboxWorker:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._task: asyncio.Task[None] | None = None
         self._stopping = False
-        self._inflight: dict[str, asyncio.Task[None]] = {}
-        # jobs this worker claimed whose outcome is not recorded yet (in flight, or its write failed)
-        self._claimed: set[str] = set()
+        self._inflight: dict[Claim, asyncio.Task[None]] = {}
+        # claims of this worker whose outcome is not recorded yet (in flight, or its write failed)
+        self._claimed: set[Claim] = set()
         self._senders: dict[str, Sender] = {}
         self._repo: Outbox | None = outbox
         self._own_storage: SqliteStorage | None = None
@@ -132,12 +137,12 @@ class OutboxWorker:
         tasks = list(self._inflight.values())
         if tasks:
             await asyncio.wait(tasks, timeout=STOP_GRACE_S)
-        unfinished = [job_id for job_id, task in self._inflight.items() if not task.done()]
-        for job_id in unfinished:
-            self._inflight[job_id].cancel()
+        unfinished = [claim for claim, task in self._inflight.items() if not task.done()]
+        for claim in unfinished:
+            self._inflight[claim].cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
         if unfinished and self._repo is not None:
-            await self._repo.release(unfinished, self.clock())
+            await self._repo.release([job_id for job_id, _ in unfinished], self.clock())
 
     def wake(self) -> None:
         """Called after jobs were committed (any thread may call it); a no-op while the worker is stopped."""
@@ -171,10 +176,11 @@ class OutboxWorker:
         free = MAX_INFLIGHT - len(self._inflight)
         if free > 0:
             for job in await repo.claim_due(self.clock(), free):
+                claim = (job.id, job.attempts)
                 task = self._loop.create_task(self._deliver(job), name=f"outbox-{job.id}")
-                self._inflight[job.id] = task
-                self._claimed.add(job.id)
-                task.add_done_callback(functools.partial(self._finished, job.id))
+                self._inflight[claim] = task
+                self._claimed.add(claim)
+                task.add_done_callback(functools.partial(self._finished, claim))
         self.counts = await repo.counts()
         if self._claimed.difference(self._inflight):
             await self._release_orphans(repo)
@@ -194,16 +200,19 @@ class OutboxWorker:
     async def _release_orphans(self, repo: Outbox) -> None:
         """Jobs this worker claimed and no task of its is delivering any more: the write of their outcome
         failed. Only its own: jobs in sending that another hub claimed are that hub's (several hubs on one
-        database; releasing them sent them twice)."""
+        database; releasing them sent them twice). A job claimed again since (the outcome was written after
+        all) is in flight under its newer claim: releasing it would send it twice, so it is only forgotten."""
         orphans = sorted(self._claimed.difference(self._inflight))
-        released = await repo.release(orphans, self.clock())
+        newer = {job_id for job_id, attempt in self._claimed for old_id, old in orphans
+                 if job_id == old_id and attempt > old}
+        released = await repo.release([job_id for job_id, _ in orphans if job_id not in newer], self.clock())
         self._claimed.difference_update(orphans)
         if released:
             log.warning("outbox released %d orphaned job(s) back to pending", released)
             self._event.set()
 
-    def _finished(self, job_id: str, _task: asyncio.Task[None]) -> None:
-        self._inflight.pop(job_id, None)
+    def _finished(self, claim: Claim, _task: asyncio.Task[None]) -> None:
+        self._inflight.pop(claim, None)
         self._event.set()  # capacity freed: claim more at once
 
     async def _deliver(self, job: Job) -> None:
@@ -217,10 +226,10 @@ class OutboxWorker:
                 await self._delivered(job)
             else:
                 await self._failed(job, reason)
-            self._claimed.discard(job.id)
+            self._claimed.discard((job.id, job.attempts))
         except storage_errors(StorageClosed, IllegalTransition) as exc:
             if isinstance(exc, IllegalTransition):  # no longer in sending: not ours to release
-                self._claimed.discard(job.id)
+                self._claimed.discard((job.id, job.attempts))
             log.error("outbox could not record the outcome of job=%s: %s", job.id, exc)
 
     async def _attempt(self, job: Job) -> str | None:

@@ -89,3 +89,46 @@ def test_jsonl_feed_with_imported_history_survives_restart(tmp_path: Path, fake_
         assert [(c["t"], c["c"]) for c in series] == [(str(day1), 70.5), (str(day2), 71.2), (str(live_day), 73.0)]
     finally:
         assert again.stop() == 0
+
+
+def test_jsonl_feed_on_a_named_pipe_loses_nothing_and_never_restarts(tmp_path: Path) -> None:
+    """Issue 21: a line longer than 64 KiB, or one line in two writes, made the follower seek the pipe ("Illegal
+    seek"), restart the feed and drop what was buffered. Read like stdin now: every tick arrives, no restart."""
+    import errno
+
+    fifo = tmp_path / "ticks.fifo"
+    os.mkfifo(fifo)
+    srv = ServerProcess(tmp_path / "data", "granian", "--feed", f"jsonl:{fifo}", "--no-demo-key")
+    fd = -1
+    try:
+        deadline = time.monotonic() + 10
+        while fd < 0:
+            try:
+                fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+            except OSError as exc:  # ENXIO: the server's reader has not opened it yet
+                assert exc.errno == errno.ENXIO and time.monotonic() < deadline, exc
+                time.sleep(0.05)
+        os.set_blocking(fd, True)
+        # Python ignores SIGPIPE: a write after the server closed its end raises BrokenPipeError here
+        padded = json.dumps({"id": "brent", "price": 81.25, "note": "x" * 100_000}).encode()
+        os.write(fd, padded + b"\n")  # > 64 KiB: several reads of the server make one line
+        os.write(fd, b'{"id": "wti", "pri')  # one line in two writes ...
+        _, key = srv.create_key("free")  # ... with a pause between them
+        os.write(fd, b'ce": 77.5}\n')
+        h = {"X-SERVICE-Key": key}
+        brent = _wait_for(lambda: (q := httpx.get(srv.base + "/api/v1/quotes/brent", headers=h).json())
+                          and q["seq"] == 1 and q)
+        wti = _wait_for(lambda: (q := httpx.get(srv.base + "/api/v1/quotes/wti", headers=h).json())
+                        and q["seq"] == 1 and q)
+        assert (brent["price"], wti["price"]) == (81.25, 77.5)
+        os.write(fd, b'{"id": "brent", "price": 81.5}\n')  # the pipe is still read: no broken pipe here
+        _wait_for(lambda: httpx.get(srv.base + "/api/v1/quotes/brent", headers=h).json()["seq"] == 2)
+        metrics = httpx.get(srv.base + "/metrics").text
+        samples = dict(line.rsplit(" ", 1) for line in metrics.splitlines() if line.startswith("market_feed"))
+        assert "market_feed_restarts_total" not in samples  # a counter has a sample once it counted
+        assert (float(samples["market_feed_up"]), float(samples["market_feed_bad_lines"])) == (1.0, 0.0)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+        assert srv.stop() == 0
+    assert "feed failed" not in srv.output() and "Illegal seek" not in srv.output()

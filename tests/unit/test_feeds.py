@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import errno
+import fcntl
 import logging
 import os
+import struct
+import termios
 import threading
 import time
 from pathlib import Path
@@ -119,6 +123,71 @@ def test_unreadable_path_is_reported_once_and_recovers(tmp_path: Path, follow) -
     path.write_bytes(b"back\n")
     got.lines_are(b"back")
     assert got.reader.failing is None and len(got.errors) == 1
+
+
+def _pipe_drained(fd: int) -> bool:
+    """Nothing written to the pipe is left unread (FIONREAD on the writer's end)."""
+    return struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0] == 0
+
+
+def _open_writer(path: Path) -> int:
+    """The pipe's write end, once the reader has it open (a writer's open without a reader fails with ENXIO)."""
+    deadline = time.monotonic() + WAIT_S
+    while True:
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO or time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)  # the reader thread opens the pipe on its own schedule
+            continue
+        os.set_blocking(fd, True)
+        return fd
+
+
+def _until(predicate, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + WAIT_S
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(0.005)  # the reader thread drains the pipe on its own schedule
+
+
+def test_named_pipe_is_read_like_stdin_long_lines_and_lines_in_several_writes(
+        tmp_path: Path, follow) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "ticks.fifo"
+    os.mkfifo(path)
+    got = follow(path)
+    fd = _open_writer(path)
+    try:
+        long_line = b"x" * (3 * 65536 + 123)  # longer than a pipe's buffer and the reader's chunk
+        os.write(fd, long_line + b"\nshort\n")  # one write call blocks until the reader took most of it
+        got.lines_are(long_line, b"short")
+        os.write(fd, b'{"id": "brent", ')  # one line in two writes, the reader between them
+        _until(lambda: _pipe_drained(fd), "the first half read")
+        os.write(fd, b'"price": 80.5}\n')
+        got.lines_are(long_line, b"short", b'{"id": "brent", "price": 80.5}')
+        os.write(fd, b"unfinished")
+    finally:
+        os.close(fd)  # the last writer closes: its unfinished line counts, as stdin's last line does
+    got.lines_are(long_line, b"short", b'{"id": "brent", "price": 80.5}', b"unfinished")
+    fd = _open_writer(path)  # the next writer on the same path: read on, no restart, no error
+    try:
+        os.write(fd, b"again\n")
+        got.lines_are(long_line, b"short", b'{"id": "brent", "price": 80.5}', b"unfinished", b"again")
+    finally:
+        os.close(fd)
+    assert not got.ended and not got.errors and got.reader.failing is None
+
+
+def test_named_pipe_is_accepted_at_start_without_opening_it(tmp_path: Path) -> None:
+    from server.config import Settings
+    from server.feeds import check_feed_source
+
+    path = tmp_path / "ticks.fifo"
+    os.mkfifo(path)
+    check_feed_source(Settings(feed=f"jsonl:{path}"))  # returns at once: opening would wait for a writer
+    with pytest.raises(OSError):
+        os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # ENXIO: it was not left open either
 
 
 class FailingOnce:
