@@ -11,18 +11,33 @@ import sqlite3
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from server.commands import candles, content, db, evidence, keys, outbox, receipts, users
 from server.commands.common import CommandError, check_data_dir
-from server.config import ConfigError, EngineKind, Settings, add_serve_args, settings_from_args
+from server.config import (
+    ConfigError,
+    EngineKind,
+    Settings,
+    add_serve_args,
+    check_command_flags,
+    settings_from_args,
+)
 from server.logs import configure_logging
 from server.store.db import storage_errors
 
 GROUPS = [keys, candles, evidence, outbox, users, content, receipts, db]
 
 
+class Parser(argparse.ArgumentParser):
+    """argparse's, but a bad command line is one line on stderr (exit code 2), like a bad flag value."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="market-server", description="Commodity market-data service")
+    parser = Parser(prog="market-server", description="Commodity market-data service")
     sub = parser.add_subparsers(dest="command", required=True)
     serve = sub.add_parser("serve", help="run the hub (HTTP + WebSocket)")
     add_serve_args(serve)
@@ -36,7 +51,7 @@ def _serve(ns: argparse.Namespace) -> int:
     from server.feeds import FeedUnavailable, check_feed_source
     from server.serve import run
 
-    settings = settings_from_args(ns)
+    settings: Settings = ns.settings  # checked by main() before the data dir is touched
     try:
         check_feed_source(settings)  # a missing jsonl file: one line and exit 1, before anything starts
     except FeedUnavailable as exc:
@@ -80,6 +95,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     ns = parser.parse_args(argv)
     ns.argv = list(sys.argv[1:] if argv is None else argv)  # `serve --workers N` starts its children with them
     try:
+        if ns.command == "serve":  # every flag checked before anything starts (the data dir is not even made)
+            ns.settings = settings_from_args(ns)
+        else:
+            check_command_flags(ns)
         if ns.command == "serve" or not ns.database_url:  # serve keeps its demo key and JWT secret there
             check_data_dir(Path(ns.data_dir), create=ns.command == "serve")
         return int(ns.func(ns) or 0)

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import math
 import os
+import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,7 +18,7 @@ from datetime import datetime
 from email.utils import parseaddr
 from enum import StrEnum
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 from zoneinfo import ZoneInfo
 
 from server.api.auth.limits import MAX_RATE
@@ -120,18 +122,19 @@ class Settings:
         return self.plan_rate.get(plan, DEFAULT_ENTERPRISE_RATE)
 
 
-# flag -> (type, help); defaults come from Settings
+# flag -> (type, help); defaults come from Settings. Every type is str: argparse only collects the text (from the
+# command line or MARKET_* env) and _convert checks it, so a bad value is one line naming the flag, exit code 2
 SERVE_FLAGS: dict[str, tuple[type, str]] = {
     "host": (str, "HTTP and WebSocket bind address"),
-    "port": (int, "HTTP port"),
-    "ws-port": (int, "WebSocket port"),
+    "port": (str, "HTTP port"),
+    "ws-port": (str, "WebSocket port"),
     "runtime": (str, "HTTP runtime: granian (default) or robyn"),
     "feed": (str, "demo | jsonl:PATH | jsonl:- (stdin)"),
-    "seed": (int, "seed of the demo feed"),
-    "tick-interval-ms": (int, "demo feed tick interval"),
-    "market-refresh-s": (float, "public market snapshot refresh period"),
-    "public-rate": (int, "public-site requests per minute per client IP"),
-    "ws-handshake-rate": (int, "WebSocket handshakes per minute per client IP"),
+    "seed": (str, "seed of the demo feed"),
+    "tick-interval-ms": (str, "demo feed tick interval"),
+    "market-refresh-s": (str, "public market snapshot refresh period"),
+    "public-rate": (str, "public-site requests per minute per client IP"),
+    "ws-handshake-rate": (str, "WebSocket handshakes per minute per client IP"),
     "plan-rate": (str, "per-plan requests/minute, e.g. free=60,professional=600"),
     "ws-max-conn": (str, "per-plan WebSocket connections, e.g. professional=5,enterprise=50"),
     "ws-slow-close-s": (str, argparse.SUPPRESS),
@@ -226,35 +229,61 @@ def settings_from_args(ns: argparse.Namespace) -> Settings:
     return settings
 
 
+INT_FLAGS = frozenset({"port", "ws_port", "seed", "tick_interval_ms", "public_rate", "ws_handshake_rate",
+                       "outbox_max_attempts", "database_pool", "workers", "worker_id", "uploads_per_ip"})
+FLOAT_FLAGS = frozenset({"market_refresh_s", "outbox_base_s", "outbox_timeout_s", "ws_slow_close_s",
+                         "body_timeout_s", "idle_timeout_s"})
+CHOICES: dict[str, type[StrEnum]] = {"runtime": Runtime, "engine": EngineKind}
+MAX_SHOWN = 40  # a bad value is echoed up to this many characters (never for URLs and secrets)
+
+
+def _shown(value: object) -> str:
+    text = str(value)
+    return repr(text if len(text) <= MAX_SHOWN else text[:MAX_SHOWN] + "...")
+
+
 def _convert(name: str, value: object, base: Settings) -> object:
+    """The flag's text as its setting; a ConfigError names the flag and says what it takes."""
     flag = "--" + name.replace("_", "-")
+    text = str(value)
+    if name in CHOICES:
+        allowed = [c.value for c in CHOICES[name]]
+        if text not in allowed:
+            raise ConfigError(f"{flag}: must be {' or '.join(allowed)} (got {_shown(text)})")
+        return CHOICES[name](text)
+    if name in INT_FLAGS:
+        return _integer(flag, text)
+    if name in FLOAT_FLAGS:
+        return _number(flag, text)
     try:
-        if name == "runtime":
-            return Runtime(str(value))
-        if name == "engine":
-            return EngineKind(str(value))
-        if name in ("port", "ws_port", "seed", "tick_interval_ms", "public_rate", "ws_handshake_rate"):
-            return int(str(value))
-        if name in ("market_refresh_s", "outbox_base_s", "outbox_timeout_s"):
-            return float(str(value))
-        if name in ("outbox_max_attempts", "database_pool", "workers", "worker_id"):
-            return int(str(value))
         if name == "plan_rate":
-            return {**base.plan_rate, **_pairs(str(value), PLANS)}
-        if name in ("ws_slow_close_s", "body_timeout_s", "idle_timeout_s"):
-            return float(str(value))
-        if name == "uploads_per_ip":
-            return int(str(value))
+            return {**base.plan_rate, **_pairs(text, PLANS)}
         if name == "ws_max_conn":
-            return {**base.ws_max_conn, **_pairs(str(value), PLANS)}
+            return {**base.ws_max_conn, **_pairs(text, PLANS)}
         if name in ("notify_email", "cors_origins"):
-            return tuple(v.strip() for v in str(value).split(",") if v.strip())
+            return tuple(v.strip() for v in text.split(",") if v.strip())
         if name == "clock_start":
-            return parse_instant(str(value))
+            return parse_instant(text)
         if name == "trusted_proxies":
-            return tuple(ipaddress.ip_network(v.strip(), strict=False) for v in str(value).split(",") if v.strip())
-    except (ValueError, KeyError) as exc:
-        raise ConfigError(f"{flag}: invalid value {value!r} ({exc})") from None
+            return tuple(ipaddress.ip_network(v.strip(), strict=False) for v in text.split(",") if v.strip())
+    except ValueError as exc:
+        raise ConfigError(f"{flag}: {exc}") from None
+    return value
+
+
+def _integer(flag: str, text: str) -> int:
+    if not re.fullmatch(r"[+-]?[0-9]{1,18}", text.strip()):
+        raise ConfigError(f"{flag}: must be a whole number (got {_shown(text)})")
+    return int(text)
+
+
+def _number(flag: str, text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value):
+        raise ConfigError(f"{flag}: must be a number (got {_shown(text)})")
     return value
 
 
@@ -264,7 +293,10 @@ def parse_instant(text: str) -> float:
         return float(text)
     except ValueError:
         pass
-    parsed = datetime.fromisoformat(text)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"must be epoch seconds or an ISO 8601 time (got {_shown(text)})") from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=ZoneInfo("Asia/Shanghai"))
     return parsed.timestamp()
@@ -279,15 +311,18 @@ def settings_clock(s: Settings) -> Callable[[], float]:
 
 
 def _pairs(text: str, allowed: tuple[str, ...]) -> dict[str, int]:
+    """`plan=N,plan=N`: each plan one of `allowed`, each N a positive whole number."""
     out: dict[str, int] = {}
     for item in text.split(","):
-        key, _, num = item.partition("=")
+        key, sep, num = item.partition("=")
         key = key.strip()
+        if not sep:
+            raise ValueError(f"must be PLAN=N[,PLAN=N...] (got {_shown(item)})")
         if key not in allowed:
-            raise ValueError(f"unknown plan {key!r}")
+            raise ValueError(f"unknown plan {_shown(key)} (plans: {', '.join(allowed)})")
+        if not re.fullmatch(r"[0-9]{1,12}", num.strip()) or int(num) <= 0:
+            raise ValueError(f"{key}={num.strip()}: must be a positive whole number")
         out[key] = int(num)
-        if out[key] <= 0:
-            raise ValueError(f"{key} must be positive")
     return out
 
 
@@ -360,24 +395,84 @@ def _check_workers(s: Settings) -> None:
         raise ConfigError("--workers: needs fixed --port and --ws-port (not 0)")
 
 
+REDIS_SHAPE = "must be redis://[user:pass@]host[:port][/db], rediss://... or unix://PATH[?db=N]"
+MAX_REDIS_DB = 2**31 - 1  # Redis's `databases` setting is an int
+
+
 def check_engine(s: Settings) -> None:
     """The engine flags (also used by `keys revoke`, which publishes on the engine)."""
-    parts = urlsplit(s.redis_url)
-    if parts.scheme not in ("redis", "rediss", "unix") or not (parts.hostname or parts.path):
-        raise ConfigError("--redis-url: must be redis://[user:pass@]host:port/db, rediss://... or unix://PATH "
-                          "(value not shown)")
-    try:
-        parts.port  # noqa: B018 - raises ValueError for a bad port
-    except ValueError:
-        raise ConfigError("--redis-url: invalid port (value not shown)") from None
+    check_redis_url(s.redis_url)
     if not s.redis_prefix or len(s.redis_prefix) > 64 or not s.redis_prefix.isprintable():
         raise ConfigError("--redis-prefix: must be 1 to 64 printable characters")
 
 
+def check_redis_url(url: str) -> None:
+    """--redis-url's shape, port and db number (the URL is never echoed: it may hold a password)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("redis", "rediss", "unix") or not (parts.hostname or parts.path):
+        raise ConfigError(f"--redis-url: {REDIS_SHAPE} (value not shown)")
+    try:
+        parts.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise ConfigError("--redis-url: invalid port (value not shown)") from None
+    try:
+        redis_db(url)
+    except ValueError as exc:
+        raise ConfigError(f"--redis-url: {exc}") from None
+
+
+def redis_db(url: str) -> int:
+    """The database number a redis://, rediss:// or unix:// URL names: its path (`/N`) or `?db=N`, else 0.
+    ValueError when it is not a whole number (redis://host/abc would silently mean db 0 to a lenient client).
+
+    A stand-in until server/engine's Redis URL parser (redis, rediss, redis+sentinel) lands: then that
+    parser's db is called here instead, and this function goes."""
+    parts = urlsplit(url)
+    query = parse_qs(parts.query)
+    path = "" if parts.scheme == "unix" else unquote(parts.path).strip("/")
+    if path and "db" in query:
+        raise ValueError("names its db twice (in the path and as ?db=)")
+    text = path or (query["db"][-1] if "db" in query else "0")
+    if not re.fullmatch(r"[0-9]{1,10}", text) or int(text) > MAX_REDIS_DB:
+        shown = _shown(text) if len(text) <= 20 else "(too long)"
+        raise ValueError(f"the db must be a number, e.g. redis://host:6379/0 (got {shown})")
+    return int(text)
+
+
+DATABASE_SHAPE = "must be postgresql://[user[:password]@]host[:port]/dbname"
+
+
+def check_database_url(url: str) -> None:
+    """--database-url names a host and a database, or libpq fills them from the environment (PGHOST, the
+    OS user's name) and the hub creates its tables wherever that points. Host and dbname may be given as
+    ?host= (a socket directory) and ?dbname= too, as libpq allows. The URL is never echoed (a password)."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("postgresql", "postgres"):
+        raise ConfigError(f"--database-url: {DATABASE_SHAPE} (value not shown)")
+    hosts = [urlsplit("//" + h) for h in parts.netloc.rpartition("@")[2].split(",")]  # libpq: h1:p1,h2:p2
+    try:
+        for host in hosts:
+            host.port  # noqa: B018 - raises ValueError for a bad port
+    except ValueError:
+        raise ConfigError("--database-url: invalid port (value not shown)") from None
+    query = parse_qs(parts.query)
+    if not (all(h.hostname for h in hosts) or query.get("host", [""])[-1]):
+        raise ConfigError(f"--database-url: names no host; {DATABASE_SHAPE} (value not shown)")
+    if not (unquote(parts.path).strip("/") or query.get("dbname", [""])[-1]):
+        raise ConfigError(f"--database-url: names no database; {DATABASE_SHAPE} (value not shown)")
+
+
+def check_command_flags(ns: argparse.Namespace) -> None:
+    """The flags every command shares, checked like `serve`'s before the command runs."""
+    if getattr(ns, "database_url", None):
+        check_database_url(ns.database_url)
+    if any(getattr(ns, name, None) is not None for name in ("engine", "redis_url", "redis_prefix")):
+        engine_settings(ns)
+
+
 def _check_database(s: Settings) -> None:
-    if s.database_url is not None and not s.database_url.startswith(("postgresql://", "postgres://")):
-        raise ConfigError("--database-url: must be postgresql://[user[:password]@]host[:port]/dbname "
-                          "(value not shown)")
+    if s.database_url is not None:
+        check_database_url(s.database_url)
     if not 1 <= s.database_pool <= 1000:
         raise ConfigError("--database-pool: must be from 1 to 1000")
 
