@@ -92,7 +92,7 @@ class Hub:
         self.feed_supervisor = FeedSupervisor(self.feed, self._on_ticks, on_restart=restarts.inc)
         self.registry.gauge("market_feed_up", "1 while the feed runs (0: failed, restarting).",
                             lambda: float(self.feed_supervisor.ready()))
-        MarketApi(self.state, self.inventory, self.cache).register(self.router)
+        MarketApi(self.state, self.inventory, self.cache, clock).register(self.router)  # clock: UDF `time`
         WebApi(settings).register(self.router)  # the dashboard at / and /static/..., /api/config
         OpsApi(self).register(self.router)
         self.services: list[Service] = []

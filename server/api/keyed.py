@@ -10,7 +10,11 @@ Each endpoint names the query parameters it defines; any other is a 400
 
 from __future__ import annotations
 
+import math
 import re
+import time
+from collections.abc import Callable
+from datetime import date, datetime
 from typing import Any
 
 import orjson
@@ -18,27 +22,36 @@ import orjson
 from server.api.core.cache import VersionedCache
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
+from server.api.udf import UdfApi
 from server.core.errors import ApiError
 from server.market.candles import INTERVALS, INTRADAY_CAPACITY
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState
+from server.market.timefmt import day_start
 
 MAX_IDS = 100
 MAX_DAYS = 90
 DAILY = "1d"
 KLINE_INTERVALS = (*INTERVALS, DAILY)  # 1m, 5m, 15m, 1h, 1d
 DEFAULT_LIMIT = 300
+DEFAULT_DAILY_LIMIT = MAX_DAYS  # a range query's limit with interval=1d (SPEC 14)
 MAX_LIMIT = INTRADAY_CAPACITY
 _DIGITS = re.compile(r"[0-9]{1,4}")
+_EPOCH_MS = re.compile(r"-?[0-9]{1,16}")
+_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# "+08:00" sent unencoded in a query string arrives as " 08:00" (a "+" is a space in a query): read it as meant
+_SPACE_OFFSET = re.compile(r"^(.*[0-9]) ([0-9]{2}(?::?[0-9]{2})?)$")
 # the query parameters each endpoint defines; the OpenAPI document lists the same
 QUOTES_PARAMS = frozenset({"kind", "ids"})
-KLINE_PARAMS = frozenset({"interval", "days", "limit"})
+KLINE_PARAMS = frozenset({"interval", "days", "limit", "from", "to"})
 NO_PARAMS: frozenset[str] = frozenset()
 
 
 class MarketApi:
-    def __init__(self, state: MarketState, inventory: InventoryBook, cache: VersionedCache) -> None:
+    def __init__(self, state: MarketState, inventory: InventoryBook, cache: VersionedCache,
+                 clock: Callable[[], float] = time.time) -> None:
         self.state = state
+        self.clock = clock  # the UDF datafeed's `time`
         self.inventory = inventory
         self.cache = cache
         self.catalogue = state.catalogue
@@ -52,6 +65,7 @@ class MarketApi:
         router.add("GET", "/api/v1/kline/{id}", self.kline, Access.KEYED, name="kline", version=v)
         router.add("GET", "/api/v1/spreads", self.spreads, Access.KEYED, name="spreads", version=v)
         router.add("GET", "/api/v1/inventory", self.inventory_items, Access.KEYED, name="inventory", version=v)
+        UdfApi(self.state, self.cache, self.clock).register(router)  # TradingView's datafeed (SPEC 14)
 
     def _data_version(self) -> object:
         return self.state.version
@@ -114,6 +128,8 @@ class MarketApi:
         if interval not in KLINE_INTERVALS:
             raise _param("interval", f"interval must be one of {', '.join(KLINE_INTERVALS)}")
         inst_id = self.catalogue.instruments[row].id
+        if "from" in query or "to" in query:
+            return self._kline_range(row, inst_id, interval, query)
         if interval == DAILY:
             if "limit" in query:
                 raise _param("limit", "limit applies to the intraday intervals (1m, 5m, 15m, 1h); "
@@ -128,6 +144,26 @@ class MarketApi:
         limit = _count("limit", query.get("limit"), MAX_LIMIT, DEFAULT_LIMIT)
         return self._cached(("kline", row, interval, limit), lambda: self._envelope(
             id=inst_id, interval=interval, series=self.state.kline_intraday(row, interval, limit)))
+
+    def _kline_range(self, row: int, inst_id: str, interval: str, query: dict[str, str]) -> Response:
+        """SPEC 14: candles whose bucket start is in [from, to); with from the earliest ``limit`` and ``next``, without
+        it the latest ``limit`` before ``to``. Served from the cache per (resolved range, data version)."""
+        if "days" in query:
+            raise _param("days", "days cannot be combined with from/to; a range query takes limit "
+                                 f"(1..{MAX_LIMIT}) with every interval")
+        start = instant("from", query["from"]) if "from" in query else -math.inf
+        end = instant("to", query["to"]) if "to" in query else math.inf
+        if start >= end:
+            raise _param("to", "to must be after from (the range is half-open: from <= t < to)")
+        limit = _count("limit", query.get("limit"), MAX_LIMIT,
+                       DEFAULT_DAILY_LIMIT if interval == DAILY else DEFAULT_LIMIT)
+        earliest = "from" in query
+
+        def build() -> bytes:
+            series, nxt = self.state.kline_range(row, interval, start, end, limit, earliest)
+            return self._envelope(id=inst_id, interval=interval, series=series, next=nxt)
+
+        return self._cached(("kline-range", row, interval, start, end, limit, earliest), build)
 
     def spreads(self, req: Request) -> Response:
         _query(req, NO_PARAMS)
@@ -166,3 +202,27 @@ def _count(field: str, raw: str | None, maximum: int, default: int) -> int:
 
 def _param(field: str, message: str) -> ApiError:
     return ApiError("invalid_parameter", message, errors=[{"field": field, "message": message}])
+
+
+def instant(field: str, raw: str) -> float:
+    """A range bound (SPEC 14) as epoch seconds: integer epoch milliseconds, a date YYYY-MM-DD (00:00
+    Asia/Shanghai), or an ISO 8601 timestamp with an offset (or Z); anything else a 400 naming ``field``."""
+    text = raw.strip()
+    if _EPOCH_MS.fullmatch(text):
+        return int(text) / 1000.0
+    expected = (f"{field} must be an ISO 8601 timestamp with offset (2026-11-18T10:30:00+08:00), a date "
+                "(YYYY-MM-DD, 00:00 Asia/Shanghai) or integer epoch milliseconds")
+    try:
+        if _DATE.fullmatch(text):
+            return day_start(date.fromisoformat(text))
+        spaced = _SPACE_OFFSET.match(text)
+        if spaced and "T" in text:
+            text = f"{spaced.group(1)}+{spaced.group(2)}"
+        if "T" not in text and "t" not in text:
+            raise ValueError(text)
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise _param(field, expected) from None
+    if parsed.tzinfo is None:
+        raise _param(field, f"{field} needs an offset (e.g. +08:00 or Z): {expected}")
+    return parsed.timestamp()

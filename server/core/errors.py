@@ -92,6 +92,16 @@ class ApiError(Exception):
         )
 
 
+UDF_PREFIX = "/api/v1/udf/"
+
+
+def udf_fields(error: ApiError) -> ApiError:
+    """A problem answered on the TradingView UDF datafeed (SPEC 14) also carries UDF's error fields."""
+    if "s" not in error.extra:
+        error.extra = {"s": "error", "errmsg": error.detail, **error.extra}
+    return error
+
+
 def field_errors(errors: list[dict[str, str]], detail: str = "The request body is not valid.") -> ApiError:
     return ApiError("validation_failed", detail, errors=errors)
 

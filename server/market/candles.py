@@ -190,8 +190,19 @@ class CandleBook:
     def series(self, row: int, days: int, decimals: int) -> list[dict]:
         """The last ``days`` candles of ``row``, ascending, prices rounded to ``decimals``."""
         cols = self._order()[-days:] if days > 0 else self._order()[:0]
+        return self.format(row, cols.tolist(), decimals)
+
+    def held(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        """(day ordinals, columns) of ``row``'s candles that have a close (all but never-traded ones), ascending."""
+        cols = self._order()
+        cols = cols[~np.isnan(self.c[row, cols])]
+        return self.days[cols], cols
+
+    def format(self, row: int, cols: list[int], decimals: int) -> list[dict]:
+        """Candles of ``row`` at these columns (never-traded ones left out): the one format of every daily candle
+        served (/kline, range queries, UDF history, candle frames)."""
         out: list[dict] = []
-        for col in cols.tolist():
+        for col in cols:
             close = float(self.c[row, col])
             if close != close:  # never traded
                 continue
@@ -244,10 +255,24 @@ def session_start(day: date) -> float:
     return day_start(previous_weekday(day - timedelta(days=1)) + timedelta(days=1))
 
 
+_ISO: dict[int, str] = {}  # bucket start -> its text: buckets recur in every query and frame, their text never changes
+_ISO_MAX = 1 << 18  # ~40 MB at most; cleared when full (4 intervals x 1,000 buckets x instruments' own starts)
+
+
 def bucket_iso(starts: np.ndarray) -> list[str]:
     """Bucket starts (epoch seconds) as ISO 8601 with the +08:00 offset, in ``timefmt.iso``'s format."""
-    local = (np.asarray(starts, dtype=np.int64) + _LOCAL_OFFSET_S).astype("datetime64[s]")
-    return [f"{s}.000+08:00" for s in np.datetime_as_string(local, unit="s").tolist()]
+    keys = np.asarray(starts, dtype=np.int64).tolist()
+    cache = _ISO
+    out = [cache.get(k) for k in keys]
+    if None in out:
+        missing = [k for k, text in zip(keys, out, strict=True) if text is None]
+        local = (np.asarray(missing, dtype=np.int64) + _LOCAL_OFFSET_S).astype("datetime64[s]")
+        if len(cache) + len(missing) > _ISO_MAX:
+            cache.clear()
+        for k, text in zip(missing, np.datetime_as_string(local, unit="s").tolist(), strict=True):
+            cache[k] = f"{text}.000+08:00"
+        out = [cache[k] for k in keys]
+    return out  # type: ignore[return-value]
 
 
 class IntradayRing:
@@ -343,13 +368,28 @@ class IntradayRing:
         return self.t[row, cols], tuple(a[row, cols] for a in (self.o, self.h, self.l, self.c, self.v))  # type: ignore[return-value]
 
     def series(self, row: int, limit: int, decimals: int) -> list[dict]:
-        t, (o, h, l, c, v) = self.arrays(row, limit)  # noqa: E741
-        return [
-            {"t": ts, "o": round(oo, decimals), "h": round(hh, decimals), "l": round(ll, decimals),
-             "c": round(cc, decimals), "v": round(vv)}
-            for ts, oo, hh, ll, cc, vv in zip(bucket_iso(t), o.tolist(), h.tolist(), l.tolist(), c.tolist(),
-                                              v.tolist(), strict=True)
-        ]
+        return self.format(row, self.columns(row, limit), decimals)
+
+    def held(self, row: int) -> tuple[np.ndarray, np.ndarray]:
+        """(bucket starts in epoch seconds, columns) of every bucket of ``row`` held, ascending."""
+        cols = self.columns(row, self.capacity)
+        return self.t[row, cols], cols
+
+    def newest(self, row: int) -> int | None:
+        """Column of ``row``'s newest bucket, None before its first tick."""
+        return self._last[row] if self._count[row] else None
+
+    def format(self, row: int, cols: np.ndarray | list[int], decimals: int) -> list[dict]:
+        """Buckets of ``row`` at these columns: the one format of every intraday candle served (/kline, range
+        queries, UDF history, candle frames), so they are equal by construction. Vectorised (numpy rounds to
+        ``decimals`` and volumes half to even, as Python's ``round`` does for prices held at that precision):
+        1,000 buckets in a few hundred microseconds."""
+        cols = np.asarray(cols, dtype=np.intp)
+        t = self.t[row, cols]
+        o, h, l, c = (np.round(a[row, cols], decimals).tolist() for a in (self.o, self.h, self.l, self.c))  # noqa: E741
+        v = np.rint(self.v[row, cols]).astype(np.int64).tolist()
+        return [{"t": ts, "o": oo, "h": hh, "l": ll, "c": cc, "v": vv}
+                for ts, oo, hh, ll, cc, vv in zip(bucket_iso(t), o, h, l, c, v, strict=True)]
 
 
 class IntradayBook:
@@ -369,3 +409,21 @@ class IntradayBook:
 
     def nbytes_per_instrument(self) -> int:
         return sum(r.nbytes() for r in self._rings) // max(self.n, 1)
+
+
+# --- windows of held candles (range queries, UDF history) ------------------------------------------------------
+
+
+def window(starts: np.ndarray, start: float, end: float, limit: int, earliest: bool) -> tuple[int, int, int | None]:
+    """Indexes [lo, hi) into ascending ``starts`` of the candles with start <= s < end: the earliest ``limit``
+    (``earliest``) or the latest ``limit``; and, for ``earliest``, the index of the first candle left out (None
+    when none is). Two binary searches: no candle outside the answer is looked at."""
+    lo = int(np.searchsorted(starts, start, "left"))
+    hi = int(np.searchsorted(starts, end, "left"))
+    if hi <= lo:
+        return lo, lo, None
+    if earliest:
+        if hi - lo > limit:
+            return lo, lo + limit, lo + limit
+        return lo, hi, None
+    return max(lo, hi - limit), hi, None

@@ -23,7 +23,7 @@ from datetime import date
 
 import numpy as np
 
-from server.market.candles import CandleBook, IntradayBook, session_start
+from server.market.candles import CandleBook, IntradayBook, bucket_iso, session_start, window
 from server.market.catalogue import Catalogue
 from server.market.feed import DemoFeed, Tick
 from server.market.inventory import InventoryBook
@@ -31,6 +31,8 @@ from server.market.spreads import SpreadCalculator
 from server.market.timefmt import iso, trading_day
 
 _DAY_OFFSET_S = 8 * 3600
+_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+DAILY = "1d"
 
 
 @dataclass(slots=True)
@@ -182,6 +184,33 @@ class MarketState:
     def kline_intraday(self, row: int, interval: str, limit: int) -> list[dict]:
         """The newest ``limit`` buckets of ``interval`` (1m, 5m, 15m, 1h) that had a tick, ascending."""
         return self.intraday.series(interval, row, limit, self._decimals[row])
+
+    def held_candles(self, row: int, interval: str) -> tuple[np.ndarray, np.ndarray]:
+        """(starts, columns) of every candle of ``row`` held for ``interval``, ascending: the bucket start in epoch
+        seconds, for 1d the trading day's 00:00 Asia/Shanghai (the instant its ``YYYY-MM-DD`` names)."""
+        if interval == DAILY:
+            ordinals, cols = self.candles.held(row)
+            return (ordinals.astype(np.int64) - _EPOCH_ORDINAL) * 86400 - _DAY_OFFSET_S, cols
+        return self.intraday.rings[interval].held(row)
+
+    def format_candles(self, row: int, interval: str, cols: np.ndarray) -> list[dict]:
+        """The served candles at these columns (the same format as the plain /kline series)."""
+        if interval == DAILY:
+            return self.candles.format(row, cols.tolist(), self._decimals[row])
+        return self.intraday.rings[interval].format(row, cols, self._decimals[row])
+
+    def kline_range(self, row: int, interval: str, start: float, end: float, limit: int,
+                    earliest: bool) -> tuple[list[dict], str | None]:
+        """Candles with start <= bucket start < end (SPEC 14): the earliest ``limit`` and the ``t`` of the first one
+        left out (``earliest``), or the latest ``limit`` and None."""
+        starts, cols = self.held_candles(row, interval)
+        lo, hi, nxt = window(starts, start, end, limit, earliest)
+        series = self.format_candles(row, interval, cols[lo:hi])
+        if nxt is None:
+            return series, None
+        if interval == DAILY:
+            return series, date.fromordinal(int(self.candles.days[cols[nxt]])).isoformat()
+        return series, bucket_iso(starts[nxt:nxt + 1])[0]
 
     def spreads(self) -> list[dict]:
         return self._spreads.compute(self.prices)

@@ -231,6 +231,8 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/market/{id}": "/api/market/crude", "/api/receipt/{receiptNo}": f"/api/receipt/{RECEIPT}",
         "/api/verify-anchor": f"/api/verify-anchor?hash={evidence}", "/static/{file}": "/static/app.js",
         "/static/vendor/{file}": "/static/vendor/swagger-ui.css", "/problems/{code}": "/problems/not_found",
+        "/api/v1/udf/symbols": "/api/v1/udf/symbols?symbol=brent",
+        "/api/v1/udf/history": "/api/v1/udf/history?symbol=brent&resolution=60&to=2000000000&countback=5",
     }
     not_found = {
         "/api/v1/quotes/{id}": "/api/v1/quotes/zzz", "/api/v1/kline/{id}": "/api/v1/kline/zzz",
@@ -245,6 +247,10 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         # a query parameter the endpoint does not define (SPEC 6: 400 unknown_parameter)
         "/api/v1/quotes/{id}": "/api/v1/quotes/brent?days=5", "/api/v1/spreads": "/api/v1/spreads?kind=oil",
         "/api/v1/inventory": "/api/v1/inventory?interval=1h",
+        # SPEC 14: a range query's bad bound; the UDF datafeed's errors (problem + s/errmsg)
+        "/api/v1/udf/config": "/api/v1/udf/config?x=1", "/api/v1/udf/time": "/api/v1/udf/time?x=1",
+        "/api/v1/udf/search": "/api/v1/udf/search?limit=0", "/api/v1/udf/symbols": "/api/v1/udf/symbols?symbol=zzz",
+        "/api/v1/udf/history": "/api/v1/udf/history?symbol=brent&resolution=2&to=1",
     }
     creds = {"email": "schema-check@example.com", "password": "correct horse"}
     check(http.post("/api/auth/register", json={**creds, "name": "Li Lei", "company": None}), "/api/auth/register")

@@ -33,7 +33,7 @@ from server.api.core.router import Access, Route, Router
 from server.api.core.types import Headers, Request, Response
 from server.config import Settings
 from server.core.client_ip import client_address
-from server.core.errors import ApiError
+from server.core.errors import UDF_PREFIX, ApiError, udf_fields
 from server.core.metrics import HttpMetrics
 from server.engine import SharedLimiter
 from server.store.keys import ApiKey
@@ -232,6 +232,8 @@ class App:
             if route is not None:
                 route_name = route.name
         except ApiError as exc:
+            if req.path.startswith(UDF_PREFIX):  # the UDF datafeed's errors carry s/errmsg too (SPEC 14)
+                udf_fields(exc)
             resp = exc.response()
             route_name = req.route_name  # a refusal after routing (401, 429, 400...) counts for its route
         except Exception as exc:

@@ -65,6 +65,65 @@ def body(schema: str) -> S:
     return {"required": True, "content": {"application/json": {"schema": ref(schema)}}}
 
 
+INSTANT: S = {"type": "string", "examples": ["2026-11-18T10:30:00+08:00", "2026-11-18", "1763433000000"],
+              "pattern": r"^\s*(-?[0-9]{1,16}|[0-9]{4}-[0-9]{2}-[0-9]{2}"
+                         r"|[0-9]{4}-?[0-9]{2}-?[0-9]{2}[Tt][0-9:.,]+([Zz]|[+ -][0-9]{2}(:?[0-9]{2})?))\s*$"}
+SYMBOL: S = {"type": "string", "examples": ["brent"],
+             "pattern": "^\\s*([^:]*:)?(" + "|".join(INSTRUMENT_IDS) + ")\\s*$"}
+UDF_TAGS = ["TradingView UDF"]
+UDF_ERROR = ("a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: \"error\", "
+             "errmsg}")
+
+
+def udf_problem(description: str) -> S:
+    return {"description": f"{description}: {UDF_ERROR}",
+            "content": {"application/problem+json": {"schema": ref("UdfError")}}}
+
+
+SECONDS: S = {"type": "integer", "description": "epoch seconds", "examples": [1763433000]}
+UDF_OPERATIONS: dict[tuple[str, str], S] = {
+    ("GET", "/api/v1/udf/config"): {
+        "summary": "UDF datafeed configuration: resolutions 1, 5, 15, 60, 1D; search and time supported",
+        "tags": UDF_TAGS, "responses": {**ok("UdfConfig"), "400": udf_problem("a query parameter (none is defined)")},
+    },
+    ("GET", "/api/v1/udf/symbols"): {
+        "summary": "UDF symbol info of one instrument", "tags": UDF_TAGS,
+        "parameters": [param("symbol", "query", SYMBOL, "instrument id (an EXCHANGE: prefix is ignored)", True)],
+        "responses": {**ok("UdfSymbol"), "400": udf_problem("symbol missing or unknown")},
+    },
+    ("GET", "/api/v1/udf/search"): {
+        "summary": "UDF symbol search (id, English or Chinese name contain the query)", "tags": UDF_TAGS,
+        "parameters": [param("query", "query", STR, "text to look for (empty: every instrument)"),
+                       param("type", "query", {"type": "string", "enum": ["", "commodity", "forex"]}, "symbol type"),
+                       param("exchange", "query", STR, "source name (empty: any)"),
+                       param("limit", "query", {**INT, "minimum": 1, "maximum": 100}, "at most this many (default 30)"),
+                       ],
+        "responses": {"200": {"description": "matches in catalogue order",
+                              "content": {"application/json": {"schema": {"type": "array",
+                                                                          "items": ref("UdfSearchResult")}}}},
+                      "400": udf_problem("bad type or limit")},
+    },
+    ("GET", "/api/v1/udf/history"): {
+        "summary": "UDF bars: from <= t <= to (both counted in), or the latest countback bars with t <= to; the same "
+                   "candles as /api/v1/kline", "tags": UDF_TAGS,
+        "parameters": [param("symbol", "query", SYMBOL, "instrument id", True),
+                       param("resolution", "query", {"type": "string", "enum": ["1", "5", "15", "60", "1D"]},
+                             "1, 5, 15, 60 minutes or 1D (D is accepted too)", True),
+                       param("from", "query", SECONDS, "epoch seconds (default: the earliest bar held)"),
+                       param("to", "query", SECONDS, "epoch seconds, counted in", True),
+                       param("countback", "query", {**INT, "minimum": 1, "maximum": 5000},
+                             "the latest N bars with t <= to; wins over from")],
+        "responses": {**ok("UdfHistory", "s ok (bars: t is the bucket start in epoch seconds, a daily bar's its "
+                                         "date at 00:00 UTC), or no_data (with nextTime when older bars exist)"),
+                      "400": udf_problem("a parameter missing or invalid, unknown symbol, from > to")},
+    },
+    ("GET", "/api/v1/udf/time"): {
+        "summary": "The server's time in epoch seconds, as plain text", "tags": UDF_TAGS,
+        "responses": {"200": {"description": "epoch seconds", "content": {"text/plain": {"schema": STR}}},
+                      "400": udf_problem("a query parameter (none is defined)")},
+    },
+}
+
 OPERATIONS: dict[tuple[str, str], S] = {
     ("GET", "/api/v1/quotes"): {
         "summary": "All quotes, in catalogue order", "tags": ["market data"],
@@ -89,15 +148,27 @@ OPERATIONS: dict[tuple[str, str], S] = {
                   f"interval=1d only: the most recent N trading days (default {MAX_DAYS}; with an intraday "
                   "interval: 400)"),
             param("limit", "query", {**INT, "minimum": 1, "maximum": KLINE_MAX_LIMIT},
-                  f"intraday intervals only: the most recent N buckets that had a tick (default {KLINE_DEFAULT_LIMIT}; "
-                  "with interval=1d: 400)"),
+                  f"intraday intervals: the most recent N buckets that had a tick (default {KLINE_DEFAULT_LIMIT}); "
+                  "with interval=1d only in a range query (default 90; without from/to: 400). In a range query: "
+                  "with from the earliest N candles of the range (then next), without from the latest N before to"),
+            param("from", "query", INSTANT,
+                  "range query (every interval): candles whose bucket start is >= from. An ISO 8601 timestamp with "
+                  "offset (2026-11-18T10:30:00+08:00 or ...Z; an unencoded + read as a space is understood), a date "
+                  "YYYY-MM-DD (00:00 Asia/Shanghai) or integer epoch milliseconds. Default: the earliest held. With "
+                  "from the answer holds the earliest limit candles and next"),
+            param("to", "query", INSTANT,
+                  "range query: candles whose bucket start is < to (half-open), same formats as from. Default: after "
+                  "the live candle. A daily candle's bucket start is its day at 00:00 Asia/Shanghai"),
         ],
         "responses": {**ok("CandleSeries"),
                       "400": problem("interval not one of 1m, 5m, 15m, 1h, 1d; days not an integer 1..90; limit not "
-                                     "an integer 1..1000; days with an intraday interval or limit with 1d "
-                                     "(invalid_parameter); a query parameter not listed here (unknown_parameter)"),
+                                     "an integer 1..1000; days with an intraday interval, limit with 1d outside a "
+                                     "range query, days with from/to, from or to unparseable or without offset, "
+                                     "from >= to (invalid_parameter, errors[].field names it); a query parameter "
+                                     "not listed here (unknown_parameter)"),
                       "404": problem("unknown instrument")},
     },
+    **UDF_OPERATIONS,
     ("GET", "/api/v1/spreads"): {
         "summary": "Domestic prices against CFR China import parity (methanol, PTA, PP, PE, PVC)",
         "tags": ["market data"], "responses": ok("SpreadList"),
@@ -239,19 +310,21 @@ def _operation(method: str, pattern: str, access: Access, name: str) -> S:
                 responses["400"] = {**responses["400"], "description": responses["400"]["description"] + "; " + unknown}
         else:
             responses["400"] = problem(unknown)
+    udf = pattern.startswith("/api/v1/udf/")
     if access is Access.KEYED:
         op["security"] = [{"ServiceKey": []}]
-        responses.setdefault("401", problem("missing, unknown or revoked X-SERVICE-Key"))
+        responses.setdefault("401", (udf_problem if udf else problem)("missing, unknown or revoked X-SERVICE-Key"))
+    problem_ = udf_problem if udf else problem  # the UDF datafeed's every error carries s/errmsg too
     if limited:
-        responses["429"] = {**problem("rate limit exceeded"),
+        responses["429"] = {**problem_("rate limit exceeded"),
                             "headers": {"Retry-After": {"schema": INT, "description": "seconds, at least 1"},
                                         **RATE_HEADERS}}
     if method == "POST":
         responses.setdefault("400", problem("body is not a JSON object, or fields are invalid (errors[])"))
         responses["413"] = problem("body over 64 KiB")
         responses["415"] = problem("content type is not application/json")
-    responses["405"] = problem("method not allowed (Allow lists the methods)")
-    responses["500"] = problem("internal error (no details leaked; quote X-Request-ID)")
+    responses["405"] = problem_("method not allowed (Allow lists the methods)")
+    responses["500"] = problem_("internal error (no details leaked; quote X-Request-ID)")
     op["responses"] = responses
     return op
 

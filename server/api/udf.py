@@ -1,0 +1,237 @@
+"""TradingView UDF datafeed under /api/v1/udf/ (SPEC 14): config, symbols, search, history, time.
+
+The same key header, limits and CORS as /api/v1 (these are keyed routes of the same pipeline), and the same
+candles as /kline: `history` selects from the same rings with the same window function and formats the
+same candle dicts, then transposes them into UDF's column arrays.
+
+UDF's conventions, where they differ from /kline's (docs/charting.md):
+- times are epoch seconds; `history` counts `to` in (from <= t <= to), /kline's range is half-open;
+- an intraday bar's `t` is its bucket start; a daily bar's is the trading day's date at 00:00 UTC (UDF: "daily
+  bars should only have the date part, time should be 0"), so a chart shows it on its own day in any zone;
+- `countback` wins over `from`: the latest `countback` bars with t <= to; without either, `from` is the earliest
+  bar held (TradingView always sends `from`);
+- an unknown symbol is a 400 naming `symbol` (a query parameter naming an unknown id, as `ids` in SPEC 6);
+- errors are problem documents with UDF's `s: "error"` and `errmsg` added (server/core/errors.py
+  `udf_fields`, also applied by the pipeline to its own refusals on these paths: 401, 404, 405, 429).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from server.api.core.cache import VersionedCache
+from server.api.core.router import Access, Router
+from server.api.core.types import Request, Response
+from server.core.errors import ApiError, udf_fields
+from server.market.candles import window
+from server.market.catalogue import Instrument
+from server.market.state import DAILY, MarketState
+
+PREFIX = "/api/v1/udf/"
+# UDF resolution -> /kline interval; "D" is the older spelling of "1D" (accepted, not advertised)
+RESOLUTIONS: dict[str, str] = {"1": "1m", "5": "5m", "15": "15m", "60": "1h", "1D": DAILY, "D": DAILY}
+SUPPORTED_RESOLUTIONS = ["1", "5", "15", "60", "1D"]
+TYPES = {"oil": "commodity", "chem": "commodity", "fx": "forex"}
+MAX_COUNTBACK = 5000
+DEFAULT_SEARCH_LIMIT = 30
+MAX_SEARCH_LIMIT = 100
+_DAY_OFFSET_S = 8 * 3600  # a daily bar's UDF time (00:00 UTC of its date) minus its /kline start (00:00 +08:00)
+_SECONDS = re.compile(r"-?[0-9]{1,12}")
+_COUNT = re.compile(r"[0-9]{1,6}")
+_NO_DATA = orjson.dumps({"s": "no_data"})
+
+CONFIG_PARAMS: frozenset[str] = frozenset()
+SYMBOLS_PARAMS = frozenset({"symbol"})
+SEARCH_PARAMS = frozenset({"query", "type", "exchange", "limit"})
+HISTORY_PARAMS = frozenset({"symbol", "resolution", "from", "to", "countback"})
+
+
+class UdfApi:
+    def __init__(self, state: MarketState, cache: VersionedCache, clock: Callable[[], float] = time.time) -> None:
+        self.state = state
+        self.cache = cache
+        self.clock = clock
+        self.catalogue = state.catalogue
+        self._symbols = {inst.id: orjson.dumps(symbol_info(inst)) for inst in self.catalogue.instruments}
+        self._config = orjson.dumps(config())
+
+    def register(self, router: Router) -> None:
+        static = _static_version  # config, symbols and search answers never change while the hub runs
+        data = self._data_version
+        router.add("GET", PREFIX + "config", self.config, Access.KEYED, name="udf-config", version=static)
+        router.add("GET", PREFIX + "symbols", self.symbols, Access.KEYED, name="udf-symbols", version=static)
+        router.add("GET", PREFIX + "search", self.search, Access.KEYED, name="udf-search", version=static)
+        router.add("GET", PREFIX + "history", self.history, Access.KEYED, name="udf-history", version=data)
+        router.add("GET", PREFIX + "time", self.time, Access.KEYED, name="udf-time")
+
+    def _data_version(self) -> object:
+        return self.state.version
+
+    # --- endpoints ---------------------------------------------------------------------------------------------
+    def config(self, req: Request) -> Response:
+        _query(req, CONFIG_PARAMS)
+        return Response(200, self._config)
+
+    def symbols(self, req: Request) -> Response:
+        query = _query(req, SYMBOLS_PARAMS)
+        return Response(200, self._symbols[self._symbol(query)])
+
+    def search(self, req: Request) -> Response:
+        query = _query(req, SEARCH_PARAMS)
+        text = query.get("query", "").strip().lower()
+        kind = query.get("type", "")
+        if kind and kind not in set(TYPES.values()):
+            raise _param("type", f"type must be one of {', '.join(sorted(set(TYPES.values())))} (or empty)")
+        exchange = query.get("exchange", "")
+        limit = DEFAULT_SEARCH_LIMIT
+        if "limit" in query:
+            raw = query["limit"]
+            if not _COUNT.fullmatch(raw) or not 1 <= int(raw) <= MAX_SEARCH_LIMIT:
+                raise _param("limit", f"limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
+            limit = int(raw)
+        found: list[dict[str, Any]] = []
+        for inst in self.catalogue.instruments:
+            if kind and TYPES[inst.kind] != kind:
+                continue
+            if exchange and inst.source["en"] != exchange:
+                continue
+            if text and text not in inst.id.lower() and text not in inst.name["en"].lower() \
+                    and text not in inst.name["zh"]:
+                continue
+            found.append({"symbol": inst.id, "full_name": inst.id, "description": inst.name["en"],
+                          "exchange": inst.source["en"], "ticker": inst.id, "type": TYPES[inst.kind]})
+            if len(found) == limit:
+                break
+        return Response(200, orjson.dumps(found))
+
+    def history(self, req: Request) -> Response:
+        query = _query(req, HISTORY_PARAMS)
+        row = self.catalogue.index[self._symbol(query)]
+        resolution = _required(query, "resolution")
+        interval = RESOLUTIONS.get(resolution)
+        if interval is None:
+            raise _param("resolution", f"resolution must be one of {', '.join(SUPPORTED_RESOLUTIONS)}")
+        end = _seconds(query, "to")
+        countback = None
+        start: float
+        if "countback" in query:
+            raw = query["countback"]
+            if not _COUNT.fullmatch(raw) or not 1 <= int(raw) <= MAX_COUNTBACK:
+                raise _param("countback", f"countback must be an integer from 1 to {MAX_COUNTBACK}")
+            countback = int(raw)
+        if countback is None:
+            start = _seconds(query, "from") if "from" in query else -math.inf  # default: the earliest held
+            if start > end:
+                raise _param("to", "to must not be before from (UDF counts both in: from <= t <= to)")
+        else:
+            start = -math.inf  # countback wins over from (from is still checked when given)
+            if "from" in query:
+                _seconds(query, "from")
+        key = ("udf-history", row, interval, start, end, countback)
+        body = self.cache.get(key, self.state.version, lambda: self._bars(row, interval, start, end, countback))
+        return Response(200, body)
+
+    def _bars(self, row: int, interval: str, start: float, end: float, countback: int | None) -> bytes:
+        shift = _DAY_OFFSET_S if interval == DAILY else 0
+        starts, cols = self.state.held_candles(row, interval)
+        # UDF's closed [from, to] on UDF times: [from - shift, to - shift + 1) on /kline's starts (whole seconds)
+        lo_s, hi_s = start - shift, math.floor(end) - shift + 1
+        if countback is None:
+            lo, hi, _ = window(starts, lo_s, hi_s, len(starts), True)
+        else:
+            lo, hi, _ = window(starts, -math.inf, hi_s, countback, False)
+        if hi <= lo:  # nothing in the window: nextTime is the newest bar before it, when there is one
+            if countback is not None or lo == 0:
+                return _NO_DATA
+            return orjson.dumps({"s": "no_data", "nextTime": int(starts[lo - 1]) + shift})
+        series = self.state.format_candles(row, interval, cols[lo:hi])
+        return orjson.dumps({
+            "s": "ok", "t": (starts[lo:hi] + shift).tolist(),
+            "o": [c["o"] for c in series], "h": [c["h"] for c in series], "l": [c["l"] for c in series],
+            "c": [c["c"] for c in series], "v": [c["v"] for c in series],
+        })
+
+    def time(self, req: Request) -> Response:
+        _query(req, CONFIG_PARAMS)
+        return Response(200, str(int(self.clock())).encode(), "text/plain; charset=utf-8")
+
+    def _symbol(self, query: dict[str, str]) -> str:
+        raw = _required(query, "symbol")
+        symbol = raw.rsplit(":", 1)[-1].strip()  # "EXCHANGE:ticker" as some front-ends send it
+        if symbol not in self.catalogue.index:  # a query parameter naming an unknown id: 400 (as SPEC 6's ids)
+            raise _param("symbol", f"unknown symbol {raw[:64]!r}: symbol must be an instrument id")
+        return symbol
+
+
+def config() -> dict[str, Any]:
+    return {
+        "supported_resolutions": SUPPORTED_RESOLUTIONS,
+        "supports_search": True,
+        "supports_group_request": False,
+        "supports_marks": False,
+        "supports_timescale_marks": False,
+        "supports_time": True,
+        "exchanges": [],
+        "symbols_types": [{"name": "All types", "value": ""}, {"name": "Commodity", "value": "commodity"},
+                          {"name": "Forex", "value": "forex"}],
+    }
+
+
+def symbol_info(inst: Instrument) -> dict[str, Any]:
+    return {
+        "name": inst.id,
+        "ticker": inst.id,
+        "description": inst.name["en"],
+        "type": TYPES[inst.kind],
+        "session": "24x7",
+        "timezone": "Asia/Shanghai",
+        "exchange": inst.source["en"],
+        "listed_exchange": inst.source["en"],
+        "minmov": 1,
+        "pricescale": 10 ** inst.decimals,
+        "has_intraday": True,
+        "has_daily": True,
+        "intraday_multipliers": ["1", "5", "15", "60"],
+        "supported_resolutions": SUPPORTED_RESOLUTIONS,
+        "volume_precision": 0,
+        "data_status": "streaming",
+        "currency_code": inst.currency,
+        "unit": inst.price_unit,
+    }
+
+
+def _static_version() -> object:
+    return 0
+
+
+def _query(req: Request, allowed: frozenset[str]) -> dict[str, str]:
+    from server.api.keyed import _query as keyed_query  # one rule for every /api/v1 endpoint
+
+    try:
+        return keyed_query(req, allowed)
+    except ApiError as exc:
+        raise udf_fields(exc) from None
+
+
+def _required(query: dict[str, str], field: str) -> str:
+    raw = query.get(field)
+    if raw is None or not raw.strip():
+        raise _param(field, f"{field} is required")
+    return raw.strip()
+
+
+def _seconds(query: dict[str, str], field: str) -> int:
+    raw = _required(query, field)
+    if not _SECONDS.fullmatch(raw):
+        raise _param(field, f"{field} must be integer epoch seconds")
+    return int(raw)
+
+
+def _param(field: str, message: str) -> ApiError:
+    return udf_fields(ApiError("invalid_parameter", message, errors=[{"field": field, "message": message}]))
