@@ -25,7 +25,7 @@ import orjson
 from server.api.core.pipeline import MAX_BODY
 from server.api.core.router import Access, Router
 from server.api.core.types import Request
-from server.core.errors import ApiError
+from server.core.errors import UDF_PREFIX, ApiError
 
 S = dict[str, Any]
 
@@ -39,6 +39,15 @@ SAMPLES: tuple[str, ...] = (
     "/api/v1/kline/brent?interval=1m&limit=3",
     "/api/v1/kline/brent?interval=2m",
     "/api/v1/kline/nope",
+    "/api/v1/kline/brent?interval=1h&to=2100-01-01&limit=2",  # SPEC 14 range queries
+    "/api/v1/kline/brent?from=2026-11-18&days=5",
+    "/api/v1/udf/config",  # SPEC 14 UDF datafeed
+    "/api/v1/udf/symbols?symbol=brent",
+    "/api/v1/udf/symbols?symbol=nope",
+    "/api/v1/udf/search?query=bren&limit=5",
+    "/api/v1/udf/search?type=stock",
+    "/api/v1/udf/history?symbol=brent&resolution=60&to=4102444800&countback=2",
+    "/api/v1/udf/history?symbol=brent&resolution=2&to=1",
     "/api/v1/spreads",
     "/api/v1/inventory",
     "/api/market/fx",
@@ -97,6 +106,8 @@ def add_examples(paths: S, router: Router) -> None:
         for status, (name, body) in shared_problems(route.method, path).items():
             if status == "401" and route.access is not Access.KEYED:
                 continue
+            if route.pattern.startswith(UDF_PREFIX):  # the pipeline adds UDF's fields there (SPEC 14)
+                body = {**body, "s": "error", "errmsg": body["detail"]}
             _put(op, status, name, body)
 
 

@@ -119,7 +119,8 @@ UDF_OPERATIONS: dict[tuple[str, str], S] = {
     },
     ("GET", "/api/v1/udf/time"): {
         "summary": "The server's time in epoch seconds, as plain text", "tags": UDF_TAGS,
-        "responses": {"200": {"description": "epoch seconds", "content": {"text/plain": {"schema": STR}}},
+        "responses": {"200": {"description": "epoch seconds", "content": {"text/plain": {
+                          "schema": STR, "examples": {"now": {"summary": "epoch seconds", "value": "1763433000"}}}}},
                       "400": udf_problem("a query parameter (none is defined)")},
     },
 }
@@ -333,6 +334,8 @@ def _operation(method: str, pattern: str, access: Access, name: str) -> S:
 TAGS: list[S] = [
     {"name": "market data", "description": "Keyed (header X-SERVICE-Key): quotes, candles, spreads, inventories. "
                                            "Live ticks: WebSocket /ws/quotes, described in /asyncapi.json"},
+    {"name": "TradingView UDF", "description": "Keyed: the TradingView UDF datafeed (SPEC 14) over the same candles "
+                                               "as /api/v1/kline; errors add UDF's s and errmsg to the problem"},
     {"name": "public site", "description": "The public site's market snapshot, news and research (no key)"},
     {"name": "accounts", "description": "Site accounts and their Bearer tokens"},
     {"name": "inquiries", "description": "Purchase inquiries and cooperation intents (notified by e-mail and "
