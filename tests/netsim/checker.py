@@ -108,8 +108,9 @@ class Client:
     (round robin from `first`) when its connection drops or stalls."""
 
     def __init__(self, checker: Checker, name: str, hubs: list[tuple[str, str]], key: str, ids: list[str],
-                 first: int = 0) -> None:
+                 first: int = 0, stall_s: float = STALL_S) -> None:
         self.checker, self.name, self.hubs, self.key, self.ids = checker, name, hubs, key, sorted(ids)
+        self.stall_s = stall_s
         self.at = first % len(hubs)
         self.last: dict[str, int] = {}
         self.epoch: str | None = None
@@ -143,7 +144,7 @@ class Client:
             await asyncio.sleep(0.2)
 
     async def _recv(self, ws: ClientConnection) -> dict[str, Any]:
-        return json.loads(await asyncio.wait_for(ws.recv(), STALL_S))  # type: ignore[no-any-return]
+        return json.loads(await asyncio.wait_for(ws.recv(), self.stall_s))  # type: ignore[no-any-return]
 
     async def _subscribe(self, ws: ClientConnection) -> None:
         body: dict[str, Any] = {"op": "subscribe", "ids": self.ids, "reqId": "s"}

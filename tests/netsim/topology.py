@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from server.market.catalogue import default_catalogue
-from tests.netsim.checker import Checker, Client, Receiver
+from tests.netsim.checker import STALL_S, Checker, Client, Receiver
 from tests.netsim.net import Host, Network
 from tests.netsim.services import SERVICE, Hub, Postgres, RedisNode, Sentinel, call_in, create_key
 
@@ -83,10 +83,14 @@ def deployment(hubs: int = 2, sentinel: bool = False, tick_interval_ms: int = 10
 class Load:
     """Clients on every hub and a writer, run on an event loop in a thread inside the clients host."""
 
-    def __init__(self, topo: Topology, clients_per_hub: int, write_every_s: float = 0.2) -> None:
+    def __init__(self, topo: Topology, clients_per_hub: int, write_every_s: float = 0.2,
+                 patient: bool = False) -> None:
+        """`patient`: every other client waits out a silent connection for a minute (stays on its hub through
+        a partition) instead of reconnecting elsewhere after STALL_S."""
         self.topo, self.checker = topo, Checker()
         hubs = [(h.host.name, h.ws_base) for h in topo.hubs]
-        self.clients = [Client(self.checker, f"c{i}", hubs, topo.key, IDS, first=i % len(hubs))
+        self.clients = [Client(self.checker, f"c{i}", hubs, topo.key, IDS, first=i % len(hubs),
+                               stall_s=60.0 if patient and (i // len(hubs)) % 2 == 0 else STALL_S)
                         for i in range(clients_per_hub * len(hubs))]
         self.write_every_s = write_every_s
         self.writes: list[tuple[str, int, str]] = []  # (hub, status, problem type or record id)
