@@ -48,14 +48,18 @@ class Topology:
 
 @contextlib.contextmanager
 def deployment(hubs: int = 2, sentinel: bool = False, tick_interval_ms: int = 100,
-               runtimes: tuple[str, ...] = ("granian", "robyn"), extra: tuple[str, ...] = ()) -> Iterator[Topology]:
-    """The whole deployment, started; everything removed afterwards (also on failure)."""
+               runtimes: tuple[str, ...] = ("granian", "robyn"), extra: tuple[str, ...] = (),
+               shape: tuple[float, float, float] | None = None) -> Iterator[Topology]:
+    """The whole deployment, started; everything removed afterwards (also on failure). `shape`: (delay ms,
+    jitter ms, loss) on every link, from before anything starts."""
     with Network() as net:
         clients = net.host("clients")
         pg_host = net.host("pg")
         redis_hosts = [net.host("redis1")] + ([net.host("redis2")] if sentinel else [])
         sentinel_hosts = [net.host(f"sentinel{i}") for i in (1, 2, 3)] if sentinel else []
         hub_hosts = [net.host(f"hub{i + 1}") for i in range(hubs)]
+        if shape is not None:
+            net.shape(*shape)
         pg = Postgres(net, pg_host)
         master = RedisNode(net, redis_hosts[0])
         replica = RedisNode(net, redis_hosts[1], replica_of=master) if sentinel else None
