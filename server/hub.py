@@ -29,6 +29,7 @@ from server.api.site.routes import register_public_site
 from server.api.web import WebApi
 from server.bus import LocalTickBus
 from server.config import Settings, settings_clock
+from server.core.background import log_round_failure
 from server.core.metrics import HttpMetrics, Registry
 from server.engine import Engine, TickLog, make_engine
 from server.feeds import FeedSource, FeedSupervisor, make_feed
@@ -42,7 +43,7 @@ from server.notify.worker import OutboxWorker
 from server.store.backend import open_repositories
 from server.store.db import storage_errors, transaction
 from server.store.keys import KeyRepo
-from server.store.storage import StorageClosed, storage_unavailable
+from server.store.storage import StorageClosed
 from server.stream.messages import tick_frame
 from server.stream.service import StreamService
 
@@ -206,11 +207,8 @@ class Hub:
                 revoked = await self.keys.refresh()
             except StorageClosed:
                 return
-            except storage_errors() as exc:
-                if storage_unavailable(exc):  # PostgreSQL away: one line per attempt, known keys stay served
-                    log.warning("key refresh failed: storage unavailable (%s)", type(exc).__name__)
-                else:
-                    log.exception("key refresh failed")
+            except storage_errors() as exc:  # PostgreSQL away: known keys stay served
+                log_round_failure(log, "key refresh", exc)
                 continue
             if revoked:
                 log.info("keys revoked: %s", ", ".join(sorted(revoked)))

@@ -22,6 +22,7 @@ from typing import Protocol
 import numpy as np
 
 from server.config import Settings
+from server.core.background import log_round_failure
 from server.feeds.lines import FeedReadError, LineReader
 from server.market.candles import CandleBook
 from server.market.catalogue import Catalogue
@@ -220,8 +221,8 @@ class JsonlSource:
             self._persisted_day = day
             try:
                 await self.repo.upsert(export_candles(self.catalogue, self.candles))
-            except storage_errors():
-                log.exception("persisting closed candles failed; the next roll-over or the final flush retries")
+            except storage_errors() as exc:  # the next roll-over or the final flush retries
+                log_round_failure(log, "persisting closed candles", exc)
 
     def ready(self) -> bool:
         return self.reader.failing is None

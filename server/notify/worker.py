@@ -27,6 +27,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from server.config import Settings
+from server.core.background import log_round_failure
+from server.core.background import reason as failure_reason
 from server.core.metrics import Registry
 from server.notify.channels import EMAIL, configured_channels, describe, scrub, sensitive_strings
 from server.notify.jobs import Backoff, DeliveryFailed, IllegalTransition, JobState
@@ -161,10 +163,7 @@ class OutboxWorker:
             except StorageClosed:
                 return
             except Exception as exc:  # keep delivering: a locked or broken database is retried next round
-                if storage_unavailable(exc):  # PostgreSQL away: one line, no traceback, each round
-                    log.warning("outbox round failed: storage unavailable (%s)", type(exc).__name__)
-                else:
-                    log.exception("outbox round failed")
+                log_round_failure(log, "outbox round", exc)
             sleep_s = await self._sleep_s()
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(sleep_s):  # not wait_for: 3.11's can swallow a cancel
@@ -230,7 +229,11 @@ class OutboxWorker:
         except storage_errors(StorageClosed, IllegalTransition) as exc:
             if isinstance(exc, IllegalTransition):  # no longer in sending: not ours to release
                 self._claimed.discard((job.id, job.attempts))
-            log.error("outbox could not record the outcome of job=%s: %s", job.id, exc)
+            if storage_unavailable(exc):  # released to pending by a round once storage is back
+                log.warning("outbox could not record the outcome of job=%s: storage unavailable (%s)",
+                            job.id, failure_reason(exc))
+            else:
+                log.error("outbox could not record the outcome of job=%s: %s", job.id, exc)
 
     async def _attempt(self, job: Job) -> str | None:
         """None when delivered, else the reason (scrubbed of URLs and secrets)."""

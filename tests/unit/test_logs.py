@@ -44,3 +44,27 @@ def test_a_traceback_stays_in_one_json_line_in_its_own_field(captured: io.String
 def test_levels_below_the_configured_one_are_dropped(captured: io.StringIO) -> None:
     logging.getLogger("market.test").debug("noise")
     assert captured.getvalue() == ""
+
+
+def test_a_background_round_failure_is_one_warning_when_storage_is_away_else_an_error_with_traceback(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import psycopg
+
+    from server.core.background import log_round_failure
+
+    log = logging.getLogger("market.test")
+    caplog.set_level(logging.INFO, logger="market.test")
+    try:
+        raise psycopg.OperationalError("connection failed: connection to server at \"127.0.0.1\", port 1 failed\n"
+                                       "DETAIL: the second line is not logged")
+    except psycopg.OperationalError as exc:
+        log_round_failure(log, "key refresh", exc)
+    try:
+        raise KeyError("a bug")
+    except KeyError as exc:
+        log_round_failure(log, "outbox round", exc)
+    away, bug = caplog.records
+    assert (away.levelname, away.exc_info) == ("WARNING", None)
+    assert away.getMessage() == ('key refresh failed: storage unavailable (OperationalError: connection failed: '
+                                 'connection to server at "127.0.0.1", port 1 failed)')
+    assert bug.levelname == "ERROR" and bug.getMessage() == "outbox round failed" and bug.exc_info is not None

@@ -22,6 +22,7 @@ from server.api.site.content import SiteContentApi
 from server.api.site.evidence import SiteEvidenceApi
 from server.api.site.market import MarketSnapshots, SiteMarketApi
 from server.api.site.records import SiteRecordsApi
+from server.core.background import log_round_failure
 from server.evidence.log import ANCHOR_BATCH
 from server.store.db import storage_errors
 from server.store.repositories import Evidence
@@ -99,8 +100,8 @@ class SiteTasks:
                 block = await self.evidence.anchor_batch(self.anchor_batch)
             except StorageClosed:
                 return
-            except storage_errors(RuntimeError):
-                log.exception("anchoring pending evidence failed")
+            except storage_errors(RuntimeError) as exc:
+                log_round_failure(log, "anchoring pending evidence", exc)
                 return
             if block is None:
                 return
@@ -114,5 +115,5 @@ async def _every(period_s: float, work: Callable[[], object]) -> None:
             done = work()
             if inspect.isawaitable(done):
                 await done
-        except Exception:
-            log.exception("periodic site task failed")
+        except Exception as exc:
+            log_round_failure(log, "periodic site task", exc)
