@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import sqlite3
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -41,8 +40,7 @@ from server.market.state import AppliedTick
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
 from server.store.backend import open_repositories
-from server.store.db import storage_errors, transaction
-from server.store.keys import KeyRepo
+from server.store.db import storage_errors
 from server.store.storage import StorageClosed
 from server.stream.messages import tick_frame
 from server.stream.service import StreamService
@@ -259,7 +257,7 @@ class Hub:
 def ensure_demo_key(hub: Hub) -> str | None:
     """On the first start of a data dir, create one professional demo key and save it (mode 0600)."""
     path: Path = hub.settings.data_dir / "demo-key.txt"
-    secret = hub.storage.write_blocking(_create_demo_key)  # start-up: before anything is served
+    secret = hub.repos.keys.create_demo_key_blocking()  # start-up: before anything is served
     if secret is None:
         return None
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -267,12 +265,3 @@ def ensure_demo_key(hub: Hub) -> str | None:
         fh.write(secret + "\n")
     return secret
 
-
-def _create_demo_key(conn: sqlite3.Connection) -> str | None:
-    """The key and its meta marker in one transaction; None if this data dir already had its demo key."""
-    with transaction(conn):
-        if conn.execute("SELECT 1 FROM meta WHERE key = 'demo_key'").fetchone():
-            return None
-        key, secret = KeyRepo(conn).create("professional", label="demo")
-        conn.execute("INSERT INTO meta (key, value) VALUES ('demo_key', ?)", (key.id,))
-    return secret

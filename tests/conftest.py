@@ -17,6 +17,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from server.store.admin import AdminRepos, open_admin
+
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIMES = ("granian", "robyn")
 START_TIMEOUT_S = 30.0
@@ -75,15 +77,22 @@ def database_url(data_dir: Path) -> str | None:
 
 def open_database(data_dir: Path) -> sqlite3.Connection:
     """The database of a data dir's server, for checks the API cannot make (rows by index and by name):
-    SQLite in the data dir, or (MARKET_TEST_STORAGE=postgresql) its schema, migrated, through the adapter."""
+    SQLite in the data dir, or (MARKET_TEST_STORAGE=postgresql) its schema, through the tests' qmark
+    adapter (tests/pg_service.py)."""
     url = database_url(data_dir)
     if url is not None:
-        from server.store.pg import open_pg
+        from tests.pg_service import QmarkConnection
 
-        return open_pg(url)
+        return QmarkConnection(url)  # type: ignore[return-value]
     conn = sqlite3.connect(data_dir / "market.sqlite3", timeout=10.0)
     conn.row_factory = sqlite3.Row
     return conn
+
+
+def admin_repos(data_dir: Path) -> AdminRepos:
+    """The repositories a CLI command gets for this data dir (its PostgreSQL schema under
+    MARKET_TEST_STORAGE=postgresql), migrated and seeded like a new data dir on first use."""
+    return open_admin(data_dir, database_url(data_dir))
 
 
 def run_cli(data_dir: Path, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

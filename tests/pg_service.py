@@ -19,6 +19,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import quote
 
 import psycopg
@@ -77,3 +78,44 @@ def pg_schema() -> Iterator[str]:
     finally:
         with _admin() as admin:
             admin.execute(f"DROP SCHEMA {schema} CASCADE")
+
+
+class Row(tuple[Any, ...]):
+    """A row readable like sqlite3.Row: row[0], row["column"], dict(row)."""
+
+    names: tuple[str, ...] = ()
+
+    def __getitem__(self, key: Any) -> Any:  # type: ignore[override]
+        if isinstance(key, str):
+            return tuple.__getitem__(self, self.names.index(key))
+        return tuple.__getitem__(self, key)
+
+    def keys(self) -> tuple[str, ...]:
+        return self.names
+
+
+def _rows(cursor: Any) -> Any:
+    cls = type("Row", (Row,), {"names": tuple(c.name for c in cursor.description or ())})
+    return lambda values: cls(values)
+
+
+class QmarkConnection:
+    """Tests only: a check the API cannot make, written once in sqlite3's style (`?` placeholders, rows by index
+    and by name, `with conn:` commits) and run on a test server's PostgreSQL schema. The server never does this:
+    its repositories speak PostgreSQL's dialect (server/store/pg_sync.py, pg_repos.py)."""
+
+    def __init__(self, url: str) -> None:
+        self.conn = psycopg.connect(url, autocommit=True, connect_timeout=10)
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        cur = self.conn.cursor(row_factory=_rows)
+        return cur.execute(sql.replace("%", "%%").replace("?", "%s"), params or None)  # type: ignore[arg-type]
+
+    def __enter__(self) -> QmarkConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass  # autocommit: each statement is already committed
+
+    def close(self) -> None:
+        self.conn.close()

@@ -10,7 +10,7 @@ from typing import Any
 
 from server.commands.common import CommandError, command, db
 from server.market.catalogue import default_catalogue
-from server.store.candles import Candle, CandleRepo
+from server.store.candles import Candle
 
 # Imported candles show nowhere under the demo feed, which makes its own history: the operator is told,
 # on every import, which feed uses them and when (a server that is running loads them at its next start).
@@ -41,7 +41,7 @@ def _import(ns: argparse.Namespace) -> int:
         raise CommandError(f"cannot read {ns.csv}: {exc.strerror}") from None
     if errors:
         raise CommandError("nothing imported:\n  " + "\n  ".join(errors[:20]))
-    CandleRepo(db(ns)).upsert(candles)
+    db(ns).candles.upsert(candles)
     print(f"imported {len(candles)} candles")
     print(IMPORT_NOTE, file=sys.stderr)
     return 0

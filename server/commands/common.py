@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import sqlite3
 from pathlib import Path
 from typing import Any
 
 import orjson
 
 from server.config import add_data_dir
-from server.store.db import open_db
+from server.store.admin import AdminRepos, open_admin
 
 
 class CommandError(Exception):
@@ -42,14 +41,10 @@ def check_data_dir(path: Path, create: bool) -> None:
         raise CommandError(f"cannot create data dir {path}: {exc.strerror}") from None
 
 
-def db(ns: argparse.Namespace) -> sqlite3.Connection:
-    """The command's database: PostgreSQL with --database-url (migrated and seeded like a new data dir),
-    else SQLite in --data-dir. Either way the synchronous repositories get sqlite3's interface."""
-    if getattr(ns, "database_url", None):
-        from server.store.pg import open_pg
-
-        return open_pg(ns.database_url)
-    return open_db(Path(ns.data_dir))
+def db(ns: argparse.Namespace) -> AdminRepos:
+    """The command's repositories: PostgreSQL with --database-url (migrated and seeded like a new data dir),
+    else SQLite in --data-dir (server/store/admin.py)."""
+    return open_admin(Path(ns.data_dir), getattr(ns, "database_url", None))
 
 
 def print_json(data: Any) -> None:

@@ -12,10 +12,7 @@ from typing import Any
 from server.api.core.body import Fields
 from server.commands.common import CommandError, command, db, load_json_file
 from server.commands.import_fields import localised, parse_items, report, string_list, timestamp
-from server.store.content import ContentItem, ContentKind, ContentRepo
-from server.store.db import transaction
-
-CHUNK = 1000  # items per write transaction
+from server.store.content import ContentItem, ContentKind
 
 
 def register(sub: Any) -> None:
@@ -46,12 +43,7 @@ def _import(ns: argparse.Namespace) -> int:
     items, errors = parse_items(data, parse_content)
     if errors:
         raise CommandError(report(errors, len(data) if isinstance(data, list) else 0))
-    conn = db(ns)
-    repo = ContentRepo(conn)
-    added = 0
-    for start in range(0, len(items), CHUNK):  # one short transaction per chunk: a live server keeps writing
-        with transaction(conn):
-            added += repo.add_many(items[start:start + CHUNK])
+    added = db(ns).content.import_items(items)  # one short transaction per chunk: a live server keeps writing
     news = sum(1 for i in items if i.kind is ContentKind.NEWS)
     print(f"imported {added} new item(s) ({news} news, {len(items) - news} research in the file; "
           f"{len(items) - added} already present)")

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 from server.commands.common import CommandError, command, db, print_json
-from server.evidence import EvidenceLog
 
 
 def register(sub: Any) -> None:
@@ -28,7 +27,7 @@ def _anchor(ns: argparse.Namespace) -> int:
         except OSError as exc:
             raise CommandError(f"cannot read {ns.file}: {exc.strerror}") from None
     try:
-        result = EvidenceLog(db(ns)).submit_and_anchor(digest)
+        result = db(ns).evidence.submit_and_anchor(digest)
     except ValueError as exc:
         raise CommandError(str(exc)) from None
     print_json(result)

@@ -9,7 +9,6 @@ from typing import Any
 from server.api.auth.limits import MAX_RATE
 from server.commands.common import CommandError, command, db, print_json
 from server.config import DEFAULT_ENTERPRISE_RATE, PLANS, EngineKind, Settings, add_engine_args, engine_settings
-from server.store.keys import KeyRepo
 
 
 def register(sub: Any) -> None:
@@ -42,7 +41,7 @@ def _rate(plan: str, rate: int | None) -> int:
 
 
 def _create(ns: argparse.Namespace) -> int:
-    key, secret = KeyRepo(db(ns)).create(ns.plan, ns.rate, ns.label)
+    key, secret = db(ns).keys.create(ns.plan, ns.rate, ns.label)
     if ns.json:
         print_json({"id": key.id, "key": secret, "plan": key.plan, "rate": _rate(key.plan, key.rate)})
     else:
@@ -54,7 +53,7 @@ def _list(ns: argparse.Namespace) -> int:
     rows = [
         {"id": k.id, "plan": k.plan, "rate": _rate(k.plan, k.rate), "label": k.label,
          "createdAt": k.created_at, "revoked": not k.active}
-        for k in KeyRepo(db(ns)).list()
+        for k in db(ns).keys.list()
     ]
     if ns.json:
         print_json(rows)
@@ -67,7 +66,7 @@ def _list(ns: argparse.Namespace) -> int:
 
 def _revoke(ns: argparse.Namespace) -> int:
     engine = engine_settings(ns)  # a bad --engine/--redis-url is refused before anything is revoked
-    if not KeyRepo(db(ns)).revoke(ns.id):
+    if not db(ns).keys.revoke(ns.id):
         raise CommandError(f"no active key with id {ns.id}")
     print(f"revoked {ns.id}")
     _tell_hubs(engine, ns.id)

@@ -15,7 +15,7 @@ from server.commands.common import CommandError, command, db, print_json
 from server.market.timefmt import iso
 from server.notify.channels import describe
 from server.notify.jobs import IllegalTransition, JobState
-from server.store.outbox import Job, JobNotFound, OutboxRepo
+from server.store.outbox import Job, JobNotFound
 
 
 def register(sub: Any) -> None:
@@ -41,7 +41,7 @@ def view(job: Job) -> dict[str, Any]:
 
 def _list(ns: argparse.Namespace) -> int:
     state = JobState(ns.status) if ns.status else None
-    jobs = [view(j) for j in OutboxRepo(db(ns)).list_jobs(state, ns.limit)]
+    jobs = [view(j) for j in db(ns).outbox.list_jobs(state, ns.limit)]
     if ns.json:
         print_json(jobs)
         return 0
@@ -54,7 +54,7 @@ def _list(ns: argparse.Namespace) -> int:
 
 
 def _retry(ns: argparse.Namespace) -> int:
-    repo = OutboxRepo(db(ns))
+    repo = db(ns).outbox
     try:
         job = repo.retry(ns.id, time.time())
     except JobNotFound:

@@ -15,13 +15,12 @@ from typing import Any
 from server.api.core.body import Fields
 from server.commands.common import CommandError, command, db, load_json_file, print_json
 from server.commands.import_fields import parse_items, report, timestamp
-from server.evidence import EvidenceLog
+from server.store.admin import AdminReceipts
 from server.store.receipts import (
     RECEIPT_NO_PATTERN,
     IllegalTransition,
     ReceiptConflict,
     ReceiptData,
-    ReceiptRepo,
     ReceiptStatus,
 )
 
@@ -78,26 +77,25 @@ def _import(ns: argparse.Namespace) -> int:
     errors += _duplicates(items)
     if errors:
         raise CommandError(report(errors, len(data) if isinstance(data, list) else 0))
-    conn = db(ns)
-    evidence = EvidenceLog(conn)
+    repos = db(ns)
     index = {r.receipt_no: i for i, r in enumerate(items)}
     try:
-        result = ReceiptRepo(conn, evidence).import_all(items)
+        result = repos.receipts.import_all(items)
     except IllegalTransition as exc:
         raise CommandError(f"item {index[exc.subject]}: {exc}; nothing was imported") from None
     except ReceiptConflict as exc:
         raise CommandError(f"{exc}; nothing was imported") from None
-    block = evidence.anchor_all()
-    repo = ReceiptRepo(conn, evidence)
+    block = repos.evidence.anchor_all()
     print_json({
         "inserted": result.inserted, "updated": result.updated, "unchanged": result.unchanged,
         "anchored": None if block is None else
         {"blockHeight": block.height, "treeSize": block.tree_size, "merkleRoot": block.root.hex()},
-        "receipts": [{"receiptNo": r.receipt_no, "evidenceHash": _evidence_hash(repo, r.receipt_no)} for r in items],
+        "receipts": [{"receiptNo": r.receipt_no, "evidenceHash": _evidence_hash(repos.receipts, r.receipt_no)}
+                     for r in items],
     })
     return 0
 
 
-def _evidence_hash(repo: ReceiptRepo, receipt_no: str) -> str:
+def _evidence_hash(repo: AdminReceipts, receipt_no: str) -> str:
     view = repo.public(receipt_no)
     return view["evidenceHash"] if view else ""

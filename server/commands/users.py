@@ -14,7 +14,7 @@ from server.api.auth.passwords import hash_password
 from server.api.core.body import Fields
 from server.api.site import fields as site_fields
 from server.commands.common import CommandError, command, db
-from server.store.users import DuplicateEmail, UserRepo
+from server.store.users import DuplicateEmail
 
 
 def register(sub: Any) -> None:
@@ -38,7 +38,7 @@ def _create(ns: argparse.Namespace) -> int:
     if f.errors or email is None:
         raise CommandError("; ".join(f"--{e['field']}: {e['message']}" for e in f.errors))
     try:
-        user = UserRepo(db(ns)).create(email, hash_password(password), name, company)
+        user = db(ns).users.create(email, hash_password(password), name, company)
     except DuplicateEmail:
         raise CommandError(f"an account with e-mail {email} already exists") from None
     print(f"created {user.id} ({user.email})")
@@ -46,7 +46,7 @@ def _create(ns: argparse.Namespace) -> int:
 
 
 def _disable(ns: argparse.Namespace) -> int:
-    if not UserRepo(db(ns)).disable(ns.email):
+    if not db(ns).users.disable(ns.email):
         raise CommandError(f"no enabled account with e-mail {ns.email}")
     print(f"disabled {ns.email.strip().lower()}")
     return 0

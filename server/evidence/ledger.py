@@ -1,6 +1,7 @@
 """Ledgers that record Merkle roots. `Ledger` is the seam for a real chain adapter.
 
-`LocalLedger` is a hash chain in SQLite. Heights start at 1; the first block's
+`HashChain` is a hash chain in a database table (`LocalLedger`: SQLite; PostgreSQL's in
+server/store/pg_sync.py). Heights start at 1; the first block's
 prev_hash is 32 zero bytes.
 
     block_hash = SHA-256(b"evidence-block/v1" || u64be(height) || prev_hash
@@ -16,25 +17,17 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import struct
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
 
-from server.store.db import dialect, joined_transaction
+from server.store.schema import EVIDENCE_BLOCKS_SQLITE
+from server.store.sqlite_tx import joined_transaction
 
 GENESIS_PREV = bytes(32)
 _BLOCK_TAG = b"evidence-block/v1"
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS evidence_blocks (
-    height     INTEGER PRIMARY KEY,
-    root       TEXT NOT NULL,
-    tree_size  INTEGER NOT NULL,
-    prev_hash  TEXT NOT NULL,
-    block_hash TEXT NOT NULL,
-    ts         REAL NOT NULL,
-    tx_hash    TEXT NOT NULL
-)
-"""
 
 
 @dataclass(frozen=True)
@@ -75,7 +68,10 @@ def tx_hash(block_hash_: bytes) -> str:
     return hashlib.sha256(b"tx" + block_hash_).hexdigest()
 
 
-def _from_row(row: tuple[int, str, int, str, str, float, str]) -> Block:
+BlockRow = tuple[int, str, int, str, str, float, str]
+
+
+def _from_row(row: BlockRow) -> Block:
     height, root, size, prev, bhash, ts, tx = row
     return Block(height, bytes.fromhex(root), size, bytes.fromhex(prev), bytes.fromhex(bhash), ts, tx)
 
@@ -89,40 +85,47 @@ def _intact(b: Block, prev: Block | None) -> bool:
     )
 
 
-class LocalLedger:
-    """Hash-chained blocks in the caller's SQLite connection (one connection per thread)."""
+class HashChain:
+    """The ledger's logic (append, verify) over the block table; subclasses give their database's SQL."""
 
     name = "local"
-    _COLUMNS = "height, root, tree_size, prev_hash, block_hash, ts, tx_hash"
+    COLUMNS = "height, root, tree_size, prev_hash, block_hash, ts, tx_hash"
 
-    def __init__(self, conn: sqlite3.Connection, *, schema: bool = True) -> None:
-        self.conn = conn
-        if schema and dialect(conn) == "sqlite":  # PostgreSQL's tables come from its migrations
-            conn.execute(_SCHEMA)
+    # -- storage (each backend's dialect)
+
+    def write_transaction(self) -> AbstractContextManager[object]:
+        """The caller's transaction if one is open, else one of its own."""
+        raise NotImplementedError
+
+    def last_block(self) -> tuple[int, str] | None:
+        """(height, block_hash hex) of the newest block."""
+        raise NotImplementedError
+
+    def insert_block(self, b: Block) -> None:
+        raise NotImplementedError
+
+    def block_row(self, height: int) -> BlockRow | None:
+        raise NotImplementedError
+
+    def block_rows(self) -> Iterable[BlockRow]:
+        """Every block, by height."""
+        raise NotImplementedError
+
+    # -- logic
 
     def anchor(self, root: bytes, tree_size: int, ts: float) -> Block:
         """Append a block. Joins the caller's transaction if one is open, else opens its own."""
-        with joined_transaction(self.conn):
-            return self._append(root, tree_size, ts)
-
-    def _append(self, root: bytes, tree_size: int, ts: float) -> Block:
-        last = self.conn.execute(
-            "SELECT height, block_hash FROM evidence_blocks ORDER BY height DESC LIMIT 1"
-        ).fetchone()
-        height = last[0] + 1 if last else 1
-        prev = bytes.fromhex(last[1]) if last else GENESIS_PREV
-        bhash = block_hash(height, prev, root, tree_size, ts)
-        block = Block(height, root, tree_size, prev, bhash, ts, tx_hash(bhash))
-        self.conn.execute(
-            f"INSERT INTO evidence_blocks ({self._COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (height, root.hex(), tree_size, prev.hex(), bhash.hex(), ts, block.tx_hash),
-        )
-        return block
+        with self.write_transaction():
+            last = self.last_block()
+            height = last[0] + 1 if last else 1
+            prev = bytes.fromhex(last[1]) if last else GENESIS_PREV
+            bhash = block_hash(height, prev, root, tree_size, ts)
+            block = Block(height, root, tree_size, prev, bhash, ts, tx_hash(bhash))
+            self.insert_block(block)
+            return block
 
     def block(self, height: int) -> Block | None:
-        row = self.conn.execute(
-            f"SELECT {self._COLUMNS} FROM evidence_blocks WHERE height = ?", (height,)
-        ).fetchone()
+        row = self.block_row(height)
         return _from_row(row) if row else None
 
     def verify_block(self, height: int) -> bool:
@@ -137,8 +140,7 @@ class LocalLedger:
         """Recompute every block hash and prev link, and require heights 1..n without gaps."""
         prev: Block | None = None
         try:
-            rows = self.conn.execute(f"SELECT {self._COLUMNS} FROM evidence_blocks ORDER BY height")
-            for expected_height, row in enumerate(rows, start=1):
+            for expected_height, row in enumerate(self.block_rows(), start=1):
                 b = _from_row(row)
                 if b.height != expected_height or not _intact(b, prev):
                     return False
@@ -146,3 +148,36 @@ class LocalLedger:
         except (ValueError, TypeError, struct.error):  # unparsable hex, wrong lengths, out-of-range ints
             return False
         return True
+
+
+def block_values(b: Block) -> tuple[int, str, int, str, str, float, str]:
+    """A block as the values of HashChain.COLUMNS."""
+    return (b.height, b.root.hex(), b.tree_size, b.prev_hash.hex(), b.block_hash.hex(), b.ts, b.tx_hash)
+
+
+class LocalLedger(HashChain):
+    """Hash-chained blocks in the caller's SQLite connection (one connection per thread)."""
+
+    def __init__(self, conn: sqlite3.Connection, *, schema: bool = True) -> None:
+        self.conn = conn
+        if schema:
+            conn.execute(EVIDENCE_BLOCKS_SQLITE)
+
+    def write_transaction(self) -> AbstractContextManager[object]:
+        return joined_transaction(self.conn)
+
+    def last_block(self) -> tuple[int, str] | None:
+        row = self.conn.execute("SELECT height, block_hash FROM evidence_blocks ORDER BY height DESC LIMIT 1"
+                                ).fetchone()
+        return (row[0], row[1]) if row else None
+
+    def insert_block(self, b: Block) -> None:
+        self.conn.execute(f"INSERT INTO evidence_blocks ({self.COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                          block_values(b))
+
+    def block_row(self, height: int) -> BlockRow | None:
+        row = self.conn.execute(f"SELECT {self.COLUMNS} FROM evidence_blocks WHERE height = ?", (height,)).fetchone()
+        return tuple(row) if row else None  # type: ignore[return-value]
+
+    def block_rows(self) -> Iterable[BlockRow]:
+        return self.conn.execute(f"SELECT {self.COLUMNS} FROM evidence_blocks ORDER BY height")

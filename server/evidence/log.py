@@ -4,8 +4,8 @@ Invariants:
 - a leaf's `idx` is its tree position, assigned 0, 1, 2, ... in submission order and
   never changed; pending leaves always follow every anchored leaf.
 - `anchor_pending` is the only writer of `batch` and of `evidence_nodes`; it runs in
-  one `BEGIN IMMEDIATE` transaction, so the leaves, the nodes and the ledger block
-  land together or not at all.
+  one write transaction (SQLite: `BEGIN IMMEDIATE`; PostgreSQL: under an advisory lock),
+  so the leaves, the nodes and the ledger block land together or not at all.
 - `evidence_nodes` holds every perfect subtree hash (level >= 1) of the anchored
   leaves; level 0 is recomputed from the leaf rows. A perfect subtree never changes,
   so a root or proof for any past tree size needs only O(log n) rows.
@@ -15,36 +15,22 @@ One `EvidenceLog` per connection, one connection per thread.
 
 from __future__ import annotations
 
-import contextlib
 import re
 import sqlite3
 import struct
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
-from server.store.db import EVIDENCE_LOCK, dialect, joined_transaction, lock_sql
+from server.store.schema import EVIDENCE_LOG_SQLITE
+from server.store.sqlite_tx import transaction
 
 from .ledger import Block, Ledger, LocalLedger
 from .merkle import inclusion_path, leaf_hash, node_hash, tree_root, verify_inclusion
 
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")
 
-_SCHEMA = (
-    """CREATE TABLE IF NOT EXISTS evidence_leaves (
-        idx          INTEGER PRIMARY KEY,
-        hash         TEXT UNIQUE NOT NULL,
-        submitted_at REAL NOT NULL,
-        batch        INTEGER NULL
-    )""",
-    "CREATE INDEX IF NOT EXISTS evidence_leaves_pending ON evidence_leaves(idx) WHERE batch IS NULL",
-    """CREATE TABLE IF NOT EXISTS evidence_nodes (
-        level INTEGER NOT NULL,
-        pos   INTEGER NOT NULL,
-        hash  TEXT NOT NULL,
-        PRIMARY KEY (level, pos)
-    ) WITHOUT ROWID""",
-)
 
 ANCHOR_BATCH = 2000  # leaves per block when anchoring a backlog: a short write transaction, a few ms of hashing
 
@@ -59,76 +45,71 @@ def normalize_hash(hash_hex: str) -> str:
     return hash_hex.lower()
 
 
-class EvidenceLog:
-    def __init__(
-        self,
-        conn: sqlite3.Connection,
-        ledger: Ledger | None = None,
-        clock: Callable[[], float] = time.time,
-        *,
-        schema: bool = True,
-    ) -> None:
-        """`schema=False` skips the CREATE TABLE IF NOT EXISTS statements (a read-only connection)."""
-        self.conn = conn
+class MerkleLog:
+    """The log's logic over its tables; subclasses give their database's SQL (`EvidenceLog` below: SQLite;
+    PostgreSQL's in server/store/pg_sync.py). One instance per connection, one connection per thread."""
+
+    def __init__(self, ledger: Ledger, clock: Callable[[], float] = time.time) -> None:
+        self.ledger = ledger
         self.clock = clock
-        self.postgres = dialect(conn) == "postgresql"
-        schema = schema and not self.postgres  # PostgreSQL's tables come from its migrations (server/store/pg.py)
-        if schema:
-            for stmt in _SCHEMA:
-                conn.execute(stmt)
-        self.ledger: Ledger = ledger if ledger is not None else LocalLedger(conn, schema=schema)
+
+    # -- storage (each backend's dialect)
+
+    def insert_leaf(self, h: str, ts: float) -> int | None:
+        """Append `h` at the next index unless present; its batch (None: pending). Atomic: indexes stay gap-free."""
+        raise NotImplementedError
+
+    def anchoring(self) -> AbstractContextManager[object]:
+        """The write transaction of one anchoring batch: no other anchorer and no submit meanwhile."""
+        raise NotImplementedError
+
+    def pending_leaves(self, limit: int | None) -> list[tuple[int, str]]:
+        """(idx, hash) of the oldest pending leaves."""
+        raise NotImplementedError
+
+    def count_leaves(self, anchored: bool) -> int:
+        raise NotImplementedError
+
+    def insert_nodes(self, rows: list[tuple[int, int, str]]) -> None:
+        raise NotImplementedError
+
+    def set_batch(self, height: int, below: int) -> None:
+        """Mark the pending leaves under index `below` as anchored in block `height`."""
+        raise NotImplementedError
+
+    def leaf_hash_at(self, idx: int) -> str | None:
+        raise NotImplementedError
+
+    def node_hash_at(self, level: int, pos: int) -> str | None:
+        raise NotImplementedError
+
+    def leaf(self, h: str) -> tuple[int, int | None] | None:
+        """(idx, batch) of a submitted hash."""
+        raise NotImplementedError
 
     # -- writes
 
     def submit(self, hash_hex: str) -> str:
         """Record a hash; return "pending", or "anchored" if it already was. Idempotent."""
-        h = normalize_hash(hash_hex)
-        # SQLite: one autocommit statement, so MAX(idx)+1 is atomic under its write lock. PostgreSQL has no single
-        # writer: a transaction holding the advisory lock makes MAX(idx)+1 gap-free and unique.
-        with joined_transaction(self.conn, "BEGIN") if self.postgres else contextlib.nullcontext():
-            if self.postgres:
-                self.conn.execute(lock_sql(EVIDENCE_LOCK))
-            self.conn.execute(
-                "INSERT OR IGNORE INTO evidence_leaves (idx, hash, submitted_at, batch) "
-                "VALUES ((SELECT COALESCE(MAX(idx) + 1, 0) FROM evidence_leaves), ?, ?, NULL)",
-                (h, self.clock()),
-            )
-            row = self.conn.execute("SELECT batch FROM evidence_leaves WHERE hash = ?", (h,)).fetchone()
-        return "pending" if row[0] is None else "anchored"
+        return "pending" if self.insert_leaf(normalize_hash(hash_hex), self.clock()) is None else "anchored"
 
     def anchor_pending(self, max_leaves: int | None = None) -> Block | None:
         """Anchor the pending leaves (the oldest `max_leaves` of them, if given) in one block over the whole
         log; None if nothing is pending. A bounded batch keeps the write transaction and its hashing short."""
-        self.conn.execute("BEGIN IMMEDIATE")
-        try:
-            if self.postgres:  # one anchorer at a time, and no submit between reading and extending the tree
-                self.conn.execute(lock_sql(EVIDENCE_LOCK))
-            block = self._anchor_locked(max_leaves)
-        except BaseException:
-            self.conn.execute("ROLLBACK")
-            raise
-        self.conn.execute("COMMIT")
-        return block
+        with self.anchoring():
+            return self._anchor_locked(max_leaves)
 
     def _anchor_locked(self, max_leaves: int | None) -> Block | None:
-        pending = self.conn.execute(
-            "SELECT idx, hash FROM evidence_leaves WHERE batch IS NULL ORDER BY idx"
-            + ("" if max_leaves is None else " LIMIT ?"),
-            () if max_leaves is None else (max_leaves,),
-        ).fetchall()
+        pending = self.pending_leaves(max_leaves)
         if not pending:
             return None
-        (anchored,) = self.conn.execute(
-            "SELECT COUNT(*) FROM evidence_leaves WHERE batch IS NOT NULL"
-        ).fetchone()
+        anchored = self.count_leaves(anchored=True)
         new_size = anchored + len(pending)
         if [idx for idx, _ in pending] != list(range(anchored, new_size)):
             raise RuntimeError("evidence log corrupt: pending leaves do not follow the anchored ones")
         self._extend_nodes(anchored, [leaf_hash(bytes.fromhex(h)) for _, h in pending])
         block = self.ledger.anchor(tree_root(new_size, self._perfect), new_size, self.clock())
-        self.conn.execute(
-            "UPDATE evidence_leaves SET batch = ? WHERE batch IS NULL AND idx < ?", (block.height, new_size)
-        )
+        self.set_batch(block.height, new_size)
         return block
 
     def _extend_nodes(self, old_size: int, new_leaves: list[bytes]) -> None:
@@ -147,26 +128,25 @@ class EvidenceLog:
                 current[pos] = node_hash(left, right)
             rows.extend((level, pos, h.hex()) for pos, h in current.items())
             below, level = current, level + 1
-        self.conn.executemany("INSERT INTO evidence_nodes (level, pos, hash) VALUES (?, ?, ?)", rows)
+        if rows:
+            self.insert_nodes(rows)
 
     def _perfect(self, start: int, level: int) -> bytes:
         """Hash of the aligned perfect subtree of 2**level leaves starting at leaf `start`."""
         if level == 0:
-            row = self.conn.execute("SELECT hash FROM evidence_leaves WHERE idx = ?", (start,)).fetchone()
-            if row is None:
+            leaf = self.leaf_hash_at(start)
+            if leaf is None:
                 raise LookupError(f"leaf {start} missing")
-            return leaf_hash(bytes.fromhex(row[0]))
-        row = self.conn.execute(
-            "SELECT hash FROM evidence_nodes WHERE level = ? AND pos = ?", (level, start >> level)
-        ).fetchone()
-        if row is None:
+            return leaf_hash(bytes.fromhex(leaf))
+        node = self.node_hash_at(level, start >> level)
+        if node is None:
             raise LookupError(f"node {level}/{start >> level} missing")
-        return bytes.fromhex(row[0])
+        return bytes.fromhex(node)
 
     # -- reads
 
     def pending_count(self) -> int:
-        return self.conn.execute("SELECT COUNT(*) FROM evidence_leaves WHERE batch IS NULL").fetchone()[0]
+        return self.count_leaves(anchored=False)
 
     def lookup(self, hash_hex: str) -> dict[str, Any] | None:
         """What is known about a hash; raises ValueError for a malformed one.
@@ -183,7 +163,7 @@ class EvidenceLog:
           {hash, verified: False, status: "tampered"}
         """
         h = normalize_hash(hash_hex)
-        row = self.conn.execute("SELECT idx, batch FROM evidence_leaves WHERE hash = ?", (h,)).fetchone()
+        row = self.leaf(h)
         if row is None:
             return None
         idx, height = row
@@ -237,3 +217,59 @@ class EvidenceLog:
         result = self.lookup(hash_hex)
         assert result is not None  # just submitted
         return result
+
+
+class EvidenceLog(MerkleLog):
+    """The log in a SQLite connection. Its single writer makes a submit's MAX(idx)+1 atomic."""
+
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        ledger: Ledger | None = None,
+        clock: Callable[[], float] = time.time,
+        *,
+        schema: bool = True,
+    ) -> None:
+        """`schema=False` skips the CREATE TABLE IF NOT EXISTS statements (a read-only connection)."""
+        self.conn = conn
+        if schema:
+            for stmt in EVIDENCE_LOG_SQLITE:
+                conn.execute(stmt)
+        super().__init__(ledger if ledger is not None else LocalLedger(conn, schema=schema), clock)
+
+    def insert_leaf(self, h: str, ts: float) -> int | None:
+        self.conn.execute(  # one autocommit statement: MAX(idx)+1 is atomic under SQLite's write lock
+            "INSERT OR IGNORE INTO evidence_leaves (idx, hash, submitted_at, batch) "
+            "VALUES ((SELECT COALESCE(MAX(idx) + 1, 0) FROM evidence_leaves), ?, ?, NULL)", (h, ts))
+        row = self.conn.execute("SELECT batch FROM evidence_leaves WHERE hash = ?", (h,)).fetchone()
+        return row[0]  # type: ignore[no-any-return]
+
+    def anchoring(self) -> AbstractContextManager[object]:
+        return transaction(self.conn)
+
+    def pending_leaves(self, limit: int | None) -> list[tuple[int, str]]:
+        rows = self.conn.execute("SELECT idx, hash FROM evidence_leaves WHERE batch IS NULL ORDER BY idx LIMIT ?",
+                                 (-1 if limit is None else limit,)).fetchall()  # LIMIT -1: no limit
+        return [(r[0], r[1]) for r in rows]
+
+    def count_leaves(self, anchored: bool) -> int:
+        sql = "SELECT COUNT(*) FROM evidence_leaves WHERE batch IS " + ("NOT NULL" if anchored else "NULL")
+        return int(self.conn.execute(sql).fetchone()[0])
+
+    def insert_nodes(self, rows: list[tuple[int, int, str]]) -> None:
+        self.conn.executemany("INSERT INTO evidence_nodes (level, pos, hash) VALUES (?, ?, ?)", rows)
+
+    def set_batch(self, height: int, below: int) -> None:
+        self.conn.execute("UPDATE evidence_leaves SET batch = ? WHERE batch IS NULL AND idx < ?", (height, below))
+
+    def leaf_hash_at(self, idx: int) -> str | None:
+        row = self.conn.execute("SELECT hash FROM evidence_leaves WHERE idx = ?", (idx,)).fetchone()
+        return None if row is None else row[0]  # type: ignore[no-any-return]
+
+    def node_hash_at(self, level: int, pos: int) -> str | None:
+        row = self.conn.execute("SELECT hash FROM evidence_nodes WHERE level = ? AND pos = ?", (level, pos)).fetchone()
+        return None if row is None else row[0]  # type: ignore[no-any-return]
+
+    def leaf(self, h: str) -> tuple[int, int | None] | None:
+        row = self.conn.execute("SELECT idx, batch FROM evidence_leaves WHERE hash = ?", (h,)).fetchone()
+        return None if row is None else (row[0], row[1])

@@ -5,17 +5,7 @@ from __future__ import annotations
 import sqlite3
 from datetime import date
 
-from server.store.db import register_schema, transaction
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS candles (
-    instrument TEXT NOT NULL,
-    day TEXT NOT NULL,
-    o REAL NOT NULL, h REAL NOT NULL, l REAL NOT NULL, c REAL NOT NULL, v REAL NOT NULL,
-    PRIMARY KEY (instrument, day)
-)
-"""
-register_schema(SCHEMA)
+from server.store.sqlite_tx import transaction
 
 Candle = tuple[str, date, float, float, float, float, float]
 CHUNK = 1000  # rows per write transaction: a bulk import never holds the write lock for long

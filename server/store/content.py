@@ -17,26 +17,7 @@ from typing import Any
 import orjson
 
 from server.market.timefmt import iso
-from server.store.db import register_schema, register_seeder
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS content_items (
-    id TEXT PRIMARY KEY,
-    kind TEXT NOT NULL CHECK (kind IN ('news', 'research')),
-    title_zh TEXT NOT NULL,
-    title_en TEXT NOT NULL,
-    summary_zh TEXT NOT NULL,
-    summary_en TEXT NOT NULL,
-    source TEXT,
-    author TEXT,
-    category TEXT,
-    published_at REAL NOT NULL,
-    tags TEXT NOT NULL DEFAULT '[]',
-    created_at REAL NOT NULL
-);
-CREATE INDEX IF NOT EXISTS content_items_latest ON content_items (kind, published_at DESC, id DESC);
-"""
-register_schema(SCHEMA)
+from server.store.sqlite_tx import transaction
 
 
 class ContentKind(StrEnum):
@@ -71,8 +52,17 @@ class ContentItem:
         return f"{prefix}_{hashlib.sha256(key).hexdigest()[:16]}"
 
 
-_COLUMNS = ("id, kind, title_zh, title_en, summary_zh, summary_en, source, author, category, published_at, "
+CONTENT_COLUMNS = ("id, kind, title_zh, title_en, summary_zh, summary_en, source, author, category, published_at, "
             "tags, created_at")
+
+
+def content_values(item: ContentItem, now: float) -> tuple[Any, ...]:
+    """An item as the values of CONTENT_COLUMNS."""
+    return (item.id, item.kind.value, item.title.zh, item.title.en, item.summary.zh, item.summary.en,
+            item.source, item.author, item.category, item.published_at, orjson.dumps(list(item.tags)).decode(), now)
+
+
+IMPORT_CHUNK = 1000  # items per write transaction: a live server keeps writing between chunks
 
 
 def item_view(row: Any) -> dict[str, Any]:
@@ -98,7 +88,7 @@ class ContentRepo:
     def page(self, kind: ContentKind, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
         """Items newest first (ties by id) and the total count of that kind."""
         rows = self.conn.execute(
-            f"SELECT {_COLUMNS} FROM content_items WHERE kind = ? "
+            f"SELECT {CONTENT_COLUMNS} FROM content_items WHERE kind = ? "
             "ORDER BY published_at DESC, id DESC LIMIT ? OFFSET ?",
             (kind.value, limit, offset),
         ).fetchall()
@@ -111,19 +101,17 @@ class ContentRepo:
         added = 0
         for item in items:
             cur = self.conn.execute(
-                f"INSERT OR IGNORE INTO content_items ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (item.id, item.kind.value, item.title.zh, item.title.en, item.summary.zh, item.summary.en,
-                 item.source, item.author, item.category, item.published_at,
-                 orjson.dumps(list(item.tags)).decode(), now),
+                f"INSERT OR IGNORE INTO content_items ({CONTENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                content_values(item, now),
             )
             added += cur.rowcount
         return added
 
+    def import_items(self, items: list[ContentItem], chunk: int = IMPORT_CHUNK) -> int:
+        """`add_many` in transactions of `chunk` items; returns how many were new."""
+        added = 0
+        for start in range(0, len(items), chunk):
+            with transaction(self.conn):
+                added += self.add_many(items[start:start + chunk])
+        return added
 
-def _seed(conn: sqlite3.Connection) -> None:
-    from server.store.content_demo import demo_items
-
-    ContentRepo(conn).add_many(demo_items(time.time()))
-
-
-register_seeder(_seed)

@@ -1,7 +1,7 @@
 """SQLite (WAL) in the data dir: one file, opened by the hub and by CLI commands alike.
 
-Each repository declares its own tables (`SCHEMA`) and `open_db` applies them
-all, so whichever command first opens an empty data dir creates everything.
+`open_db` applies every table of `SQLITE_SCHEMA` (server/store/schema.py: one explicit list, whatever
+was imported) and, in the transaction that creates the database, the seed steps (server/store/seed.py).
 Connections are autocommit (`isolation_level=None`); multi-statement writes use
 `transaction()` (BEGIN IMMEDIATE ... COMMIT).
 """
@@ -9,56 +9,36 @@ Connections are autocommit (`isolation_level=None`); multi-statement writes use
 from __future__ import annotations
 
 import sqlite3
-import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+
+from server.store.content import ContentItem, ContentRepo
+from server.store.errors import integrity_errors as integrity_errors
+from server.store.errors import storage_errors as storage_errors
+from server.store.receipts import ReceiptData, ReceiptRepo
+from server.store.schema import SQLITE_SCHEMA
+from server.store.seed import seed
+from server.store.sqlite_tx import configure as configure
+from server.store.sqlite_tx import joined_transaction as joined_transaction
+from server.store.sqlite_tx import transaction
 
 DB_NAME = "market.sqlite3"
 
-_SCHEMAS: list[str] = []
-_SEEDERS: list[Callable[[sqlite3.Connection], None]] = []
 
-META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
+class SqliteSeedTarget:
+    """The seed steps' writes on SQLite (server/store/seed.py), in `open_db`'s transaction."""
 
-EVIDENCE_LOCK = "market-evidence:"
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
 
+    def add_content(self, items: Iterable[ContentItem], now: float) -> int:
+        return ContentRepo(self.conn).add_many(items, now)
 
-def storage_errors(*more: type[Exception]) -> tuple[type[Exception], ...]:
-    """What either database raises (plus `more`), for `except storage_errors():` (evaluated when an exception
-    is matched). psycopg's errors join once psycopg is loaded: it is imported only for a PostgreSQL URL, so a
-    SQLite run never pays its ~0.2 s import (half of a CLI command's start-up)."""
-    pg = sys.modules.get("psycopg")
-    return (sqlite3.Error, *((pg.Error,) if pg is not None else ()), *more)
-
-
-def integrity_errors() -> tuple[type[Exception], ...]:
-    """A constraint violation (unique, check) from either database."""
-    pg = sys.modules.get("psycopg")
-    return (sqlite3.IntegrityError, *((pg.IntegrityError,) if pg is not None else ()))
-
-
-def lock_sql(name: str) -> str:
-    """PostgreSQL: a transaction-scoped advisory lock per schema (parallel test runs use their own schemas)."""
-    return f"SELECT pg_advisory_xact_lock(hashtext('{name}' || current_schema()))"
-
-
-def dialect(conn: Any) -> str:
-    """"sqlite" or "postgresql" (server/store/pg.py's PgConn) for a connection the sync repositories get."""
-    return str(getattr(conn, "dialect", "sqlite"))
-
-
-def register_schema(sql: str) -> None:
-    """Called at import time by each repository module."""
-    if sql not in _SCHEMAS:
-        _SCHEMAS.append(sql)
-
-
-def register_seeder(seed: Callable[[sqlite3.Connection], None]) -> None:
-    """Demo-content seeders, run once inside the transaction that creates the database."""
-    if seed not in _SEEDERS:
-        _SEEDERS.append(seed)
+    def add_receipts(self, receipts: Iterable[ReceiptData], now: float) -> None:
+        repo = ReceiptRepo(self.conn)
+        for r in receipts:
+            repo.insert(r, now)
 
 
 def open_db(data_dir: Path) -> sqlite3.Connection:
@@ -66,46 +46,9 @@ def open_db(data_dir: Path) -> sqlite3.Connection:
     conn = sqlite3.connect(data_dir / DB_NAME, isolation_level=None, check_same_thread=False, timeout=10.0)
     configure(conn)
     with transaction(conn):
-        conn.execute(META_SCHEMA)
-        for sql in _SCHEMAS:
-            for statement in _split(sql):
-                conn.execute(statement)
+        for statement in SQLITE_SCHEMA:
+            conn.execute(statement)
         if conn.execute("SELECT 1 FROM meta WHERE key = 'seeded'").fetchone() is None:
-            for seed in _SEEDERS:
-                seed(conn)
+            seed(SqliteSeedTarget(conn), time.time())
             conn.execute("INSERT INTO meta (key, value) VALUES ('seeded', '1')")
     return conn
-
-
-def configure(conn: sqlite3.Connection) -> None:
-    """Row access by name, WAL, and a 10 s wait for the write lock (CLI imports hold it one chunk at a time)."""
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")
-    conn.execute("PRAGMA foreign_keys=ON")
-    conn.execute("PRAGMA busy_timeout=10000")
-
-
-def _split(sql: str) -> list[str]:
-    return [s.strip() for s in sql.split(";") if s.strip()]
-
-
-@contextmanager
-def transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Iterator[sqlite3.Connection]:
-    conn.execute(begin)
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-
-
-@contextmanager
-def joined_transaction(conn: sqlite3.Connection, begin: str = "BEGIN IMMEDIATE") -> Iterator[sqlite3.Connection]:
-    """The caller's transaction when one is open (the caller commits or rolls back), else one of its own."""
-    if conn.in_transaction:
-        yield conn
-        return
-    with transaction(conn, begin):
-        yield conn

@@ -13,20 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from server.store.db import register_schema
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS api_keys (
-    id TEXT PRIMARY KEY,
-    key_hash TEXT NOT NULL UNIQUE,
-    plan TEXT NOT NULL CHECK (plan IN ('free', 'professional', 'enterprise')),
-    rate INTEGER,
-    label TEXT,
-    created_at REAL NOT NULL,
-    revoked_at REAL
-);
-"""
-register_schema(SCHEMA)
+from server.store.sqlite_tx import transaction
 
 KEY_PREFIX = "mk_"
 
@@ -49,7 +36,12 @@ def hash_key(key: str) -> str:
     return hashlib.sha256(key.encode()).hexdigest()
 
 
-def _row(row: Any) -> ApiKey:
+def new_key(plan: str, rate: int | None, label: str | None, now: float) -> tuple[ApiKey, str]:
+    """A new key and its secret (shown once; only its hash is stored)."""
+    return ApiKey("key_" + secrets.token_hex(6), plan, rate, label, now, None), KEY_PREFIX + secrets.token_urlsafe(24)
+
+
+def key_from_row(row: Any) -> ApiKey:
     return ApiKey(row["id"], row["plan"], row["rate"], row["label"], row["created_at"], row["revoked_at"])
 
 
@@ -58,17 +50,25 @@ class KeyRepo:
         self.conn = conn
 
     def create(self, plan: str, rate: int | None = None, label: str | None = None) -> tuple[ApiKey, str]:
-        key_id = "key_" + secrets.token_hex(6)
-        secret = KEY_PREFIX + secrets.token_urlsafe(24)
-        now = time.time()
+        key, secret = new_key(plan, rate, label, time.time())
         self.conn.execute(
             "INSERT INTO api_keys (id, key_hash, plan, rate, label, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-            (key_id, hash_key(secret), plan, rate, label, now),
+            (key.id, hash_key(secret), plan, rate, label, key.created_at),
         )
-        return ApiKey(key_id, plan, rate, label, now, None), secret
+        return key, secret
+
+    def create_demo_key(self) -> str | None:
+        """On a new database, one professional demo key and its meta marker in one transaction; its secret, or
+        None if this database already had its demo key."""
+        with transaction(self.conn):
+            if self.conn.execute("SELECT 1 FROM meta WHERE key = 'demo_key'").fetchone():
+                return None
+            key, secret = self.create("professional", label="demo")
+            self.conn.execute("INSERT INTO meta (key, value) VALUES ('demo_key', ?)", (key.id,))
+        return secret
 
     def list(self) -> list[ApiKey]:
-        return [_row(r) for r in self.conn.execute("SELECT * FROM api_keys ORDER BY created_at")]
+        return [key_from_row(r) for r in self.conn.execute("SELECT * FROM api_keys ORDER BY created_at")]
 
     def revoke(self, key_id: str) -> bool:
         cur = self.conn.execute(
@@ -78,11 +78,11 @@ class KeyRepo:
 
     def by_hash(self, key_hash: str) -> ApiKey | None:
         row = self.conn.execute("SELECT * FROM api_keys WHERE key_hash = ?", (key_hash,)).fetchone()
-        return _row(row) if row else None
+        return key_from_row(row) if row else None
 
     def active_by_hash(self) -> dict[str, ApiKey]:
         rows = self.conn.execute("SELECT * FROM api_keys WHERE revoked_at IS NULL")
-        return {r["key_hash"]: _row(r) for r in rows}
+        return {r["key_hash"]: key_from_row(r) for r in rows}
 
     def revoked_ids(self) -> set[str]:
         return {r[0] for r in self.conn.execute("SELECT id FROM api_keys WHERE revoked_at IS NOT NULL")}

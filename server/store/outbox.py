@@ -26,29 +26,6 @@ from server.notify.jobs import (
     JobState,
     Retry,
 )
-from server.store.db import register_schema
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS outbox_jobs (
-    id TEXT PRIMARY KEY,
-    record_kind TEXT NOT NULL,
-    record_id TEXT NOT NULL,
-    channel TEXT NOT NULL,
-    target TEXT NOT NULL,
-    payload TEXT NOT NULL,
-    state TEXT NOT NULL CHECK (state IN ('pending', 'sending', 'delivered', 'failed', 'dead')),
-    attempts INTEGER NOT NULL DEFAULT 0,
-    next_attempt_at REAL NOT NULL,
-    last_error TEXT,
-    idempotency_id TEXT NOT NULL UNIQUE,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    delivered_at REAL
-);
-CREATE INDEX IF NOT EXISTS outbox_jobs_due ON outbox_jobs (state, next_attempt_at);
-CREATE INDEX IF NOT EXISTS outbox_jobs_record ON outbox_jobs (record_kind, record_id);
-"""
-register_schema(SCHEMA)
 
 MAX_ERROR_CHARS = 500
 
@@ -75,7 +52,7 @@ class Job:
     delivered_at: float | None
 
 
-def _job(row: sqlite3.Row) -> Job:
+def job_from_row(row: Any) -> Job:
     return Job(
         row["id"], row["record_kind"], row["record_id"], row["channel"], row["target"],
         orjson.loads(row["payload"]), JobState(row["state"]), row["attempts"], row["next_attempt_at"],
@@ -83,11 +60,12 @@ def _job(row: sqlite3.Row) -> Job:
     )
 
 
-def _predecessors(target: JobState) -> tuple[str, ...]:
+def predecessors(target: JobState) -> tuple[str, ...]:
     return tuple(s.value for s, nexts in TRANSITIONS.items() if target in nexts)
 
 
-def _in(states: Iterable[JobState | str]) -> str:
+def states_in(states: Iterable[JobState | str]) -> str:
+    """`('pending','failed')`: a literal list of job states for an IN clause."""
     return "(" + ",".join(f"'{JobState(s).value}'" for s in states) + ")"
 
 
@@ -95,13 +73,13 @@ def new_job_id() -> str:
     return "job_" + secrets.token_hex(8)
 
 
-INSERT_JOB = ("INSERT INTO outbox_jobs (id, record_kind, record_id, channel, target, payload, state,"
-              " next_attempt_at, idempotency_id, created_at, updated_at) VALUES (?,?,?,?,?,?,?,?,?,?,?)")
+JOB_COLUMNS = ("id, record_kind, record_id, channel, target, payload, state, next_attempt_at, idempotency_id, "
+               "created_at, updated_at")  # what job_rows gives
 
 
 def job_rows(kind: str, record_id: str, payload: dict[str, Any], channels: Iterable[tuple[str, str]],
              now: float) -> list[tuple[Any, ...]]:
-    """One pending job per (channel kind, target), as INSERT_JOB's parameters."""
+    """One pending job per (channel kind, target), as the values of JOB_COLUMNS."""
     body = orjson.dumps(payload, default=str).decode()
     return [
         (new_job_id(), kind, record_id, ch_kind, target, body, JobState.PENDING.value, now, uuid.uuid4().hex,
@@ -110,17 +88,6 @@ def job_rows(kind: str, record_id: str, payload: dict[str, Any], channels: Itera
     ]
 
 
-def predecessors(target: JobState) -> tuple[str, ...]:
-    return _predecessors(target)
-
-
-def states_in(states: Iterable[JobState | str]) -> str:
-    """`('pending','failed')`: a literal list of job states for an IN clause."""
-    return _in(states)
-
-
-def job_from_row(row: Any) -> Job:
-    return _job(row)
 
 
 class OutboxRepo:
@@ -131,19 +98,19 @@ class OutboxRepo:
             channels: Iterable[tuple[str, str]], now: float) -> int:
         """Insert one pending job per (channel kind, target); runs in the caller's transaction."""
         rows = job_rows(kind, record_id, payload, channels, now)
-        self.conn.executemany(INSERT_JOB, rows)
+        self.conn.executemany(f"INSERT INTO outbox_jobs ({JOB_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
         return len(rows)
 
     def claim_due(self, now: float, limit: int) -> list[Job]:
         """Atomically move up to `limit` due pending/failed jobs to sending, counting the attempt."""
         rows = self.conn.execute(
             "UPDATE outbox_jobs SET state = 'sending', attempts = attempts + 1, updated_at = ? "
-            f"WHERE id IN (SELECT id FROM outbox_jobs WHERE state IN {_in(CLAIMABLE)} "
+            f"WHERE id IN (SELECT id FROM outbox_jobs WHERE state IN {states_in(CLAIMABLE)} "
             "AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?) "
-            f"AND state IN {_in(CLAIMABLE)} RETURNING *",
+            f"AND state IN {states_in(CLAIMABLE)} RETURNING *",
             (now, now, limit),
         ).fetchall()
-        return sorted((_job(r) for r in rows), key=lambda j: j.next_attempt_at)
+        return sorted((job_from_row(r) for r in rows), key=lambda j: j.next_attempt_at)
 
     def mark_delivered(self, job_id: str, now: float) -> None:
         self._move(job_id, JobState.DELIVERED, "last_error = NULL, delivered_at = ?", (now,), now)
@@ -184,7 +151,7 @@ class OutboxRepo:
         row = self.conn.execute("SELECT * FROM outbox_jobs WHERE id = ?", (job_id,)).fetchone()
         if row is None:
             raise JobNotFound(job_id)
-        return _job(row)
+        return job_from_row(row)
 
     def list_jobs(self, state: JobState | None = None, limit: int = 1000) -> list[Job]:
         if state is None:
@@ -193,20 +160,20 @@ class OutboxRepo:
             rows = self.conn.execute(
                 "SELECT * FROM outbox_jobs WHERE state = ? ORDER BY created_at, id LIMIT ?", (state.value, limit)
             )
-        return [_job(r) for r in rows]
+        return [job_from_row(r) for r in rows]
 
     def for_record(self, kind: str, record_id: str) -> list[Job]:
         rows = self.conn.execute(
             "SELECT * FROM outbox_jobs WHERE record_kind = ? AND record_id = ? ORDER BY id", (kind, record_id)
         )
-        return [_job(r) for r in rows]
+        return [job_from_row(r) for r in rows]
 
     def counts(self, include_delivered: bool = False) -> dict[JobState, int]:
         """Jobs per state; delivered ones only on request (they grow without bound, the rest should not)."""
         out = dict.fromkeys(JobState, 0)
         states = list(JobState) if include_delivered else [s for s in JobState if s is not JobState.DELIVERED]
         for row in self.conn.execute(
-            f"SELECT state, COUNT(*) FROM outbox_jobs WHERE state IN {_in(states)} GROUP BY state"
+            f"SELECT state, COUNT(*) FROM outbox_jobs WHERE state IN {states_in(states)} GROUP BY state"
         ):
             out[JobState(row[0])] = row[1]
         return out
@@ -214,20 +181,20 @@ class OutboxRepo:
     def next_due(self) -> float | None:
         """When the earliest pending or failed job falls due (None when there is none)."""
         row = self.conn.execute(
-            f"SELECT MIN(next_attempt_at) FROM outbox_jobs WHERE state IN {_in(CLAIMABLE)}"
+            f"SELECT MIN(next_attempt_at) FROM outbox_jobs WHERE state IN {states_in(CLAIMABLE)}"
         ).fetchone()
         return None if row[0] is None else float(row[0])
 
     def backlog(self) -> int:
-        row = self.conn.execute(f"SELECT COUNT(*) FROM outbox_jobs WHERE state IN {_in(BACKLOG)}").fetchone()
+        row = self.conn.execute(f"SELECT COUNT(*) FROM outbox_jobs WHERE state IN {states_in(BACKLOG)}").fetchone()
         return int(row[0])
 
     def _move(self, job_id: str, target: JobState, sets: str, params: tuple[Any, ...], now: float,
               only_from: Iterable[JobState] | None = None) -> None:
-        allowed = _predecessors(target)
+        allowed = predecessors(target)
         sources = tuple(s.value for s in only_from if s.value in allowed) if only_from else allowed
         cur = self.conn.execute(
-            f"UPDATE outbox_jobs SET state = ?, updated_at = ?, {sets} WHERE id = ? AND state IN {_in(sources)}",
+            f"UPDATE outbox_jobs SET state = ?, updated_at = ?, {sets} WHERE id = ? AND state IN {states_in(sources)}",
             (target.value, now, *params, job_id),
         )
         if cur.rowcount == 0:

@@ -1,45 +1,43 @@
-"""The async repository protocols (server/store/repositories.py) over PostgreSQL (SPEC 12).
+"""The async repository protocols (server/store/repositories.py) over PostgreSQL (SPEC 12), in its own dialect.
 
 `PgStorage` owns two pools on one database URL:
 
 - an `AsyncConnectionPool` (psycopg 3) for every call a request, the key refresh or the outbox
   worker makes: awaited on the loop, no thread involved;
-- a small synchronous pool for the work the shared synchronous repositories do: start-up and
-  shutdown (`read_blocking` / `write_blocking`: the demo key, the feed's candle history, the final
-  candle flush) and the evidence log, whose Merkle walk reads tree nodes through synchronous
-  callbacks; those evidence calls run on a worker thread (`asyncio.to_thread`), never on the loop.
+- a small synchronous pool for the synchronous repositories of server/store/pg_sync.py: start-up and
+  shutdown (the demo key, the feed's candle history, the final candle flush) and the evidence log, whose
+  Merkle walk reads tree nodes through synchronous callbacks; those evidence calls run on a worker thread
+  (`asyncio.to_thread`), never on the loop.
 
 Connections are autocommit; a multi-statement write is one `async with conn.transaction()`.
 The outbox claims with `FOR UPDATE SKIP LOCKED`, so several hubs on one database deliver each job once.
+A value PostgreSQL refuses (psycopg.DataError: a NUL in text) raises UnstorableValue on a write; a read by such
+a value finds nothing, as it would on SQLite, where nothing stored can equal it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
 from datetime import date
 from typing import Any, TypeVar, cast
 
 import psycopg
-import psycopg_pool.pool
-import psycopg_pool.pool_async
-from psycopg import AsyncConnection
+from psycopg import AsyncConnection, Connection
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
-from psycopg_pool.base import AttemptWithBackoff
 
-from server.evidence import Block, EvidenceLog
+from server.evidence import Block
 from server.notify.jobs import CLAIMABLE, TRANSITIONS, IllegalTransition, JobState, Retry
 from server.store.candles import CHUNK as CANDLE_CHUNK
-from server.store.candles import Candle, CandleRepo
-from server.store.content import _COLUMNS as CONTENT_COLUMNS
-from server.store.content import ContentKind, item_view
-from server.store.keys import ApiKey
-from server.store.keys import _row as key_row
+from server.store.candles import Candle
+from server.store.content import CONTENT_COLUMNS, ContentKind, item_view
+from server.store.errors import UnstorableValue
+from server.store.keys import ApiKey, key_from_row
 from server.store.outbox import (
-    INSERT_JOB,
+    JOB_COLUMNS,
     MAX_ERROR_CHARS,
     Job,
     JobNotFound,
@@ -48,13 +46,13 @@ from server.store.outbox import (
     predecessors,
     states_in,
 )
-from server.store.pg import APPLICATION_NAME, PgConn, connect, migrate, translate
-from server.store.receipts import PUBLIC_SQL, public_view
+from server.store.pg import APPLICATION_NAME, connect, migrate
+from server.store.pg_sync import UPSERT_CANDLE, PgCandleRepo, PgEvidenceLog, PgKeyRepo, marks
+from server.store.receipts import PUBLIC_COLUMNS, public_view
 from server.store.records import ChannelSpec, RecordsService, RecordWrite
 from server.store.repositories import Repositories
 from server.store.storage import StorageClosed
-from server.store.users import DuplicateEmail, User, normalize_email
-from server.store.users import _row as user_row
+from server.store.users import DuplicateEmail, User, new_user, normalize_email, user_from_row
 
 T = TypeVar("T")
 POOL_SIZE = 10  # async connections per hub (--database-pool)
@@ -63,8 +61,11 @@ PING_TIMEOUT_S = 2.0
 # a request waits at most this for a pooled connection, then answers 503 storage_unavailable (PostgreSQL away,
 # or the pool busy for that long: either way the client should retry)
 POOL_WAIT_S = 3.0
-RECONNECT_MAX_S = 2.0  # a pool that lost PostgreSQL tries again at least this often
-RECONNECT_FOREVER_S = 10 * 365 * 86400.0  # and never gives up (psycopg_pool's default: after 5 minutes)
+# A pool that lost PostgreSQL tries again at least this often, and never gives up. psycopg_pool doubles the delay
+# between attempts without bound (1, 2, 4 ... s: a hub once took 53 s to notice that a 7 s outage was over).
+# Through its public API: each round of attempts gives up after RECONNECT_MAX_S, and the pool's
+# `reconnect_failed` callback starts the next round at once with `check()`, which grows an empty pool.
+RECONNECT_MAX_S = 2.0
 # A partition (PostgreSQL up, the link dead: no reset, no error) otherwise hangs a query, and the pool's check
 # of a connection it lends, until TCP gives up (~15 min): writes on a hub cut off from PostgreSQL hung instead
 # of answering 503 (tests/netsim/test_pg_partition.py). libpq's TCP settings bound it: data unacknowledged for
@@ -73,17 +74,30 @@ LINK_TIMEOUTS = {"connect_timeout": 3, "tcp_user_timeout": 3000, "keepalives": 1
                  "keepalives_interval": 1, "keepalives_count": 2}
 
 
-class _CappedBackoff(AttemptWithBackoff):
-    """psycopg_pool doubles the delay between reconnection attempts without bound (1, 2, 4 ... s): a hub
-    took 53 s to notice that a 7 s PostgreSQL outage was over. Capped, it is back within RECONNECT_MAX_S."""
-
-    def update_delay(self, now: float) -> None:
-        super().update_delay(now)
-        self.delay = min(self.delay, RECONNECT_MAX_S)
+def fits_text(value: str) -> bool:
+    """False for text PostgreSQL cannot hold (a NUL character): no stored row can equal it."""
+    return "\x00" not in value
 
 
-for _module in (psycopg_pool.pool, psycopg_pool.pool_async):  # both pools look the class up at each attempt
-    setattr(_module, "AttemptWithBackoff", _CappedBackoff)  # noqa: B010 (a module attribute, on purpose)
+async def _next_round(pool: AsyncConnectionPool[Any]) -> None:
+    if not pool.closed:
+        await pool.check()
+
+
+def _next_round_sync(pool: ConnectionPool[Any]) -> None:
+    if not pool.closed:
+        pool.check()
+
+
+def async_pool(url: str, size: int, name: str) -> AsyncConnectionPool[AsyncConnection[DictRow]]:
+    """The hub's async pool, not yet open. A connection PostgreSQL dropped (restart, failover) is replaced when
+    lent, not handed out; a caller waits at most POOL_WAIT_S for a free connection, then gets an error (a 503)."""
+    return AsyncConnectionPool(
+        url, min_size=1, max_size=size, open=False, name="market", connection_class=AsyncConnection[DictRow],
+        kwargs={"autocommit": True, "row_factory": dict_row, "application_name": name, **LINK_TIMEOUTS},
+        check=AsyncConnectionPool.check_connection, timeout=POOL_WAIT_S,
+        reconnect_timeout=RECONNECT_MAX_S, reconnect_failed=_next_round,
+    )
 
 
 class PgStorage:
@@ -98,10 +112,11 @@ class PgStorage:
             migrate(conn)  # start-up: before the server accepts anything; concurrent starters wait on a lock
         finally:
             conn.close()
-        self.sync_pool = ConnectionPool(
+        self.sync_pool: ConnectionPool[Connection[DictRow]] = ConnectionPool(
             url, min_size=1, max_size=SYNC_POOL_SIZE, open=True, name="market-sync", timeout=POOL_WAIT_S,
-            reconnect_timeout=RECONNECT_FOREVER_S,
-            kwargs={"autocommit": True, "application_name": name, **LINK_TIMEOUTS},
+            connection_class=Connection[DictRow],
+            reconnect_timeout=RECONNECT_MAX_S, reconnect_failed=_next_round_sync,
+            kwargs={"autocommit": True, "row_factory": dict_row, "application_name": name, **LINK_TIMEOUTS},
             check=ConnectionPool.check_connection,
         )
         self._pool: AsyncConnectionPool[AsyncConnection[DictRow]] | None = None
@@ -110,15 +125,7 @@ class PgStorage:
     async def open(self) -> None:
         """Open the async pool on the running loop (the hub's start); waits for its first connection."""
         if self._pool is None:
-            self._pool = AsyncConnectionPool(
-                self.url, min_size=1, max_size=self.pool_size, open=False, name="market",
-                connection_class=AsyncConnection[DictRow],
-                kwargs={"autocommit": True, "row_factory": dict_row, "application_name": self.name, **LINK_TIMEOUTS},
-                # a connection PostgreSQL dropped (restart, failover) is replaced when lent, not handed out;
-                # a caller waits at most POOL_WAIT_S for a free connection, then gets an error (a 5xx)
-                check=AsyncConnectionPool.check_connection, timeout=POOL_WAIT_S,
-                reconnect_timeout=RECONNECT_FOREVER_S,
-            )
+            self._pool = async_pool(self.url, self.pool_size, self.name)
             await self._pool.open(wait=True, timeout=10.0)
 
     @property
@@ -137,18 +144,25 @@ class PgStorage:
             return False
         return True
 
-    # the shared synchronous repositories, on the sync pool (see the module docstring)
+    # the synchronous repositories (server/store/pg_sync.py), on the sync pool (see the module docstring)
 
-    def write_blocking(self, fn: Callable[[Any], T]) -> T:
+    def blocking(self, fn: Callable[[Connection[DictRow]], T]) -> T:
         if self._closed:
             raise StorageClosed("storage is closed")
         with self.sync_pool.connection() as conn:
-            return fn(PgConn(conn).as_sqlite())
+            return fn(conn)
 
-    read_blocking = write_blocking
+    async def in_thread(self, fn: Callable[[Connection[DictRow]], T]) -> T:
+        return await asyncio.to_thread(self.blocking, fn)
 
-    async def in_thread(self, fn: Callable[[Any], T]) -> T:
-        return await asyncio.to_thread(self.write_blocking, fn)
+    @asynccontextmanager
+    async def write(self) -> AsyncIterator[AsyncConnection[DictRow]]:
+        """A pooled connection for a write; psycopg.DataError (a value PostgreSQL refuses) as UnstorableValue."""
+        try:
+            async with self.pool.connection() as conn:
+                yield conn
+        except psycopg.DataError as exc:
+            raise UnstorableValue(str(exc)) from None
 
     async def aclose(self) -> None:
         if self._closed:
@@ -171,13 +185,16 @@ class PgKeys:
     async def active_by_hash(self) -> dict[str, ApiKey]:
         async with self.storage.pool.connection() as conn:
             cur = await conn.execute("SELECT * FROM api_keys WHERE revoked_at IS NULL")
-            return {r["key_hash"]: key_row(r) for r in await cur.fetchall()}
+            return {r["key_hash"]: key_from_row(r) for r in await cur.fetchall()}
 
     async def by_hash(self, key_hash: str) -> ApiKey | None:
         async with self.storage.pool.connection() as conn:
             cur = await conn.execute("SELECT * FROM api_keys WHERE key_hash = %s", (key_hash,))
             row = await cur.fetchone()
-        return key_row(row) if row else None
+        return key_from_row(row) if row else None
+
+    def create_demo_key_blocking(self) -> str | None:
+        return self.storage.blocking(lambda c: PgKeyRepo(c).create_demo_key())
 
 
 class PgUsers:
@@ -185,10 +202,12 @@ class PgUsers:
         self.storage = storage
 
     async def _one(self, sql: str, value: str) -> User | None:
+        if not fits_text(value):
+            return None
         async with self.storage.pool.connection() as conn:
             cur = await conn.execute(cast(Any, sql), (value,))
             row = await cur.fetchone()
-        return user_row(row) if row else None
+        return user_from_row(row) if row else None
 
     async def by_email(self, email: str) -> User | None:
         return await self._one("SELECT * FROM users WHERE email = %s", normalize_email(email))
@@ -197,10 +216,9 @@ class PgUsers:
         return await self._one("SELECT * FROM users WHERE id = %s", user_id)
 
     async def create(self, email: str, password_hash: str, name: str | None, company: str | None) -> User:
-        user = User("usr_" + secrets.token_hex(8), normalize_email(email), password_hash, name, company,
-                    time.time(), None)
+        user = new_user(email, password_hash, name, company, time.time())
         try:
-            async with self.storage.pool.connection() as conn:
+            async with self.storage.write() as conn:
                 await conn.execute(
                     "INSERT INTO users (id, email, password_hash, name, company, created_at) "
                     "VALUES (%s, %s, %s, %s, %s, %s)",
@@ -211,7 +229,7 @@ class PgUsers:
         return user
 
     async def set_password_hash(self, user_id: str, password_hash: str) -> None:
-        async with self.storage.pool.connection() as conn:
+        async with self.storage.write() as conn:
             await conn.execute("UPDATE users SET password_hash = %s WHERE id = %s", (password_hash, user_id))
 
 
@@ -245,11 +263,12 @@ class PgRecords(RecordsService):
         self.storage = storage
 
     async def _commit(self, w: RecordWrite) -> None:
-        async with self.storage.pool.connection() as conn, conn.transaction():
-            await conn.execute(cast(Any, translate(w.sql)), w.params)
+        async with self.storage.write() as conn, conn.transaction():
+            await conn.execute(cast(Any, f"INSERT INTO {w.table} ({w.columns}) VALUES ({marks(len(w.params))})"),
+                               w.params)
             if self.channels:
                 async with conn.cursor() as cur:
-                    await cur.executemany(cast(Any, translate(INSERT_JOB)),
+                    await cur.executemany(cast(Any, f"INSERT INTO outbox_jobs ({JOB_COLUMNS}) VALUES ({marks(11)})"),
                                           job_rows(w.kind, w.payload["id"], w.payload, self.channels, w.now))
 
 
@@ -350,28 +369,25 @@ class PgReceipts:
 
     async def public(self, receipt_no: str) -> dict[str, Any] | None:
         async with self.storage.pool.connection() as conn:
-            cur = await conn.execute(cast(Any, translate(PUBLIC_SQL)), (receipt_no,))
+            cur = await conn.execute(cast(Any, f"SELECT {PUBLIC_COLUMNS} FROM receipts WHERE receipt_no = %s"),
+                                     (receipt_no,))
             row = await cur.fetchone()
         return None if row is None else public_view(row)
 
 
 class PgEvidence:
-    """The shared EvidenceLog on a worker thread over the sync pool (its Merkle walk reads synchronously)."""
+    """The evidence log (server/store/pg_sync.py) on a worker thread over the sync pool (its Merkle walk reads
+    synchronously)."""
 
     def __init__(self, storage: PgStorage, clock: Callable[[], float] = time.time) -> None:
         self.storage = storage
         self.clock = clock
 
     async def lookup(self, hash_hex: str) -> dict[str, Any] | None:
-        return await self.storage.in_thread(lambda c: EvidenceLog(c, clock=self.clock).lookup(hash_hex))
+        return await self.storage.in_thread(lambda c: PgEvidenceLog(c, clock=self.clock).lookup(hash_hex))
 
     async def anchor_batch(self, max_leaves: int) -> Block | None:
-        return await self.storage.in_thread(lambda c: EvidenceLog(c, clock=self.clock).anchor_pending(max_leaves))
-
-
-_UPSERT_CANDLE = ("INSERT INTO candles (instrument, day, o, h, l, c, v) VALUES (%s, %s, %s, %s, %s, %s, %s) "
-                  "ON CONFLICT (instrument, day) DO UPDATE SET o = excluded.o, h = excluded.h, l = excluded.l, "
-                  "c = excluded.c, v = excluded.v")
+        return await self.storage.in_thread(lambda c: PgEvidenceLog(c, clock=self.clock).anchor_pending(max_leaves))
 
 
 class PgCandles:
@@ -390,15 +406,15 @@ class PgCandles:
         rows = [(i, d.isoformat(), o, h, lo, c, v) for i, d, o, h, lo, c, v in candles]
         for start in range(0, len(rows), CANDLE_CHUNK):
             async with self.storage.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                await cur.executemany(_UPSERT_CANDLE, rows[start:start + CANDLE_CHUNK])
+                await cur.executemany(UPSERT_CANDLE, rows[start:start + CANDLE_CHUNK])
 
     def since_blocking(self, first_day: date) -> list[Candle]:
         """At start-up, before the server accepts anything (the feed's history is built from it)."""
-        return self.storage.read_blocking(lambda c: CandleRepo(c).since(first_day))
+        return self.storage.blocking(lambda c: PgCandleRepo(c).since(first_day))
 
     def upsert_blocking(self, candles: list[Candle]) -> None:
         """At shutdown, after the loop's work stopped (the final flush)."""
-        self.storage.write_blocking(lambda c: CandleRepo(c).upsert(candles))
+        self.storage.blocking(lambda c: PgCandleRepo(c).upsert(candles))
 
 
 def pg_repositories(storage: PgStorage, channels: Sequence[ChannelSpec], clock: Callable[[], float],

@@ -16,6 +16,7 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -25,28 +26,9 @@ import orjson
 from server.core.transitions import IllegalTransition as IllegalTransition
 from server.core.transitions import Transitions
 from server.evidence import EvidenceLog
+from server.evidence.log import MerkleLog
 from server.market.timefmt import iso
-from server.store.db import register_schema, register_seeder, transaction
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS receipts (
-    receipt_no TEXT PRIMARY KEY,
-    commodity TEXT NOT NULL,
-    grade TEXT NOT NULL,
-    quantity REAL NOT NULL,
-    unit TEXT NOT NULL,
-    warehouse TEXT NOT NULL,
-    holder TEXT NOT NULL,
-    holder_masked TEXT NOT NULL,
-    status TEXT NOT NULL CHECK (status IN ('active', 'pledged', 'frozen', 'cancelled')),
-    issued_at REAL NOT NULL,
-    expires_at REAL,
-    salt TEXT NOT NULL,
-    evidence_hash TEXT NOT NULL,
-    updated_at REAL NOT NULL
-);
-"""
-register_schema(SCHEMA)
+from server.store.sqlite_tx import transaction
 
 RECEIPT_NO_PATTERN = r"[A-Za-z0-9][A-Za-z0-9-]{2,63}"
 
@@ -153,13 +135,12 @@ class ImportResult:
 
 IMPORT_CHUNK = 1000  # receipts per write transaction: the write lock is held for milliseconds, not seconds
 
-_PUBLIC_COLUMNS = ("receipt_no, commodity, grade, quantity, unit, warehouse, holder_masked, status, "
+PUBLIC_COLUMNS = ("receipt_no, commodity, grade, quantity, unit, warehouse, holder_masked, status, "
                    "issued_at, expires_at, evidence_hash")
-PUBLIC_SQL = f"SELECT {_PUBLIC_COLUMNS} FROM receipts WHERE receipt_no = ?"
 
 
 def public_view(row: Any) -> dict[str, Any]:
-    """The client's view of a row selected by PUBLIC_SQL (the holder already masked)."""
+    """The client's view of a row of PUBLIC_COLUMNS (the holder already masked)."""
     return {
         "receiptNo": row["receipt_no"], "commodity": row["commodity"], "grade": row["grade"],
         "quantity": _number(row["quantity"]), "unit": row["unit"], "warehouse": row["warehouse"],
@@ -169,15 +150,52 @@ def public_view(row: Any) -> dict[str, Any]:
     }
 
 
-class ReceiptRepo:
-    def __init__(self, conn: sqlite3.Connection, evidence: EvidenceLog | None = None) -> None:
-        self.conn = conn
-        self.evidence = evidence if evidence is not None else EvidenceLog(conn)
+def receipt_from_row(row: Any) -> tuple[ReceiptData, str]:
+    """A stored receipt (`SELECT *`) and its salt."""
+    data = ReceiptData(row["receipt_no"], row["commodity"], row["grade"], row["quantity"], row["unit"],
+                       row["warehouse"], row["holder"], ReceiptStatus(row["status"]), row["issued_at"],
+                       row["expires_at"])
+    return data, row["salt"]
+
+
+def receipt_values(r: ReceiptData, salt: str, digest: str, now: float) -> tuple[Any, ...]:
+    """A new receipt as the values of INSERT_COLUMNS."""
+    return (r.receipt_no, r.commodity, r.grade, float(r.quantity), r.unit, r.warehouse, r.holder,
+            mask_holder(r.holder), r.status.value, r.issued_at, r.expires_at, salt, digest, now)
+
+
+INSERT_COLUMNS = ("receipt_no, commodity, grade, quantity, unit, warehouse, holder, holder_masked, status, "
+                  "issued_at, expires_at, salt, evidence_hash, updated_at")
+
+
+class ReceiptBook:
+    """Receipt imports and status changes (checks, chunks, evidence hashes) over the receipts table;
+    subclasses give their database's SQL (`ReceiptRepo` below: SQLite; PostgreSQL's in server/store/pg_sync.py)."""
+
+    evidence: MerkleLog
+
+    # -- storage (each backend's dialect)
+
+    def write_transaction(self) -> AbstractContextManager[object]:
+        """One write transaction, serialised with other writers of receipts (other processes included)."""
+        raise NotImplementedError
+
+    def load(self, receipt_no: str) -> tuple[ReceiptData, str] | None:
+        """A stored receipt and its salt."""
+        raise NotImplementedError
+
+    def insert_row(self, values: tuple[Any, ...]) -> None:
+        """INSERT_COLUMNS' values."""
+        raise NotImplementedError
+
+    def update_status(self, receipt_no: str, status: ReceiptStatus, digest: str, now: float) -> None:
+        raise NotImplementedError
 
     def public(self, receipt_no: str) -> dict[str, Any] | None:
         """The client's view: the holder already masked; the raw holder is not even selected."""
-        row = self.conn.execute(PUBLIC_SQL, (receipt_no,)).fetchone()
-        return None if row is None else public_view(row)
+        raise NotImplementedError
+
+    # -- logic
 
     def import_all(self, receipts: Iterable[ReceiptData], now: float | None = None,
                    chunk: int = IMPORT_CHUNK) -> ImportResult:
@@ -195,13 +213,13 @@ class ReceiptRepo:
             self._check(r)
         result = ImportResult()
         for start in range(0, len(items), chunk):
-            with transaction(self.conn):
+            with self.write_transaction():
                 for r in items[start:start + chunk]:
                     self._upsert(r, now, result)
         return result
 
     def _check(self, r: ReceiptData) -> None:
-        current = self._load(r.receipt_no)
+        current = self.load(r.receipt_no)
         if current is None:
             return
         old, _salt = current
@@ -212,8 +230,8 @@ class ReceiptRepo:
 
     def transition(self, receipt_no: str, new: ReceiptStatus, now: float | None = None) -> str:
         """Change one receipt's status (raises IllegalTransition / KeyError); returns the new evidence hash."""
-        with transaction(self.conn):
-            current = self._load(receipt_no)
+        with self.write_transaction():
+            current = self.load(receipt_no)
             if current is None:
                 raise KeyError(receipt_no)
             r, salt = current
@@ -221,9 +239,9 @@ class ReceiptRepo:
             return self._set_status(r, salt, new, time.time() if now is None else now)
 
     def _upsert(self, r: ReceiptData, now: float, result: ImportResult) -> None:
-        current = self._load(r.receipt_no)
+        current = self.load(r.receipt_no)
         if current is None:
-            result.hashes.append(self._insert(r, now))
+            result.hashes.append(self.insert(r, now))
             result.inserted += 1
             return
         old, salt = current
@@ -236,16 +254,11 @@ class ReceiptRepo:
         result.hashes.append(self._set_status(old, salt, r.status, now))
         result.updated += 1
 
-    def _insert(self, r: ReceiptData, now: float) -> str:
+    def insert(self, r: ReceiptData, now: float) -> str:
+        """A new receipt (the caller's transaction) and its evidence hash submitted; returns the hash."""
         salt = secrets.token_hex(16)
         digest = evidence_hash(r, salt)
-        self.conn.execute(
-            "INSERT INTO receipts (receipt_no, commodity, grade, quantity, unit, warehouse, holder, holder_masked, "
-            "status, issued_at, expires_at, salt, evidence_hash, updated_at) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (r.receipt_no, r.commodity, r.grade, float(r.quantity), r.unit, r.warehouse, r.holder,
-             mask_holder(r.holder), r.status.value, r.issued_at, r.expires_at, salt, digest, now),
-        )
+        self.insert_row(receipt_values(r, salt, digest, now))
         self.evidence.submit(digest)
         return digest
 
@@ -253,24 +266,39 @@ class ReceiptRepo:
         changed = ReceiptData(r.receipt_no, r.commodity, r.grade, r.quantity, r.unit, r.warehouse, r.holder,
                               new, r.issued_at, r.expires_at)
         digest = evidence_hash(changed, salt)
-        self.conn.execute(
-            "UPDATE receipts SET status = ?, evidence_hash = ?, updated_at = ? WHERE receipt_no = ?",
-            (new.value, digest, now, r.receipt_no),
-        )
+        self.update_status(r.receipt_no, new, digest, now)
         self.evidence.submit(digest)
         return digest
 
-    def _load(self, receipt_no: str) -> tuple[ReceiptData, str] | None:
+
+class ReceiptRepo(ReceiptBook):
+    """Receipts in a SQLite connection."""
+
+    def __init__(self, conn: sqlite3.Connection, evidence: EvidenceLog | None = None) -> None:
+        self.conn = conn
+        self.evidence = evidence if evidence is not None else EvidenceLog(conn)
+
+    def write_transaction(self) -> AbstractContextManager[object]:
+        return transaction(self.conn)
+
+    def load(self, receipt_no: str) -> tuple[ReceiptData, str] | None:
         row = self.conn.execute("SELECT * FROM receipts WHERE receipt_no = ?", (receipt_no,)).fetchone()
-        if row is None:
-            return None
-        data = ReceiptData(row["receipt_no"], row["commodity"], row["grade"], row["quantity"], row["unit"],
-                           row["warehouse"], row["holder"], ReceiptStatus(row["status"]), row["issued_at"],
-                           row["expires_at"])
-        return data, row["salt"]
+        return None if row is None else receipt_from_row(row)
+
+    def insert_row(self, values: tuple[Any, ...]) -> None:
+        self.conn.execute(f"INSERT INTO receipts ({INSERT_COLUMNS}) VALUES ({', '.join('?' * len(values))})", values)
+
+    def update_status(self, receipt_no: str, status: ReceiptStatus, digest: str, now: float) -> None:
+        self.conn.execute("UPDATE receipts SET status = ?, evidence_hash = ?, updated_at = ? WHERE receipt_no = ?",
+                          (status.value, digest, now, receipt_no))
+
+    def public(self, receipt_no: str) -> dict[str, Any] | None:
+        row = self.conn.execute(f"SELECT {PUBLIC_COLUMNS} FROM receipts WHERE receipt_no = ?", (receipt_no,)
+                                ).fetchone()
+        return None if row is None else public_view(row)
 
 
-# --- demo receipts, seeded with the first open of a data dir --------------------------------------
+# --- demo receipts, seeded with a new database (server/store/seed.py) --------------------------------------
 
 _DAY = 86400.0
 # receiptNo, commodity, grade, quantity, unit, warehouse, holder, status, issued days ago, valid days
@@ -306,13 +334,3 @@ def demo_receipts(now: float) -> list[ReceiptData]:
         for no, com, grade, qty, unit, wh, holder, status, ago, valid in _DEMO
     ]
 
-
-def _seed(conn: sqlite3.Connection) -> None:
-    """Runs inside open_db's transaction: rows and pending evidence; the hub anchors them at start."""
-    repo = ReceiptRepo(conn)
-    now = time.time()
-    for r in demo_receipts(now):
-        repo._insert(r, now)
-
-
-register_seeder(_seed)

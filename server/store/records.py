@@ -18,36 +18,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from server.market.timefmt import iso
-from server.store.db import register_schema, transaction
 from server.store.outbox import OutboxRepo
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS inquiries (
-    id TEXT PRIMARY KEY,
-    user_id TEXT NOT NULL,
-    user_email TEXT,
-    product TEXT NOT NULL,
-    quantity REAL NOT NULL,
-    unit TEXT,
-    message TEXT,
-    delivery_place TEXT,
-    contact_phone TEXT,
-    status TEXT NOT NULL DEFAULT 'received',
-    created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS cooperations (
-    id TEXT PRIMARY KEY,
-    company TEXT NOT NULL,
-    contact_name TEXT NOT NULL,
-    email TEXT,
-    phone TEXT,
-    type TEXT NOT NULL,
-    message TEXT,
-    status TEXT NOT NULL DEFAULT 'received',
-    created_at REAL NOT NULL
-);
-"""
-register_schema(SCHEMA)
+from server.store.sqlite_tx import transaction
 
 # A notification channel as the outbox stores it: (kind, target), e.g. ("generic", "https://...").
 ChannelSpec = tuple[str, str]
@@ -96,10 +68,11 @@ class Accepted:
 
 @dataclass(frozen=True, slots=True)
 class RecordWrite:
-    """One record's INSERT and its notification payload, built once for either database."""
+    """One record's row (table, columns, values) and its notification payload, built once for either database."""
 
     kind: str
-    sql: str
+    table: str
+    columns: str
     params: tuple[Any, ...]
     payload: dict[str, Any]
     now: float
@@ -115,9 +88,8 @@ def inquiry_write(q: Inquiry, now: float) -> RecordWrite:
         "deliveryPlace": q.delivery_place, "contactPhone": q.contact_phone,
     }
     return RecordWrite(
-        "inquiry",
-        "INSERT INTO inquiries (id, user_id, user_email, product, quantity, unit, message, delivery_place, "
-        "contact_phone, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "inquiry", "inquiries",
+        "id, user_id, user_email, product, quantity, unit, message, delivery_place, contact_phone, status, created_at",
         (rid, q.user_id, q.user_email, q.product, q.quantity, q.unit, q.message, q.delivery_place,
          q.contact_phone, RECEIVED, now),
         payload, now, Accepted(rid, RECEIVED, created),
@@ -133,9 +105,7 @@ def cooperation_write(c: Cooperation, now: float) -> RecordWrite:
         "message": c.message,
     }
     return RecordWrite(
-        "cooperation",
-        "INSERT INTO cooperations (id, company, contact_name, email, phone, type, message, status, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "cooperation", "cooperations", "id, company, contact_name, email, phone, type, message, status, created_at",
         (rid, c.company, c.contact_name, c.email, c.phone, c.type, c.message, RECEIVED, now),
         payload, now, Accepted(rid, RECEIVED, created),
     )
@@ -159,7 +129,8 @@ class RecordRepo:
     def insert(self, w: RecordWrite) -> Accepted:
         """The record and one job per channel, in one transaction."""
         with transaction(self.conn):
-            self.conn.execute(w.sql, w.params)
+            self.conn.execute(f"INSERT INTO {w.table} ({w.columns}) VALUES ({', '.join('?' * len(w.params))})",
+                              w.params)
             if self.channels:
                 OutboxRepo(self.conn).add(w.kind, w.payload["id"], w.payload, self.channels, w.now)
         return w.accepted

@@ -2,17 +2,17 @@
 
 Handlers, the key cache, the outbox worker, the evidence task and the live feed
 depend on these protocols only. `server/store/sqlite_repos.py` implements them
-over `SqliteStorage` (calls run on its threads, never on the event loop); a
-PostgreSQL implementation (SPEC 12) implements the same protocols over an async
-driver and is chosen once, where the hub is built. See docs/storage.md.
+over `SqliteStorage` (calls run on its threads, never on the event loop);
+`server/store/pg_repos.py` (SPEC 12) implements the same protocols over psycopg's
+async pool in PostgreSQL's own dialect. One is chosen once, where the hub is built
+(server/store/backend.py). See docs/storage.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import date
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol
 
 from server.evidence import Block
 from server.notify.jobs import JobState, Retry
@@ -23,13 +23,9 @@ from server.store.outbox import Job
 from server.store.records import Accepted, Cooperation, Inquiry
 from server.store.users import User
 
-T = TypeVar("T")
-
 
 class Storage(Protocol):
-    """The database under the repositories. Start-up and shutdown work (before the server accepts, after it
-    stopped) runs the shared synchronous repositories through the blocking pair; `fn` gets a connection
-    with sqlite3's interface (for PostgreSQL, server/store/pg.py's adapter)."""
+    """The database under the repositories (its connections stay inside each backend's repositories)."""
 
     async def open(self) -> None:
         """Called by the hub's start, on its loop, before the first awaited call."""
@@ -38,10 +34,6 @@ class Storage(Protocol):
     async def ping(self) -> bool:
         """True when storage answers a trivial read."""
         ...
-
-    def read_blocking(self, fn: Callable[[Any], T]) -> T: ...
-
-    def write_blocking(self, fn: Callable[[Any], T]) -> T: ...
 
     async def aclose(self) -> None: ...
 
@@ -52,6 +44,11 @@ class Keys(Protocol):
     async def active_by_hash(self) -> dict[str, ApiKey]: ...
 
     async def by_hash(self, key_hash: str) -> ApiKey | None: ...
+
+    def create_demo_key_blocking(self) -> str | None:
+        """At start-up, before anything is served: on a new database, one professional demo key (its secret);
+        None if the database already had one (two hubs starting together make one)."""
+        ...
 
 
 class Users(Protocol):

@@ -35,6 +35,9 @@ class SqliteKeys:
     async def by_hash(self, key_hash: str) -> ApiKey | None:
         return await self.storage.read(lambda c: KeyRepo(c).by_hash(key_hash))
 
+    def create_demo_key_blocking(self) -> str | None:
+        return self.storage.write_blocking(lambda c: KeyRepo(c).create_demo_key())
+
 
 class SqliteUsers:
     def __init__(self, storage: SqliteStorage) -> None:

@@ -11,20 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from server.store.db import integrity_errors, register_schema
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS users (
-    id TEXT PRIMARY KEY,
-    email TEXT NOT NULL UNIQUE,
-    password_hash TEXT NOT NULL,
-    name TEXT,
-    company TEXT,
-    created_at REAL NOT NULL,
-    disabled_at REAL
-);
-"""
-register_schema(SCHEMA)
+from server.store.errors import integrity_errors
 
 
 class DuplicateEmail(Exception):
@@ -50,7 +37,11 @@ def normalize_email(email: str) -> str:
     return email.strip().lower()
 
 
-def _row(row: Any) -> User:
+def new_user(email: str, password_hash: str, name: str | None, company: str | None, now: float) -> User:
+    return User("usr_" + secrets.token_hex(8), normalize_email(email), password_hash, name, company, now, None)
+
+
+def user_from_row(row: Any) -> User:
     return User(row["id"], row["email"], row["password_hash"], row["name"], row["company"],
                 row["created_at"], row["disabled_at"])
 
@@ -63,8 +54,7 @@ class UserRepo:
         self, email: str, password_hash: str, name: str | None = None, company: str | None = None,
         now: float | None = None,
     ) -> User:
-        user = User("usr_" + secrets.token_hex(8), normalize_email(email), password_hash, name, company,
-                    time.time() if now is None else now, None)
+        user = new_user(email, password_hash, name, company, time.time() if now is None else now)
         try:
             self.conn.execute(
                 "INSERT INTO users (id, email, password_hash, name, company, created_at) VALUES (?, ?, ?, ?, ?, ?)",
@@ -76,11 +66,11 @@ class UserRepo:
 
     def by_email(self, email: str) -> User | None:
         row = self.conn.execute("SELECT * FROM users WHERE email = ?", (normalize_email(email),)).fetchone()
-        return _row(row) if row else None
+        return user_from_row(row) if row else None
 
     def by_id(self, user_id: str) -> User | None:
         row = self.conn.execute("SELECT * FROM users WHERE id = ?", (user_id,)).fetchone()
-        return _row(row) if row else None
+        return user_from_row(row) if row else None
 
     def disable(self, email: str, now: float | None = None) -> bool:
         cur = self.conn.execute(

@@ -41,9 +41,9 @@ from server.store.records import Cooperation, Inquiry, RecordRepo
 from tests.conftest import (
     RUNTIMES,
     ServerProcess,
+    admin_repos,
     free_port,
     free_ports,
-    open_database,
     run_cli,
     worker_on_sqlite,
 )
@@ -486,11 +486,11 @@ def test_smtp_starttls_with_auth_and_implicit_tls(tmp_path: Path, monkeypatch: p
 # --- a real server process, killed with SIGKILL ----------------------------------------------------
 
 def _jobs(data_dir: Path, record_id: str) -> list[Any]:
-    conn = open_database(data_dir)
+    repos = admin_repos(data_dir)
     try:
-        return sorted(OutboxRepo(conn).for_record("cooperation", record_id), key=lambda j: j.target[-1])  # a, b
+        return sorted(repos.outbox.for_record("cooperation", record_id), key=lambda j: j.target[-1])  # a, b
     finally:
-        conn.close()
+        repos.close()
 
 
 def _submit(srv: ServerProcess, company: str) -> str:

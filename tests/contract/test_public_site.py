@@ -17,8 +17,7 @@ import httpx
 import orjson
 import pytest
 
-from server.evidence import EvidenceLog
-from tests.conftest import ServerProcess, open_database, run_cli
+from tests.conftest import ServerProcess, admin_repos, open_database, run_cli
 
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}\+08:00$")
 SECRET_HOLDER = "绝密测试控股集团有限公司"  # imported below; must never appear in any answer
@@ -264,10 +263,9 @@ def test_verify_anchor_proof_recomputes_the_root_independently(http: httpx.Clien
 
 def test_submitted_hash_is_pending_then_anchored_by_the_hub(server: ServerProcess, http: httpx.Client) -> None:
     digest = secrets.token_hex(32)
-    conn = _db(server)
-    conn.isolation_level = None
-    EvidenceLog(conn).submit(digest)  # a submission the hub has not anchored yet
-    conn.close()
+    repos = admin_repos(server.data_dir)
+    repos.evidence.submit(digest)  # a submission the hub has not anchored yet
+    repos.close()
     first = http.get("/api/verify-anchor", params={"hash": digest}).json()
     assert first == {"hash": digest, "verified": False, "status": "pending"} or first["verified"] is True
     deadline = time.monotonic() + 8.0  # the hub anchors pending evidence every 5 s

@@ -14,7 +14,8 @@ import httpx
 import pytest
 from aiosmtpd.controller import Controller
 
-from server.store.pg import open_pg
+from server.store.pg import connect
+from server.store.pg_sync import PgEvidenceLog
 from tests.conftest import ServerProcess, free_port
 from tests.contract.test_notify import Inbox, Receiver
 from tests.pg_service import pg_schema
@@ -85,11 +86,9 @@ def test_inquiries_on_either_hub_are_notified_exactly_once_between_them(
     _poll(lambda: len(inbox.messages) >= RECORDS and len(receiver.of("generic")) >= RECORDS, "all delivered")
 
     def outcomes() -> list[tuple[str, str, str, int]]:
-        conn = open_pg(database)
-        try:
-            return [tuple(r) for r in conn.execute("SELECT record_id, channel, state, attempts FROM outbox_jobs")]
-        finally:
-            conn.close()
+        with connect(database) as conn:
+            return [(r["record_id"], r["channel"], r["state"], r["attempts"])
+                    for r in conn.execute("SELECT record_id, channel, state, attempts FROM outbox_jobs")]
 
     # a hub records `delivered` after the far side answered: wait for those writes, not for the arrivals
     _poll(lambda: all(r[2] != "sending" for r in outcomes()), "every outcome recorded")
@@ -115,15 +114,10 @@ def test_pending_evidence_is_anchored_by_the_feed_leader_only(hubs: tuple[Server
     leaders = [h for h in (a, b) if _metric(h, "market_feed_leader") == 1]
     assert len(leaders) == 1
     follower = b if leaders[0] is a else a
-    from server.evidence.log import EvidenceLog
-
-    conn = open_pg(database)
-    try:
+    with connect(database) as conn:
         digests = [secrets.token_hex(32) for _ in range(3)]
         for digest in digests:
-            EvidenceLog(conn).submit(digest)
-    finally:
-        conn.close()
+            PgEvidenceLog(conn).submit(digest)
 
     def anchored() -> bool:
         return all(httpx.get(follower.base + "/api/verify-anchor", params={"hash": d}).json().get("status")

@@ -4,7 +4,10 @@ the behaviour tests run on both (tests/pg_service.py gives each PostgreSQL test 
 from __future__ import annotations
 
 import asyncio
+import re
 import sqlite3
+import subprocess
+import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import replace
@@ -18,14 +21,18 @@ from server.evidence import EvidenceLog
 from server.notify.jobs import Backoff, JobState
 from server.store.content import ContentKind
 from server.store.db import DB_NAME, open_db
+from server.store.errors import UnstorableValue
 from server.store.keys import KeyRepo, hash_key
 from server.store.pg_repos import PgStorage, pg_repositories
+from server.store.pg_sync import PgKeyRepo
 from server.store.receipts import ReceiptConflict, ReceiptData, ReceiptRepo, ReceiptStatus
 from server.store.records import Cooperation, Inquiry
 from server.store.repositories import Repositories, Storage
+from server.store.schema import MIGRATIONS
 from server.store.sqlite_repos import sqlite_repositories
 from server.store.storage import SqliteStorage, StorageClosed
 from server.store.users import DuplicateEmail
+from tests.conftest import ROOT
 from tests.pg_service import pg_schema
 
 CHANNELS = (("generic", "https://hooks.example/in"), ("email", "ops@example.com"))
@@ -130,12 +137,55 @@ def test_closed_storage_refuses_calls(tmp_path: Path) -> None:
     assert asyncio.run(s.ping()) is False
 
 
+def admin_keys(storage: Storage, fn: Callable[[Any], Any]) -> Any:
+    """`fn(key_repo)` with the backend's synchronous key repository (what the CLI uses)."""
+    if isinstance(storage, PgStorage):
+        return storage.blocking(lambda c: fn(PgKeyRepo(c)))
+    assert isinstance(storage, SqliteStorage)
+    return storage.write_blocking(lambda c: fn(KeyRepo(c)))
+
+
 def test_keys(storage: Storage, repos: Repositories, run: Run) -> None:
-    key, secret = storage.write_blocking(lambda c: KeyRepo(c).create("professional", label="t"))
+    key, secret = admin_keys(storage, lambda k: k.create("professional", label="t"))
     assert run(repos.keys.by_hash(hash_key(secret))) == key
     assert hash_key(secret) in run(repos.keys.active_by_hash())
-    storage.write_blocking(lambda c: KeyRepo(c).revoke(key.id))
+    assert admin_keys(storage, lambda k: k.revoke(key.id)) is True
     assert hash_key(secret) not in run(repos.keys.active_by_hash())
+    assert [k.id for k in admin_keys(storage, lambda k: k.list())] == [key.id]
+
+
+def test_the_demo_key_is_made_once(repos: Repositories, run: Run) -> None:
+    secret = repos.keys.create_demo_key_blocking()
+    assert secret is not None and repos.keys.create_demo_key_blocking() is None
+    found = run(repos.keys.by_hash(hash_key(secret)))
+    assert found is not None and (found.plan, found.label) == ("professional", "demo")
+
+
+def test_text_with_a_nul_is_never_a_driver_error(storage: Storage, repos: Repositories, run: Run) -> None:
+    """PostgreSQL refuses NUL in text (psycopg.DataError); validation rejects it with a 400 before storage. If one
+    slips through, a write raises the named UnstorableValue and a read finds nothing, as on SQLite (which stores
+    it): never a bare driver error."""
+    assert run(repos.users.by_email("a\x00@example.cn")) is None
+    if isinstance(storage, PgStorage):
+        with pytest.raises(UnstorableValue):
+            run(repos.users.create("b\x00@example.cn", "hash", None, None))
+        with pytest.raises(UnstorableValue):
+            run(repos.records.add_cooperation(Cooperation("Ac\x00me", "Li", "li@example.cn", None, "data")))
+        assert run(repos.outbox.list_jobs()) == []  # nothing half-written
+    run(repos.users.create("c@example.cn", "hash", None, None))  # the pool's connection is still good
+
+
+def test_every_table_is_created_whatever_was_imported(tmp_path: Path) -> None:
+    """The schema is one explicit list per backend (server/store/schema.py), not a registry filled by imports."""
+    code = ("import sys; from pathlib import Path; from server.store.db import open_db; "
+            "c = open_db(Path(sys.argv[1])); "
+            "print(' '.join(sorted(r[0] for r in c.execute(\"SELECT name FROM sqlite_master WHERE type='table'\"))))")
+    out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "data")], cwd=ROOT, capture_output=True,
+                         text=True, timeout=60, check=True).stdout.split()
+    postgres = set(re.findall(r"CREATE TABLE (\w+)", " ".join(sql for _, _, sql in MIGRATIONS)))
+    assert set(out) == postgres == {
+        "api_keys", "candles", "content_items", "cooperations", "evidence_blocks", "evidence_leaves",
+        "evidence_nodes", "inquiries", "meta", "outbox_jobs", "receipts", "users"}
 
 
 def test_users(repos: Repositories, run: Run) -> None:
