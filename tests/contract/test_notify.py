@@ -590,10 +590,13 @@ def test_public_api_records_are_notified_on_every_channel(
             assert inquiry.status_code == 201, inquiry.text
             ids = {coop.json()["id"], inquiry.json()["id"]}
             deadline = time.monotonic() + 10
-            while len(inbox.messages) < 2 or len(receiver.hits) < 4:  # another process delivers: poll
+            counted = [f'market_outbox_deliveries_total{{channel="{ch}"}} 2' for ch in ("email", "wecom", "generic")]
+            # another process delivers: poll; the hub counts a delivery just after recording it, a moment after
+            # the far side got it, so the counters are awaited too
+            while len(inbox.messages) < 2 or len(receiver.hits) < 4 or not all(
+                    c in (metrics := client.get("/metrics").text) for c in counted):
                 assert time.monotonic() < deadline, srv.output()
                 time.sleep(0.05)
-            metrics = client.get("/metrics").text
         subjects = {m[2]["Subject"] for m in inbox.messages}
         assert subjects == {f"[Cooperation 合作意向] {coop.json()['id']}", f"[Inquiry 询价] {inquiry.json()['id']}"}
         assert {h.json["id"] for h in receiver.of("generic")} == ids
