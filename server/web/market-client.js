@@ -115,6 +115,7 @@ function parseRetryAfter(value, problemRetryAfter, now = Date.now()) {
 // dist/rest.js
 var KEY_HEADER = "X-SERVICE-Key";
 var DEFAULT_BASE = "http://127.0.0.1:8000";
+var AFTER_LIVE_MS = 7 * 864e5;
 function defaultBase() {
   const loc = globalThis.location;
   return loc?.origin && loc.origin !== "null" ? loc.origin : DEFAULT_BASE;
@@ -181,24 +182,28 @@ var MarketClient = class {
    */
   async *olderCandles(id, query = {}, call) {
     const { before, ...rest } = query;
-    let to = before;
+    let to = before ?? Date.now() + AFTER_LIVE_MS;
     for (; ; ) {
-      const page = await this.kline(id, to === void 0 ? rest : { ...rest, to }, call);
+      const page = await this.kline(id, { ...rest, to }, call);
       if (!page.series.length)
         return;
       yield page.series;
       const first = page.series[0].t;
-      if (to !== void 0 && sameInstant(first, to))
+      if (sameInstant(first, to))
         return;
       to = first;
     }
   }
   // --- TradingView UDF datafeed (/api/v1/udf) ---------------------------------------------
   udf = {
+    /** `GET /api/v1/udf/config`: resolutions 1, 5, 15, 60, 1D; search and time supported. */
     config: (call) => this.get("/api/v1/udf/config", { ...call }),
+    /** `GET /api/v1/udf/symbols?symbol=ID`: TradingView symbol info. */
     symbols: (symbol, call) => this.get("/api/v1/udf/symbols", { query: { symbol }, ...call }),
     search: (query, call) => this.get("/api/v1/udf/search", { query, ...call }),
+    /** Bars with from <= t <= to (UDF counts `to` in), or the latest `countback`; `s` is ok, no_data or error. */
     history: (query, call) => this.get("/api/v1/udf/history", { query, ...call }),
+    /** Server time in epoch seconds. */
     time: async (call) => Number(await this.get("/api/v1/udf/time", { ...call }))
   };
   // --- public site (/api) -------------------------------------------------------------------
@@ -555,6 +560,10 @@ var QuoteStream = class extends Emitter {
   reconnects = 0;
   ids;
   candles;
+  candleIds;
+  /** The heartbeat interval in use: the option's, then what the server's heartbeats show. */
+  heartbeatMs;
+  lastHeartbeatTs = null;
   opts;
   ws = null;
   impl;
@@ -572,6 +581,8 @@ var QuoteStream = class extends Emitter {
     this.opts = { heartbeatMs: 5e3, connectTimeoutMs: 1e4, ...options };
     this.ids = options.ids ? [...options.ids] : null;
     this.candles = options.candles ? [...options.candles] : [];
+    this.candleIds = options.candleIds ? [...options.candleIds] : null;
+    this.heartbeatMs = this.opts.heartbeatMs;
     this.backoff = new Backoff(options.backoff);
     this.impl = options.WebSocket ?? null;
   }
@@ -600,12 +611,23 @@ var QuoteStream = class extends Emitter {
     if (this.state !== "closed")
       this.setState("closed");
   }
-  /** Replace the subscription (ids; and candle intervals, none when omitted). */
+  /** Replace the subscription (ids; and candle intervals, none when omitted, for `candleIds` or every id). */
   subscribe(ids, options = {}) {
     this.ids = [...ids];
     this.candles = options.candles ? [...options.candles] : [];
+    this.candleIds = options.candleIds ? [...options.candleIds] : null;
     this.resume.clearAsk();
-    return this.send({ op: "subscribe", ids: this.ids, ...this.candles.length ? { candles: this.candles } : {} });
+    const reqId = this.send({ op: "subscribe", ids: this.ids, ...this.candles.length ? { candles: this.candles } : {} });
+    this.narrowCandles(this.ids);
+    return reqId;
+  }
+  /** Candle frames only for `candleIds`: the subscribe set ids x intervals, so drop the intervals of the rest. */
+  narrowCandles(ids) {
+    if (!this.candleIds || !this.candles.length)
+      return;
+    const rest = ids.filter((i) => !this.candleIds.includes(i));
+    if (rest.length)
+      this.send({ op: "unsubscribe", ids: rest, candles: this.candles });
   }
   /** Remove ids (and, with `candles`, only those candle intervals of them). */
   unsubscribe(ids, options = {}) {
@@ -661,6 +683,7 @@ var QuoteStream = class extends Emitter {
       if (this.everOpened)
         this.reconnects += 1;
       this.everOpened = true;
+      this.lastHeartbeatTs = null;
       this.setState("open");
       this.touch();
       this.sendSubscription();
@@ -699,6 +722,7 @@ var QuoteStream = class extends Emitter {
       ...this.candles.length ? { candles: this.candles } : {},
       ...resume
     });
+    this.narrowCandles(ids);
   }
   scheduleReconnect(code, reason) {
     this.lastClose = { code, reason };
@@ -804,6 +828,7 @@ var QuoteStream = class extends Emitter {
     this.emit("tick", msg);
   }
   onHeartbeat(msg) {
+    this.learnInterval(msg);
     this.emit("heartbeat", msg);
     if (this.awaitingReqId !== null)
       return;
@@ -820,10 +845,23 @@ var QuoteStream = class extends Emitter {
     });
   }
   // --- liveness ----------------------------------------------------------------------------
+  /** Two heartbeats in a row on one connection: their `ts` apart is the server's interval. */
+  learnInterval(msg) {
+    const ts = Date.parse(msg.ts);
+    const prev = this.lastHeartbeatTs;
+    this.lastHeartbeatTs = Number.isNaN(ts) ? null : ts;
+    if (prev === null || Number.isNaN(ts) || this.opts.heartbeatMs <= 0)
+      return;
+    const spacing = Math.round((ts - prev) / 100) * 100;
+    if (spacing >= 100 && spacing <= 12e4 && spacing !== this.heartbeatMs) {
+      this.heartbeatMs = spacing;
+      this.touch();
+    }
+  }
   /** Any message proves the connection alive; silence for two heartbeat intervals does the opposite. */
   touch() {
     this.lastMessageAt = Date.now();
-    const hb = this.opts.heartbeatMs;
+    const hb = this.heartbeatMs;
     if (hb <= 0)
       return;
     if (this.watchdog !== null)

@@ -43,4 +43,6 @@ export interface CallOptions {
   headers?: Record<string, string>;
   /** Aborts the request (and any wait for a 429's Retry-After). */
   signal?: AbortSignal;
+  /** The fetch cache mode: `no-cache` revalidates a cached answer by its ETag (a 304 costs no body). */
+  cache?: RequestCache;
 }

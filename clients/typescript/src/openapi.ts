@@ -274,6 +274,91 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/udf/config": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** UDF datafeed configuration: resolutions 1, 5, 15, 60, 1D; search and time supported */
+        get: operations["get_udf_config"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/udf/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** UDF bars: from <= t <= to (both counted in), or the latest countback bars with t <= to; the same candles as /api/v1/kline */
+        get: operations["get_udf_history"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/udf/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** UDF symbol search (id, English or Chinese name contain the query) */
+        get: operations["get_udf_search"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/udf/symbols": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** UDF symbol info of one instrument */
+        get: operations["get_udf_symbols"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/udf/time": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The server's time in epoch seconds, as plain text */
+        get: operations["get_udf_time"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/verify-anchor": {
         parameters: {
             query?: never;
@@ -479,6 +564,8 @@ export interface components {
             id: string;
             /** @enum {string} */
             interval: "1m" | "5m" | "15m" | "1h" | "1d";
+            /** @description Range queries only (from/to given): with from, the t of the first candle of the range left out by limit (pass it as the next from), null when none is; without from always null */
+            next?: string | null;
             /** @description ascending by t. 1d: one per trading day (Mon-Fri), the last is live. Intraday: the most recent buckets that had a tick (none is invented); the last may still be filling */
             series: components["schemas"]["Candle"][];
             /**
@@ -832,6 +919,82 @@ export interface components {
             token: string;
             /** @constant */
             tokenType: "Bearer";
+        };
+        UdfConfig: {
+            exchanges?: unknown[];
+            supported_resolutions: string[];
+            supports_group_request: boolean;
+            supports_marks: boolean;
+            supports_search: boolean;
+            supports_time: boolean;
+            supports_timescale_marks: boolean;
+            symbols_types?: unknown[];
+        };
+        /** @description A problem document (RFC 9457) with the TradingView UDF error fields added */
+        UdfError: {
+            /** @enum {string} */
+            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
+            detail: string;
+            /** @description the same text as detail */
+            errmsg: string;
+            errors?: {
+                field: string;
+                message: string;
+            }[];
+            /** @description on 429: seconds to wait */
+            retryAfter?: number;
+            /** @constant */
+            s: "error";
+            status: number;
+            title: string;
+            type: string;
+        };
+        UdfHistory: {
+            c?: number[];
+            h?: number[];
+            l?: number[];
+            /** @description no_data only: the newest bar before from, when there is one */
+            nextTime?: number;
+            o?: number[];
+            /** @enum {string} */
+            s: "ok" | "no_data";
+            /** @description bar times, epoch seconds, ascending */
+            t?: number[];
+            v?: number[];
+        };
+        UdfSearchResult: {
+            description: string;
+            exchange: string;
+            full_name: string;
+            symbol: string;
+            ticker: string;
+            type: string;
+        };
+        UdfSymbol: {
+            currency_code?: string;
+            /** @constant */
+            data_status: "streaming";
+            description: string;
+            exchange: string;
+            has_daily?: boolean;
+            has_intraday: boolean;
+            intraday_multipliers?: string[];
+            listed_exchange?: string;
+            minmov: number;
+            name: string;
+            /** @description 10 ** the price's decimals */
+            pricescale: number;
+            /** @constant */
+            session: "24x7";
+            supported_resolutions: string[];
+            ticker: string;
+            /** @constant */
+            timezone: "Asia/Shanghai";
+            /** @enum {string} */
+            type: "commodity" | "forex";
+            /** @description the price's unit, e.g. CNY/t */
+            unit?: string;
+            volume_precision: number;
         };
         /** @description pending and tampered: hash, verified false, status; anchored: verified true and the rest */
         Verification: {
@@ -1919,10 +2082,14 @@ export interface operations {
             query?: {
                 /** @description interval=1d only: the most recent N trading days (default 90; with an intraday interval: 400) */
                 days?: number;
+                /** @description range query (every interval): candles whose bucket start is >= from. An ISO 8601 timestamp with offset (2026-11-18T10:30:00+08:00 or ...Z; an unencoded + read as a space is understood), a date YYYY-MM-DD (00:00 Asia/Shanghai) or integer epoch milliseconds. Default: the earliest held. With from the answer holds the earliest limit candles and next */
+                from?: string;
                 /** @description candle length; 1d: one candle per trading day (t YYYY-MM-DD); intraday: t is the bucket start (ISO 8601, +08:00) */
                 interval?: "1m" | "5m" | "15m" | "1h" | "1d";
-                /** @description intraday intervals only: the most recent N buckets that had a tick (default 300; with interval=1d: 400) */
+                /** @description intraday intervals: the most recent N buckets that had a tick (default 300); with interval=1d only in a range query (default 90; without from/to: 400). In a range query: with from the earliest N candles of the range (then next), without from the latest N before to */
                 limit?: number;
+                /** @description range query: candles whose bucket start is < to (half-open), same formats as from. Default: after the live candle. A daily candle's bucket start is its day at 00:00 Asia/Shanghai */
+                to?: string;
             };
             header?: never;
             path: {
@@ -1954,7 +2121,7 @@ export interface operations {
                     "application/json": components["schemas"]["CandleSeries"];
                 };
             };
-            /** @description interval not one of 1m, 5m, 15m, 1h, 1d; days not an integer 1..90; limit not an integer 1..1000; days with an intraday interval or limit with 1d (invalid_parameter); a query parameter not listed here (unknown_parameter) */
+            /** @description interval not one of 1m, 5m, 15m, 1h, 1d; days not an integer 1..90; limit not an integer 1..1000; days with an intraday interval, limit with 1d outside a range query, days with from/to, from or to unparseable or without offset, from >= to (invalid_parameter, errors[].field names it); a query parameter not listed here (unknown_parameter) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -2298,6 +2465,469 @@ export interface operations {
                 };
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_udf_config: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UdfConfig"];
+                };
+            };
+            /** @description a query parameter (none is defined): a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg}; a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods): a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description rate limit exceeded: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID): a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+        };
+    };
+    get_udf_history: {
+        parameters: {
+            query: {
+                /** @description the latest N bars with t <= to; wins over from */
+                countback?: number;
+                /** @description epoch seconds (default: the earliest bar held) */
+                from?: number;
+                /** @description 1, 5, 15, 60 minutes or 1D (D is accepted too) */
+                resolution: "1" | "5" | "15" | "60" | "1D";
+                /** @description instrument id */
+                symbol: string;
+                /** @description epoch seconds, counted in */
+                to: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description s ok (bars: t is the bucket start in epoch seconds, a daily bar's its date at 00:00 UTC), or no_data (with nextTime when older bars exist) */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UdfHistory"];
+                };
+            };
+            /** @description a parameter missing or invalid, unknown symbol, from > to: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg}; a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods): a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description rate limit exceeded: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID): a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+        };
+    };
+    get_udf_search: {
+        parameters: {
+            query?: {
+                /** @description source name (empty: any) */
+                exchange?: string;
+                /** @description at most this many (default 30) */
+                limit?: number;
+                /** @description text to look for (empty: every instrument) */
+                query?: string;
+                /** @description symbol type */
+                type?: "" | "commodity" | "forex";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description matches in catalogue order */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UdfSearchResult"][];
+                };
+            };
+            /** @description bad type or limit: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg}; a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods): a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description rate limit exceeded: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID): a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+        };
+    };
+    get_udf_symbols: {
+        parameters: {
+            query: {
+                /** @description instrument id (an EXCHANGE: prefix is ignored) */
+                symbol: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UdfSymbol"];
+                };
+            };
+            /** @description symbol missing or unknown: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg}; a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods): a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description rate limit exceeded: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID): a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+        };
+    };
+    get_udf_time: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description epoch seconds */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/plain": string;
+                };
+            };
+            /** @description a query parameter (none is defined): a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg}; a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods): a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description rate limit exceeded: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID): a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
                 };
             };
         };

@@ -10,7 +10,7 @@ import {
   TransportError,
   problemError,
 } from "./errors.js";
-import type { BodyOf, CallOptions, Method, PathsWith, RequestOptions, SuccessBody } from "./http.js";
+import type { BodyOf, CallOptions, Method, PathsWith, QueryOf, RequestOptions, SuccessBody } from "./http.js";
 import type { paths } from "./openapi.js";
 import { type RateLimit, parseRateLimit, parseRetryAfter } from "./ratelimit.js";
 import type {
@@ -64,6 +64,8 @@ export interface ApiResponse<T> extends ResponseInfo {
 }
 
 const DEFAULT_BASE = "http://127.0.0.1:8000";
+/** "After the live candle" for a range query's `to`: a week ahead covers the next trading day of any interval. */
+const AFTER_LIVE_MS = 7 * 86_400_000;
 
 function defaultBase(): string {
   const loc = (globalThis as { location?: { origin?: string } }).location;
@@ -143,13 +145,14 @@ export class MarketClient {
   async *olderCandles(id: string, query: Omit<KlineQuery, "from" | "to"> & { before?: Timestamp } = {},
     call?: CallOptions): AsyncGenerator<Candle[]> {
     const { before, ...rest } = query;
-    let to: Timestamp | undefined = before;
+    // always a range query (`to`): `limit` then counts candles for every interval, 1d included
+    let to: Timestamp = before ?? Date.now() + AFTER_LIVE_MS;
     for (;;) {
-      const page: KlineResponse = await this.kline(id, to === undefined ? rest : { ...rest, to }, call);
+      const page: KlineResponse = await this.kline(id, { ...rest, to }, call);
       if (!page.series.length) return;
       yield page.series;
       const first = page.series[0]!.t;
-      if (to !== undefined && sameInstant(first, to)) return; // the server cannot go further back
+      if (sameInstant(first, to)) return; // the server cannot go further back
       to = first;
     }
   }
@@ -157,16 +160,17 @@ export class MarketClient {
   // --- TradingView UDF datafeed (/api/v1/udf) ---------------------------------------------
 
   readonly udf = {
-    config: (call?: CallOptions) => this.get("/api/v1/udf/config" as never, { ...call } as never) as Promise<unknown>,
-    symbols: (symbol: string, call?: CallOptions) =>
-      this.get("/api/v1/udf/symbols" as never, { query: { symbol }, ...call } as never) as Promise<unknown>,
-    search: (query: { query?: string; type?: string; exchange?: string; limit?: number }, call?: CallOptions) =>
-      this.get("/api/v1/udf/search" as never, { query, ...call } as never) as Promise<unknown>,
-    history: (query: { symbol: string; resolution: string; from?: number; to: number; countback?: number },
-      call?: CallOptions) =>
-      this.get("/api/v1/udf/history" as never, { query, ...call } as never) as Promise<unknown>,
-    time: async (call?: CallOptions) =>
-      Number(await (this.get("/api/v1/udf/time" as never, { ...call } as never) as Promise<unknown>)),
+    /** `GET /api/v1/udf/config`: resolutions 1, 5, 15, 60, 1D; search and time supported. */
+    config: (call?: CallOptions) => this.get("/api/v1/udf/config", { ...call }),
+    /** `GET /api/v1/udf/symbols?symbol=ID`: TradingView symbol info. */
+    symbols: (symbol: string, call?: CallOptions) => this.get("/api/v1/udf/symbols", { query: { symbol }, ...call }),
+    search: (query: QueryOf<"/api/v1/udf/search", "get">, call?: CallOptions) =>
+      this.get("/api/v1/udf/search", { query, ...call }),
+    /** Bars with from <= t <= to (UDF counts `to` in), or the latest `countback`; `s` is ok, no_data or error. */
+    history: (query: QueryOf<"/api/v1/udf/history", "get">, call?: CallOptions) =>
+      this.get("/api/v1/udf/history", { query, ...call }),
+    /** Server time in epoch seconds. */
+    time: async (call?: CallOptions) => Number(await this.get("/api/v1/udf/time", { ...call })),
   };
 
   // --- public site (/api) -------------------------------------------------------------------
@@ -247,7 +251,7 @@ export class MarketClient {
   async request<M extends Method, P extends PathsWith<M> & keyof paths>(method: M, path: P,
     options: RequestOptions<P, M>): Promise<ApiResponse<SuccessBody<P, M>>> {
     const o = options as { params?: Record<string, unknown>; query?: Record<string, unknown>; body?: unknown } &
-      CallOptions & { cache?: RequestCache };
+      CallOptions;
     const url = this.baseUrl + fillPath(path, o.params) + queryString(o.query);
     const headers: Record<string, string> = { Accept: "application/json", ...this.opts.headers, ...o.headers };
     if (this.key && path.startsWith("/api/v1/")) headers[KEY_HEADER] = this.key;

@@ -98,8 +98,12 @@ export interface StreamOptions {
   ids?: string[] | null;
   /** Candle intervals to receive `candle` frames for (for `ids`). */
   candles?: CandleInterval[];
+  /** Only these ids get candle frames (default: every subscribed id): a chart of one instrument beside a
+   * table of all of them. */
+  candleIds?: string[] | null;
   /** The server's heartbeat interval (`--heartbeat-s`, default 5 s): silence for twice this is a dead
-   * connection. 0 turns the check off (a server started with heartbeats off). */
+   * connection. 0 turns the check off (a server started with heartbeats off). Once two heartbeats in a row
+   * have arrived, the interval between their `ts` is used instead (a server with another --heartbeat-s). */
   heartbeatMs?: number;
   /** A handshake that has not completed in this many ms is abandoned and retried (default 10,000). */
   connectTimeoutMs?: number;
@@ -120,6 +124,10 @@ export class QuoteStream extends Emitter<StreamEvents> {
   reconnects = 0;
   private ids: string[] | null;
   private candles: CandleInterval[];
+  private candleIds: string[] | null;
+  /** The heartbeat interval in use: the option's, then what the server's heartbeats show. */
+  heartbeatMs: number;
+  private lastHeartbeatTs: number | null = null;
   private readonly opts: StreamOptions & { heartbeatMs: number; connectTimeoutMs: number };
   private ws: SocketLike | null = null;
   private impl: WebSocketConstructor | null;
@@ -137,6 +145,8 @@ export class QuoteStream extends Emitter<StreamEvents> {
     this.opts = { heartbeatMs: 5000, connectTimeoutMs: 10_000, ...options };
     this.ids = options.ids ? [...options.ids] : null;
     this.candles = options.candles ? [...options.candles] : [];
+    this.candleIds = options.candleIds ? [...options.candleIds] : null;
+    this.heartbeatMs = this.opts.heartbeatMs;
     this.backoff = new Backoff(options.backoff);
     this.impl = options.WebSocket ?? null;
   }
@@ -168,12 +178,22 @@ export class QuoteStream extends Emitter<StreamEvents> {
     if (this.state !== "closed") this.setState("closed");
   }
 
-  /** Replace the subscription (ids; and candle intervals, none when omitted). */
-  subscribe(ids: string[], options: { candles?: CandleInterval[] } = {}): string | null {
+  /** Replace the subscription (ids; and candle intervals, none when omitted, for `candleIds` or every id). */
+  subscribe(ids: string[], options: { candles?: CandleInterval[]; candleIds?: string[] | null } = {}): string | null {
     this.ids = [...ids];
     this.candles = options.candles ? [...options.candles] : [];
+    this.candleIds = options.candleIds ? [...options.candleIds] : null;
     this.resume.clearAsk();
-    return this.send({ op: "subscribe", ids: this.ids, ...(this.candles.length ? { candles: this.candles } : {}) });
+    const reqId = this.send({ op: "subscribe", ids: this.ids, ...(this.candles.length ? { candles: this.candles } : {}) });
+    this.narrowCandles(this.ids);
+    return reqId;
+  }
+
+  /** Candle frames only for `candleIds`: the subscribe set ids x intervals, so drop the intervals of the rest. */
+  private narrowCandles(ids: string[]): void {
+    if (!this.candleIds || !this.candles.length) return;
+    const rest = ids.filter((i) => !this.candleIds!.includes(i));
+    if (rest.length) this.send({ op: "unsubscribe", ids: rest, candles: this.candles });
   }
 
   /** Remove ids (and, with `candles`, only those candle intervals of them). */
@@ -230,6 +250,7 @@ export class QuoteStream extends Emitter<StreamEvents> {
       this.failuresBeforeOpen = 0;
       if (this.everOpened) this.reconnects += 1;
       this.everOpened = true;
+      this.lastHeartbeatTs = null;
       this.setState("open");
       this.touch();
       this.sendSubscription();
@@ -264,6 +285,7 @@ export class QuoteStream extends Emitter<StreamEvents> {
     this.awaitingReqId = this.send({
       op: "subscribe", ids, ...(this.candles.length ? { candles: this.candles } : {}), ...resume,
     });
+    this.narrowCandles(ids);
   }
 
   private scheduleReconnect(code: number | null, reason: string): void {
@@ -359,6 +381,7 @@ export class QuoteStream extends Emitter<StreamEvents> {
   }
 
   private onHeartbeat(msg: HeartbeatMessage): void {
+    this.learnInterval(msg);
     this.emit("heartbeat", msg);
     if (this.awaitingReqId !== null) return; // a resume is under way: its ticks will follow
     const gap = this.resume.onHeartbeat(msg);
@@ -373,10 +396,23 @@ export class QuoteStream extends Emitter<StreamEvents> {
 
   // --- liveness ----------------------------------------------------------------------------
 
+  /** Two heartbeats in a row on one connection: their `ts` apart is the server's interval. */
+  private learnInterval(msg: HeartbeatMessage): void {
+    const ts = Date.parse(msg.ts);
+    const prev = this.lastHeartbeatTs;
+    this.lastHeartbeatTs = Number.isNaN(ts) ? null : ts;
+    if (prev === null || Number.isNaN(ts) || this.opts.heartbeatMs <= 0) return;
+    const spacing = Math.round((ts - prev) / 100) * 100;
+    if (spacing >= 100 && spacing <= 120_000 && spacing !== this.heartbeatMs) {
+      this.heartbeatMs = spacing;
+      this.touch(); // re-arm with the interval just learnt
+    }
+  }
+
   /** Any message proves the connection alive; silence for two heartbeat intervals does the opposite. */
   private touch(): void {
     this.lastMessageAt = Date.now();
-    const hb = this.opts.heartbeatMs;
+    const hb = this.heartbeatMs;
     if (hb <= 0) return;
     if (this.watchdog !== null) clearTimeout(this.watchdog);
     this.watchdog = setTimeout(() => {

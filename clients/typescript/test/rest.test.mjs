@@ -107,16 +107,10 @@ describe("REST client", { skip: !havePython() && "no Python server (.venv) to te
     if (statuses[0] === 429) assert.ok(Date.now() - started >= 900, "retried before Retry-After");
   });
 
-  test("kline: the plain call, and ranges paged as an async iterator", async (t) => {
+  test("kline: the plain call, and ranges paged as an async iterator", async () => {
     const latest = await api.kline("brent", { interval: "1m", limit: 5 });
     assert.equal(latest.series.length, 5);
-    let probe;
-    try {
-      probe = await api.kline("brent", { interval: "1m", from: latest.series[0].t, limit: 2 });
-    } catch (e) {
-      if (e instanceof BadRequestError && e.code === "unknown_parameter") return t.skip("server has no range queries");
-      throw e;
-    }
+    const probe = await api.kline("brent", { interval: "1m", from: latest.series[0].t, limit: 2 });
     assert.equal(probe.series[0].t, latest.series[0].t);
     assert.ok(probe.next, "a page of 2 out of 5 names the next");
     const seen = [];
@@ -130,5 +124,25 @@ describe("REST client", { skip: !havePython() && "no Python server (.venv) to te
     assert.equal(days.length, 90, "90 trading days held");
     assert.deepEqual(days, [...days].sort());
     assert.equal(new Set(days).size, days.length);
+  });
+
+  test("UDF datafeed: config, symbol, history equal to /kline, time; errors keep problem and UDF fields", async () => {
+    const config = await api.udf.config();
+    assert.ok(config.supported_resolutions.includes("1D"));
+    const sym = await api.udf.symbols("brent");
+    assert.equal(sym.ticker, "brent");
+    const kline = await api.kline("brent", { interval: "1m", limit: 3 });
+    const from = Date.parse(kline.series[0].t) / 1000;
+    const to = Date.parse(kline.series[1].t) / 1000;
+    const hist = await api.udf.history({ symbol: "brent", resolution: "1", from, to });
+    assert.equal(hist.s, "ok");
+    if (hist.s === "ok") {
+      assert.deepEqual(hist.t, [from, to]);
+      assert.deepEqual(hist.c, kline.series.slice(0, 2).map((c) => c.c));
+    }
+    const now = await api.udf.time();
+    assert.ok(Math.abs(now - Date.now() / 1000) < 60);
+    await assert.rejects(api.udf.history({ symbol: "nope", resolution: "1", from, to }),
+      (e) => e instanceof BadRequestError && e.problem.s === "error" && typeof e.problem.errmsg === "string");
   });
 });
