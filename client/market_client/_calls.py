@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import date, datetime
 from typing import Any, Generic, Literal, TypeVar
 from urllib.parse import quote as url_quote
 
@@ -20,6 +21,7 @@ from market_client.errors import RateLimited, problem_error, retry_after_seconds
 T = TypeVar("T")
 Auth = Literal["key", "bearer", "none"]
 DEFAULT_URL = "http://127.0.0.1:8000"
+Instant = datetime | date | int | str  # a range bound: aware datetime, trading day, epoch ms or ISO text
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,9 +69,28 @@ def quote(instrument_id: str) -> Call[m.QuoteExtended]:
 
 
 def kline(instrument_id: str, days: int | None = None, interval: str | None = None,
-          limit: int | None = None) -> Call[m.CandleSeries]:
-    params = _params(days=days, interval=interval, limit=limit)
+          limit: int | None = None, start: Instant | None = None, end: Instant | None = None) -> Call[m.CandleSeries]:
+    params = _params(days=days, interval=interval, limit=limit, **{"from": _instant("start", start),
+                                                                     "to": _instant("end", end)})
     return Call("GET", f"/api/v1/kline/{_seg(instrument_id)}", m.CandleSeries, params, auth="key")
+
+
+def _instant(name: str, value: Instant | None) -> str | None:
+    """A range bound as the server reads it (SPEC 14): an aware datetime as ISO 8601 with its offset, a date as
+    YYYY-MM-DD (00:00 Asia/Shanghai), an int as epoch milliseconds, a str as given (e.g. a `next` cursor)."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        raise TypeError(f"{name}: a datetime, date, epoch milliseconds or ISO string, not {value!r}")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, datetime):
+        if value.tzinfo is None:
+            raise ValueError(f"{name}: a naive datetime is ambiguous; give it a timezone (e.g. tzinfo=timezone.utc)")
+        return value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    raise TypeError(f"{name}: a datetime, date, epoch milliseconds or ISO string, not {type(value).__name__}")
 
 
 def spreads() -> Call[m.SpreadList]:

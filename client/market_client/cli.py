@@ -1,7 +1,7 @@
 """`market-client`: quotes as a table, or a live tick per line.
 
     market-client quotes [--kind oil] [--ids brent,wti] [--json]
-    market-client watch brent wti [--count N] [--json]
+    market-client watch brent wti [--count N] [--candles 1m,1d] [--json]
 
 Every command takes `--key` (else env MARKET_KEY), `--url` (default http://127.0.0.1:8000)
 and, for `watch`, `--ws-url` (default: the port the server's /api/config names, else 8001).
@@ -22,7 +22,7 @@ import msgspec
 
 from market_client import models as m
 from market_client.errors import MarketError, ProblemError
-from market_client.events import Gap, Snapshot, Tick
+from market_client.events import CandleGap, CandleUpdate, Gap, Snapshot, Tick
 from market_client.rest import AsyncMarketClient, MarketClient
 
 
@@ -41,6 +41,7 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("ids", nargs="*", help="instrument ids (default: all)")
     w.add_argument("--ws-url", help="WebSocket URL (default: ws://HOST:<port from /api/config>/ws/quotes)")
     w.add_argument("--count", type=int, help="stop after this many ticks")
+    w.add_argument("--candles", help="also live candles of these intervals, comma-separated (1m,5m,15m,1h,1d)")
     return parser
 
 
@@ -102,6 +103,8 @@ async def _watch(args: argparse.Namespace, out: TextIO) -> int:
     places: dict[str, int] = {}  # per instrument, from the snapshot's priceText
     async with AsyncMarketClient(args.url, args.key) as api:
         options: dict[str, Any] = {"ws_url": args.ws_url} if args.ws_url else {}
+        if args.candles:
+            options["candles"] = [i for i in args.candles.split(",") if i]
         async with api.stream(args.ids or None, **options) as events:
             async for event in events:
                 if isinstance(event, Tick):
@@ -110,7 +113,10 @@ async def _watch(args: argparse.Namespace, out: TextIO) -> int:
                     seen += 1
                     if args.count is not None and seen >= args.count:
                         return 0
-                elif isinstance(event, Gap):
+                elif isinstance(event, CandleUpdate):
+                    out.write(msgspec.json.encode(event).decode() + "\n" if args.json else f"{event}\n")
+                    out.flush()
+                elif isinstance(event, Gap | CandleGap):
                     print(f"# {event}", file=sys.stderr)
                 elif isinstance(event, Snapshot):
                     places.update((q.id, q.decimals) for q in event.quotes)

@@ -44,6 +44,42 @@ class Subscribed(msgspec.Struct, tag="subscribed", tag_field="type", rename="cam
     ids: list[str]
     req_id: str | int | None = None
     recovered: bool | None = None
+    candles: list[str] | None = None
+
+
+class CandleUpdate(msgspec.Struct, tag="candle", tag_field="type", frozen=True, kw_only=True):
+    """A live candle of a subscribed interval (SPEC 14). `final: False`: the bucket is still filling (at most
+    one such update per second per id and interval, the latest state); `final: True`: the bucket is closed
+    and this is what `/kline` returns for it. `t` is as in `/kline` (a date for 1d, else the bucket's start
+    with offset); `seq` the last tick included (None for a final candle the client fetched with a range
+    query after a reconnect, see `CandleGap`)."""
+
+    id: str
+    interval: str
+    t: str
+    open: float = msgspec.field(name="o")
+    high: float = msgspec.field(name="h")
+    low: float = msgspec.field(name="l")
+    close: float = msgspec.field(name="c")
+    volume: float = msgspec.field(name="v")
+    final: bool
+    seq: int | None = None
+
+    def __str__(self) -> str:
+        state = "final" if self.final else "live"
+        return (f"candle {self.id} {self.interval} {self.t} o={self.open:,} h={self.high:,} l={self.low:,} "
+                f"c={self.close:,} v={self.volume:,.0f} {state}")
+
+
+class Heartbeat(msgspec.Struct, tag="heartbeat", tag_field="type", frozen=True, kw_only=True):
+    """Sent every `--heartbeat-s` (default 5 s), after the ticks it accounts for: `seqs` is the last tick seq of
+    each subscribed id. The stream treats silence for two intervals as a dead connection and reconnects."""
+
+    ts: datetime
+    seqs: dict[str, int] = msgspec.field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return f"heartbeat at {self.ts.isoformat(timespec='milliseconds')}: {len(self.seqs)} ids"
 
 
 class Pong(msgspec.Struct, tag="pong", tag_field="type", rename="camel", frozen=True, kw_only=True):
@@ -80,7 +116,29 @@ class Gap(msgspec.Struct, frozen=True, kw_only=True):
         return f"gap ({self.reason}): {missed}"
 
 
-ServerMessage = Snapshot | Tick | Subscribed | Pong | ErrorMessage
-Event = Snapshot | Tick | Subscribed | Pong | ErrorMessage | Gap
+class CandleGap(msgspec.Struct, frozen=True, kw_only=True):
+    """Final candles the stream missed while it was disconnected (candle frames are not replayed on resume):
+    the buckets with `start <= t < end` of `id` at `interval`, of which those in `open` (seen only while still
+    filling) or after `last` (the latest bucket seen) were not seen final. `AsyncMarketClient.stream()` fills
+    the gap itself (it yields the fetched candles as final `CandleUpdate`s, `seq` None, instead of this
+    event); a bare `stream()` yields it, for `candles(id, interval, start=gap.start, end=gap.end)`."""
+
+    id: str
+    interval: str
+    start: str
+    end: str
+    last: str
+    open: tuple[str, ...] = ()
+
+    def wanted(self, t: str) -> bool:
+        """Whether a bucket fetched for this gap was missed (not one already seen final)."""
+        return t in self.open or t > self.last
+
+    def __str__(self) -> str:
+        return f"candle gap {self.id} {self.interval}: {self.start} <= t < {self.end}"
+
+
+ServerMessage = Snapshot | Tick | Subscribed | Pong | ErrorMessage | CandleUpdate | Heartbeat
+Event = Snapshot | Tick | Subscribed | Pong | ErrorMessage | Gap | CandleUpdate | Heartbeat | CandleGap
 
 decoder: msgspec.json.Decoder[ServerMessage] = msgspec.json.Decoder(ServerMessage)  # type: ignore[arg-type]

@@ -84,11 +84,15 @@ class Candle(Model):
 
 
 class CandleSeries(Model):
+    """`GET /api/v1/kline/{id}`. With a range query (`start=`), `next` is the `t` of the first candle left
+    out when more remain in the range (pass it as the next `start`), else None."""
+
     id: str
     updated: datetime | None
     demo: bool
     series: list[Candle]
     interval: str | None = None
+    next: str | None = None
 
 
 class Spread(Model):

@@ -26,6 +26,8 @@ import msgspec
 from market_client import _calls as c
 from market_client import models as m
 from market_client.errors import MarketError, NotFound, TransportError
+from market_client.events import CandleGap
+from market_client.paging import MAX_PAGE, Pager
 from market_client.stream import QuoteStream
 
 T = TypeVar("T")
@@ -109,8 +111,18 @@ class MarketClient(_Base):
         return self.call(c.quote(instrument_id))
 
     def kline(self, instrument_id: str, days: int | None = None, *, interval: str | None = None,
-              limit: int | None = None) -> m.CandleSeries:
-        return self.call(c.kline(instrument_id, days, interval, limit))
+              limit: int | None = None, start: c.Instant | None = None, end: c.Instant | None = None) -> m.CandleSeries:
+        return self.call(c.kline(instrument_id, days, interval, limit, start, end))
+
+    def candles(self, instrument_id: str, interval: str = "1d", *, start: c.Instant | None = None,
+                end: c.Instant | None = None, page_size: int = MAX_PAGE) -> list[m.Candle]:
+        """Every candle with `start <= t < end`, ascending, fetched page by page (`next`); `start=None`: from the
+        earliest held, `end=None`: up to and including the live candle."""
+        pager = Pager(instrument_id, interval, start, end, page_size)
+        out: list[m.Candle] = []
+        while not pager.done:
+            out += pager.take(self.call(pager.call()))
+        return out
 
     def spreads(self) -> m.SpreadList:
         return self.call(c.spreads())
@@ -207,8 +219,18 @@ class AsyncMarketClient(_Base):
         return await self.call(c.quote(instrument_id))
 
     async def kline(self, instrument_id: str, days: int | None = None, *, interval: str | None = None,
-                    limit: int | None = None) -> m.CandleSeries:
-        return await self.call(c.kline(instrument_id, days, interval, limit))
+                    limit: int | None = None, start: c.Instant | None = None,
+                    end: c.Instant | None = None) -> m.CandleSeries:
+        return await self.call(c.kline(instrument_id, days, interval, limit, start, end))
+
+    async def candles(self, instrument_id: str, interval: str = "1d", *, start: c.Instant | None = None,
+                      end: c.Instant | None = None, page_size: int = MAX_PAGE) -> list[m.Candle]:
+        """As `MarketClient.candles`."""
+        pager = Pager(instrument_id, interval, start, end, page_size)
+        out: list[m.Candle] = []
+        while not pager.done:
+            out += pager.take(await self.call(pager.call()))
+        return out
 
     async def spreads(self) -> m.SpreadList:
         return await self.call(c.spreads())
@@ -267,10 +289,16 @@ class AsyncMarketClient(_Base):
     # stream
     def stream(self, ids: Sequence[str] | None = None, **options: Any) -> QuoteStream:
         """A resuming `QuoteStream` on this server with this key; the WebSocket port is read from
-        `/api/config` unless `ws_url=` is given."""
+        `/api/config` unless `ws_url=` is given. With `candles=[...]`, candles a reconnect missed are fetched
+        with range queries and yielded as final `CandleUpdate`s (`backfill=None` yields `CandleGap`s instead)."""
         if "ws_url" not in options:
             options["ws_url"] = self._discover_ws_url
+        options.setdefault("backfill", self._backfill)
         return QuoteStream(ids, key=self.key, **options)
+
+    async def _backfill(self, gap: CandleGap) -> list[m.Candle]:
+        """The candles of a stream's `CandleGap` (final ones: the gap ends at a bucket that is live now)."""
+        return await self.candles(gap.id, gap.interval, start=gap.start, end=gap.end)
 
     async def _discover_ws_url(self) -> str:
         """Asked once, then remembered: a reconnect while the server restarts must not fall back to another

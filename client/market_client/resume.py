@@ -7,7 +7,12 @@ itself (`on_ack`); each returns the events to yield. Invariants:
   arrived before the cut) and is dropped;
 - every seq the client skipped is reported once, as a `Gap`: a jump inside a live
   stream with its exact range, a refused resume with the first missed seq;
-- `since` holds, per instrument, the last seq handed on, in the history named `epoch`.
+- `since` holds, per instrument, the last seq handed on, in the history named `epoch`;
+- live candles (SPEC 14) are not replayed on resume: after a new connection, the first candle of each
+  (id, interval) seen before is checked against the last bucket seen, and the buckets in between (and
+  any seen only while filling) are reported once, as a `CandleGap`;
+- a heartbeat naming a seq above the last one seen means ticks were lost on the way: `behind` says which
+  (the stream then resumes on a new connection).
 """
 
 from __future__ import annotations
@@ -16,12 +21,29 @@ from collections.abc import Iterable
 
 import msgspec
 
-from market_client.events import Event, Gap, ServerMessage, Snapshot, Subscribed, Tick
+from market_client.events import (
+    CandleGap,
+    CandleUpdate,
+    Event,
+    Gap,
+    Heartbeat,
+    ServerMessage,
+    Snapshot,
+    Subscribed,
+    Tick,
+)
+
+CandleKey = tuple[str, str]  # (id, interval)
 
 
 class ResumeState:
-    def __init__(self, ids: Iterable[str] | None) -> None:
+    def __init__(self, ids: Iterable[str] | None, candles: Iterable[str] = ()) -> None:
         self.ids: list[str] | None = list(dict.fromkeys(ids)) if ids is not None else None
+        self.candles: list[str] = list(dict.fromkeys(candles))  # live candle intervals to subscribe to
+        self.behind: dict[str, int] = {}  # from the last heartbeat: ids whose seq is above the last tick seen
+        self._candle_last: dict[CandleKey, str] = {}  # the latest bucket start seen
+        self._candle_open: dict[CandleKey, set[str]] = {}  # buckets seen filling, not yet final
+        self._candle_check: set[CandleKey] = set()  # to compare with the last bucket seen (after a reconnect)
         self.epoch: str | None = None
         self.last: dict[str, int] = {}
         self.known_ids: list[str] = []  # what the last snapshot held (the subscription when ids is None)
@@ -30,14 +52,29 @@ class ResumeState:
         self.ticks = 0
         self.resumes = {"recovered": 0, "refused": 0}  # answers to subscribes that carried since/epoch
 
+    @property
+    def needs_ids(self) -> bool:
+        """Live candles of every instrument asked for, and no snapshot seen yet to name them: wait for the
+        connection's first snapshot (`learn_ids`) before subscribing."""
+        return self.ids is None and bool(self.candles) and not self.known_ids
+
+    def learn_ids(self, snap: Snapshot) -> None:
+        self.known_ids = [q.id for q in snap.quotes]
+
+    def new_connection(self) -> None:
+        self.behind = {}
+        self._candle_check = set(self._candle_last)
+
     def subscribe_message(self, req_id: str) -> bytes | None:
         """The subscribe to send on a new connection: None when the default full set is wanted and there
-        is nothing to resume (first connection without ids)."""
+        is nothing to resume (first connection without ids and without candles)."""
         ids = self.ids if self.ids is not None else self.known_ids
         self._asked_since = {i: self.last[i] for i in ids if i in self.last}
-        if self.ids is None and not self._asked_since:
+        if self.ids is None and not self._asked_since and not self.candles:
             return None
         msg: dict[str, object] = {"op": "subscribe", "ids": ids, "reqId": req_id}
+        if self.candles:
+            msg["candles"] = self.candles
         if self._asked_since and self.epoch is not None:
             # an id the snapshot gave no seq for: 0, nothing seen (the server replays it all, or refuses)
             self._asked_since = {i: self._asked_since.get(i, 0) for i in ids}
@@ -60,9 +97,34 @@ class ResumeState:
     def on_message(self, msg: ServerMessage) -> list[Event]:
         if isinstance(msg, Tick):
             return self._on_tick(msg)
-        if isinstance(msg, Snapshot):
+        if isinstance(msg, CandleUpdate):
+            return self._on_candle(msg)
+        if isinstance(msg, Heartbeat):
+            self.behind = {i: s for i, s in msg.seqs.items() if i in self.last and s > self.last[i]}
+        elif isinstance(msg, Snapshot):
             self._on_snapshot(msg)
         return [msg]
+
+    def _on_candle(self, candle: CandleUpdate) -> list[Event]:
+        key = (candle.id, candle.interval)
+        events: list[Event] = []
+        last = self._candle_last.get(key)
+        filling = self._candle_open.setdefault(key, set())
+        if key in self._candle_check and last is not None:
+            self._candle_check.discard(key)
+            unfinished = sorted(t for t in filling if t < candle.t)  # their final frames went to the old connection
+            if candle.t > last or unfinished:
+                events.append(CandleGap(id=candle.id, interval=candle.interval, start=min([*unfinished, last]),
+                                        end=candle.t, last=last, open=tuple(unfinished)))
+                filling.difference_update(unfinished)
+        if last is None or candle.t > last:
+            self._candle_last[key] = candle.t
+        if candle.final:
+            filling.discard(candle.t)
+        else:
+            filling.add(candle.t)
+        events.append(candle)
+        return events
 
     def _on_snapshot(self, snap: Snapshot) -> None:
         if snap.epoch != self.epoch:  # a new history: seqs start again

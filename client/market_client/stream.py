@@ -12,6 +12,18 @@ seq seen per instrument) and `epoch`; the server replays what was missed (no sna
 answers `recovered: false`, and the stream yields a `Gap` naming what was lost and then the
 fresh `Snapshot`. No tick is yielded twice.
 
+Live candles (SPEC 14): `stream(ids, candles=["1m", "1d"])` adds `CandleUpdate`s of those intervals
+(`final` False while the bucket fills, True once it closed). Candle frames are not replayed on resume,
+so after a reconnect the stream notices the buckets it missed and reports them as a `CandleGap`, or,
+given a `backfill` (as `AsyncMarketClient.stream()` gives it), fetches them with a range query and
+yields them as final `CandleUpdate`s (in `t` order, before the new connection's frame).
+
+Heartbeats (SPEC 14): the server sends a `Heartbeat` every `--heartbeat-s` (default 5 s). Once this
+stream has seen one, silence on a connection for two intervals (`heartbeat_s`, plus 10%) means the
+connection is dead, whatever TCP says: the stream drops it and reconnects with resume. A heartbeat
+naming a seq above the last tick seen (ticks lost on the way) does the same, so they are replayed.
+`heartbeat_s=None` turns the check off.
+
 Fatal (raised, no reconnect): a handshake refused with 401/403 (`Unauthorized`,
 `Forbidden`), the subscription rejected (`StreamError`, e.g. an unknown id), a close for a
 revoked key (4001) or a protocol violation (1008/1009), or `max_reconnects` exhausted.
@@ -31,22 +43,51 @@ import msgspec
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 
-from market_client.errors import ProblemError, RateLimited, StreamError, problem_error, retry_after_seconds
-from market_client.events import ErrorMessage, Event, ServerMessage, Subscribed, decoder
+from market_client.errors import (
+    MarketError,
+    ProblemError,
+    RateLimited,
+    StreamError,
+    problem_error,
+    retry_after_seconds,
+)
+from market_client.events import (
+    CandleGap,
+    CandleUpdate,
+    ErrorMessage,
+    Event,
+    Heartbeat,
+    ServerMessage,
+    Snapshot,
+    Subscribed,
+    decoder,
+)
+from market_client.models import Candle
 from market_client.resume import ResumeState
 
 DEFAULT_WS_URL = "ws://127.0.0.1:8001/ws/quotes"
 FATAL_CLOSE = {4001: "key revoked", 1008: "policy violation", 1009: "message too big"}
 WsUrl = str | Callable[[], Awaitable[str]]
+Backfill = Callable[[CandleGap], Awaitable[list[Candle]]]
+SILENCE_MARGIN = 1.1  # dead after 2 heartbeat intervals plus 10% (a timer's lateness is not a death)
+
+
+class _Dead(Exception):
+    """This connection is to be replaced (silent for two heartbeats, or ticks lost on the way)."""
 
 
 class QuoteStream:
     """An async iterator of events; iterate it once. `since`, `epoch`, `reconnects` and `resumes` show its state."""
 
     def __init__(self, ids: Iterable[str] | None = None, *, key: str | None, ws_url: WsUrl = DEFAULT_WS_URL,
+                 candles: Iterable[str] = (), heartbeat_s: float | None = 5.0, backfill: Backfill | None = None,
                  backoff_base: float = 0.25, backoff_cap: float = 10.0, max_reconnects: int | None = None,
                  open_timeout: float = 10.0, rng: random.Random | None = None, key_in_url: bool = False) -> None:
-        self._state = ResumeState(ids)
+        self._state = ResumeState(ids, candles)
+        self._heartbeat_s = heartbeat_s or None
+        self._heartbeats = 0  # seen on this stream: the silence check is armed from the first one
+        self._backfill = backfill
+        self.dropped = {"silent": 0, "behind": 0}  # connections this stream replaced itself, and why
         self._key = key
         self._ws_url = ws_url
         self._backoff_base = backoff_base
@@ -119,6 +160,8 @@ class QuoteStream:
                     yield event
             except ConnectionClosed as exc:
                 self._check_close(exc)
+            except _Dead:
+                ws.transport.abort()  # the peer is not answering: no close handshake to wait for
             finally:
                 self._ws = None
                 await ws.close()
@@ -161,19 +204,29 @@ class QuoteStream:
     async def _session(self, ws: ClientConnection) -> AsyncIterator[Event]:
         """One connection: subscribe (resuming), drop what precedes the ack, then hand events on."""
         state = self._state
+        state.new_connection()
+        messages = self._messages(ws)
+        if state.needs_ids:  # candles for every instrument: the connection's first snapshot names them
+            async for msg in messages:
+                if isinstance(msg, Snapshot):
+                    state.learn_ids(msg)
+                    break
         req_id = f"c{next(self._req_ids)}"
         subscribe = state.subscribe_message(req_id)
         if subscribe is not None:
             await ws.send(subscribe.decode())
         acked = subscribe is None
-        async for raw in ws:
-            try:
-                msg: ServerMessage = decoder.decode(raw)
-            except msgspec.DecodeError:
-                continue  # a message type (or a frame) this client does not understand
+        async for msg in messages:
             if acked:
                 for event in state.on_message(msg):
-                    yield event
+                    if isinstance(event, CandleGap) and self._backfill is not None:
+                        for filled in await self._fill(event):
+                            yield filled
+                    else:
+                        yield event
+                if state.behind:  # ticks this connection lost: resume them on a new one
+                    self.dropped["behind"] += 1
+                    raise _Dead
             elif isinstance(msg, Subscribed) and msg.req_id == req_id:
                 acked = True
                 for event in state.on_ack(msg):
@@ -181,6 +234,34 @@ class QuoteStream:
             elif isinstance(msg, ErrorMessage) and msg.req_id == req_id:
                 raise StreamError(f"subscription rejected: {msg.code}: {msg.detail}", msg.code)
             # else: the connection's first full-set snapshot and ticks sent before our subscribe took effect
+
+    async def _messages(self, ws: ClientConnection) -> AsyncIterator[ServerMessage]:
+        """The connection's messages, decoded; `_Dead` when it stays silent for two heartbeat intervals."""
+        while True:
+            limit = self._heartbeat_s * 2 * SILENCE_MARGIN if self._heartbeat_s and self._heartbeats else None
+            try:
+                async with asyncio.timeout(limit):
+                    raw = await ws.recv()
+            except TimeoutError:
+                self.dropped["silent"] += 1
+                raise _Dead from None
+            try:
+                msg: ServerMessage = decoder.decode(raw)
+            except msgspec.DecodeError:
+                continue  # a message type (or a frame) this client does not understand
+            if isinstance(msg, Heartbeat):
+                self._heartbeats += 1
+            yield msg
+
+    async def _fill(self, gap: CandleGap) -> list[Event]:
+        """The final candles a reconnect missed, fetched with a range query; the gap itself if that fails."""
+        assert self._backfill is not None
+        try:
+            fetched = await self._backfill(gap)
+        except MarketError:
+            return [gap]
+        return [CandleUpdate(id=gap.id, interval=gap.interval, t=c.t, open=c.open, high=c.high, low=c.low,
+                             close=c.close, volume=c.volume, final=True) for c in fetched if gap.wanted(c.t)]
 
 
 def stream(ids: Iterable[str] | None = None, *, key: str | None, ws_url: WsUrl = DEFAULT_WS_URL,

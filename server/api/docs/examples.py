@@ -24,7 +24,7 @@ import orjson
 
 from server.api.core.pipeline import MAX_BODY
 from server.api.core.router import Access, Router
-from server.api.core.types import Request
+from server.api.core.types import Request, Response
 from server.core.errors import UDF_PREFIX, ApiError
 
 S = dict[str, Any]
@@ -90,7 +90,12 @@ def answer(router: Router, target: str) -> tuple[str, str, S] | None:
         resp = route.handler(req)
     except ApiError as exc:
         return route.pattern, str(exc.status), exc.problem()
-    return route.pattern, str(resp.status), orjson.loads(resp.body)  # type: ignore[union-attr]
+    if not isinstance(resp, Response) or resp.content_type != "application/json":
+        return None  # e.g. UDF's `time` (plain text): Swagger UI shows its schema, there is nothing to invent
+    try:
+        return route.pattern, str(resp.status), orjson.loads(resp.body)
+    except orjson.JSONDecodeError:  # a compressed or otherwise encoded body: no example rather than a wrong one
+        return None
 
 
 def add_examples(paths: S, router: Router) -> None:
