@@ -238,13 +238,15 @@ class QuoteStream:
     async def _messages(self, ws: ClientConnection) -> AsyncIterator[ServerMessage]:
         """The connection's messages, decoded; `_Dead` when it stays silent for two heartbeat intervals."""
         while True:
-            limit = self._heartbeat_s * 2 * SILENCE_MARGIN if self._heartbeat_s and self._heartbeats else None
-            try:
-                async with asyncio.timeout(limit):
-                    raw = await ws.recv()
-            except TimeoutError:
-                self.dropped["silent"] += 1
-                raise _Dead from None
+            if self._heartbeat_s and self._heartbeats:
+                try:
+                    async with asyncio.timeout(self._heartbeat_s * 2 * SILENCE_MARGIN):
+                        raw = await ws.recv()
+                except TimeoutError:
+                    self.dropped["silent"] += 1
+                    raise _Dead from None
+            else:  # not armed (no heartbeat seen yet, or the check is off): no timer per message
+                raw = await ws.recv()
             try:
                 msg: ServerMessage = decoder.decode(raw)
             except msgspec.DecodeError:
