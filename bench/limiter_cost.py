@@ -39,9 +39,9 @@ from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.config import Settings
 from server.core.metrics import HttpMetrics, Registry
+from server.engine.redis_client import AutoPipeline
 from server.engine.redis_engine import connect
 from server.engine.redis_gcra import RedisGcra
-from server.engine.resp import RespClient
 from server.store.db import open_db
 from server.store.keys import KeyRepo
 from server.store.sqlite_repos import SqliteKeys
@@ -90,7 +90,7 @@ async def _timed(fn: Callable[[], Awaitable[object]], number: int, concurrency: 
 async def _redis(url: str, data_dir: Path, number: int, repeat: int,
                  concurrency: int) -> dict[str, tuple[float, float]]:
     prefix = f"bench-{uuid.uuid4().hex[:8]}:"
-    gcra = RedisGcra(connect(url), prefix, Gcra(), time.time, Registry(), RespClient(url, 0.5))
+    gcra = RedisGcra(connect(url), prefix, Gcra(), time.time, Registry(), AutoPipeline(url, 0.5))
     app, secret = _app(data_dir, gcra)
     headers = {"x-service-key": secret}
 

@@ -15,56 +15,57 @@ import os
 from collections.abc import Callable
 
 import orjson
-from redis import Redis as SyncRedis
-from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 from redis.exceptions import RedisError
 
 from server.api.auth.limits import Gcra
-from server.config import EngineKind, Settings, redis_location
+from server.config import EngineKind, Settings
 from server.core.metrics import Registry
+from server.core.redis_url import RedisTarget, parse_redis_url
 from server.engine import EngineUnavailable, RevocationChannel, RevocationListener, SharedLimiter, TickLog, settle
+from server.engine.redis_client import POOL_SIZE, AutoPipeline, async_client, sync_client
 from server.engine.redis_gcra import RedisGcra
 from server.engine.redis_ticks import RedisTicks, shared_epoch
-from server.engine.resp import RespClient
 
 log = logging.getLogger("market.engine")
 
 TIMEOUT_S = 0.5  # connect and command timeout: a request never waits longer for Redis (then: local fallback)
-POOL_SIZE = 32  # connections per hub; requests beyond it wait for a free one (at most TIMEOUT_S)
 RECONNECT_S = 0.5
 REVOCATIONS = "keys:revoked"  # channel, after the prefix
+__all__ = ["POOL_SIZE", "RedisEngine", "check_reachable", "connect", "publish_revocations"]
 
 
-def connect(url: str) -> Redis:
-    pool = BlockingConnectionPool.from_url(
-        url, max_connections=POOL_SIZE, timeout=TIMEOUT_S, socket_timeout=TIMEOUT_S,
-        socket_connect_timeout=TIMEOUT_S, retry=Retry(NoBackoff(), 0))
-    return Redis(connection_pool=pool)
+def connect(url: str | RedisTarget) -> Redis:
+    """The engine's pooled asyncio client (POOL_SIZE connections; requests beyond wait at most TIMEOUT_S)."""
+    return async_client(url, TIMEOUT_S)
+
+
+def _target(url: str) -> RedisTarget:
+    try:
+        return parse_redis_url(url)
+    except ValueError as exc:
+        raise EngineUnavailable(str(exc)) from None
 
 
 def check_reachable(url: str) -> None:
     """At start (or from the CLI): PING once, or EngineUnavailable naming where (never the credentials)."""
-    client = SyncRedis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+    target = _target(url)
     try:
-        client.ping()
+        with sync_client(target, 2.0) as client:
+            client.ping()
     except (RedisError, OSError) as exc:
-        raise EngineUnavailable(f"--engine redis: cannot reach Redis at {redis_location(url)} ({exc})") from None
-    finally:
-        client.close()
+        raise EngineUnavailable(f"--engine redis: cannot reach Redis at {target.location()} ({exc})") from None
 
 
 def publish_revocations(url: str, prefix: str, key_ids: set[str], sender: str = "cli") -> int:
     """Tell every hub now (from the CLI); returns how many hubs were listening, or EngineUnavailable."""
-    client = SyncRedis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
+    target = _target(url)
     try:
-        return int(client.publish(prefix + REVOCATIONS, _message(sender, key_ids)))
+        with sync_client(target, 2.0) as client:
+            return int(client.publish(prefix + REVOCATIONS, _message(sender, key_ids)))
     except (RedisError, OSError) as exc:
-        raise EngineUnavailable(f"cannot reach Redis at {redis_location(url)} ({exc})") from None
-    finally:
-        client.close()
+        raise EngineUnavailable(f"cannot reach Redis at {target.location()} ({exc})") from None
 
 
 def _message(sender: str, key_ids: set[str]) -> bytes:
@@ -153,15 +154,16 @@ class RedisEngine:
     def __init__(self, settings: Settings, registry: Registry, local: Gcra, clock: Callable[[], float],
                  ids: list[str]) -> None:
         self.settings = settings
-        self.client = connect(settings.redis_url)
-        self.location = redis_location(settings.redis_url)
+        self.target = parse_redis_url(settings.redis_url)  # checked by config validation before this runs
+        self.client = connect(self.target)
+        self.location = self.target.location()
         self.node = os.urandom(6).hex()
         self.gcra = RedisGcra(self.client, settings.redis_prefix, local, clock, registry,
-                              RespClient(settings.redis_url, TIMEOUT_S))
+                              AutoPipeline(self.target, TIMEOUT_S))
         self.channel = RedisRevocations(self.client, settings.redis_prefix, self.node)
         self.limiter: SharedLimiter | None = self.gcra
         self.revocations: RevocationChannel = self.channel
-        self.tick_log = RedisTicks(settings.redis_url, settings.redis_prefix, self.node, ids)
+        self.tick_log = RedisTicks(self.target, settings.redis_prefix, self.node, ids)
         self.ticks: TickLog | None = self.tick_log
         registry.gauge("market_feed_leader", "1 while this hub holds the feed lease and runs the feed.",
                        lambda: float(self.tick_log.leading))
@@ -169,7 +171,7 @@ class RedisEngine:
                        lambda: self.tick_log.lag)
 
     def epoch(self, proposed: str) -> str:
-        self.tick_log.epoch = shared_epoch(self.settings.redis_url, self.settings.redis_prefix, proposed)
+        self.tick_log.epoch = shared_epoch(self.target, self.settings.redis_prefix, proposed)
         return self.tick_log.epoch
 
     async def start(self) -> None:

@@ -20,11 +20,11 @@ import logging
 from collections.abc import Callable
 
 from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
 from server.api.auth.limits import Decision, Gcra, bounded_rate
 from server.core.metrics import Registry
-from server.engine.resp import ReplyError, RespClient, encode
+from server.engine.redis_client import AutoPipeline
 
 log = logging.getLogger("market.ratelimit")
 
@@ -57,17 +57,16 @@ return {1, math.floor((window - (new_tat - now)) / interval), new_tat - now, 0}
 
 SCRIPT = GCRA_LUA.encode()
 SCRIPT_SHA = hashlib.sha1(SCRIPT).hexdigest().encode()  # Redis names a script by its SHA-1
-EVALSHA_HEAD = b"*5\r\n$7\r\nEVALSHA\r\n$40\r\n" + SCRIPT_SHA + b"\r\n$1\r\n1\r\n"  # then key and rate
 
 
 class RedisGcra:
     """The shared limiter of the Redis engine (see the module doc).
 
-    `client` (redis-py) pings while Redis is down; the checks themselves go through `fast`, a
-    pipelined connection (resp.py): EVALSHA, and EVAL once after a Redis restart forgot the script."""
+    `client` pings while Redis is down; the checks themselves go through `fast`, an auto-pipelined
+    connection (redis_client.py): EVALSHA, and EVAL once after a Redis restart forgot the script."""
 
     def __init__(self, client: Redis, prefix: str, local: Gcra, clock: Callable[[], float],
-                 registry: Registry, fast: RespClient) -> None:
+                 registry: Registry, fast: AutoPipeline) -> None:
         self.client = client
         self.fast = fast
         self.prefix = prefix + "rl:"
@@ -86,7 +85,7 @@ class RedisGcra:
             limit = bounded_rate(per_minute)
             try:
                 allowed, remaining, reset_us, retry_us = await self._run(self.prefix + key, limit)
-            except (ReplyError, OSError, TypeError, ValueError) as exc:  # Connection/TimeoutError are OSErrors
+            except (RedisError, OSError, TypeError, ValueError) as exc:
                 self._lost(exc)
             else:
                 return Decision(allowed == 1, limit, remaining, reset_us / 1e6, retry_us / 1e6, policy)
@@ -94,14 +93,10 @@ class RedisGcra:
         return self.local.check(key, per_minute, self.clock(), policy)
 
     async def _run(self, bucket: str, limit: int) -> list[int]:
-        key, rate = bucket.encode(), b"%d" % limit
         try:
-            return await self.fast.call(  # type: ignore[no-any-return]
-                EVALSHA_HEAD + b"$%d\r\n%s\r\n$%d\r\n%s\r\n" % (len(key), key, len(rate), rate))
-        except ReplyError as exc:
-            if not str(exc).startswith("NOSCRIPT"):
-                raise
-        return await self.fast.call(encode(b"EVAL", SCRIPT, b"1", key, rate))  # type: ignore[no-any-return]
+            return await self.fast.call(b"EVALSHA", SCRIPT_SHA, 1, bucket, limit)  # type: ignore[no-any-return]
+        except NoScriptError:
+            return await self.fast.call(b"EVAL", SCRIPT, 1, bucket, limit)  # type: ignore[no-any-return]
 
     def _lost(self, exc: BaseException) -> None:
         if self.down:
@@ -125,4 +120,4 @@ class RedisGcra:
     async def stop(self) -> None:
         if self._probe is not None:
             self._probe.cancel()
-        self.fast.close()
+        await self.fast.aclose()

@@ -20,14 +20,11 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from redis import Redis as SyncRedis
-from redis.asyncio import Redis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
-from redis.exceptions import RedisError
+from redis.exceptions import NoScriptError, RedisError
 
+from server.core.redis_url import RedisTarget
 from server.engine import settle
-from server.engine.resp import ReplyError, RespClient, encode
+from server.engine.redis_client import AutoPipeline, async_client, sync_client
 from server.market.feed import Tick
 
 log = logging.getLogger("market.ticks")
@@ -38,6 +35,7 @@ BLOCK_MS = 1000
 MAXLEN = 10_000  # tick batches kept (approximately): at 4 batches/s about 40 minutes
 JOIN_SCAN = 2000  # batches a joining hub reads back for each instrument's newest tick
 STALE_S = 5.0  # a hub that has not heard from the stream for this long is not ready
+CONNECT_S = 2.0  # the append and read connections are off the request path: a busy start-up loop must not fail them
 
 # KEYS: lease, seq hash, stream, epoch. ARGV: node, maxlen, epoch, then per tick: id, price, ts, volume, floor
 # (floor: the leader's last applied seq of that instrument; a Redis that lost the hash, restarted empty,
@@ -62,7 +60,8 @@ redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'b', table.concat(parts
 return seqs
 """
 
-APPEND_SHA = hashlib.sha1(APPEND_LUA.encode()).hexdigest().encode()
+APPEND_SCRIPT = APPEND_LUA.encode()
+APPEND_SHA = hashlib.sha1(APPEND_SCRIPT).hexdigest().encode()
 
 RENEW_LUA = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -72,31 +71,28 @@ return 0
 Replicated = list[tuple[Tick, int]]  # ticks of one batch with their seqs
 
 
-def shared_epoch(url: str, prefix: str, proposed: str) -> str:
+def shared_epoch(url: str | RedisTarget, prefix: str, proposed: str) -> str:
     """The epoch of the stream's history: ours if there was none (start-up, before anything is served)."""
-    client = SyncRedis.from_url(url, socket_timeout=2.0, socket_connect_timeout=2.0)
-    try:
+    with sync_client(url, 2.0) as client:
         client.set(prefix + "ticks:epoch", proposed, nx=True)
         value: Any = client.get(prefix + "ticks:epoch")
         return value.decode() if value else proposed
-    finally:
-        client.close()
 
 
 class RedisTicks:
-    def __init__(self, url: str, prefix: str, node: str, ids: list[str]) -> None:
+    def __init__(self, url: str | RedisTarget, prefix: str, node: str, ids: list[str]) -> None:
         self.node = node
         self.epoch = ""  # the hub's (shared) epoch, set by the hub before start
         self.ids = ids
         self.rows = {inst_id: row for row, inst_id in enumerate(ids)}
         self.lease, self.seqs, self.stream = prefix + "feed:lease", prefix + "ticks:seq", prefix + "ticks"
         self.epoch_key = prefix + "ticks:epoch"
-        self.client = Redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5, retry=Retry(NoBackoff(), 0))
-        # appends and reads go through resp.py's client: redis-py spends ~200 us CPU per command, paid before
-        # every batch reached any hub (bench/engine_cost.py: tick log round trip p50 0.9 -> 0.6 ms). The
-        # reader has its own connection: a blocking XREAD must not trip the command timeout.
-        self.fast = RespClient(url, 0.5)
-        self.reader = RespClient(url, BLOCK_MS / 1000 + 1.0)
+        self.client = async_client(url, 0.5, size=4)  # the lease, the joining reads, the hand-over
+        # appends and reads go through auto-pipelined connections (redis_client.py): a redis-py command
+        # costs far more CPU, paid before every batch reached any hub (bench/README.md, "Redis client").
+        # The reader has its own connection: a blocking XREAD must not trip the command timeout.
+        self.fast = AutoPipeline(url, 0.5, connect_timeout=CONNECT_S)
+        self.reader = AutoPipeline(url, BLOCK_MS / 1000 + 1.0, connect_timeout=CONNECT_S)
         self.renew_script = self.client.register_script(RENEW_LUA)
         self.leading = False
         self.heard = time.monotonic()  # last time the reader got an answer from the stream
@@ -172,9 +168,7 @@ class RedisTicks:
         if self.leading:  # hand over at once instead of after the lease expires
             await settle([self.client.eval("if redis.call('GET', KEYS[1]) == ARGV[1] then return "
                                            "redis.call('DEL', KEYS[1]) end return 0", 1, self.lease, self.node)], 1.0)
-        self.fast.close()
-        self.reader.close()
-        await settle([self.client.aclose()], 1.0)
+        await settle([self.fast.aclose(), self.reader.aclose(), self.client.aclose()], 1.0)
 
     def healthy(self) -> bool:
         return time.monotonic() - self.heard < STALE_S and self.lag < STALE_S
@@ -192,18 +186,16 @@ class RedisTicks:
         assigned = [0] * len(self.ids)
         while True:
             ticks, floors = await self._pending.get()
-            args: list[str | int] = [self.lease, self.seqs, self.stream, self.epoch_key, self.node, MAXLEN, self.epoch]
+            args: list[str | int] = [4, self.lease, self.seqs, self.stream, self.epoch_key, self.node, MAXLEN,
+                                     self.epoch]
             for t, floor in zip(ticks, floors, strict=True):
                 args += [self.ids[t.row], repr(t.price), repr(t.ts), repr(t.volume), max(floor, assigned[t.row])]
-            words = [str(a).encode() for a in args]
             try:
                 try:
-                    seqs = await self.fast.call(encode(b"EVALSHA", APPEND_SHA, b"4", *words))
-                except ReplyError as exc:
-                    if not str(exc).startswith("NOSCRIPT"):  # e.g. NOTLEADER: this hub lost the lease
-                        raise
-                    seqs = await self.fast.call(encode(b"EVAL", APPEND_LUA.encode(), b"4", *words))  # restarted
-            except (ReplyError, RedisError, OSError) as exc:  # ConnectionError, TimeoutError: OSError
+                    seqs = await self.fast.call(b"EVALSHA", APPEND_SHA, *args)
+                except NoScriptError:  # a restarted Redis forgot it (NOTLEADER, a lost lease, is raised on)
+                    seqs = await self.fast.call(b"EVAL", APPEND_SCRIPT, *args)
+            except (RedisError, OSError) as exc:
                 log.warning("tick batch not appended (%s: %s)", type(exc).__name__, exc)
                 continue
             for t, seq in zip(ticks, seqs, strict=True):
@@ -232,9 +224,9 @@ class RedisTicks:
         block, stream = str(BLOCK_MS).encode(), self.stream.encode()
         while True:
             try:
-                answer: Any = await self.reader.call(
-                    encode(b"XREAD", b"COUNT", b"100", b"BLOCK", block, b"STREAMS", stream, last.encode()))
-            except (ReplyError, OSError) as exc:  # ConnectionError, TimeoutError
+                answer: Any = await self.reader.call(b"XREAD", b"COUNT", b"100", b"BLOCK", block, b"STREAMS", stream,
+                                                     last)
+            except (RedisError, OSError) as exc:
                 if not warned:
                     log.warning("tick stream unreachable (%s); retrying", type(exc).__name__)
                     warned = True

@@ -20,9 +20,9 @@ from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.config import EngineKind, Settings
 from server.core.metrics import HttpMetrics, Registry
+from server.engine.redis_client import AutoPipeline
 from server.engine.redis_engine import RedisEngine, connect
 from server.engine.redis_gcra import RedisGcra
-from server.engine.resp import RespClient
 from server.store.db import open_db
 from server.store.keys import KeyRepo
 from server.store.sqlite_repos import SqliteKeys
@@ -44,7 +44,7 @@ def prefix(redis_url: str) -> Iterator[str]:
 
 def _limiter(url: str, prefix: str, clock: float = 1000.0) -> tuple[RedisGcra, Gcra, Registry]:
     local, registry = Gcra(), Registry()
-    return RedisGcra(connect(url), prefix, local, lambda: clock, registry, RespClient(url, 0.5)), local, registry
+    return RedisGcra(connect(url), prefix, local, lambda: clock, registry, AutoPipeline(url, 0.5)), local, registry
 
 
 def test_burst_of_n_then_refusal_with_retry_after(redis_url: str, prefix: str) -> None:

@@ -1,0 +1,293 @@
+"""Every Redis client of the engine, built from `--redis-url` in one place, on redis-py (with hiredis).
+
+`parse_redis_url` (server/core/redis_url.py) reads the URL; the factories here turn its
+`RedisTarget` into redis-py objects, so `redis://`, `rediss://` (TLS), ACL users, `unix://` and
+`redis+sentinel://` reach every client the same way:
+
+- `async_client`: a `redis.asyncio.Redis` on a bounded, blocking pool (probes, the lease, pub/sub,
+  XREVRANGE). On Sentinel its connections ask the Sentinels for the master whenever they (re)connect
+  and drop themselves on a READONLY reply (a demoted master), which is how a failover is followed.
+- `sync_client`: a `redis.Redis` for start-up and the CLI (PING, the epoch, `keys revoke`).
+- `AutoPipeline`: the hot paths (the GCRA script per keyed request, tick-log appends, XREAD). One
+  connection of the library (its `Connection`: connect, AUTH/HELLO, SELECT, TLS, Sentinel discovery,
+  command packing and the hiredis reply parser); what this module adds is only the scheduling.
+
+Why auto-pipelining over the library's connection and not `Redis.evalsha`: a redis-py command costs a
+pool checkout, a retry wrapper, a timeout context and a response callback, per call; a keyed request
+would pay that. Here every command issued during one event-loop iteration goes out in one write, a
+reader task takes the replies in order (what Centrifugo's Redis engine gets from rueidis). The cost of
+each is in bench/README.md ("Redis client"), measured by bench/redis_client_cost.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import deque
+from collections.abc import Iterator
+from typing import Any, cast
+
+import redis
+import redis.sentinel
+from redis.asyncio import BlockingConnectionPool, Redis
+from redis.asyncio.connection import (
+    AbstractConnection,
+    Connection,
+    ConnectionPool,
+    SSLConnection,
+    UnixDomainSocketConnection,
+)
+from redis.asyncio.retry import Retry
+from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
+from redis.backoff import NoBackoff
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from server.core.redis_url import RedisTarget, parse_redis_url
+
+__all__ = ["AutoPipeline", "RedisTarget", "async_client", "parse_redis_url", "sync_client"]
+
+POOL_SIZE = 32  # connections per async client; a caller beyond it waits for a free one (at most the timeout)
+
+
+def _target(url: str | RedisTarget) -> RedisTarget:
+    return url if isinstance(url, RedisTarget) else parse_redis_url(url)
+
+
+def _connection_kwargs(t: RedisTarget, timeout: float | None, connect_timeout: float) -> dict[str, Any]:
+    """Keyword arguments of a data-node connection (redis-py's, sync and async alike)."""
+    kwargs: dict[str, Any] = {"db": t.db, "username": t.username, "password": t.password,
+                              "socket_timeout": timeout, "socket_connect_timeout": connect_timeout}
+    if t.tls:
+        tls = dict(t.tls_options)
+        if tls.get("ssl_cert_reqs") == "none":
+            tls.setdefault("ssl_check_hostname", False)  # no certificate checked: no name to check either
+        kwargs.update(tls)
+    return kwargs
+
+
+def _sentinel_kwargs(t: RedisTarget, timeout: float) -> dict[str, Any]:
+    kwargs: dict[str, Any] = {"socket_timeout": timeout, "socket_connect_timeout": timeout,
+                              "username": t.sentinel_username, "password": t.sentinel_password}
+    if t.tls:
+        kwargs["ssl"] = True
+        kwargs.update(t.tls_options)
+    return kwargs
+
+
+class _SentinelPool(SentinelConnectionPool, BlockingConnectionPool):
+    """Sentinel's master pool, bounded and blocking like the plain one; closing it closes the Sentinel clients."""
+
+    async def disconnect(self, inuse_connections: bool = True) -> None:
+        await super().disconnect(inuse_connections)
+        if inuse_connections:  # the client is closing (a master change passes False)
+            for node in self.sentinel_manager.sentinels:
+                await node.connection_pool.disconnect()
+
+
+def _pool(t: RedisTarget, timeout: float | None, connect_timeout: float, size: int, **extra: Any) -> ConnectionPool:
+    kwargs = _connection_kwargs(t, timeout, connect_timeout) | extra
+    kwargs["retry"] = Retry(NoBackoff(), 0)  # fail fast: callers fall back or retry on their own schedule
+    wait = timeout if timeout is not None else connect_timeout  # for a free connection of the pool
+    if t.sentinel:
+        sentinel = Sentinel(list(t.sentinels), sentinel_kwargs={**_sentinel_kwargs(t, connect_timeout),
+                                                                "retry": Retry(NoBackoff(), 0)})
+        return _SentinelPool(t.service, sentinel, ssl=t.tls, max_connections=size, timeout=wait, **kwargs)
+    if t.path is not None:
+        return BlockingConnectionPool(connection_class=UnixDomainSocketConnection, path=t.path,
+                                      max_connections=size, timeout=wait, **kwargs)
+    return BlockingConnectionPool(connection_class=SSLConnection if t.tls else Connection, host=t.host,
+                                  port=t.port, max_connections=size, timeout=wait, **kwargs)
+
+
+def async_client(url: str | RedisTarget, timeout: float, size: int = POOL_SIZE) -> Redis:
+    """An asyncio client: connect and command timeouts of `timeout` seconds, no retries, `size` connections."""
+    return Redis.from_pool(cast(Any, _pool(_target(url), timeout, timeout, size)))
+
+
+@contextlib.contextmanager
+def sync_client(url: str | RedisTarget, timeout: float = 2.0) -> Iterator[redis.Redis]:
+    """A blocking client for start-up and the CLI, closed (with its Sentinel clients) on exit."""
+    t = _target(url)
+    kwargs = _connection_kwargs(t, timeout, timeout)
+    sentinel: redis.sentinel.Sentinel | None = None
+    if t.sentinel:
+        sentinel = redis.sentinel.Sentinel(list(t.sentinels), sentinel_kwargs=_sentinel_kwargs(t, timeout))
+        client: redis.Redis = sentinel.master_for(cast(str, t.service), ssl=t.tls, **kwargs)
+    elif t.path is not None:
+        client = redis.Redis(unix_socket_path=t.path, **kwargs)
+    else:
+        client = redis.Redis(host=cast(str, t.host), port=t.port, ssl=t.tls, **kwargs)
+    try:
+        yield client
+    finally:
+        client.close()
+        if sentinel is not None:
+            sentinel.close()
+
+
+class _Session:
+    """One connection and the replies it owes, in the order the commands were written."""
+
+    def __init__(self, conn: AbstractConnection) -> None:
+        self.conn = conn
+        self.owed: deque[asyncio.Future[Any]] = deque()
+        self.replies = 0  # replies read so far (the watchdog checks that it moves)
+        self.reader: asyncio.Task[None] | None = None
+        self.watchdog: asyncio.TimerHandle | None = None
+        self.broken = False
+
+
+class AutoPipeline:
+    """Commands of one loop iteration in one write, on one connection of the library (see the module doc).
+
+    `call(*args)` returns a future of the reply in RESP2 shapes (callers read XREAD's nested lists; redis-py 8
+    speaks RESP3 by default elsewhere): the value, a `ResponseError` raised (e.g. NoScriptError,
+    the script's own error), or a redis-py `ConnectionError`/`TimeoutError` when the connection fails or
+    no reply arrives for `timeout` seconds while replies are owed (then every owed reply fails at once
+    and the next call connects again: on Sentinel, to whatever master the Sentinels name then).
+    Invariants: replies arrive in the order commands were written, so `_Session.owed` is a FIFO; only the
+    writer task writes and only the session's reader task reads."""
+
+    def __init__(self, url: str | RedisTarget, timeout: float, connect_timeout: float | None = None) -> None:
+        self.target = _target(url)
+        self.timeout = timeout
+        # connecting takes a few round trips (TLS, AUTH, SELECT; on Sentinel first the Sentinels), each one
+        # also waiting for whatever else runs on the loop: a caller off the request path can allow more
+        self.connect_timeout = connect_timeout or timeout * (4 if self.target.sentinel else 1)
+        # socket_timeout None: no timeout context per reply; the watchdog bounds every wait instead
+        self._pool = _pool(self.target, None, self.connect_timeout, 1, protocol=2)
+        self._queued: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
+        self._wake: asyncio.Future[None] | None = None
+        self._writer: asyncio.Task[None] | None = None
+        self._session: _Session | None = None
+        self._closed = False
+
+    def call(self, *args: Any) -> asyncio.Future[Any]:
+        if self._closed:
+            raise RedisConnectionError("the Redis client is closed")
+        if self._writer is None:
+            self._writer = asyncio.get_running_loop().create_task(self._write(), name="redis-autopipeline")
+        fut: asyncio.Future[Any] = self._writer.get_loop().create_future()
+        self._queued.append((args, fut))
+        wake = self._wake
+        if wake is not None and not wake.done():
+            wake.set_result(None)  # the writer runs at the next loop iteration, after every caller of this one
+        return fut
+
+    async def _write(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            if not self._queued:
+                self._wake = loop.create_future()
+                await self._wake
+            batch, self._queued = self._queued, []
+            batch = [(args, fut) for args, fut in batch if not fut.done()]  # callers that gave up
+            if not batch:
+                continue
+            session = self._session
+            if session is None:
+                try:
+                    session = await self._open()
+                except (RedisError, OSError) as exc:
+                    _fail([fut for _, fut in batch], exc)
+                    continue
+            session.owed.extend(fut for _, fut in batch)
+            if session.watchdog is None:
+                session.watchdog = loop.call_later(self.timeout, self._check, session, session.replies)
+            conn = session.conn
+            try:
+                await conn.send_packed_command(conn.pack_commands(args for args, _ in batch), check_health=False)
+            except (RedisError, OSError) as exc:
+                self._break(session, exc)
+
+    async def _open(self) -> _Session:
+        conn = self._pool.make_connection()
+        try:
+            await asyncio.wait_for(conn.connect(), self.connect_timeout)
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                await conn.disconnect(nowait=True)
+            if isinstance(exc, asyncio.TimeoutError):
+                raise RedisTimeoutError(f"no answer from Redis in {self.connect_timeout} s while connecting") from None
+            raise
+        session = self._session = _Session(conn)
+        session.reader = asyncio.get_running_loop().create_task(self._read(session), name="redis-replies")
+        return session
+
+    async def _read(self, session: _Session) -> None:
+        conn = session.conn
+        while True:
+            try:
+                reply: Any = await conn.read_response()
+            except ResponseError as exc:  # an error reply: the connection is fine
+                reply = exc
+            except (RedisError, OSError) as exc:
+                self._break(session, exc)
+                return
+            session.replies += 1
+            if not session.owed:
+                self._break(session, RedisConnectionError("Redis sent a reply nobody asked for"))
+                return
+            fut = session.owed.popleft()
+            if fut.done():
+                continue
+            if isinstance(reply, ResponseError):
+                fut.set_exception(reply)
+            else:
+                fut.set_result(reply)
+
+    def _check(self, session: _Session, replies_then: int) -> None:
+        session.watchdog = None
+        if session.broken or not session.owed:
+            return
+        if session.replies == replies_then:  # replies were owed a whole timeout and none came
+            self._break(session, RedisTimeoutError(f"no reply from Redis in {self.timeout} s"))
+            return
+        session.watchdog = asyncio.get_running_loop().call_later(self.timeout, self._check, session,
+                                                                 session.replies)
+
+    def _break(self, session: _Session, exc: BaseException) -> None:
+        if session.broken:
+            return
+        session.broken = True
+        if self._session is session:
+            self._session = None
+        if session.watchdog is not None:
+            session.watchdog.cancel()
+        error = exc if isinstance(exc, RedisError) else RedisConnectionError(f"Redis connection lost: {exc}")
+        _fail(list(session.owed), error)
+        session.owed.clear()
+        if session.reader is not None and session.reader is not asyncio.current_task():
+            session.reader.cancel()
+        task = asyncio.get_running_loop().create_task(session.conn.disconnect(nowait=True))
+        task.add_done_callback(_quiet)
+
+    async def aclose(self) -> None:
+        self._closed = True
+        if self._writer is not None:
+            self._writer.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._writer
+        _fail([fut for _, fut in self._queued], RedisConnectionError("the Redis client is closed"))
+        self._queued.clear()
+        if self._session is not None:
+            session = self._session
+            self._break(session, RedisConnectionError("the Redis client is closed"))
+            if session.reader is not None:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await session.reader
+        with contextlib.suppress(Exception):
+            await self._pool.disconnect()
+
+
+def _fail(futures: list[asyncio.Future[Any]], exc: BaseException) -> None:
+    for fut in futures:
+        if not fut.done():
+            fut.set_exception(exc)
+
+
+def _quiet(task: asyncio.Task[None]) -> None:
+    if not task.cancelled():
+        task.exception()  # retrieved: a failed close of a broken connection is not worth a traceback
