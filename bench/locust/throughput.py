@@ -30,6 +30,8 @@ def _options(parser: Any) -> None:
                         help="an enterprise API key with a high rate (env MARKET_KEY)")
     parser.add_argument("--pace-s", env_var="MARKET_PACE_S", type=float, default=0.0,
                         help="pause between one user's requests, seconds (default 0: closed loop)")
+    parser.add_argument("--max-requests", env_var="MARKET_MAX_REQUESTS", type=int, default=0,
+                        help="stop the run once this many requests were sent in all (default 0: --run-time decides)")
 
 
 class HotEndpointsUser(FastHttpUser):
@@ -59,6 +61,9 @@ class HotEndpointsUser(FastHttpUser):
         with self.client.get(path, headers=self.headers, name=name, catch_response=True) as resp:
             if resp.status_code != 200:
                 resp.failure(f"HTTP {resp.status_code}")
+        limit = int(option(self.environment, "max_requests", 0))
+        if limit and self.environment.stats.total.num_requests >= limit and self.environment.runner is not None:
+            self.environment.runner.quit()  # a run bounded by count: the same work on a fast or a loaded machine
 
     @task(6)
     def quotes(self) -> None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -67,16 +69,24 @@ def test_burst_of_n_then_refusal_with_retry_after(redis_url: str, prefix: str) -
 
 
 def test_same_arithmetic_as_the_local_gcra(redis_url: str, prefix: str) -> None:
-    """Fresh buckets at several rates: the first decisions match the local Gcra's (headers included)."""
+    """Fresh buckets at several rates: the first decisions match the local Gcra's (headers included).
+
+    The shared bucket runs on Redis time, which moves between two checks; the local one is held at one
+    instant. So at a fast rate (6000/min refills one request every 10 ms) the shared bucket may have refilled
+    as many requests as fit in the time that really passed, measured around the checks, and no more."""
     async def scenario() -> None:
         gcra, _, _ = _limiter(redis_url, prefix)
         local = Gcra()
         for rate in (1, 7, 60, 600, 6000):
+            started = time.monotonic()
             for _ in range(3):
                 shared = await gcra.check(f"key:r{rate}", rate, "p")
+                elapsed = time.monotonic() - started
+                refilled = math.ceil(elapsed * rate / 60.0)  # at most this many came back while Redis time moved
                 mine = local.check(f"key:r{rate}", rate, 5000.0, "p")
-                assert (shared.allowed, shared.limit, shared.remaining) == (mine.allowed, mine.limit, mine.remaining)
-                assert shared.reset == pytest.approx(mine.reset, abs=0.05)
+                assert (shared.allowed, shared.limit) == (mine.allowed, mine.limit)
+                assert mine.remaining <= shared.remaining <= min(rate, mine.remaining + refilled)
+                assert mine.reset - elapsed - 0.05 <= shared.reset <= mine.reset + 0.05
         await gcra.client.aclose()
 
     asyncio.run(scenario())
