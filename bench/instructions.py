@@ -82,7 +82,7 @@ def build(tmp: Path) -> tuple[Any, Any, str]:
     from server.hub import Hub
     from server.serve import bench_static_body
     from server.store.db import open_db
-    from server.store.keys import KeyRepo
+    from server.store.sqlite_sync import KeyRepo
 
     data = tmp / "data"
     data.mkdir()

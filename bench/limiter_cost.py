@@ -43,8 +43,8 @@ from server.engine.redis_client import AutoPipeline
 from server.engine.redis_engine import connect
 from server.engine.redis_gcra import RedisGcra
 from server.store.db import open_db
-from server.store.keys import KeyRepo
 from server.store.sqlite_repos import SqliteKeys
+from server.store.sqlite_sync import KeyRepo
 from server.store.storage import SqliteStorage
 
 BODY = b'{"quotes":[]}' * 200

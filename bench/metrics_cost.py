@@ -31,8 +31,8 @@ from server.api.core.types import Request, Response
 from server.config import Settings
 from server.core.metrics import LATENCY_BUCKETS, HttpMetrics, Registry
 from server.store.db import open_db
-from server.store.keys import KeyRepo
 from server.store.sqlite_repos import SqliteKeys
+from server.store.sqlite_sync import KeyRepo
 from server.store.storage import SqliteStorage
 
 BODY = b'{"quotes":[]}' * 200  # the handler returns cached bytes, as the quotes endpoint does

@@ -1,6 +1,11 @@
-"""Evidence: an RFC 9162 Merkle log of submitted hashes, anchored in a hash-chained ledger."""
+"""Evidence: an RFC 9162 Merkle log of submitted hashes, anchored in a hash-chained ledger.
 
-from .ledger import Block, Ledger, LocalLedger
-from .log import EvidenceLog, normalize_hash
+log.py and ledger.py hold the logic (database-free); sqlite.py gives it SQLite's SQL, server/store/pg_sync.py
+PostgreSQL's.
+"""
 
-__all__ = ["Block", "EvidenceLog", "Ledger", "LocalLedger", "normalize_hash"]
+from .ledger import Block, HashChain, Ledger
+from .log import MerkleLog, normalize_hash
+from .sqlite import EvidenceLog, LocalLedger
+
+__all__ = ["Block", "EvidenceLog", "HashChain", "Ledger", "LocalLedger", "MerkleLog", "normalize_hash"]

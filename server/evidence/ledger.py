@@ -15,15 +15,11 @@ IEEE 754 double. Hashes are stored as lowercase hex TEXT.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 import struct
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Protocol
-
-from server.store.schema import EVIDENCE_BLOCKS_SQLITE
-from server.store.sqlite_tx import joined_transaction
 
 GENESIS_PREV = bytes(32)
 _BLOCK_TAG = b"evidence-block/v1"
@@ -153,31 +149,3 @@ class HashChain:
 def block_values(b: Block) -> tuple[int, str, int, str, str, float, str]:
     """A block as the values of HashChain.COLUMNS."""
     return (b.height, b.root.hex(), b.tree_size, b.prev_hash.hex(), b.block_hash.hex(), b.ts, b.tx_hash)
-
-
-class LocalLedger(HashChain):
-    """Hash-chained blocks in the caller's SQLite connection (one connection per thread)."""
-
-    def __init__(self, conn: sqlite3.Connection, *, schema: bool = True) -> None:
-        self.conn = conn
-        if schema:
-            conn.execute(EVIDENCE_BLOCKS_SQLITE)
-
-    def write_transaction(self) -> AbstractContextManager[object]:
-        return joined_transaction(self.conn)
-
-    def last_block(self) -> tuple[int, str] | None:
-        row = self.conn.execute("SELECT height, block_hash FROM evidence_blocks ORDER BY height DESC LIMIT 1"
-                                ).fetchone()
-        return (row[0], row[1]) if row else None
-
-    def insert_block(self, b: Block) -> None:
-        self.conn.execute(f"INSERT INTO evidence_blocks ({self.COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)",
-                          block_values(b))
-
-    def block_row(self, height: int) -> BlockRow | None:
-        row = self.conn.execute(f"SELECT {self.COLUMNS} FROM evidence_blocks WHERE height = ?", (height,)).fetchone()
-        return tuple(row) if row else None  # type: ignore[return-value]
-
-    def block_rows(self) -> Iterable[BlockRow]:
-        return self.conn.execute(f"SELECT {self.COLUMNS} FROM evidence_blocks ORDER BY height")

@@ -15,13 +15,14 @@ from typing import Any, Protocol
 
 from server.evidence import Block, EvidenceLog
 from server.notify.jobs import JobState
-from server.store.candles import Candle, CandleRepo
-from server.store.content import ContentItem, ContentRepo
+from server.store.candles import Candle
+from server.store.content import ContentItem
 from server.store.db import open_db
-from server.store.keys import ApiKey, KeyRepo
-from server.store.outbox import Job, OutboxRepo
-from server.store.receipts import ImportResult, ReceiptData, ReceiptRepo, ReceiptStatus
-from server.store.users import User, UserRepo
+from server.store.keys import ApiKey
+from server.store.outbox import Job
+from server.store.receipts import ImportResult, ReceiptData, ReceiptStatus
+from server.store.sqlite_sync import CandleRepo, ContentRepo, KeyRepo, OutboxRepo, ReceiptRepo, UserRepo
+from server.store.users import User
 
 
 class AdminKeys(Protocol):

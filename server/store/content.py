@@ -7,9 +7,6 @@ the same file twice does not duplicate anything.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
-import time
-from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
@@ -17,7 +14,6 @@ from typing import Any
 import orjson
 
 from server.market.timefmt import iso
-from server.store.sqlite_tx import transaction
 
 
 class ContentKind(StrEnum):
@@ -79,39 +75,3 @@ def item_view(row: Any) -> dict[str, Any]:
         out["author"] = row["author"]
         out["category"] = row["category"]
     return out
-
-
-class ContentRepo:
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
-
-    def page(self, kind: ContentKind, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
-        """Items newest first (ties by id) and the total count of that kind."""
-        rows = self.conn.execute(
-            f"SELECT {CONTENT_COLUMNS} FROM content_items WHERE kind = ? "
-            "ORDER BY published_at DESC, id DESC LIMIT ? OFFSET ?",
-            (kind.value, limit, offset),
-        ).fetchall()
-        (total,) = self.conn.execute("SELECT COUNT(*) FROM content_items WHERE kind = ?", (kind.value,)).fetchone()
-        return [item_view(r) for r in rows], int(total)
-
-    def add_many(self, items: Iterable[ContentItem], now: float | None = None) -> int:
-        """Insert items not yet present (same id); returns how many were new. Caller owns the transaction."""
-        now = time.time() if now is None else now
-        added = 0
-        for item in items:
-            cur = self.conn.execute(
-                f"INSERT OR IGNORE INTO content_items ({CONTENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                content_values(item, now),
-            )
-            added += cur.rowcount
-        return added
-
-    def import_items(self, items: list[ContentItem], chunk: int = IMPORT_CHUNK) -> int:
-        """`add_many` in transactions of `chunk` items; returns how many were new."""
-        added = 0
-        for start in range(0, len(items), chunk):
-            with transaction(self.conn):
-                added += self.add_many(items[start:start + chunk])
-        return added
-

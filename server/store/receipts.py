@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import secrets
-import sqlite3
 import time
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
@@ -25,10 +24,8 @@ import orjson
 
 from server.core.transitions import IllegalTransition as IllegalTransition
 from server.core.transitions import Transitions
-from server.evidence import EvidenceLog
 from server.evidence.log import MerkleLog
 from server.market.timefmt import iso
-from server.store.sqlite_tx import transaction
 
 RECEIPT_NO_PATTERN = r"[A-Za-z0-9][A-Za-z0-9-]{2,63}"
 
@@ -269,33 +266,6 @@ class ReceiptBook:
         self.update_status(r.receipt_no, new, digest, now)
         self.evidence.submit(digest)
         return digest
-
-
-class ReceiptRepo(ReceiptBook):
-    """Receipts in a SQLite connection."""
-
-    def __init__(self, conn: sqlite3.Connection, evidence: EvidenceLog | None = None) -> None:
-        self.conn = conn
-        self.evidence = evidence if evidence is not None else EvidenceLog(conn)
-
-    def write_transaction(self) -> AbstractContextManager[object]:
-        return transaction(self.conn)
-
-    def load(self, receipt_no: str) -> tuple[ReceiptData, str] | None:
-        row = self.conn.execute("SELECT * FROM receipts WHERE receipt_no = ?", (receipt_no,)).fetchone()
-        return None if row is None else receipt_from_row(row)
-
-    def insert_row(self, values: tuple[Any, ...]) -> None:
-        self.conn.execute(f"INSERT INTO receipts ({INSERT_COLUMNS}) VALUES ({', '.join('?' * len(values))})", values)
-
-    def update_status(self, receipt_no: str, status: ReceiptStatus, digest: str, now: float) -> None:
-        self.conn.execute("UPDATE receipts SET status = ?, evidence_hash = ?, updated_at = ? WHERE receipt_no = ?",
-                          (status.value, digest, now, receipt_no))
-
-    def public(self, receipt_no: str) -> dict[str, Any] | None:
-        row = self.conn.execute(f"SELECT {PUBLIC_COLUMNS} FROM receipts WHERE receipt_no = ?", (receipt_no,)
-                                ).fetchone()
-        return None if row is None else public_view(row)
 
 
 # --- demo receipts, seeded with a new database (server/store/seed.py) --------------------------------------

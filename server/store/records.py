@@ -2,7 +2,7 @@
 
 The records service is the outbox's only writer of new jobs: `add_inquiry` and
 `add_cooperation` insert the record and one pending job per configured channel
-(kind, target) inside the same `BEGIN IMMEDIATE ... COMMIT`, so a record and its
+(kind, target) inside the same transaction (each database's `_commit`), so a record and its
 jobs land together or not at all, whether or not a delivery worker is running
 (a worker started later finds the pending jobs). Payload: the record's public
 fields (camelCase, including id and createdAt).
@@ -11,15 +11,12 @@ fields (camelCase, including id and createdAt).
 from __future__ import annotations
 
 import os
-import sqlite3
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from server.market.timefmt import iso
-from server.store.outbox import OutboxRepo
-from server.store.sqlite_tx import transaction
 
 # A notification channel as the outbox stores it: (kind, target), e.g. ("generic", "https://...").
 ChannelSpec = tuple[str, str]
@@ -109,39 +106,6 @@ def cooperation_write(c: Cooperation, now: float) -> RecordWrite:
         (rid, c.company, c.contact_name, c.email, c.phone, c.type, c.message, RECEIVED, now),
         payload, now, Accepted(rid, RECEIVED, created),
     )
-
-
-class RecordRepo:
-    def __init__(
-        self, conn: sqlite3.Connection, clock: Callable[[], float] = time.time,
-        channels: Sequence[ChannelSpec] = (),
-    ) -> None:
-        self.conn = conn
-        self.clock = clock
-        self.channels = tuple(channels)
-
-    def add_inquiry(self, q: Inquiry) -> Accepted:
-        return self.insert(inquiry_write(q, self.clock()))
-
-    def add_cooperation(self, c: Cooperation) -> Accepted:
-        return self.insert(cooperation_write(c, self.clock()))
-
-    def insert(self, w: RecordWrite) -> Accepted:
-        """The record and one job per channel, in one transaction."""
-        with transaction(self.conn):
-            self.conn.execute(f"INSERT INTO {w.table} ({w.columns}) VALUES ({', '.join('?' * len(w.params))})",
-                              w.params)
-            if self.channels:
-                OutboxRepo(self.conn).add(w.kind, w.payload["id"], w.payload, self.channels, w.now)
-        return w.accepted
-
-    def inquiry(self, record_id: str) -> dict[str, Any] | None:
-        row = self.conn.execute("SELECT * FROM inquiries WHERE id = ?", (record_id,)).fetchone()
-        return dict(row) if row else None
-
-    def cooperation(self, record_id: str) -> dict[str, Any] | None:
-        row = self.conn.execute("SELECT * FROM cooperations WHERE id = ?", (record_id,)).fetchone()
-        return dict(row) if row else None
 
 
 class RecordsService:

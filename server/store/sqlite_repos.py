@@ -14,15 +14,15 @@ from typing import Any
 
 from server.evidence import Block, EvidenceLog
 from server.notify.jobs import JobState, Retry
-from server.store.candles import Candle, CandleRepo
-from server.store.content import ContentKind, ContentRepo
-from server.store.keys import ApiKey, KeyRepo
-from server.store.outbox import Job, OutboxRepo
-from server.store.receipts import ReceiptRepo
-from server.store.records import ChannelSpec, RecordRepo, RecordsService, RecordWrite
+from server.store.candles import Candle
+from server.store.content import ContentKind
+from server.store.keys import ApiKey
+from server.store.outbox import Job
+from server.store.records import ChannelSpec, RecordsService, RecordWrite
 from server.store.repositories import Repositories
+from server.store.sqlite_sync import CandleRepo, ContentRepo, KeyRepo, OutboxRepo, ReceiptRepo, RecordRepo, UserRepo
 from server.store.storage import SqliteStorage
-from server.store.users import User, UserRepo
+from server.store.users import User
 
 
 class SqliteKeys:

@@ -36,8 +36,8 @@ from server.notify.channels import configured_channels
 from server.notify.jobs import JobState
 from server.notify.worker import OutboxWorker
 from server.store.db import open_db
-from server.store.outbox import OutboxRepo
-from server.store.records import Cooperation, Inquiry, RecordRepo
+from server.store.records import Cooperation, Inquiry
+from server.store.sqlite_sync import OutboxRepo, RecordRepo
 from tests.conftest import (
     RUNTIMES,
     ServerProcess,

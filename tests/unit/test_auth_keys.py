@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from server.api.auth.keys import KeyCache
-from server.store.keys import ApiKey, KeyRepo, hash_key
+from server.store.keys import ApiKey, hash_key
 from server.store.sqlite_repos import SqliteKeys
+from server.store.sqlite_sync import KeyRepo
 from server.store.storage import SqliteStorage
 
 

@@ -21,8 +21,9 @@ from server.core.metrics import Registry
 from server.notify.jobs import DeliveryFailed, JobState, Retry
 from server.notify.worker import OutboxWorker, Sender
 from server.store.db import open_db
-from server.store.outbox import Job, OutboxRepo
+from server.store.outbox import Job
 from server.store.sqlite_repos import SqliteOutbox
+from server.store.sqlite_sync import OutboxRepo
 from server.store.storage import SqliteStorage
 
 

@@ -18,13 +18,13 @@ from server.store.receipts import (
     IllegalTransition,
     ReceiptConflict,
     ReceiptData,
-    ReceiptRepo,
     ReceiptStatus,
     canonical_json,
     check_transition,
     demo_receipts,
     mask_holder,
 )
+from server.store.sqlite_sync import ReceiptRepo
 
 S = ReceiptStatus
 

@@ -17,8 +17,8 @@ from server.market.catalogue import default_catalogue
 from server.market.feed import Tick
 from server.market.state import build_demo_state
 from server.store.db import open_db
-from server.store.outbox import OutboxRepo
-from server.store.records import Cooperation, Inquiry, RecordRepo, new_record_id
+from server.store.records import Cooperation, Inquiry, new_record_id
+from server.store.sqlite_sync import OutboxRepo, RecordRepo
 
 NOW = 1_790_000_000.0
 

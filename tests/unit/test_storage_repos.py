@@ -22,14 +22,15 @@ from server.notify.jobs import Backoff, JobState
 from server.store.content import ContentKind
 from server.store.db import DB_NAME, open_db
 from server.store.errors import UnstorableValue
-from server.store.keys import KeyRepo, hash_key
+from server.store.keys import hash_key
 from server.store.pg_repos import PgStorage, pg_repositories
 from server.store.pg_sync import PgKeyRepo
-from server.store.receipts import ReceiptConflict, ReceiptData, ReceiptRepo, ReceiptStatus
+from server.store.receipts import ReceiptConflict, ReceiptData, ReceiptStatus
 from server.store.records import Cooperation, Inquiry
 from server.store.repositories import Repositories, Storage
 from server.store.schema import MIGRATIONS
 from server.store.sqlite_repos import sqlite_repositories
+from server.store.sqlite_sync import KeyRepo, ReceiptRepo
 from server.store.storage import SqliteStorage, StorageClosed
 from server.store.users import DuplicateEmail
 from tests.conftest import ROOT
