@@ -14,15 +14,12 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from server.store.content import ContentItem
-from server.store.errors import integrity_errors as integrity_errors
-from server.store.errors import storage_errors as storage_errors
+from server.store.errors import storage_errors as storage_errors  # where other modules look it up
 from server.store.receipts import ReceiptData
 from server.store.schema import SQLITE_SCHEMA
 from server.store.seed import seed
 from server.store.sqlite_sync import ContentRepo, ReceiptRepo
-from server.store.sqlite_tx import configure as configure
-from server.store.sqlite_tx import joined_transaction as joined_transaction
-from server.store.sqlite_tx import transaction
+from server.store.sqlite_tx import configure, transaction
 
 DB_NAME = "market.sqlite3"
 

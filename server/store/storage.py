@@ -30,7 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from server.store.db import DB_NAME, configure, open_db
+from server.store.db import DB_NAME, open_db
+from server.store.sqlite_tx import configure
 
 T = TypeVar("T")
 READERS = 2
