@@ -2,14 +2,16 @@
 
     .venv/bin/python -m bench.netsim_soak                 # 5 minutes: 2 hubs, 200 clients, ~200 ticks/s
     .venv/bin/python -m bench.netsim_soak --quick         # 30 s, 40 clients
-    .venv/bin/python -m bench.netsim_soak --failover      # and kill the Redis master half way (Sentinel)
+    .venv/bin/python -m bench.netsim_soak --failover --clients-per-hub 500   # kill the Redis master half way
 
 Needs root (network namespaces; tests/netsim/net.py). Builds hubs, Redis, PostgreSQL and a clients host
 as namespaces, puts 2 ms +/- 1 ms delay and 0.5% loss on every link (a userspace netem: this kernel has no
 sch_netem), runs WebSocket clients on every hub and a writer (an inquiry every 0.5 s, round robin) for the
 duration, with the checker on (tests/netsim/checker.py). Prints delivered ticks/s per hub, tick latency
 p50/p99 per hub (a tick's `ts`, stamped by the leader, to its arrival at a client: the feed-to-client
-latency, through Redis and a hub), what the shaper did, and everything the checker found; exit status 1
+latency, through Redis and a hub), what the shaper did, with --failover (Redis master, replica and three
+Sentinels; the master killed half way) when Sentinel promoted the replica and when each hub's clients got
+ticks again, and everything the checker found; exit status 1
 if it found anything. Bounded: everything is removed at the end, also on Ctrl-C.
 """
 
@@ -25,7 +27,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.netsim.services import wait_until  # noqa: E402
-from tests.netsim.topology import Load, deployment  # noqa: E402
+from tests.netsim.topology import Load, deployment, fed_again, promoted  # noqa: E402
 
 
 def main() -> int:
@@ -39,31 +41,42 @@ def main() -> int:
     parser.add_argument("--jitter-ms", type=float, default=1.0)
     parser.add_argument("--loss", type=float, default=0.005)
     parser.add_argument("--failover", action="store_true", help="kill the Redis master half way (Sentinel)")
+    parser.add_argument("--client-procs", type=int, default=4,
+                        help="processes the clients run in (their CPU must not become the latency measured)")
     args = parser.parse_args()
     seconds = 30.0 if args.quick else args.minutes * 60
     per_hub = 20 if args.quick else args.clients_per_hub
     shape = (args.delay_ms, args.jitter_ms, args.loss)
     started = time.monotonic()
     with deployment(hubs=args.hubs, sentinel=args.failover, tick_interval_ms=args.tick_interval_ms,
-                    shape=shape) as topo, Load(topo, clients_per_hub=per_hub, write_every_s=0.5) as load:
+                    shape=shape) as topo, Load(topo, clients_per_hub=per_hub, write_every_s=0.5,
+                                       procs=args.client_procs) as load:
         print(f"deployment up in {time.monotonic() - started:.0f} s: {args.hubs} hubs, {per_hub} clients each, "
               f"links {args.delay_ms} +/- {args.jitter_ms} ms, loss {args.loss:.1%}; running {seconds:.0f} s",
               flush=True)
-        wait_until(lambda: load.connected() == len(load.clients), "every client subscribed", 60)
-        t0, ticks0 = time.monotonic(), dict(load.checker.ticks)
-        killed_at = None
+        wait_until(lambda: load.connected() == load.total, "every client subscribed", 60)
+        def delivered() -> dict[str, int]:
+            return {h.host.name: load.ticks_on(h) for h in topo.hubs}
+
+        t0, ticks0 = time.monotonic(), delivered()
+        killed_at: float | None = None
+        failover: dict[str, object] = {}
         while (elapsed := time.monotonic() - t0) < seconds:
             time.sleep(min(10.0, seconds - elapsed))  # a timed soak: the duration is the point
             if args.failover and killed_at is None and elapsed >= seconds / 2:
                 topo.master.kill()
-                killed_at = time.monotonic()
+                killed_at = time.time()
                 print(f"{elapsed:5.0f} s  killed the Redis master {topo.master.host.ip}", flush=True)
-            rates = {h: round((n - ticks0.get(h, 0)) / max(1e-9, time.monotonic() - t0))
-                     for h, n in load.checker.ticks.items()}
+                at = promoted(topo, killed_at)
+                fed = {h: round(t - at, 2) for h, t in fed_again(load, topo.hubs).items()}
+                failover = {"promoted s after the kill": round(at - killed_at, 2),
+                            "hubs fed again s after the promotion": fed}
+                print(f"         {failover}", flush=True)
+            rates = {h: round((n - ticks0[h]) / max(1e-9, time.monotonic() - t0)) for h, n in delivered().items()}
             print(f"{time.monotonic() - t0:5.0f} s  delivered ticks/s per hub {rates}  "
-                  f"gaps {len(load.checker.gaps)}  writes {len(load.checker.accepted)}", flush=True)
+                  f"writes accepted {len(load.checker.accepted)}", flush=True)
         span = time.monotonic() - t0
-        ticks = {h: n - ticks0.get(h, 0) for h, n in load.checker.ticks.items()}
+        ticks = {h: n - ticks0[h] for h, n in delivered().items()}
         load.stop()
         accepted = {rid for _, rid in load.checker.accepted}
         try:
@@ -73,11 +86,12 @@ def main() -> int:
         stored = {row[0] for row in topo.pg.query(topo.database_url, "SELECT id FROM inquiries")}
         summary = load.checker.summary()
         report = {
-            "seconds": round(span), "clients": len(load.clients),
+            "seconds": round(span), "clients": load.total, "client processes": args.client_procs,
             "delivered ticks/s per hub": {h: round(n / span) for h, n in ticks.items()},
             "distinct ticks/s (the feed)": round(summary["distinct (id, seq)"] / (time.monotonic() - started)),
             "tick latency ms p50/p99 per hub": summary["latency ms p50/p99"],
             "shaper": topo.net.shaper_stats(),
+            **({"failover": failover} if failover else {}),
             "checker": {k: v for k, v in summary.items() if k not in ("latency ms p50/p99", "ticks")},
         }
         print(json.dumps(report, indent=2))

@@ -17,36 +17,19 @@ those seqs).
 from __future__ import annotations
 
 import importlib.util
-import re
 import time
-from datetime import datetime
 
 import pytest
 
 from server.engine import redis_ticks
-from tests.netsim.services import Hub, RedisNode, Sentinel, wait_until
-from tests.netsim.topology import Load, Topology, deployment
+from tests.netsim.services import Hub, RedisNode, wait_until
+from tests.netsim.topology import Load, Topology, deployment, fed_again, promoted
 
 FOLLOW_S = 5.0
 SEQ_JUMP: int = getattr(redis_ticks, "SEQ_JUMP", 0)
 pytestmark = pytest.mark.skipif(
     not SEQ_JUMP or importlib.util.find_spec("server.core.redis_url") is None,
     reason="needs redis+sentinel:// URLs and the append script's jump after a failover (issue 21 items 3-4)")
-
-
-def _switched_at(sentinels: list[Sentinel], after: float) -> float | None:
-    """When a Sentinel first logged +switch-master (the promotion) after `after`, as a Unix time."""
-    times = []
-    for s in sentinels:
-        for line in s.log().splitlines():
-            if "+switch-master" in line:
-                # 1234:X 26 Nov 2026 12:40:01.123 # +switch-master market 10.77.3.2 6379 10.77.4.2 6379
-                found = re.search(r"(\d{1,2} \w{3} \d{4} \d{2}:\d{2}:\d{2}\.\d{3})", line)
-                if found:
-                    at = datetime.strptime(found.group(1), "%d %b %Y %H:%M:%S.%f").timestamp()
-                    if at >= after - 1:
-                        times.append(at)
-    return min(times) if times else None
 
 
 def _seq(node: RedisNode, inst: str = "brent") -> int:
@@ -58,28 +41,6 @@ def _diverge(topo: Topology, master: RedisNode, replica: RedisNode) -> None:
     topo.net.cut(master.host, replica.host)
     floor = _seq(replica)
     wait_until(lambda: _seq(master) > floor + 3, "batches only the master has")
-
-
-def _promote(topo: Topology, killed_at: float) -> float:
-    wait_until(lambda: _switched_at(topo.sentinels, killed_at) is not None, "Sentinel promotes the replica", 30)
-    at = _switched_at(topo.sentinels, killed_at)
-    assert at is not None
-    return at
-
-
-def _fed_again(load: Load, hubs: list[Hub]) -> dict[str, float]:
-    """When each hub's clients got 20 more ticks (Unix time)."""
-    ticks = {h.host.name: load.ticks_on(h) for h in hubs}
-    fed: dict[str, float] = {}
-
-    def check() -> bool:
-        for h in hubs:
-            if h.host.name not in fed and load.ticks_on(h) > ticks[h.host.name] + 20:
-                fed[h.host.name] = time.time()
-        return len(fed) == len(hubs)
-
-    wait_until(check, "ticks again after the promotion", 30)
-    return fed
 
 
 def _leader(hubs: list[Hub]) -> Hub:
@@ -111,9 +72,9 @@ def test_hubs_follow_sentinel_failovers_and_lost_entries_become_gaps_not_reused_
         seen_a, kept_a = _seen(load), _seq(second)
         first.kill()
         killed_a = time.time()
-        promoted_a = _promote(topo, killed_a)
+        promoted_a = promoted(topo, killed_a)
         topo.net.heal(first.host, second.host)
-        fed_a = {name: round(t - promoted_a, 2) for name, t in _fed_again(load, topo.hubs).items()}
+        fed_a = {name: round(t - promoted_a, 2) for name, t in fed_again(load, topo.hubs).items()}
         wait_until(lambda: all(h.readyz()[0] == 200 for h in topo.hubs), "both hubs ready after the failover", 15)
         assert max(fed_a.values()) < FOLLOW_S, fed_a
         assert seen_a > kept_a, (seen_a, kept_a)  # clients had seen batches the promoted replica lacks
@@ -136,8 +97,8 @@ def test_hubs_follow_sentinel_failovers_and_lost_entries_become_gaps_not_reused_
         killed_b = time.time()
         topo.net.heal(other.host, second.host)
         topo.net.heal(second.host, first.host)
-        promoted_b = _promote(topo, killed_b)
-        fed_b = round(_fed_again(load, [other])[other.host.name] - promoted_b, 2)
+        promoted_b = promoted(topo, killed_b)
+        fed_b = round(fed_again(load, [other])[other.host.name] - promoted_b, 2)
         _past(load, seen_b)
         load.stop()
         assert seen_b > kept_b, (seen_b, kept_b)

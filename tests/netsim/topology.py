@@ -6,17 +6,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
+import re
+import signal
+import sys
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from server.market.catalogue import default_catalogue
 from tests.netsim.checker import STALL_S, Checker, Client, Receiver
-from tests.netsim.net import Host, Network
-from tests.netsim.services import SERVICE, Hub, Postgres, RedisNode, Sentinel, call_in, create_key
+from tests.netsim.clients import merge
+from tests.netsim.net import Host, Network, Proc
+from tests.netsim.services import SERVICE, Hub, Postgres, RedisNode, Sentinel, call_in, create_key, wait_until
 
 IDS = [inst.id for inst in default_catalogue().instruments]
 WEBHOOK_PORT = 9000
@@ -88,14 +96,24 @@ class Load:
     """Clients on every hub and a writer, run on an event loop in a thread inside the clients host."""
 
     def __init__(self, topo: Topology, clients_per_hub: int, write_every_s: float = 0.2,
-                 patient: bool = False) -> None:
+                 patient: bool = False, procs: int = 0) -> None:
         """`patient`: every other client waits out a silent connection for a minute (stays on its hub through
-        a partition) instead of reconnecting elsewhere after STALL_S."""
+        a partition) instead of reconnecting elsewhere after STALL_S. `procs`: run the clients in that many
+        processes of their own (tests/netsim/clients.py) instead of this one's thread; merged at `stop()`."""
         self.topo, self.checker = topo, Checker()
         hubs = [(h.host.name, h.ws_base) for h in topo.hubs]
-        self.clients = [Client(self.checker, f"c{i}", hubs, topo.key, IDS, first=i % len(hubs),
-                               stall_s=60.0 if patient and (i // len(hubs)) % 2 == 0 else STALL_S)
-                        for i in range(clients_per_hub * len(hubs))]
+        self.total = clients_per_hub * len(hubs)
+        self.clients = [] if procs else [
+            Client(self.checker, f"c{i}", hubs, topo.key, IDS, first=i % len(hubs),
+                   stall_s=60.0 if patient and (i // len(hubs)) % 2 == 0 else STALL_S) for i in range(self.total)]
+        self.procs: list[tuple[Proc, Path]] = []
+        for n in range(procs):
+            share = self.total // procs + (1 if n < self.total % procs else 0)
+            out = topo.net.workdir / f"clients-{n}.json"
+            self.procs.append((topo.clients.popen(
+                [sys.executable, "-m", "tests.netsim.clients", "--hubs", json.dumps(hubs), "--ids", json.dumps(IDS),
+                 "--key", topo.key, "--clients", str(share), "--first", str(n * self.total), "--out", str(out)],
+                topo.net.workdir / f"clients-{n}.log"), out))
         self.write_every_s = write_every_s
         self.writes: list[tuple[str, int, str]] = []  # (hub, status, problem type or record id)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -166,7 +184,20 @@ class Load:
                 self.checker.write("inquiry", status, record if 200 <= status < 300 else None)
                 await asyncio.sleep(self.write_every_s)
 
+    def _statuses(self) -> list[dict[str, Any]]:
+        out = []
+        for _, path in self.procs:
+            with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
+                out.append(json.loads(Path(str(path) + ".status").read_text()))
+        return out
+
     def stop(self) -> None:
+        for proc, _ in self.procs:
+            proc.signal(signal.SIGTERM)
+        for proc, out in self.procs:
+            proc.proc.wait(60)
+            merge(self.checker, json.loads(out.read_text()))
+        self.procs = []
         if self._loop is not None and self._stopping is not None and not self._loop.is_closed():
             with contextlib.suppress(RuntimeError):
                 self._loop.call_soon_threadsafe(self._stopping.set)
@@ -176,7 +207,45 @@ class Load:
             raise self.error
 
     def connected(self) -> int:
-        return sum(c.connected.is_set() for c in self.clients)
+        return sum(c.connected.is_set() for c in self.clients) + sum(s["connected"] for s in self._statuses())
 
     def ticks_on(self, hub: Hub) -> int:
-        return self.checker.ticks[hub.host.name]
+        return self.checker.ticks[hub.host.name] + sum(s["ticks"].get(hub.host.name, 0) for s in self._statuses())
+
+
+def switched_at(sentinels: list[Sentinel], after: float) -> float | None:
+    """When a Sentinel first logged +switch-master (the promotion) after `after`, as a Unix time."""
+    times = []
+    for s in sentinels:
+        for line in s.log().splitlines():
+            if "+switch-master" in line:
+                # 1234:X 26 Nov 2026 12:40:01.123 # +switch-master market 10.77.3.2 6379 10.77.4.2 6379
+                found = re.search(r"(\d{1,2} \w{3} \d{4} \d{2}:\d{2}:\d{2}\.\d{3})", line)
+                if found:
+                    at = datetime.strptime(found.group(1), "%d %b %Y %H:%M:%S.%f").timestamp()
+                    if at >= after - 1:
+                        times.append(at)
+    return min(times) if times else None
+
+
+def promoted(topo: Topology, killed_at: float) -> float:
+    """When Sentinel promoted a replica after the master was killed at `killed_at` (waits for it)."""
+    wait_until(lambda: switched_at(topo.sentinels, killed_at) is not None, "Sentinel promotes the replica", 30)
+    at = switched_at(topo.sentinels, killed_at)
+    assert at is not None
+    return at
+
+
+def fed_again(load: Load, hubs: list[Hub]) -> dict[str, float]:
+    """When each hub's clients got 20 more ticks (Unix time)."""
+    ticks = {h.host.name: load.ticks_on(h) for h in hubs}
+    fed: dict[str, float] = {}
+
+    def check() -> bool:
+        for h in hubs:
+            if h.host.name not in fed and load.ticks_on(h) > ticks[h.host.name] + 20:
+                fed[h.host.name] = time.time()
+        return len(fed) == len(hubs)
+
+    wait_until(check, "ticks again after the promotion", 30)
+    return fed
