@@ -81,8 +81,11 @@ def deployment(hubs: int = 2, sentinel: bool = False, tick_interval_ms: int = 10
         try:
             for i, host in enumerate(hub_hosts):
                 topo.hubs.append(Hub(net, host, runtimes[i % len(runtimes)], *flags))
-            for hub in topo.hubs:  # one after the other: the first seeds the database
-                hub.start()
+            topo.hubs[0].start()  # the first seeds the database; the others start together
+            for hub in topo.hubs[1:]:
+                hub.start(wait=False)
+            for hub in topo.hubs[1:]:
+                hub.wait_ready()
             topo.key = create_key(net, topo.hubs[0], database_url)
             yield topo
         finally:
