@@ -50,10 +50,11 @@ def _leader(hubs: list[Hub]) -> Hub:
 
 
 def _past(load: Load, seen: int) -> None:
-    """Wait until every client has resumed past the failover's jump (its seqs are beyond `seen` + half of it)."""
-    wait_until(lambda: all(c.connected.is_set() and not c.open_gaps and c.last
-                           and max(c.last.values()) > seen + SEQ_JUMP // 2 for c in load.clients),
-               "every client resumed past the failover", 20)
+    """Wait until every client has resumed past the failover's jump for every instrument (each instrument's
+    first tick after the jump is a gap of its own: a resume, `recovered: false`, a snapshot)."""
+    wait_until(lambda: all(c.connected.is_set() and not c.open_gaps and len(c.last) == len(c.ids)
+                           and min(c.last.values()) > seen + SEQ_JUMP // 2 for c in load.clients),
+               "every client resumed past the failover", 30)
 
 
 def _seen(load: Load, inst: str = "brent") -> int:
