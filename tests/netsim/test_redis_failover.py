@@ -36,11 +36,21 @@ def _seq(node: RedisNode, inst: str = "brent") -> int:
     return int(node.cli("HGET", "market:ticks:seq", inst).strip() or 0)
 
 
-def _diverge(topo: Topology, master: RedisNode, replica: RedisNode) -> None:
-    """Cut the replica off its master until the master holds batches the replica lacks."""
+def _diverge(topo: Topology, load: Load, master: RedisNode, replica: RedisNode) -> int:
+    """Cut the replica off its master until clients have received batches the replica lacks; the replica's
+    last brent seq."""
     topo.net.cut(master.host, replica.host)
-    floor = _seq(replica)
-    wait_until(lambda: _seq(master) > floor + 3, "batches only the master has")
+    kept = _seq(replica)
+    wait_until(lambda: _seen(load) > kept + 2, "clients got batches only the master has")
+    return kept
+
+
+def _past(load: Load, kept: int) -> None:
+    """Wait until every client has resumed past the failover's jump for every instrument (each instrument's
+    first tick after the jump is a gap of its own: a resume, `recovered: false`, a snapshot)."""
+    wait_until(lambda: all(c.connected.is_set() and not c.open_gaps and len(c.last) == len(c.ids)
+                           and min(c.last.values()) > kept + SEQ_JUMP // 2 for c in load.clients),
+               "every client resumed past the failover", 30)
 
 
 def _leader(hubs: list[Hub]) -> Hub:
@@ -49,16 +59,9 @@ def _leader(hubs: list[Hub]) -> Hub:
     return leaders[0]
 
 
-def _past(load: Load, seen: int) -> None:
-    """Wait until every client has resumed past the failover's jump for every instrument (each instrument's
-    first tick after the jump is a gap of its own: a resume, `recovered: false`, a snapshot)."""
-    wait_until(lambda: all(c.connected.is_set() and not c.open_gaps and len(c.last) == len(c.ids)
-                           and min(c.last.values()) > seen + SEQ_JUMP // 2 for c in load.clients),
-               "every client resumed past the failover", 30)
-
-
-def _seen(load: Load, inst: str = "brent") -> int:
-    return max(seq for (i, seq) in load.checker.prices if i == inst)
+def _seen(load: Load, inst: str = "brent", below: int = 1 << 62) -> int:
+    """The highest seq of `inst` any client received (under `below`)."""
+    return max((seq for (i, seq) in list(load.checker.prices) if i == inst and seq < below), default=0)
 
 
 def test_hubs_follow_sentinel_failovers_and_lost_entries_become_gaps_not_reused_seqs() -> None:
@@ -69,8 +72,7 @@ def test_hubs_follow_sentinel_failovers_and_lost_entries_become_gaps_not_reused_
         wait_until(lambda: min(load.ticks_on(h) for h in topo.hubs) > 100, "ticks on both hubs")
 
         # A: the master dies; both hubs follow the promotion
-        _diverge(topo, first, second)
-        seen_a, kept_a = _seen(load), _seq(second)
+        kept_a = _diverge(topo, load, first, second)
         first.kill()
         killed_a = time.time()
         promoted_a = promoted(topo, killed_a)
@@ -78,8 +80,8 @@ def test_hubs_follow_sentinel_failovers_and_lost_entries_become_gaps_not_reused_
         fed_a = {name: round(t - promoted_a, 2) for name, t in fed_again(load, topo.hubs).items()}
         wait_until(lambda: all(h.readyz()[0] == 200 for h in topo.hubs), "both hubs ready after the failover", 15)
         assert max(fed_a.values()) < FOLLOW_S, fed_a
-        assert seen_a > kept_a, (seen_a, kept_a)  # clients had seen batches the promoted replica lacks
-        _past(load, seen_a)
+        _past(load, kept_a)
+        seen_a = _seen(load, below=SEQ_JUMP)  # clients had seen batches the promoted replica lacks
         load.checker.assert_holds()
         gaps_a = len(load.checker.gaps)
         assert gaps_a > 0, "the lost batches are no gap"
@@ -91,8 +93,7 @@ def test_hubs_follow_sentinel_failovers_and_lost_entries_become_gaps_not_reused_
         leader = _leader(topo.hubs)
         other = next(h for h in topo.hubs if h is not leader)
         topo.net.cut(other.host, second.host)  # the other hub stops reading the stream
-        _diverge(topo, second, first)
-        seen_b, kept_b = _seen(load), _seq(first)
+        kept_b = _diverge(topo, load, second, first)
         second.kill()
         leader.kill()
         killed_b = time.time()
@@ -100,13 +101,14 @@ def test_hubs_follow_sentinel_failovers_and_lost_entries_become_gaps_not_reused_
         topo.net.heal(second.host, first.host)
         promoted_b = promoted(topo, killed_b)
         fed_b = round(fed_again(load, [other])[other.host.name] - promoted_b, 2)
-        _past(load, seen_b)
+        _past(load, kept_b)
+        seen_b = _seen(load, below=2 * SEQ_JUMP)
         load.stop()
-        assert seen_b > kept_b, (seen_b, kept_b)
         stored = {row[0] for row in topo.pg.query(topo.database_url, "SELECT id FROM inquiries")}
         load.checker.assert_holds(stored=stored)
         after = sorted(seq for (inst, seq) in load.checker.prices if inst == "brent" and seq > seen_b)
         assert after and after[0] > seen_b + 1, after[:3]  # a gap, never a reused number
+        assert seen_a > kept_a + 2 and seen_b > kept_b + 2, (seen_a, kept_a, seen_b, kept_b)
         assert fed_b < FOLLOW_S, fed_b
         print(f"\nredis failover A: promoted {promoted_a - killed_a:.1f} s after the kill, hubs fed again {fed_a} s "
               f"after the promotion (brent: clients had {seen_a}, the replica {kept_a}); B: promoted "
