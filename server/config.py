@@ -409,6 +409,14 @@ def check_engine(s: Settings) -> None:
 def check_redis_url(url: str) -> None:
     """--redis-url's shape, port and db number (the URL is never echoed: it may hold a password)."""
     parts = urlsplit(url)
+    if parts.scheme in ("redis+sentinel", "rediss+sentinel"):  # SPEC 15: the engine's parser checks these
+        from server.core.redis_url import parse_redis_url
+
+        try:
+            parse_redis_url(url)
+        except ValueError as exc:
+            raise ConfigError(str(exc)) from None
+        return
     if parts.scheme not in ("redis", "rediss", "unix") or not (parts.hostname or parts.path):
         raise ConfigError(f"--redis-url: {REDIS_SHAPE} (value not shown)")
     try:

@@ -37,18 +37,34 @@ JOIN_SCAN = 2000  # batches a joining hub reads back for each instrument's newes
 STALE_S = 5.0  # a hub that has not heard from the stream for this long is not ready
 CONNECT_S = 2.0  # the append and read connections are off the request path: a busy start-up loop must not fail them
 
-# KEYS: lease, seq hash, stream, epoch. ARGV: node, maxlen, epoch, then per tick: id, price, ts, volume, floor
-# (floor: the leader's last applied seq of that instrument; a Redis that lost the hash, restarted empty,
-# continues from there instead of from 1, and gets the epoch back: clients see no reset). Returns the
-# seqs it gave, in tick order (the leader's next floors).
+# KEYS: lease, seq hash, stream, epoch, replid, seqfloor. ARGV: node, maxlen, epoch, then per tick: id, price, ts,
+# volume, floor (floor: the leader's last applied seq of that instrument; a Redis that lost the hash, restarted
+# empty, continues from there instead of from 1, and gets the epoch back: clients see no reset). Fenced: only the
+# lease holder appends, checked in this same atomic step. A failover (the master's replication id is not the one
+# the stream was last appended under) may have lost the newest entries, which hubs had read and delivered, and
+# the new leader may not have read them: every seq moves on by SEQ_JUMP (the seqfloor key does it for
+# instruments not in the hash yet), so lost entries become a gap, never reused numbers (docs/scaling.md, "No
+# seq names two ticks"). Returns the seqs it gave, in tick order (the leader's next floors).
+SEQ_JUMP = 1_000_000
 APPEND_LUA = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('NOTLEADER lease lost') end
 redis.call('SET', KEYS[4], ARGV[3], 'NX')
+local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)')
+local under = redis.call('GET', KEYS[5])
+if under ~= replid then
+  if under then
+    local all = redis.call('HGETALL', KEYS[2])
+    for j = 1, #all, 2 do redis.call('HINCRBY', KEYS[2], all[j], SEQ_JUMP) end
+    redis.call('INCRBY', KEYS[6], SEQ_JUMP)
+  end
+  redis.call('SET', KEYS[5], replid)
+end
+local least = tonumber(redis.call('GET', KEYS[6]) or '0')
 local parts = {}
 local seqs = {}
 for i = 4, #ARGV, 5 do
   local seq = redis.call('HINCRBY', KEYS[2], ARGV[i], 1)
-  local floor = tonumber(ARGV[i + 4])
+  local floor = math.max(tonumber(ARGV[i + 4]), least)
   if seq <= floor then
     seq = floor + 1
     redis.call('HSET', KEYS[2], ARGV[i], seq)
@@ -58,7 +74,7 @@ for i = 4, #ARGV, 5 do
 end
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'b', table.concat(parts, ';'))
 return seqs
-"""
+""".replace("SEQ_JUMP", str(SEQ_JUMP))
 
 APPEND_SCRIPT = APPEND_LUA.encode()
 APPEND_SHA = hashlib.sha1(APPEND_SCRIPT).hexdigest().encode()
@@ -87,6 +103,7 @@ class RedisTicks:
         self.rows = {inst_id: row for row, inst_id in enumerate(ids)}
         self.lease, self.seqs, self.stream = prefix + "feed:lease", prefix + "ticks:seq", prefix + "ticks"
         self.epoch_key = prefix + "ticks:epoch"
+        self.replid_key, self.seqfloor_key = prefix + "ticks:replid", prefix + "ticks:seqfloor"
         self.client = async_client(url, 0.5, size=4)  # the lease, the joining reads, the hand-over
         # appends and reads go through auto-pipelined connections (redis_client.py): a redis-py command
         # costs far more CPU, paid before every batch reached any hub (bench/README.md, "Redis client").
@@ -186,8 +203,8 @@ class RedisTicks:
         assigned = [0] * len(self.ids)
         while True:
             ticks, floors = await self._pending.get()
-            args: list[str | int] = [4, self.lease, self.seqs, self.stream, self.epoch_key, self.node, MAXLEN,
-                                     self.epoch]
+            args: list[str | int] = [6, self.lease, self.seqs, self.stream, self.epoch_key, self.replid_key,
+                                     self.seqfloor_key, self.node, MAXLEN, self.epoch]
             for t, floor in zip(ticks, floors, strict=True):
                 args += [self.ids[t.row], repr(t.price), repr(t.ts), repr(t.volume), max(floor, assigned[t.row])]
             try:

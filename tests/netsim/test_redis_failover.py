@@ -16,20 +16,13 @@ those seqs).
 
 from __future__ import annotations
 
-import importlib.util
 import time
 
-import pytest
-
-from server.engine import redis_ticks
+from server.engine.redis_ticks import SEQ_JUMP
 from tests.netsim.services import Hub, RedisNode, wait_until
 from tests.netsim.topology import Load, Topology, deployment, fed_again, promoted
 
 FOLLOW_S = 5.0
-SEQ_JUMP: int = getattr(redis_ticks, "SEQ_JUMP", 0)
-pytestmark = pytest.mark.skipif(
-    not SEQ_JUMP or importlib.util.find_spec("server.core.redis_url") is None,
-    reason="needs redis+sentinel:// URLs and the append script's jump after a failover (issue 21 items 3-4)")
 
 
 def _seq(node: RedisNode, inst: str = "brent") -> int:
