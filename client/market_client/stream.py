@@ -73,7 +73,7 @@ SILENCE_MARGIN = 1.1  # dead after 2 heartbeat intervals plus 10% (a timer's lat
 
 
 class _Dead(Exception):
-    """This connection is to be replaced (silent for two heartbeats, or ticks lost on the way)."""
+    """This connection is to be replaced: a heartbeat named ticks it never delivered."""
 
 
 class QuoteStream:
@@ -86,6 +86,7 @@ class QuoteStream:
         self._state = ResumeState(ids, candles)
         self._heartbeat_s = heartbeat_s or None
         self._heartbeats = 0  # seen on this stream: the silence check is armed from the first one
+        self._last_seen = 0.0  # loop time of the current connection's last message
         self._backfill = backfill
         self.dropped = {"silent": 0, "behind": 0}  # connections this stream replaced itself, and why
         self._key = key
@@ -154,6 +155,7 @@ class QuoteStream:
                 failures += 1
                 continue
             self._ws = ws
+            watchdog = asyncio.create_task(self._watch_silence(ws))
             try:
                 async for event in self._session(ws):
                     failures = 0
@@ -161,8 +163,9 @@ class QuoteStream:
             except ConnectionClosed as exc:
                 self._check_close(exc)
             except _Dead:
-                ws.transport.abort()  # the peer is not answering: no close handshake to wait for
+                ws.transport.abort()  # ticks lost on the way: a fresh connection resumes them
             finally:
+                watchdog.cancel()
                 self._ws = None
                 await ws.close()
             if self._closed:
@@ -236,17 +239,11 @@ class QuoteStream:
             # else: the connection's first full-set snapshot and ticks sent before our subscribe took effect
 
     async def _messages(self, ws: ClientConnection) -> AsyncIterator[ServerMessage]:
-        """The connection's messages, decoded; `_Dead` when it stays silent for two heartbeat intervals."""
+        """The connection's messages, decoded; each one stamps `_last_seen` for the silence watchdog."""
+        now = asyncio.get_running_loop().time
         while True:
-            if self._heartbeat_s and self._heartbeats:
-                try:
-                    async with asyncio.timeout(self._heartbeat_s * 2 * SILENCE_MARGIN):
-                        raw = await ws.recv()
-                except TimeoutError:
-                    self.dropped["silent"] += 1
-                    raise _Dead from None
-            else:  # not armed (no heartbeat seen yet, or the check is off): no timer per message
-                raw = await ws.recv()
+            raw = await ws.recv()
+            self._last_seen = now()
             try:
                 msg: ServerMessage = decoder.decode(raw)
             except msgspec.DecodeError:
@@ -254,6 +251,23 @@ class QuoteStream:
             if isinstance(msg, Heartbeat):
                 self._heartbeats += 1
             yield msg
+
+    async def _watch_silence(self, ws: ClientConnection) -> None:
+        """Aborts a connection silent for two heartbeat intervals (+10%) once the stream has seen a heartbeat; the
+        reader then sees it closed and `_run` reconnects. A task per connection rather than a timer per message:
+        the cost per tick stays one clock read."""
+        if not self._heartbeat_s:
+            return
+        loop = asyncio.get_running_loop()
+        limit = self._heartbeat_s * 2 * SILENCE_MARGIN
+        self._last_seen = loop.time()
+        while True:
+            wait = self._last_seen + limit - loop.time() if self._heartbeats else self._heartbeat_s
+            if wait <= 0:
+                self.dropped["silent"] += 1
+                ws.transport.abort()
+                return
+            await asyncio.sleep(wait)
 
     async def _fill(self, gap: CandleGap) -> list[Event]:
         """The final candles a reconnect missed, fetched with a range query; the gap itself if that fails."""
