@@ -6,8 +6,9 @@ Measures whatever client this checkout's Redis engine uses (issue 19 item 4 repl
 `server/engine/resp.py` by redis-py + hiredis under a thin auto-pipelining layer): to compare, run this
 script in a checkout of each commit, e.g. for the hand-written client
 
-    git worktree add /tmp/old <commit that added this script> && cd /tmp/old && \\
-        /work/main/.venv/bin/python -m bench.redis_client_cost
+    git worktree add --detach /tmp/old 01e268e      # the commit that added this script, before the change
+    cp bench/redis_client_cost.py /tmp/old/bench/   # this version (it runs on either client)
+    cd /tmp/old && /work/main/.venv/bin/python -m bench.redis_client_cost
 
 It builds a real `RedisEngine` (the engine's own connections, scripts and keys under a fresh
 `bench-<hex>:` prefix, deleted at the end) on uvloop, like the hub, and times, best of R runs of N:
@@ -16,6 +17,8 @@ It builds a real `RedisEngine` (the engine's own connections, scripts and keys u
 - `gcra x32`: the same with 32 checks in flight (a loaded hub: they share writes);
 - `append`: one tick batch (12 ticks) appended with the tick log's script (lease check, seqs, XADD),
   one at a time as the hub's writer does, on the tick log's append connection;
+- `evalsha x1`, `evalsha x32`: the GCRA script through redis-py's own `Redis.evalsha` on a pooled
+  client (no auto-pipeline), for scale;
 - `read`: XREAD of one batch at a time from the stream those appends filled, decoded to ticks, on the
   tick log's reader connection (what each hub does per batch).
 
@@ -35,6 +38,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import redis
+import redis.asyncio
 import uvloop
 
 from server.api.auth.limits import Gcra
@@ -92,6 +96,13 @@ async def run(url: str, number: int, repeat: int) -> dict[str, tuple[float, floa
     async def gcra() -> None:
         await engine.gcra.check("key:bench", 1_000_000_000, "bench")
 
+    from server.engine.redis_gcra import SCRIPT, SCRIPT_SHA
+
+    pooled = redis.asyncio.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5, max_connections=32)
+
+    async def plain() -> None:  # redis-py's own client command, no auto-pipeline: a pooled redis.asyncio.Redis
+        await pooled.evalsha(SCRIPT_SHA.decode(), 1, engine.gcra.prefix + "key:plain", 1_000_000_000)
+
     floors = [0] * len(IDS)
     batch_no = 0
 
@@ -125,14 +136,18 @@ async def run(url: str, number: int, repeat: int) -> dict[str, tuple[float, floa
     try:
         await gcra()
         await append()
-        for name, fn, conc in (("gcra x1", gcra, 1), ("gcra x32", gcra, 32), ("append", append, 1)):
+        await pooled.script_load(SCRIPT)
+        for name, fn, conc in (("gcra x1", gcra, 1), ("gcra x32", gcra, 32), ("append", append, 1),
+                               ("evalsha x1", plain, 1), ("evalsha x32", plain, 32)):
             figures[name] = min([await _timed(fn, number, conc) for _ in range(repeat)])
         reads = []
-        for _ in range(repeat):  # the appends above left repeat * number + 1 batches: read them in turn
+        for _ in range(repeat):  # the first `number` batches still in the stream (it keeps about MAXLEN), each time
+            last = "0-0"
             reads.append(await _timed(read, number, 1))
         figures["read"] = min(reads)
         assert engine.gcra.fallbacks.value() == 0, "Redis was not reachable for the whole run"
     finally:
+        await pooled.aclose()
         await engine.stop()
         keys = list(sync.scan_iter(match=prefix + "*", count=1000))
         if keys:
@@ -147,6 +162,8 @@ def main() -> None:
     parser.add_argument("--number", type=int, default=5_000)
     parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+    if args.number > MAXLEN // 2:
+        parser.error(f"--number: at most {MAXLEN // 2} (the tick stream keeps about {MAXLEN} batches to read back)")
     client = "hand-written resp.py" if os.path.exists(os.path.join(os.path.dirname(__file__), "..", "server",
                                                                    "engine", "resp.py")) else "redis-py + hiredis"
     print(f"client: {client}; CPU: {cpu_model()}; load average at start: {os.getloadavg()[0]:.2f}", flush=True)

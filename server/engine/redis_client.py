@@ -197,8 +197,9 @@ class AutoPipeline:
             if session.watchdog is None:
                 session.watchdog = loop.call_later(self.timeout, self._check, session, session.replies)
             conn = session.conn
+            packed = conn.pack_command(*batch[0][0]) if len(batch) == 1 else conn.pack_commands(a for a, _ in batch)
             try:
-                await conn.send_packed_command(conn.pack_commands(args for args, _ in batch), check_health=False)
+                await conn.send_packed_command(packed, check_health=False)
             except (RedisError, OSError) as exc:
                 self._break(session, exc)
 
