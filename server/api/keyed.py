@@ -27,7 +27,7 @@ from server.core.errors import ApiError
 from server.market.candles import INTERVALS, INTRADAY_CAPACITY
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState
-from server.market.timefmt import day_start
+from server.market.timefmt import day_start, trading_days_back
 
 MAX_IDS = 100
 MAX_DAYS = 90
@@ -130,20 +130,29 @@ class MarketApi:
         inst_id = self.catalogue.instruments[row].id
         if "from" in query or "to" in query:
             return self._kline_range(row, inst_id, interval, query)
+        # days and limit apply to every interval, together too (the OpenAPI document cannot say "only with 1d",
+        # so the server takes every combination it allows; issue 21): days keeps the candles of the most recent N
+        # trading days, limit the most recent N candles
         if interval == DAILY:
-            if "limit" in query:
-                raise _param("limit", "limit applies to the intraday intervals (1m, 5m, 15m, 1h); "
-                                      "use days with interval=1d")
             days = _count("days", query.get("days"), MAX_DAYS, MAX_DAYS)
+            days = min(days, _count("limit", query.get("limit"), MAX_LIMIT, MAX_DAYS))
             # the key of the daily series is unchanged: ?interval=1d and no interval share one entry
             return self._cached(("kline", row, days), lambda: self._envelope(
                 id=inst_id, interval=DAILY, series=self.state.kline(row, days)))
-        if "days" in query:
-            raise _param("days", f"days applies to interval=1d; use limit (1..{MAX_LIMIT} buckets) "
-                                 f"with interval={interval}")
         limit = _count("limit", query.get("limit"), MAX_LIMIT, DEFAULT_LIMIT)
+        if "days" in query:
+            days = _count("days", query["days"], MAX_DAYS, MAX_DAYS)
+            return self._cached(("kline", row, interval, limit, days), lambda: self._envelope(
+                id=inst_id, interval=interval, series=self.state.kline_range(
+                    row, interval, self._since_trading_days(days), math.inf, limit, False)[0]))
         return self._cached(("kline", row, interval, limit), lambda: self._envelope(
             id=inst_id, interval=interval, series=self.state.kline_intraday(row, interval, limit)))
+
+    def _since_trading_days(self, days: int) -> float:
+        """The first instant of the most recent ``days`` trading days (the live candle's day counts): that day's
+        00:00, or the Saturday before for a Monday (weekend ticks count for Monday, as night sessions do)."""
+        first = trading_days_back(self.state.candles.last_day(), days)[0]
+        return day_start(first) - (2 * 86400 if first.weekday() == 0 else 0)
 
     def _kline_range(self, row: int, inst_id: str, interval: str, query: dict[str, str]) -> Response:
         """SPEC 14: candles whose bucket start is in [from, to); with from the earliest ``limit`` and ``next``, without

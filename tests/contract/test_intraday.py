@@ -107,8 +107,7 @@ def test_daily_interval_is_the_default_and_keeps_days(demo: httpx.Client) -> Non
     ({"interval": "5m", "limit": "0"}, "limit"), ({"interval": "5m", "limit": "1001"}, "limit"),
     ({"interval": "5m", "limit": "-1"}, "limit"), ({"interval": "5m", "limit": "1.5"}, "limit"),
     ({"interval": "5m", "limit": ""}, "limit"), ({"interval": "1h", "limit": "ten"}, "limit"),
-    ({"interval": "1m", "days": "5"}, "days"),  # days belongs to 1d
-    ({"limit": "10"}, "limit"), ({"interval": "1d", "limit": "10"}, "limit"),  # limit belongs to intraday
+    ({"interval": "1m", "days": "0"}, "days"), ({"interval": "1d", "limit": "1001"}, "limit"),
 ])
 def test_bad_interval_and_limit_are_400_naming_the_parameter(demo: httpx.Client, params: dict, field: str) -> None:
     _problem(demo.get("/api/v1/kline/brent", params=params), "invalid_parameter", field)
@@ -229,10 +228,19 @@ def test_each_interval_and_limit_has_its_own_cached_body(saturday: httpx.Client)
     assert bodies[("1m", 1)] == saturday.get("/api/v1/kline/brent", params={"interval": "1m", "limit": 1}).content
 
 
-def test_problem_detail_explains_interval_parameters(saturday: httpx.Client) -> None:
-    detail = _problem(saturday.get("/api/v1/kline/brent", params={"interval": "1m", "days": 3}), "invalid_parameter",
-                      "days")
-    assert "interval=1d" in detail and "limit" in detail
-    detail = _problem(saturday.get("/api/v1/kline/brent", params={"limit": 3}), "invalid_parameter", "limit")
-    assert "interval=1d" in detail and "days" in detail
+def test_days_and_limit_apply_to_every_interval_together_too(saturday: httpx.Client) -> None:
+    """The OpenAPI document allows days and limit with every interval, so the server answers every combination
+    (issue 21: it answered 400 to days with an intraday interval and to limit with 1d, which the schema allows)."""
+    daily = _series(saturday, "methanol", days=90)
+    assert _series(saturday, "methanol", interval="1d", limit=10) == daily[-10:] == _series(saturday, "methanol",
+                                                                                            days=10)
+    assert _series(saturday, "methanol", days=5, limit=3) == daily[-3:] == _series(saturday, "methanol", days=3,
+                                                                                   limit=5)
+    live_day = daily[-1]["t"]
+    for interval in INTRADAY:
+        held = _series(saturday, "methanol", interval=interval, limit=1000)
+        today = [b for b in held if _ts(b["t"]) >= _session_start(live_day)]  # Monday's session from Saturday
+        assert today and _series(saturday, "methanol", interval=interval, days=1) == today, interval
+        assert _series(saturday, "methanol", interval=interval, days=1, limit=1) == today[-1:]
+        assert _series(saturday, "methanol", interval=interval, days=90) == held[-300:]  # the default limit
 

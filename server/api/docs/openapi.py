@@ -146,12 +146,13 @@ OPERATIONS: dict[tuple[str, str], S] = {
             # no "default" keyword on days and limit: each applies to some intervals only, and generated clients
             # (openapi-python-client) send every default, so a default here made each of their calls a 400
             param("days", "query", {**INT, "minimum": 1, "maximum": MAX_DAYS},
-                  f"interval=1d only: the most recent N trading days (default {MAX_DAYS}; with an intraday "
-                  "interval: 400)"),
+                  f"the candles of the most recent N trading days (the live candle's day counts; default "
+                  f"{MAX_DAYS} for 1d, all held for the intraday intervals); with limit too, both apply. Not in a "
+                  "range query (with from/to: 400)"),
             param("limit", "query", {**INT, "minimum": 1, "maximum": KLINE_MAX_LIMIT},
-                  f"intraday intervals: the most recent N buckets that had a tick (default {KLINE_DEFAULT_LIMIT}); "
-                  "with interval=1d only in a range query (default 90; without from/to: 400). In a range query: "
-                  "with from the earliest N candles of the range (then next), without from the latest N before to"),
+                  f"the most recent N candles (intraday: buckets that had a tick; default {KLINE_DEFAULT_LIMIT} "
+                  f"intraday, {MAX_DAYS} daily, of which at most {MAX_DAYS} are held). In a range query: with from "
+                  "the earliest N candles of the range (then next), without from the latest N before to"),
             param("from", "query", INSTANT,
                   "range query (every interval): candles whose bucket start is >= from. An ISO 8601 timestamp with "
                   "offset (2026-11-18T10:30:00+08:00 or ...Z; an unencoded + read as a space is understood), a date "
@@ -163,8 +164,7 @@ OPERATIONS: dict[tuple[str, str], S] = {
         ],
         "responses": {**ok("CandleSeries"),
                       "400": problem("interval not one of 1m, 5m, 15m, 1h, 1d; days not an integer 1..90; limit not "
-                                     "an integer 1..1000; days with an intraday interval, limit with 1d outside a "
-                                     "range query, days with from/to, from or to unparseable or without offset, "
+                                     "an integer 1..1000; days with from/to, from or to unparseable or without offset, "
                                      "from >= to (invalid_parameter, errors[].field names it); a query parameter "
                                      "not listed here (unknown_parameter)"),
                       "404": problem("unknown instrument")},
