@@ -222,6 +222,8 @@ def instant(field: str, raw: str) -> float:
     expected = (f"{field} must be an ISO 8601 timestamp with offset (2026-11-18T10:30:00+08:00), a date "
                 "(YYYY-MM-DD, 00:00 Asia/Shanghai) or integer epoch milliseconds")
     try:
+        if "\x00" in text:  # CPython's fromisoformat stops reading at a NUL: "...+08:00\x00junk" would parse
+            raise ValueError(text)
         if _DATE.fullmatch(text):
             return day_start(date.fromisoformat(text))
         spaced = _SPACE_OFFSET.match(text)

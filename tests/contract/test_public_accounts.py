@@ -130,6 +130,10 @@ def test_register_then_login_issues_an_hs256_bearer_token(site: Site) -> None:
         ({"email": "x@example.com", "password": "long enough", "name": "n" * 101, "company": 7}, {"name", "company"}),
         ({"email": "x" * 250 + "@example.com", "password": "long enough"}, {"email"}),
         ({"email": "x@example.com", "password": "p" * 257}, {"password"}),
+        # NUL cannot be stored in PostgreSQL: the same 400 naming the field on both backends (not a 500)
+        ({"email": "x\x00@example.com", "password": "long enough", "name": "N\x00", "company": "\x00"},
+         {"email", "name", "company"}),
+        ({"email": " x@example.com ", "password": "long enough", "name": " " * 101}, {"name"}),  # length as sent
     ],
 )
 def test_register_validation_names_every_bad_field(site: Site, body: dict, fields: set[str]) -> None:
@@ -292,6 +296,12 @@ def test_cli_created_user_can_log_in(site: Site) -> None:
          {"deliveryPlace", "contactPhone"}),
         ({"product": "PP", "quantity": 1, "contactPhone": SQL}, {"contactPhone"}),
         ({"product": "p" * 201, "quantity": 1}, {"product"}),
+        ({"product": "PP", "quantity": 5e-324}, {"quantity"}),  # at least a thousandth of the unit
+        ({"product": "PP", "quantity": 0.0009}, {"quantity"}),
+        ({"product": "PP\x00", "quantity": 1, "unit": "\x00t", "message": "a\x00", "deliveryPlace": "\x00",
+          "contactPhone": "138\x0000000000"}, {"product", "unit", "message", "deliveryPlace", "contactPhone"}),
+        ({"product": "\u3000", "quantity": 1, "contactPhone": "\x1f"}, {"product", "contactPhone"}),
+        ({"product": "PP", "quantity": 1, "contactPhone": "12345 -"}, {"contactPhone"}),  # ends with a digit
     ],
 )
 def test_inquiry_validation_names_every_bad_field(site: Site, body: dict, fields: set[str]) -> None:
@@ -360,6 +370,10 @@ def test_cooperation_needs_no_account_and_keeps_every_field(site: Site) -> None:
         ({"company": "C", "contactName": "N", "email": "a@example.com", "type": 3}, {"type"}),
         ({"company": "C", "contactName": "N", "email": "a@example.com", "message": "m" * 2001}, {"message"}),
         ({"company": "c" * 201, "contactName": {"n": 1}, "email": "a@example.com"}, {"company", "contactName"}),
+        ({"company": "C\x00", "contactName": "\x00", "email": "a@example.com\x00", "phone": "\x00",
+          "message": "\x00"}, {"company", "contactName", "email", "phone", "message"}),
+        ({"company": "\u3000\u3000", "contactName": "N", "phone": "\u2003"}, {"company", "email", "phone"}),
+        ({"company": "C", "contactName": "N", "phone": "\x85"}, {"phone"}),  # not whitespace to every validator
     ],
 )
 def test_cooperation_validation_names_every_bad_field(site: Site, body: dict, fields: set[str]) -> None:

@@ -325,6 +325,10 @@ def candidates(schema: S) -> list[Any]:
     out += schema.get("examples", []) + schema.get("enum", [])
     if "string" in types:
         out += ["", "   ", "x", "Acme 1", "not valid!", 12]
+        # NUL (PostgreSQL refuses it), characters that are whitespace to some validators only (\x1f and \x85 to
+        # Python, U+FEFF to ECMAScript), full-width space, and each example padded with whitespace (trimmed)
+        out += ["a\x00b", "\x00", "\x1f", "\x85", "\ufeff", "\u3000", "\u3000x\u3000", "x\n", " x\t"]
+        out += [f" {e}\u3000" for e in schema.get("examples", [])] + [f"{e}\x00" for e in schema.get("examples", [])]
         for bound in ("minLength", "maxLength"):
             if bound in schema:
                 out += ["x" * (schema[bound] - 1), "x" * schema[bound], "x" * (schema[bound] + 1)]
@@ -351,7 +355,7 @@ def example(schema: S) -> Any:
     types = [types] if isinstance(types, str) else types
     if "number" in types:
         return 1
-    if ("string" in types and "pattern" not in schema) or schema.get("pattern") == r"\S":
+    if "string" in types and ("pattern" not in schema or re.search(schema["pattern"], "x")):
         return "x" * max(1, schema.get("minLength", 1))
     raise AssertionError(f"no example for {schema}: give it `examples`")
 

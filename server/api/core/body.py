@@ -24,8 +24,25 @@ def json_object(req: Request) -> dict[str, Any]:
     return data
 
 
+# The whitespace a text field is trimmed of, and what a published pattern calls whitespace: the characters that
+# Python's str.isspace, ECMAScript's \s and the regex crates' \s all count as whitespace, spelled out. A published
+# pattern never uses \s itself: it means a different set in each validator a client may use (\x1c-\x1f and \x85
+# for Python, U+FEFF for ECMAScript), and the schema and the server would disagree on those.
+WHITESPACE = "\t\n\x0b\x0c\r \xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B))) + "\u2028\u2029\u202f\u205f\u3000"
+WS_CLASS = "\t\n\x0b\x0c\r \xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"  # for a regex [...]: literal chars
+NUL = "\x00"  # text that holds it cannot be stored in PostgreSQL: refused on every backend alike
+
+
+def trimmed(value: str) -> str:
+    return value.strip(WHITESPACE)
+
+
 class Fields:
-    """Collects field errors so one response names every bad field at once."""
+    """Collects field errors so one response names every bad field at once.
+
+    A text field: a string of at most `max_len` characters as sent (the OpenAPI maxLength), without NUL
+    (U+0000: PostgreSQL cannot store it, and SQLite would; refused alike on both), trimmed of WHITESPACE;
+    required means not empty once trimmed, optional means empty or blank is not given."""
 
     def __init__(self, data: dict[str, Any]) -> None:
         self.data = data
@@ -43,11 +60,15 @@ class Fields:
         if not isinstance(value, str):
             self.error(name, "must be a string")
             return None
-        value = value.strip()
+        if NUL in value:
+            self.error(name, "must not contain the NUL character (U+0000)")
+            return None
+        if len(value) > max_len:
+            self.error(name, f"must be at most {max_len} characters")
+            return None
+        value = trimmed(value)
         if required and not value:
             self.error(name, "must not be empty")
-        elif len(value) > max_len:
-            self.error(name, f"must be at most {max_len} characters")
         elif len(value) < min_len:
             self.error(name, f"must be at least {min_len} characters")
         else:

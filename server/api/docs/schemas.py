@@ -1,14 +1,17 @@
-"""JSON Schemas of every body the service sends or accepts, written once.
+r"""JSON Schemas of every body the service sends or accepts, written once.
 
 The OpenAPI document (REST) and the AsyncAPI document (/ws/quotes) both place these
 under `components/schemas` and refer to them as `#/components/schemas/<Name>`;
 `closure()` picks the named schemas with everything they refer to, so a Quote in a
 WebSocket snapshot is the very schema of a Quote in `GET /api/v1/quotes`.
 
-Request schemas state the rules the handlers enforce, built from the handlers' own
-constants: required strings are non-empty (after trimming: the server trims surrounding
-whitespace before every check), lengths, patterns, the caps on `quantity`, and `null`
-accepted wherever a field is optional. tests/contract/test_schemas.py holds the server to
+Request schemas state exactly the rules the handlers enforce, built from the handlers' own
+constants: lengths as sent (maxLength counts the characters sent, surrounding whitespace
+included), no NUL (U+0000) in any text, required strings not blank, patterns with the
+whitespace the server trims allowed around them, the bounds of `quantity`, and `null`
+accepted wherever a field is optional. "Whitespace" is one explicit character class
+(server/api/core/body.py WS_CLASS), never `\s`, whose meaning differs between the
+validators clients use. tests/contract/test_schemas.py holds the server to
 these schemas in both directions, and every response and stream message to its schema.
 
 Only keywords that mean the same in JSON Schema 2020-12 (OpenAPI 3.1) and draft-07
@@ -21,8 +24,9 @@ import re
 from typing import Any
 
 from server.api.auth.passwords import MAX_PASSWORD, MIN_PASSWORD
+from server.api.core.body import WS_CLASS
 from server.api.site.fields import EMAIL_PATTERN, MAX_EMAIL, MAX_PHONE, PHONE_PATTERN
-from server.api.site.records import COOPERATION_TYPES, MAX_MESSAGE, MAX_QUANTITY
+from server.api.site.records import COOPERATION_TYPES, MAX_MESSAGE, MAX_QUANTITY, MIN_QUANTITY
 from server.core.errors import ERROR_KINDS
 from server.market.candles import INTERVALS
 from server.market.catalogue import KINDS
@@ -58,28 +62,37 @@ TS: S = {"type": "string", "format": "date-time", "description": "ISO 8601 with 
 NULLTS: S = {**TS, "type": ["string", "null"]}
 NULLNUM: S = {"type": ["number", "null"]}
 HEX64: S = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
-NOT_BLANK = r"\S"  # unanchored: at least one character that is not whitespace
+WS = f"[{WS_CLASS}]"  # one character the server trims
+NOT_BLANK = f"[^{WS_CLASS}]"  # unanchored: at least one character that is not whitespace
+NO_NUL = "^[^\x00]*$"  # no NUL (U+0000) anywhere: PostgreSQL cannot store it
 
 
 def text(max_len: int, **extra: Any) -> S:
-    """A required string: not empty once trimmed, at most `max_len` characters."""
-    return {"type": "string", "minLength": 1, "maxLength": max_len, "pattern": NOT_BLANK, **extra}
+    """A required string: at most `max_len` characters as sent, no NUL, not blank."""
+    return {"type": "string", "minLength": 1, "maxLength": max_len, "pattern": f"^{WS}*[^{WS_CLASS}\x00][^\x00]*$",
+            **extra}
 
 
 def optional_text(max_len: int) -> S:
-    return nullable({"type": "string", "maxLength": max_len})
+    return nullable({"type": "string", "maxLength": max_len, "pattern": NO_NUL})
+
+
+def padded(pattern: str) -> str:
+    """`pattern` (which neither starts nor ends with whitespace), with the whitespace the server trims around it."""
+    return f"^{WS}*(?:{pattern}){WS}*$"
 
 
 def optional_pattern(pattern: str, max_len: int, what: str, example: str) -> S:
     """An optional string with a format: empty or blank means not given, anything else must match."""
-    return nullable({"type": "string", "maxLength": max_len, "pattern": anchored(rf"\s*|{pattern}"),
+    return nullable({"type": "string", "maxLength": max_len, "pattern": padded(f"(?:{pattern})?"),
                      "examples": [example]}, f"optional {what}: absent, null, \"\" or blank mean not given")
 
 
 EMAIL_EXAMPLE = "trader@example.com"
 PHONE_EXAMPLE = "+86 21 5555 0100"
-EMAIL: S = {"type": "string", "format": "email", "maxLength": MAX_EMAIL, "pattern": anchored(EMAIL_PATTERN),
-            "examples": [EMAIL_EXAMPLE]}
+# no "format": "email": a validator that asserts formats would refuse the surrounding whitespace the server trims
+EMAIL: S = {"type": "string", "maxLength": MAX_EMAIL, "pattern": padded(EMAIL_PATTERN), "examples": [EMAIL_EXAMPLE],
+            "description": "an e-mail address"}
 
 # --- shared by REST and the stream ---------------------------------------------------------------
 
@@ -256,7 +269,8 @@ REQUESTS: dict[str, S] = {
                     name=optional_text(100), company=optional_text(200)),
     "Login": obj(["email", "password"], email=text(MAX_EMAIL), password={"type": "string"}),
     "Inquiry": obj(["product", "quantity"], product=text(200),
-                   quantity={"type": "number", "exclusiveMinimum": 0, "maximum": MAX_QUANTITY},
+                   quantity={"type": "number", "minimum": MIN_QUANTITY, "maximum": MAX_QUANTITY,
+                             "description": f"in `unit`; at least {MIN_QUANTITY} (a thousandth of the unit)"},
                    unit=optional_text(20), message=optional_text(MAX_MESSAGE), deliveryPlace=optional_text(200),
                    contactPhone=optional_pattern(PHONE_PATTERN, MAX_PHONE, "phone number", PHONE_EXAMPLE)),
     "Cooperation": {

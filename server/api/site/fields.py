@@ -5,16 +5,19 @@ from __future__ import annotations
 import re
 
 from server.api.auth.passwords import MAX_PASSWORD, MIN_PASSWORD
-from server.api.core.body import Fields
+from server.api.core.body import WS_CLASS, Fields
 from server.core.errors import ApiError
 
 MAX_EMAIL = 254
 _DIGITS = re.compile(r"[0-9]{1,12}")
 MAX_PHONE = 32
-# Pragmatic: one @, no spaces or control characters, a dotted domain of letters/digits/hyphens.
-# The OpenAPI request schemas (server/api/docs/schemas.py) publish these patterns, anchored.
-EMAIL_PATTERN = r"[^@\s\x00-\x1f]{1,64}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+[A-Za-z]{2,63}"
-PHONE_PATTERN = r"\+?[0-9][0-9 ()-]{4,30}"
+# Pragmatic: one @, no whitespace or control characters, a dotted domain of letters/digits/hyphens.
+# The OpenAPI request schemas (server/api/docs/schemas.py) publish these patterns, anchored and with the whitespace
+# the server trims allowed around them. Neither starts or ends with whitespace (so trimming and the pattern agree).
+EMAIL_PATTERN = ("[^@" + WS_CLASS + r"\x00-\x1f]{1,64}@(?:[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?\.)+"
+                 "[A-Za-z]{2,63}")
+# digits, spaces, parentheses and hyphens after an optional +, from a digit to a digit: 5 to 32 characters
+PHONE_PATTERN = r"\+?[0-9][0-9 ()-]{3,29}[0-9]"
 _EMAIL = re.compile(EMAIL_PATTERN)
 _PHONE = re.compile(PHONE_PATTERN)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from server.api.core.body import Fields, json_object
+from server.api.core.body import Fields, json_object, trimmed
 from server.api.core.pipeline import json_response
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
@@ -20,6 +20,8 @@ from server.store.repositories import Records
 
 MAX_MESSAGE = 2000
 MAX_QUANTITY = 1e12
+# a thousandth of the unit (a kilogram of a tonne): 5e-324 of anything is not an inquiry
+MIN_QUANTITY = 0.001
 COOPERATION_TYPES = ("data", "partnership", "advertising", "other")
 
 # check_bucket(bucket, subject, per_minute): raises the 429 when the subject's bucket is empty
@@ -45,6 +47,8 @@ class SiteRecordsApi:
         quantity = f.number("quantity", positive=True)
         if quantity is not None and quantity > MAX_QUANTITY:
             f.error("quantity", f"must be at most {MAX_QUANTITY:.0e}")
+        elif quantity is not None and quantity < MIN_QUANTITY:
+            f.error("quantity", f"must be at least {MIN_QUANTITY}")
         record = Inquiry(
             user_id=user.id,
             user_email=user.email,
@@ -82,7 +86,7 @@ class SiteRecordsApi:
 def _present(f: Fields, name: str) -> bool:
     """A non-empty value was sent (maybe an invalid one, already reported on its own)."""
     value = f.data.get(name)
-    return value is not None and not (isinstance(value, str) and not value.strip())
+    return value is not None and not (isinstance(value, str) and not trimmed(value))
 
 
 def _created(receipt: Accepted) -> Response:
