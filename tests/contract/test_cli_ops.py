@@ -157,9 +157,10 @@ SERVE_BAD_VALUES = [
     (("--ws-max-conn", "gold=5"), "--ws-max-conn: unknown plan 'gold'"),
     (("--engine", "bogus"), "--engine: must be memory or redis (got 'bogus')"),
     (("--runtime", "tomcat"), "--runtime: must be granian or robyn"),
-    (("--redis-url", "redis://127.0.0.1:6379/abc"), "--redis-url: the db must be a number"),
-    (("--redis-url", "redis://:pw@127.0.0.1:6379/0?db=1"), "--redis-url: names its db twice"),
-    (("--redis-url", "unix:///run/redis.sock?db=x"), "--redis-url: the db must be a number"),
+    (("--redis-url", "redis://127.0.0.1:6379/abc"), "--redis-url: the database must be a number"),
+    (("--redis-url", "redis://:pw@127.0.0.1:6379/0?db=1"), "--redis-url: give the database in the path"),
+    (("--redis-url", "unix:///run/redis.sock?db=x"), "--redis-url: the database must be a number"),
+    (("--redis-url", "redis+sentinel://:pw@127.0.0.1:26379/mymaster/x"), "--redis-url: the database must be a number"),
     (("--port", "abc"), "--port: must be a whole number (got 'abc')"),
     (("--tick-interval-ms", "1e3"), "--tick-interval-ms: must be a whole number"),
     (("--market-refresh-s", "nan"), "--market-refresh-s: must be a number"),
@@ -188,7 +189,7 @@ def test_a_bad_value_from_the_environment_is_the_same_one_line(tmp_path: Path) -
 
 @pytest.mark.parametrize(("flags", "message"), [
     (("--engine", "bogus"), "--engine: must be memory or redis (got 'bogus')"),
-    (("--engine", "redis", "--redis-url", "redis://127.0.0.1:6379/abc"), "--redis-url: the db must be a number"),
+    (("--engine", "redis", "--redis-url", "redis://127.0.0.1:6379/abc"), "--redis-url: the database must be a number"),
     (("--redis-prefix", ""), "--redis-prefix: must be 1 to 64 printable characters"),
 ], ids=["engine", "redis-db", "prefix"])
 def test_keys_revoke_refuses_bad_engine_flags_before_revoking(flags: tuple[str, ...], message: str,
