@@ -309,19 +309,19 @@ class Network:
              "--queue-num", "0", "--queue-bypass")
 
     def shaper_stats(self) -> dict[str, Any]:
-        """What the shaper did so far: packets passed, dropped (loss), the delays it applied."""
+        """What the shaper did so far: packets passed, dropped (loss), the delays it applied (it writes them
+        every half second; this waits for figures newer than the call)."""
         if self.shaper is None:
             return {}
-        self.shaper.signal(signal.SIGUSR1)
-        stats = self.workdir / "shaper.stats.json"
-        deadline = time.monotonic() + 5
+        stats, since = self.workdir / "shaper.stats.json", time.monotonic()
+        deadline = since + 15
         while time.monotonic() < deadline:
             with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
                 data: dict[str, Any] = json.loads(stats.read_text())
-                if data.get("at", 0) >= deadline - 5:
+                if data.get("at", 0) >= since:
                     return data
-            time.sleep(0.02)  # the shaper writes its figures: nothing to await
-        return {}
+            time.sleep(0.05)  # the shaper writes its figures: nothing to await
+        raise RuntimeError(f"no figures from the shaper within 15 s:\n{self.shaper.output()}")
 
     # --- reaching the hosts ---------------------------------------------------------------------------
     @contextlib.contextmanager
