@@ -70,6 +70,7 @@ class Settings:
     plan_rate: dict[str, int] = field(default_factory=lambda: {"free": 60, "professional": 600})
     ws_max_conn: dict[str, int] = field(default_factory=lambda: {"professional": 5, "enterprise": 50})
     ws_slow_close_s: float = 10.0  # hidden: how long a WebSocket client may stay over its buffer cap (tests)
+    heartbeat_s: float = 5.0  # SPEC 14: /ws/quotes heartbeat period; 0 turns heartbeats off
     # hidden (tests, tuning): HTTP edge limits (SPEC 11). A request body must arrive within body_timeout_s of its
     # headers (else 408); a keep-alive connection idle, or a request head unfinished, for idle_timeout_s is closed
     # (Granian only); one client IP may have at most uploads_per_ip requests reading a body at once (else 429)
@@ -138,6 +139,7 @@ SERVE_FLAGS: dict[str, tuple[type, str]] = {
     "plan-rate": (str, "per-plan requests/minute, e.g. free=60,professional=600"),
     "ws-max-conn": (str, "per-plan WebSocket connections, e.g. professional=5,enterprise=50"),
     "ws-slow-close-s": (str, argparse.SUPPRESS),
+    "heartbeat-s": (str, "seconds between /ws/quotes heartbeats (default 5; 0: none)"),
     "body-timeout-s": (str, argparse.SUPPRESS),
     "idle-timeout-s": (str, argparse.SUPPRESS),
     "uploads-per-ip": (str, argparse.SUPPRESS),
@@ -231,7 +233,7 @@ def settings_from_args(ns: argparse.Namespace) -> Settings:
 
 INT_FLAGS = frozenset({"port", "ws_port", "seed", "tick_interval_ms", "public_rate", "ws_handshake_rate",
                        "outbox_max_attempts", "database_pool", "workers", "worker_id", "uploads_per_ip"})
-FLOAT_FLAGS = frozenset({"market_refresh_s", "outbox_base_s", "outbox_timeout_s", "ws_slow_close_s",
+FLOAT_FLAGS = frozenset({"market_refresh_s", "outbox_base_s", "outbox_timeout_s", "ws_slow_close_s", "heartbeat_s",
                          "body_timeout_s", "idle_timeout_s"})
 CHOICES: dict[str, type[StrEnum]] = {"runtime": Runtime, "engine": EngineKind}
 MAX_SHOWN = 40  # a bad value is echoed up to this many characters (never for URLs and secrets)
@@ -357,6 +359,8 @@ def _check(s: Settings) -> None:
         raise ConfigError(f"--feed: {s.feed!r} must be demo, jsonl:PATH or jsonl:-")
     if not 10 <= s.tick_interval_ms <= 60_000:
         raise ConfigError("--tick-interval-ms: must be between 10 and 60000")
+    if not (s.heartbeat_s == 0 or 0.1 <= s.heartbeat_s <= 3600):
+        raise ConfigError("--heartbeat-s: must be 0 (off) or between 0.1 and 3600 seconds")
     if not 0 < s.ws_slow_close_s <= 3600:
         raise ConfigError("--ws-slow-close-s: must be between 0 and 3600 seconds")
     if not 0 < s.body_timeout_s <= 3600:

@@ -19,7 +19,7 @@ live feed writes back to storage (never a flat fill over an imported candle).
 Intraday candles (``IntradayBook``: 1m, 5m, 15m, 1h) are ring buffers too, 1,000
 buckets per interval per instrument, holding only buckets that had a tick; each
 instrument has its own ring position. 4 intervals x 1,000 x (int64 start + 5
-float64) = 192,000 bytes per instrument, allocated once. They live in memory
+float64 + int64 seq of the bucket's last tick) = 224,000 bytes per instrument, allocated once. They live in memory
 only (README "Decisions").
 """
 
@@ -49,6 +49,7 @@ class CandleBook:
         self.l = np.full(shape, np.nan)
         self.c = np.full(shape, np.nan)
         self.v = np.zeros(shape)
+        self.q = np.zeros(shape, dtype=np.int64)  # seq of the last tick applied to each candle (0: none here)
         self.ticked = np.zeros(shape, dtype=bool)
         self.head = 0  # column of the oldest candle
         self.count = 0
@@ -81,6 +82,7 @@ class CandleBook:
         for dst, src in ((self.o, o), (self.h, h), (self.l, l), (self.c, c), (self.v, v)):
             dst[:, :keep] = np.asarray(src, dtype=np.float64)[:, start:]
         self.ticked[:] = False
+        self.q[:] = 0
         self.head = 0
         self.count = keep
 
@@ -116,9 +118,13 @@ class CandleBook:
             arr[:, col] = np.nan
         self.c[:, col] = close
         self.v[:, col] = 0.0
+        self.q[:, col] = 0
         self.ticked[:, col] = False
 
-    def apply_tick(self, row: int, price: float, volume: float, day: date) -> None:
+    def live_column(self) -> int:
+        return self._col(0)
+
+    def apply_tick(self, row: int, price: float, volume: float, day: date, seq: int = 0) -> None:
         self.roll_to(day)
         col = self._col(0)
         if np.isnan(self.o[row, col]):
@@ -128,6 +134,7 @@ class CandleBook:
             self.l[row, col] = min(self.l[row, col], price)
         self.c[row, col] = price
         self.v[row, col] += volume
+        self.q[row, col] = seq
         self.ticked[row, col] = True
 
     def apply_ticks(self, rows: np.ndarray, prices: np.ndarray, volumes: np.ndarray, day: date) -> None:
@@ -298,27 +305,41 @@ class IntradayRing:
         self.l = np.zeros(shape)
         self.c = np.zeros(shape)
         self.v = np.zeros(shape)
+        self.q = np.zeros(shape, dtype=np.int64)  # seq of the last tick in each bucket
         # per instrument, as Python ints (a tick reads them without boxing numpy scalars)
         self._last = [capacity - 1] * n_instruments  # column of the newest bucket
         self._count = [0] * n_instruments
         self._newest = [-(2**62)] * n_instruments  # start of the newest bucket
+        # per instrument: no bucket starts before this (the end of a bucket the stream sent as final by the clock,
+        # so a tick arriving later, stamped inside it, cannot change what was sent as final: it counts toward
+        # the bucket that starts here; server/stream/candles.py)
+        self.sealed = [-(2**62)] * n_instruments
         # a tick reads and writes single cells through memoryviews (Python floats): about half the cost of numpy scalars
         # (typed Any: typeshed knows memoryview items as int only, whatever the format; these are "q" and "d")
-        self._cells: tuple[Any, ...] = tuple(a.data for a in (self.t, self.o, self.h, self.l, self.c, self.v))
+        self._cells: tuple[Any, ...] = tuple(a.data for a in (self.t, self.o, self.h, self.l, self.c, self.v, self.q))
 
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.t, self.o, self.h, self.l, self.c, self.v))
+        return sum(a.nbytes for a in (self.t, self.o, self.h, self.l, self.c, self.v, self.q))
+
+    def newest_start(self, row: int) -> int | None:
+        return self._newest[row] if self._count[row] else None
+
+    def seal(self, row: int, until: int) -> None:
+        """No bucket of ``row`` starts before ``until`` from now on (a later tick stamped earlier counts there)."""
+        if until > self.sealed[row]:
+            self.sealed[row] = until
 
     def count(self, row: int) -> int:
         return self._count[row]
 
-    def apply(self, row: int, price: float, volume: float, ts: float, floor: int) -> None:
-        """Count a tick at ``ts``; a bucket never starts before ``floor`` (a bucket start)."""
+    def apply(self, row: int, price: float, volume: float, ts: float, floor: int, seq: int = 0) -> None:
+        """Count a tick at ``ts``; a bucket never starts before ``floor`` (a bucket start) nor ``sealed[row]``."""
         sec = self.seconds
         start = int(ts // sec) * sec
-        if start < floor:
-            start = floor
-        t, o, h, l, c, v = self._cells  # noqa: E741
+        sealed = self.sealed[row]
+        if start < floor or start < sealed:
+            start = floor if floor > sealed else sealed
+        t, o, h, l, c, v, q = self._cells  # noqa: E741
         if start > self._newest[row]:
             col = self._last[row] + 1
             if col == self.capacity:
@@ -331,6 +352,7 @@ class IntradayRing:
             t[cell] = start
             o[cell] = h[cell] = l[cell] = c[cell] = price
             v[cell] = volume
+            q[cell] = seq
             return
         cell = (row, self._last[row])
         if price > h[cell]:
@@ -339,6 +361,7 @@ class IntradayRing:
             l[cell] = price
         c[cell] = price
         v[cell] += volume
+        q[cell] = seq
 
     def load(self, t: np.ndarray, o: np.ndarray, h: np.ndarray, l: np.ndarray,  # noqa: E741
              c: np.ndarray, v: np.ndarray) -> None:
@@ -353,6 +376,7 @@ class IntradayRing:
         self.t[:, :keep] = t[:, k - keep:]
         for dst, src in ((self.o, o), (self.h, h), (self.l, l), (self.c, c), (self.v, v)):
             dst[:, :keep] = np.asarray(src, dtype=np.float64)[:, k - keep:]
+        self.q[:] = 0
         self._count = [keep] * self.n
         self._last = [keep - 1 if keep else self.capacity - 1] * self.n
         self._newest = self.t[:, keep - 1].tolist() if keep else [-(2**62)] * self.n
@@ -400,9 +424,9 @@ class IntradayBook:
         self.rings = {name: IntradayRing(n_instruments, sec, capacity) for name, sec in INTERVALS.items()}
         self._rings = tuple(self.rings.values())
 
-    def apply(self, row: int, price: float, volume: float, ts: float, floor: int) -> None:
+    def apply(self, row: int, price: float, volume: float, ts: float, floor: int, seq: int = 0) -> None:
         for ring in self._rings:
-            ring.apply(row, price, volume, ts, floor)
+            ring.apply(row, price, volume, ts, floor, seq)
 
     def series(self, interval: str, row: int, limit: int, decimals: int) -> list[dict]:
         return self.rings[interval].series(row, limit, decimals)

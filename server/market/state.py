@@ -110,13 +110,13 @@ class MarketState:
     def _apply_one(self, tick: Tick, seq: int = 0) -> AppliedTick:
         row = tick.row
         candles = self.candles
-        candles.apply_tick(row, tick.price, tick.volume, self._trading_day(tick.ts))
+        seq = seq or int(self.seq[row]) + 1
+        candles.apply_tick(row, tick.price, tick.volume, self._trading_day(tick.ts), seq)
         live_day = candles.last_day()  # the candle the tick went into (a late tick: the live one)
         if live_day != self._session_day:
             self._session_day, self._session_floor = live_day, int(session_start(live_day))
-        self.intraday.apply(row, tick.price, tick.volume, tick.ts, self._session_floor)
+        self.intraday.apply(row, tick.price, tick.volume, tick.ts, self._session_floor, seq)
         self.prices[row] = tick.price
-        seq = seq or int(self.seq[row]) + 1
         self.seq[row] = seq
         self.updated_ts[row] = tick.ts
         prev = self.candles.prev_close(row)

@@ -31,10 +31,11 @@ from server.core.errors import ApiError, CloseCode
 from server.core.metrics import Registry
 from server.market.catalogue import Catalogue
 from server.market.history import TickHistory
-from server.market.state import AppliedTick
+from server.market.state import AppliedTick, MarketState
 from server.market.timefmt import iso
 from server.store.keys import ApiKey
 from server.stream import messages as msg
+from server.stream.candles import GRACE_S, CandleFrames, K
 from server.stream.handshake import Refusal, decide
 from server.stream.messages import Payload
 from server.stream.outbuf import OutBuffer
@@ -48,6 +49,8 @@ KEEPALIVE_TIMEOUT_S = 20.0
 HANDSHAKE_TIMEOUT_S = 10.0
 SLOW_CLOSE_S = 10.0
 MAX_REPLAY_BYTES = 8 * 1024 * 1024  # one resume's replay: about 75,000 ticks; a bigger gap gets a snapshot
+HEARTBEAT_S = 5.0  # SPEC 14 default (--heartbeat-s; 0 turns heartbeats off)
+INTERVAL_INDEX = {name: k for k, name in enumerate(msg.CANDLE_INTERVALS)}
 
 
 class QuoteSource(Protocol):
@@ -71,6 +74,7 @@ class StreamLimits:
     hard_cap: int = 256 * 1024
     handshake_rate: int = 60  # handshakes per client IP per minute (GCRA: a burst of this many, then spaced)
     trusted_proxies: tuple[Any, ...] = ()  # peers whose X-Forwarded-For names the client
+    heartbeat_s: float = HEARTBEAT_S  # 0: no heartbeats
 
 
 class StreamMetrics:
@@ -88,6 +92,8 @@ class StreamMetrics:
         self.replayed = registry.counter("market_ws_ticks_replayed_total", "Tick frames replayed by resumes.")
         self.replay_time = registry.histogram(
             "market_ws_resume_seconds", "Server time of a recovered resume: from its subscribe to the replay written.")
+        self.candles = registry.counter("market_ws_candles_delivered_total", "Candle frames written to clients.")
+        self.heartbeats = registry.counter("market_ws_heartbeats_total", "Heartbeat frames written to clients.")
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +125,11 @@ class StreamCore:
         self.history = history if history is not None else TickHistory(len(self.ids), msg.tick_frame)
         self.all_rows = frozenset(range(len(self.ids)))
         self.registry: SubscriptionRegistry[Session] = SubscriptionRegistry(len(self.ids))
+        # SPEC 14 live candles: channel row * K + k (k in msg.CANDLE_INTERVALS) -> subscribed sessions
+        self.candle_registry: SubscriptionRegistry[Session] = SubscriptionRegistry(len(self.ids) * K)
+        self.candles = CandleFrames(state) if isinstance(state, MarketState) else None
+        self._next_run = -math.inf  # the stream clock: candle runs at whole seconds + GRACE_S
+        self._next_beat = -math.inf  # heartbeats at multiples of limits.heartbeat_s
         self.sessions: dict[int, Session] = {}  # every session not yet CLOSED
         self.per_key: Tally[str] = Tally()  # key id -> OPEN sessions
         self._next_id = itertools.count(1)
@@ -192,6 +203,7 @@ class StreamCore:
 
     def _leave_open(self, session: Session) -> None:
         self.registry.leave(session)
+        self.candle_registry.leave(session)
         session.out.drop_pending()
         if session.key_id is not None:
             self._release(session.key_id)
@@ -245,26 +257,60 @@ class StreamCore:
             detail = "'since' names ids that are not in 'ids': " + ", ".join(e[:64] for e in extra[:20])
             session.write(text_frame(msg.error_payload(msg.ErrorCode.INVALID_MESSAGE, detail, op.req_id)))
             return
-        rows = frozenset(index[i] for i in op.ids)
-        if op.op is msg.Op.UNSUBSCRIBE:
-            rows = self.registry.rows_of(session) - rows
+        named = frozenset(index[i] for i in op.ids)
+        current = self.registry.rows_of(session)
+        channels = self._channels(session, op, named, current)
+        if op.op is msg.Op.SUBSCRIBE:
+            rows = named
+        elif op.candles is None:
+            rows = current - named
+        else:
+            rows = current  # unsubscribe with candles removes intervals only
         ids = [self.ids[r] for r in sorted(rows)]
+        intervals = None if op.candles is None else [
+            name for k, name in enumerate(msg.CANDLE_INTERVALS) if any(ch % K == k for ch in channels)]
         replay = self._replay(rows, op.since, op.epoch) if op.since is not None and op.epoch is not None else None
         # Everything below runs in this one call on the loop thread: no tick batch can land between the
         # join and the replay, so the replay (seqs since+1 .. current) and the live ticks that follow it
         # meet with no gap and no duplicate.
         self.registry.join(session, rows)
+        self.candle_registry.join(session, channels)
         session.out.drop_pending()  # the snapshot (or the replay, which holds them) supersedes held ticks
+        current_candles = self._current_candles(channels)
         if op.since is None:
-            session.write(text_frame(msg.subscribed_payload(ids, op.req_id)) + self.snapshot_frame(rows))
+            session.write(text_frame(msg.subscribed_payload(ids, op.req_id, None, intervals))
+                          + self.snapshot_frame(rows) + current_candles)
             return
         self.metrics.resumes.inc((("recovered", "true" if replay is not None else "false"),))
         if replay is None:
-            session.write(text_frame(msg.subscribed_payload(ids, op.req_id, False)) + self.snapshot_frame(rows))
+            session.write(text_frame(msg.subscribed_payload(ids, op.req_id, False, intervals))
+                          + self.snapshot_frame(rows) + current_candles)
             return
         session.out.grant(len(replay))  # a replay may pass the hard cap once (it is bounded by MAX_REPLAY_BYTES)
-        session.write(text_frame(msg.subscribed_payload(ids, op.req_id, True)) + replay)
+        session.write(text_frame(msg.subscribed_payload(ids, op.req_id, True, intervals)) + replay + current_candles)
         self.metrics.replay_time.observe(perf_counter() - started)
+
+    def _channels(self, session: Session, op: msg.ClientOp, named: frozenset[int],
+                  current: frozenset[int]) -> frozenset[int]:
+        """The session's candle channels after ``op`` (SPEC 14): a subscribe sets ids x candles (none without
+        candles); an unsubscribe without candles drops the ids' channels, with candles those intervals of the
+        ids (of every subscribed id when ids is empty)."""
+        held = self.candle_registry.rows_of(session)
+        if op.op is msg.Op.SUBSCRIBE:
+            ks = [INTERVAL_INDEX[c] for c in op.candles or ()]
+            return frozenset(row * K + k for row in named for k in ks)
+        if op.candles is None:
+            return frozenset(ch for ch in held if ch // K not in named)
+        drop = {INTERVAL_INDEX[c] for c in op.candles}
+        rows = named or current
+        return frozenset(ch for ch in held if not (ch // K in rows and ch % K in drop))
+
+    def _current_candles(self, channels: frozenset[int]) -> bytes:
+        """Each channel's current bucket (final: false) when it has ticks, in catalogue then interval order."""
+        if not channels or self.candles is None:
+            return b""
+        frames = [self.candles.current(ch) for ch in sorted(channels)]
+        return b"".join(f for f in frames if f is not None)
 
     def _replay(self, rows: frozenset[int], since: dict[str, int], epoch: str) -> bytes | None:
         """The missed ticks of every row, or None when any of them is not held (or the epoch differs)."""
@@ -344,14 +390,94 @@ class StreamCore:
             self.metrics.delivered.inc(amount=delivered)
         if conflated:
             self.metrics.conflated.inc(amount=conflated)
+        if self.candles is not None:
+            finals = self.candles.on_ticks(ticks)
+            if finals:
+                self._fan_candles(finals)
         if touched:
             self.metrics.fanout.observe(perf_counter() - started)
+
+    def _fan_candles(self, frames: list[tuple[int, bytes]]) -> None:
+        """Candle frames out as ticks go: each built once, joined once per subscription group, one write per
+        connection; a slow connection holds the latest frame per channel (as it holds ticks per instrument)."""
+        by_ch = self.candle_registry.by_row
+        touched: dict[Any, list[tuple[int, bytes]]] = {}
+        for ch, frame in frames:
+            for group in by_ch[ch]:
+                items = touched.get(group)
+                if items is None:
+                    touched[group] = [(-1 - ch, frame)]  # held under a negative key: rows are >= 0
+                else:
+                    items.append((-1 - ch, frame))
+        delivered = 0
+        for group, items in touched.items():
+            data = items[0][1] if len(items) == 1 else b"".join([frame for _, frame in items])
+            for session in group.members:
+                if session.out.over_since is None:
+                    try:
+                        session.write(data)
+                    except RuntimeError:
+                        continue
+                    delivered += len(items)
+                else:
+                    session.out.hold(items)
+        if delivered:
+            self.metrics.candles.inc(amount=delivered)
+
+    # --- the stream clock (server/stream/clock.py calls on_clock at next_wakeup) -------------------------------------
+    def next_wakeup(self, now: float) -> float:
+        """When on_clock is due next: the next candle run (whole second + GRACE_S), or heartbeat."""
+        run = math.floor(now - GRACE_S) + 1 + GRACE_S
+        beat = self.limits.heartbeat_s
+        if beat > 0:
+            return min(run, (math.floor(now / beat) + 1) * beat)
+        return run
+
+    def on_clock(self, now: float) -> None:
+        """Candle runs and heartbeats that are due at ``now``."""
+        if now >= self._next_run:
+            self._next_run = math.floor(now - GRACE_S) + 1 + GRACE_S
+            if self.candles is not None:
+                frames = self.candles.on_run(now)
+                if frames:
+                    self._fan_candles(frames)
+        beat = self.limits.heartbeat_s
+        if beat > 0 and now >= self._next_beat:
+            first = self._next_beat == -math.inf
+            self._next_beat = (math.floor(now / beat) + 1) * beat
+            if not first or now % beat < 0.25:
+                self.heartbeat(math.floor(now / beat + 1e-9) * beat)  # ts: the beat's instant (a multiple of beat)
+
+    def heartbeat(self, now: float) -> None:
+        """SPEC 14: every session gets its subscribed ids' last seqs. One frame per subscription group; written
+        after the ticks it accounts for (every tick frame is written when its batch is applied, on this thread;
+        a slow connection holds the heartbeat behind its held ticks)."""
+        ts = iso(now)
+        seq = self.state.seq
+        ids = self.ids
+        sent = 0
+        for group in self.registry.groups():
+            if not group.members:
+                continue
+            frame = text_frame(msg.heartbeat_payload(ts, {ids[r]: int(seq[r]) for r in sorted(group.rows)}))
+            for session in group.members:
+                if session.out.over_since is None:
+                    try:
+                        session.write(frame)
+                    except RuntimeError:
+                        continue
+                    sent += 1
+                else:
+                    session.out.hold_last(frame)
+        if sent:
+            self.metrics.heartbeats.inc(amount=sent)
 
     def resumed(self, session: Session) -> None:
         """The connection drained below its low-water mark: send the held (conflated) ticks."""
         held, count = session.out.resume()
-        if count and session.is_open:
-            self.metrics.delivered.inc(amount=count)
+        if held and session.is_open:
+            if count:
+                self.metrics.delivered.inc(amount=count)
             session.write(held)
 
     # --- time ------------------------------------------------------------------

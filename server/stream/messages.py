@@ -20,6 +20,7 @@ from server.stream.wire import text_frame
 MAX_IDS = 500  # more ids than the catalogue could ever hold; bounds the work per message
 MAX_EPOCH = 128  # characters
 MAX_SEQ = 2**53  # seqs a JSON client can hold exactly
+CANDLE_INTERVALS = ("1m", "5m", "15m", "1h", "1d")  # SPEC 14: the intervals a subscribe's candles may list
 ReqId = str | int | None
 Payload = str | bytes | bytearray | memoryview
 
@@ -47,6 +48,7 @@ class ClientOp:
     req_id: ReqId = None
     since: dict[str, int] | None = None  # resume (subscribe only): id -> last seq the client saw
     epoch: str | None = None  # the epoch those seqs belong to (given exactly when since is)
+    candles: tuple[str, ...] | None = None  # SPEC 14: candle intervals for the ids (None: the field was absent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -80,9 +82,19 @@ def parse_client_message(data: Payload) -> ClientOp | MessageError:
     if kind is Op.PING:
         return ClientOp(kind, (), req_id)
     op_ = _with_ids(kind, msg.get("ids"), req_id)
+    if not isinstance(op_, MessageError) and "candles" in msg:
+        op_ = _with_candles(op_, msg["candles"])
     if isinstance(op_, MessageError) or ("since" not in msg and "epoch" not in msg):
         return op_
     return _with_resume(op_, msg.get("since"), msg.get("epoch"))
+
+
+def _with_candles(op: ClientOp, candles: Any) -> ClientOp | MessageError:
+    if not isinstance(candles, list) or not all(isinstance(c, str) and c in CANDLE_INTERVALS for c in candles):
+        return MessageError(ErrorCode.INVALID_MESSAGE, "'candles' must be a list of intervals, each one of "
+                            f"{', '.join(CANDLE_INTERVALS)}.", op.req_id)
+    return ClientOp(op.op, op.ids, op.req_id, op.since, op.epoch,
+                    tuple(c for c in CANDLE_INTERVALS if c in candles))  # interval order, duplicates dropped
 
 
 def _with_ids(kind: Op, ids: Any, req_id: ReqId) -> ClientOp | MessageError:
@@ -112,7 +124,7 @@ def _with_resume(op: ClientOp, since: Any, epoch: Any) -> ClientOp | MessageErro
     for key, seq in since.items():
         if isinstance(seq, bool) or not isinstance(seq, int) or not 0 <= seq <= MAX_SEQ:
             return bad(f"'since' of {key[:64]!r} must be an integer >= 0 (the last seq seen), not {str(seq)[:32]}.")
-    return ClientOp(op.op, op.ids, op.req_id, dict(since), epoch)
+    return ClientOp(op.op, op.ids, op.req_id, dict(since), epoch, op.candles)
 
 
 # --- server messages (JSON text payloads) -------------------------------------
@@ -139,11 +151,20 @@ def snapshot_payload(updated: str | None, epoch: str, seqs: dict[str, int], quot
     return orjson.dumps({"type": "snapshot", "updated": updated, "epoch": epoch, "seqs": seqs, "quotes": quotes})
 
 
-def subscribed_payload(ids: list[str], req_id: ReqId, recovered: bool | None = None) -> bytes:
-    """`recovered` is present exactly when the subscribe carried `since`/`epoch`."""
-    if recovered is None:
-        return orjson.dumps({"type": "subscribed", "ids": ids, "reqId": req_id})
-    return orjson.dumps({"type": "subscribed", "ids": ids, "reqId": req_id, "recovered": recovered})
+def subscribed_payload(ids: list[str], req_id: ReqId, recovered: bool | None = None,
+                       candles: list[str] | None = None) -> bytes:
+    """`recovered` is present exactly when the subscribe carried `since`/`epoch`; `candles` exactly when the
+    message carried `candles` (then: every interval the session now has candles of, for at least one id)."""
+    msg: dict[str, Any] = {"type": "subscribed", "ids": ids, "reqId": req_id}
+    if candles is not None:
+        msg["candles"] = candles
+    if recovered is not None:
+        msg["recovered"] = recovered
+    return orjson.dumps(msg)
+
+
+def heartbeat_payload(ts: str, seqs: dict[str, int]) -> bytes:
+    return orjson.dumps({"type": "heartbeat", "ts": ts, "seqs": seqs})
 
 
 def pong_payload(ts: str, req_id: ReqId) -> bytes:

@@ -21,7 +21,7 @@ DEFAULT_HARD_CAP = 256 * 1024
 
 
 class OutBuffer:
-    __slots__ = ("cap", "credit", "hard_cap", "over_since", "pending")
+    __slots__ = ("cap", "credit", "hard_cap", "last", "over_since", "pending")
 
     def __init__(self, cap: int = DEFAULT_CAP, hard_cap: int = DEFAULT_HARD_CAP) -> None:
         if not 0 < cap <= hard_cap:
@@ -30,7 +30,8 @@ class OutBuffer:
         self.hard_cap = hard_cap
         self.over_since: float | None = None  # None while ticks may be written
         self.credit = 0  # bytes of a replay allowed over hard_cap until the transport drains below cap
-        self.pending: dict[int, bytes] = {}  # row -> latest tick frame, oldest first
+        self.pending: dict[int, bytes] = {}  # row -> latest tick frame (-1 - channel: candle frame), oldest first
+        self.last: bytes | None = None  # a held heartbeat: written after everything held (it accounts for them)
 
     @property
     def over(self) -> bool:
@@ -45,11 +46,12 @@ class OutBuffer:
         """The transport drained below its low-water mark: the held ticks, ready for one write, and their count."""
         self.over_since = None
         count = len(self.pending)
+        last, self.last = self.last, None
         if not count:
-            return b"", 0
+            return last or b"", 0
         data = b"".join(self.pending.values())
         self.pending.clear()
-        return data, count
+        return data + last if last else data, count
 
     def hold(self, items: list[tuple[int, bytes]]) -> int:
         """Keep the latest frame per instrument; returns how many held frames were superseded."""
@@ -62,9 +64,14 @@ class OutBuffer:
             pending[row] = frame
         return replaced
 
+    def hold_last(self, frame: bytes) -> None:
+        """Hold a heartbeat until the held frames go out, after them (a newer one replaces it)."""
+        self.last = frame
+
     def drop_pending(self) -> None:
         """A fresh snapshot supersedes every held tick (after a subscription change)."""
         self.pending.clear()
+        self.last = None
 
     def overdue(self, now: float, grace_s: float) -> bool:
         return self.over_since is not None and now - self.over_since >= grace_s

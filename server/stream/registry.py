@@ -61,6 +61,9 @@ class SubscriptionRegistry(Generic[M]):
             for row in group.rows:
                 self.by_row[row].remove(group)
 
+    def groups(self) -> list[Group[M]]:
+        return list(self._groups.values())
+
     def rows_of(self, member: M) -> frozenset[int]:
         group = self._member_group.get(member)
         return group.rows if group is not None else frozenset()

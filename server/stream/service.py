@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from server.api.docs.asyncapi import register_asyncapi
 from server.core.errors import CloseCode
+from server.stream.clock import run_clock
 from server.stream.connection import CLOSE_TIMEOUT_S, StreamConnection
 from server.stream.core import StreamCore, StreamLimits, StreamMetrics
 
@@ -28,6 +29,7 @@ class StreamService:
         self.hub = hub
         s = hub.settings
         self.limits = StreamLimits(max_conn=dict(s.ws_max_conn), slow_close_s=s.ws_slow_close_s,
+                                   heartbeat_s=s.heartbeat_s,
                                    handshake_rate=s.ws_handshake_rate, trusted_proxies=s.trusted_proxies)
         self.core = StreamCore(
             hub.state, hub.catalogue, hub.epoch, self.limits,
@@ -38,6 +40,7 @@ class StreamService:
         self.conns: dict[int, StreamConnection] = {}  # session id -> connection, until connection_lost
         self._server: asyncio.AbstractServer | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        self._clock: asyncio.Task[None] | None = None
         self._all_lost = asyncio.Event()
         hub.bus.subscribe(self.core.on_ticks)
         hub.revocation_listeners.append(self.on_revoked)
@@ -51,6 +54,7 @@ class StreamService:
             self._new_connection, s.host, s.ws_port, backlog=BACKLOG, reuse_address=True,
             reuse_port=s.worker_id > 0)  # `serve --workers N`: N hubs share the port (server/workers.py)
         self._sweeper = loop.create_task(self._sweep_forever(), name="ws-sweep")
+        self._clock = loop.create_task(run_clock(self.core, self.hub.clock), name="ws-clock")  # candles, heartbeats
         log.info("websocket stream listening on ws://%s:%s/ws/quotes", s.host, s.ws_port)
 
     async def stop(self) -> None:
@@ -59,6 +63,8 @@ class StreamService:
             self._server.close()
         if self._sweeper is not None:
             self._sweeper.cancel()
+        if self._clock is not None:
+            self._clock.cancel()
         for conn in list(self.conns.values()):
             conn.close(CloseCode.GOING_AWAY, "server shutting down")
         if self.conns:

@@ -63,7 +63,7 @@ def test_rolling_across_many_buckets_keeps_the_newest_thousand_without_allocatin
     assert rows[-1][1:] == (100.0 + n - 1,) * 4 + (1.0,)
     assert [r[0] for r in ohlcv(ring, 1, 3)] == [T0 + 600 * k for k in range(n - 3, n)]
     assert all(a is b for a, b in zip(arrays, (ring.t, ring.o, ring.h, ring.l, ring.c, ring.v), strict=True))
-    assert ring.nbytes() == 3 * INTRADAY_CAPACITY * 6 * 8
+    assert ring.nbytes() == 3 * INTRADAY_CAPACITY * 7 * 8
 
 
 def test_late_tick_counts_toward_the_newest_bucket_and_none_starts_before_the_floor() -> None:
@@ -83,7 +83,7 @@ def test_book_updates_every_interval_from_one_tick() -> None:
     book.apply(0, 5.0, 2.0, T0 + 3599, 0)
     for name, sec in INTERVALS.items():
         assert ohlcv(book.rings[name]) == [(T0 + 3600 - sec, 5.0, 5.0, 5.0, 5.0, 2.0)]
-    assert book.nbytes_per_instrument() == 4 * INTRADAY_CAPACITY * 48  # 192,000 bytes
+    assert book.nbytes_per_instrument() == 4 * INTRADAY_CAPACITY * 56  # 224,000 bytes (start, o, h, l, c, v, seq)
 
 
 def test_bucket_iso_and_session_start() -> None:
