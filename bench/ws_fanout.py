@@ -19,6 +19,14 @@ Only 127.0.0.1; every run is bounded (connect timeout, fixed windows).
 
     .venv/bin/python bench/ws_fanout.py                        # default scenarios, both implementations
     .venv/bin/python bench/ws_fanout.py --scenario 1000x200 --impl ours --duration 10
+
+Live candles (SPEC 14, issue 20): `--candles 1m` makes every client subscribe to all instruments with 1m candle
+frames (and counts candle and heartbeat frames apart from ticks); `--candle-cost` runs `ours` twice per scenario,
+without and with candles, and prints the server CPU per delivered candle frame (the extra CPU over the extra
+frames) against a tick frame's (target: within 1.2x), plus non-final frames that followed the previous one of
+their (id, interval) on the same connection by less than 0.5 s (target: none; sampled connections):
+
+    .venv/bin/python bench/ws_fanout.py --scenario 1000x200 --candle-cost --pin --duration 20
 """
 
 from __future__ import annotations
@@ -81,6 +89,9 @@ def interval_ms(ticks_per_s: float, n_instruments: int) -> int:
 
 class Counter:
     def __init__(self) -> None:
+        self.candles = 0
+        self.beats = 0
+        self.too_fast = 0
         self.frames = 0
         self.lat: list[float] = []
         self.opened = 0
@@ -103,8 +114,11 @@ def ts_epoch(text: bytes) -> float:
 class RawClient(asyncio.Protocol):
     """Handshake, then split frames: count ticks; on sampled connections read `ts` for latency."""
 
-    def __init__(self, request: bytes, counter: Counter, sample: bool, opened: asyncio.Future[None]) -> None:
+    def __init__(self, request: bytes, counter: Counter, sample: bool, opened: asyncio.Future[None],
+                 subscribe: bytes = b"") -> None:
         self.request, self.counter, self.sample, self.opened_fut = request, counter, sample, opened
+        self.subscribe = subscribe  # a masked text frame sent once the handshake is done (candles)
+        self.candle_at: dict[bytes, float] = {}
         self.buf = b""
         self.open = False
         self.transport: asyncio.Transport | None = None
@@ -127,6 +141,8 @@ class RawClient(asyncio.Protocol):
                 return
             self.open = True
             self.counter.opened += 1
+            if self.subscribe and self.transport is not None:
+                self.transport.write(self.subscribe)
             if not self.opened_fut.done():
                 self.opened_fut.set_result(None)
             buf = buf[end + 4:]
@@ -156,6 +172,16 @@ class RawClient(asyncio.Protocol):
                 if self.sample:
                     at = buf.find(b'"ts":"', start, start + n) + 6
                     counter.lat.append(now - ts_epoch(buf[at:at + 23]))
+            elif opcode == 1 and buf.startswith(b'{"type":"candle"', start):
+                counter.candles += 1
+                if self.sample and buf.find(b'"final":false', start, start + n) > 0:
+                    key = buf[start:buf.find(b'"t":', start, start + n)]  # type, id and interval
+                    prev = self.candle_at.get(key)
+                    if prev is not None and now - prev < 0.5:
+                        counter.too_fast += 1
+                    self.candle_at[key] = now
+            elif opcode == 1 and buf.startswith(b'{"type":"heartbeat"', start):
+                counter.beats += 1
             elif opcode == 9 and self.transport is not None:  # keepalive ping: masked pong, zero mask
                 payload = buf[start:start + n]
                 self.transport.write(bytes([0x8A, 0x80 | len(payload)]) + b"\0\0\0\0" + payload)
@@ -174,6 +200,15 @@ async def client_main(args: argparse.Namespace) -> None:
     target = f"/ws/quotes?key={args.key}" if args.key else "/"
     sem = asyncio.Semaphore(100)
     transports: list[asyncio.Transport] = []
+    subscribe = b""
+    if args.candles:
+        from server.market.catalogue import default_catalogue
+
+        ids = [inst.id for inst in default_catalogue().instruments]
+        payload = json.dumps({"op": "subscribe", "ids": ids, "candles": args.candles.split(","),
+                              "reqId": "bench"}).encode()
+        assert 126 <= len(payload) < 65536
+        subscribe = bytes([0x81, 0x80 | 126]) + len(payload).to_bytes(2) + b"\0\0\0\0" + payload  # zero mask
 
     async def one(i: int) -> None:
         nonce = base64.b64encode(os.urandom(16)).decode()
@@ -182,7 +217,8 @@ async def client_main(args: argparse.Namespace) -> None:
         async with sem:
             fut: asyncio.Future[None] = loop.create_future()
             transport, _ = await loop.create_connection(
-                lambda: RawClient(request, counter, i % args.sample_every == 0, fut), "127.0.0.1", args.port)
+                lambda: RawClient(request, counter, i % args.sample_every == 0, fut, subscribe), "127.0.0.1",
+                args.port)
             transports.append(transport)  # type: ignore[arg-type]
             await asyncio.wait_for(fut, 60)
 
@@ -196,16 +232,18 @@ async def client_main(args: argparse.Namespace) -> None:
           flush=True)
     await loop.run_in_executor(None, sys.stdin.readline)  # the harness measured idle memory; go on
     await asyncio.sleep(args.warmup)
-    counter.frames, counter.lat = 0, []
+    counter.frames, counter.lat, counter.candles, counter.beats, counter.too_fast = 0, [], 0, 0, 0
     print(json.dumps({"event": "start"}), flush=True)
     t0, c0 = time.monotonic(), time.process_time()
     await asyncio.sleep(args.duration)
     elapsed, client_cpu = time.monotonic() - t0, time.process_time() - c0
     frames, lat = counter.frames, sorted(counter.lat)
+    candles, beats, too_fast = counter.candles, counter.beats, counter.too_fast
     print(json.dumps({"event": "stop"}), flush=True)
     q = statistics.quantiles(lat, n=100) if len(lat) >= 100 else [float("nan")] * 99
     print(json.dumps({
         "event": "result", "frames": frames, "elapsed": elapsed, "closed": counter.closed,
+        "candles": candles, "beats": beats, "too_fast": too_fast,
         "client_cpu_pct": 100 * client_cpu / elapsed,
         "lat_n": len(lat), "p50_ms": q[49] * 1000, "p99_ms": q[98] * 1000, "max_ms": (lat[-1] * 1000) if lat else None,
     }), flush=True)
@@ -365,7 +403,7 @@ def fanout_stats(base: str) -> tuple[float, float]:
 
 
 def run_scenario(impl: str, conns: int, ticks_per_s: float, duration: float, warmup: float,
-                 sample_every: int, pinned: bool = False) -> dict[str, Any]:
+                 sample_every: int, pinned: bool = False, candles: str = "") -> dict[str, Any]:
     from bench.wrkrun import pin
     from server.market.catalogue import default_catalogue
 
@@ -384,7 +422,7 @@ def run_scenario(impl: str, conns: int, ticks_per_s: float, duration: float, war
         client = subprocess.Popen(
             [*(["taskset", "-c", "1"] if pinned else []), sys.executable, __file__, "_client", "--port", str(port),
              "--key", key, "--conns", str(conns), "--duration", str(duration), "--warmup", str(warmup),
-             "--sample-every", str(sample_every)],
+             "--sample-every", str(sample_every), "--candles", candles],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, preexec_fn=raise_nofile)
         assert client.stdout is not None and client.stdin is not None
         connected = json.loads(client.stdout.readline())
@@ -406,7 +444,7 @@ def run_scenario(impl: str, conns: int, ticks_per_s: float, duration: float, war
             proc.wait(15)
         except subprocess.TimeoutExpired:
             proc.kill()
-    frames = result["frames"]
+    frames = result["frames"] + result["candles"] + result["beats"]  # every frame delivered in the window
     user, system = cpu1[0] - cpu0[0], cpu1[1] - cpu0[1]
     cpu = user + system
     batches = fan1[0] - fan0[0]
@@ -421,7 +459,26 @@ def run_scenario(impl: str, conns: int, ticks_per_s: float, duration: float, war
         "connect_s": connected["seconds"], "client_cpu_pct": result["client_cpu_pct"],
         "fanout_ms_per_batch": 1000 * (fan1[1] - fan0[1]) / batches if batches else None,
         "loadavg_1m": os.getloadavg()[0], "pinned": pinned,
+        "tick_frames_per_s": result["frames"] / (t1 - t0), "candle_frames_per_s": result["candles"] / (t1 - t0),
+        "heartbeats_per_s": result["beats"] / (t1 - t0), "candles_too_fast": result["too_fast"],
+        "server_cpu_s_per_s": cpu / (t1 - t0),
     }
+
+
+def candle_cost(conns: int, rate: float, args: argparse.Namespace) -> dict[str, Any]:
+    """Server CPU per delivered candle frame against a tick frame's: `ours` without, then with 1m candles."""
+    plain = run_scenario("ours", conns, rate, args.duration, args.warmup, args.sample_every, args.pin)
+    with_candles = run_scenario("ours", conns, rate, args.duration, args.warmup, args.sample_every, args.pin,
+                                args.candles or "1m")
+    per_tick = plain["server_cpu_s_per_s"] / (plain["tick_frames_per_s"] + plain["heartbeats_per_s"])
+    extra_cpu = with_candles["server_cpu_s_per_s"] - per_tick * (with_candles["tick_frames_per_s"]
+                                                                + with_candles["heartbeats_per_s"])
+    delivered = with_candles["candle_frames_per_s"]
+    per_candle = extra_cpu / delivered if delivered else float("nan")
+    return {"conns": conns, "ticks_per_s": rate, "us_per_tick_frame": 1e6 * per_tick,
+            "us_per_candle_frame": 1e6 * per_candle, "ratio": per_candle / per_tick,
+            "candle_frames_per_s": with_candles["candle_frames_per_s"],
+            "candles_too_fast": with_candles["candles_too_fast"], "rows": [plain, with_candles]}
 
 
 def fmt(row: dict[str, Any]) -> str:
@@ -446,6 +503,7 @@ def main() -> None:
     c.add_argument("--warmup", type=float, default=2)
     c.add_argument("--sample-every", type=int, default=10)
     c.add_argument("--connect-timeout", type=float, default=120)
+    c.add_argument("--candles", default="")
     for name in ("_baseline", "_picows"):
         b = sub.add_parser(name)
         b.add_argument("--port", type=int, required=True)
@@ -458,6 +516,10 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--sample-every", type=int, default=10, help="measure latency on every Nth connection")
     parser.add_argument("--json", action="store_true", help="print rows as JSON lines too")
+    parser.add_argument("--candles", default="", help="ours: every client subscribes all ids with these candle "
+                        "intervals, e.g. 1m")
+    parser.add_argument("--candle-cost", action="store_true",
+                        help="ours without and with candles: server CPU per candle frame vs per tick frame")
     args = parser.parse_args()
     raise_nofile()
     import uvloop
@@ -472,12 +534,24 @@ def main() -> None:
         uvloop.run(picows_main(args))
         return
     scenarios = args.scenario or ["1000x200", "5000x50"]
+    if args.candle_cost:
+        for scenario in scenarios:
+            conns, rate = (int(x) for x in scenario.split("x"))
+            cost = candle_cost(conns, rate, args)
+            print(f"{conns} clients x {rate} ticks/s: {cost['us_per_tick_frame']:.2f} us per tick frame, "
+                  f"{cost['us_per_candle_frame']:.2f} us per candle frame ({cost['ratio']:.2f}x; target <= 1.2x), "
+                  f"{cost['candle_frames_per_s']:,.0f} candle frames/s, {cost['candles_too_fast']} non-final "
+                  "frames < 0.5 s after the previous of their (id, interval) (target 0)", flush=True)
+            if args.json:
+                print(json.dumps(cost), flush=True)
+        return
     impls = args.impl or ["ours", "broadcast", "picows"]
     print(HEADER, flush=True)
     for scenario in scenarios:
         conns, rate = (int(x) for x in scenario.split("x"))
         for impl in impls:
-            row = run_scenario(impl, conns, rate, args.duration, args.warmup, args.sample_every, args.pin)
+            row = run_scenario(impl, conns, rate, args.duration, args.warmup, args.sample_every, args.pin,
+                               args.candles if impl == "ours" else "")
             print(fmt(row), flush=True)
             if args.json:
                 print(json.dumps(row), flush=True)

@@ -10,6 +10,11 @@ reads every frame. Locust request events (type "WS"):
 - `pong`: round trip of a `{"op":"ping"}` every `--ping-s` seconds;
 - `seq gap`: a failure per gap, naming the instrument and how many ticks are missing.
 
+With `--candles 1m,1d` (SPEC 14) each user also subscribes to live candles of those intervals: `candle`
+events (final frames: now - the bucket's end), a failure per non-final frame that follows the previous one
+of its (id, interval) by less than 0.5 s (the server sends at most one a second), and `heartbeat` events
+(the gap since the previous heartbeat; a gap over twice `--heartbeat-s` is a failure: a stale stream).
+
 `seq` counts each instrument's ticks from 1 per server start (the snapshot's `epoch`), so a
 jump from 7 to 9 is one missed tick: the server conflates ticks for a client that cannot
 keep up. Gaps are counted within a connection; after a reconnect the new snapshot
@@ -56,6 +61,10 @@ def _options(parser: Any) -> None:
                         help="comma-separated instrument ids to subscribe to (default: all)")
     parser.add_argument("--ping-s", env_var="MARKET_WS_PING_S", type=float, default=5.0,
                         help="seconds between pings (pong round trip events); default 5")
+    parser.add_argument("--candles", env_var="MARKET_WS_CANDLES", default="",
+                        help="comma-separated candle intervals to subscribe to (1m,5m,15m,1h,1d; default none)")
+    parser.add_argument("--heartbeat-s", env_var="MARKET_HEARTBEAT_S", type=float, default=5.0,
+                        help="the server's --heartbeat-s (a gap over twice it fails); default 5")
     parser.add_argument("--allow-gaps", action="store_true", default=False,
                         help="do not fail the run for gaps in seq (e.g. a deliberately slow client)")
 
@@ -75,6 +84,11 @@ class StreamReport:
     disconnects: int = 0
     instruments: dict[str, InstrumentStats] = field(default_factory=lambda: defaultdict(InstrumentStats))
     users: itertools.count = field(default_factory=itertools.count)  # type: ignore[type-arg]
+    candles: int = 0
+    finals: int = 0
+    too_fast: int = 0  # non-final frames of one (id, interval) less than 0.5 s apart
+    heartbeats: int = 0
+    stale: int = 0  # heartbeat gaps over twice --heartbeat-s
     stopped: bool = False  # the test stopped: readers count nothing more
 
 
@@ -114,6 +128,8 @@ class QuoteStreamUser(User):
         self.key = keys[next(report.users) % len(keys)]
         self.ids = [i.strip() for i in option(self.environment, "ids", "").split(",") if i.strip()]
         self.ping_s = float(option(self.environment, "ping_s", 5.0))
+        self.candles = [c.strip() for c in option(self.environment, "candles", "").split(",") if c.strip()]
+        self.heartbeat_s = float(option(self.environment, "heartbeat_s", 5.0))
         self.ws: websocket.WebSocket | None = None
         self.reader: gevent.Greenlet | None = None
         self.pings: dict[int, float] = {}
@@ -162,16 +178,22 @@ class QuoteStreamUser(User):
         report.connects += 1
         first = ws.recv()
         self._event("snapshot", started, len(first))
-        if orjson.loads(first).get("type") != "snapshot":
+        snapshot = orjson.loads(first)
+        if snapshot.get("type") != "snapshot":
             self._event("snapshot", started, exc=RuntimeError("first message is not a snapshot"))
         ws.settimeout(None)
         self.ws = ws
-        if self.ids:
+        if self.candles:
+            ids = self.ids or [q["id"] for q in snapshot.get("quotes", [])]
+            self.send({"op": "subscribe", "ids": ids, "candles": self.candles, "reqId": "bench"})
+        elif self.ids:
             self.send({"op": "subscribe", "ids": self.ids, "reqId": "bench"})
         self.reader = gevent.spawn(self.read, ws, report)
 
     def read(self, ws: websocket.WebSocket, report: StreamReport) -> None:
         last: dict[str, int] = {}
+        candle_at: dict[tuple[str, str], float] = {}
+        beat_at: list[float] = []
         while True:
             try:
                 raw = ws.recv()
@@ -188,6 +210,17 @@ class QuoteStreamUser(User):
             kind = msg.get("type")
             if kind == "tick":
                 self.on_tick(msg, now, len(raw), last, report)
+            elif kind == "candle":
+                self.on_candle(msg, now, len(raw), candle_at, report)
+            elif kind == "heartbeat":
+                report.heartbeats += 1
+                gap = now - beat_at[0] if beat_at else 0.0
+                beat_at[:] = [now]
+                exc = None
+                if gap > 2 * self.heartbeat_s:
+                    report.stale += 1
+                    exc = RuntimeError(f"{gap:.1f} s since the previous heartbeat")
+                self._event("heartbeat", 0.0, len(raw), exc=exc, response_time=gap * 1000.0)
             elif kind == "pong":
                 sent = self.pings.pop(msg.get("reqId"), None)  # type: ignore[arg-type]
                 if sent is not None:
@@ -214,6 +247,24 @@ class QuoteStreamUser(User):
                 stats.missing += seq - prev - 1
                 self._event("seq gap", 0.0, exc=RuntimeError(f"{inst}: {seq - prev - 1} missing"), response_time=0)
         last[inst] = seq
+
+    def on_candle(self, msg: dict[str, Any], now: float, length: int, candle_at: dict[tuple[str, str], float],
+                  report: StreamReport) -> None:
+        report.candles += 1
+        if msg["final"]:
+            report.finals += 1
+            seconds = {"1m": 60, "5m": 300, "15m": 900, "1h": 3600}.get(msg["interval"])
+            late = now - (tick_time(msg["t"]) + seconds) if seconds else 0.0
+            self._event("candle final", 0.0, length, response_time=max(0.0, late * 1000.0))
+            return
+        key = (msg["id"], msg["interval"])
+        prev = candle_at.get(key)
+        candle_at[key] = now
+        exc = None
+        if prev is not None and now - prev < 0.5:
+            report.too_fast += 1
+            exc = RuntimeError(f"{key}: {now - prev:.2f} s after the previous frame")
+        self._event("candle", 0.0, length, exc=exc, response_time=0.0)
 
     def on_stop(self) -> None:
         ws, self.ws = self.ws, None
@@ -257,7 +308,16 @@ def _verdict(environment: Any, **_kw: Any) -> None:
         Verdict("pong round trip", PASS if pong.num_failures == 0 else FAIL,
                 f"{pong.num_requests} pongs, p99 {pong.get_response_time_percentile(0.99):.0f} ms", "reported"),
         Verdict("unexpected disconnects", PASS if report.disconnects == 0 else FAIL, f"{report.disconnects}", "0"),
+        Verdict("heartbeats", PASS if report.stale == 0 else FAIL,
+                f"{report.heartbeats} heartbeats, {report.stale} gaps over 2x --heartbeat-s", "no stale gap"),
     ]
+    if option(environment, "candles", ""):
+        verdicts += [
+            Verdict("candle frames", PASS if report.candles else FAIL,
+                    f"{report.candles} ({report.finals} final)", "> 0"),
+            Verdict("non-final candle rate", PASS if report.too_fast == 0 else FAIL,
+                    f"{report.too_fast} within 0.5 s of the previous", "<= 1 per (id, interval) per second"),
+        ]
     prefix = csv_prefix(environment)
     if prefix:
         write_csv(f"{prefix}_ws_gaps.csv", ("instrument", "ticks", "gaps", "missing", "stale"),

@@ -48,7 +48,8 @@ async def subscribe(hub: ServerProcess, body: dict[str, Any]) -> tuple[ClientCon
 async def follow(ws: ClientConnection, last: dict[str, int], n: int) -> None:
     """Read `n` ticks, each the next seq of its instrument."""
     for _ in range(n):
-        msg = await recv_json(ws)
+        while (msg := await recv_json(ws))["type"] == "heartbeat":  # every 5 s (SPEC 14)
+            pass
         assert msg["type"] == "tick", msg
         assert msg["seq"] == last[msg["id"]] + 1, f"{msg['id']}: {last[msg['id']]} then {msg['seq']}"
         last[msg["id"]] = msg["seq"]

@@ -118,7 +118,7 @@ def test_every_stream_message_validates_against_asyncapi(api: ServerProcess, htt
     validators = {t: validator(doc, channel["messages"][n]["payload"], strict=True, draft=Draft7Validator)
                   for t, n in by_type.items()}
     requests: list[str | bytes] = [
-        json.dumps({"op": "subscribe", "ids": ["brent", "wti"], "reqId": "sub-1"}),
+        json.dumps({"op": "subscribe", "ids": ["brent", "wti"], "candles": ["1m", "1d"], "reqId": "sub-1"}),
         json.dumps({"op": "unsubscribe", "ids": ["wti"], "reqId": 2}),
         json.dumps({"op": "ping"}),
         json.dumps({"op": "ping", "reqId": "p"}),
@@ -134,10 +134,11 @@ def test_every_stream_message_validates_against_asyncapi(api: ServerProcess, htt
         async with connect(f"{api.ws_base}/ws/quotes?key={api.demo_key}", max_queue=None) as ws:
             for message in requests:
                 await ws.send(message)
-            # every request gets an answer; ticks keep arriving meanwhile (50 ms feed)
+            # every request gets an answer; ticks keep arriving meanwhile (50 ms feed), candle frames (the current
+            # ones after the ack) and a heartbeat (every 5 s)
             while sum(m["type"] in ("subscribed", "pong", "error") for m in got) < len(requests) \
-                    or not any(m["type"] == "tick" for m in got):
-                got.append(json.loads(await asyncio.wait_for(ws.recv(), 5.0)))
+                    or not {"tick", "candle", "heartbeat"} <= {m["type"] for m in got}:
+                got.append(json.loads(await asyncio.wait_for(ws.recv(), 7.0)))
         return got
 
     messages = asyncio.run(asyncio.wait_for(capture(), 30.0))

@@ -80,6 +80,8 @@ async def ticks_for(ws: ClientConnection, seconds: float) -> list[dict[str, Any]
             msg = await recv_json(ws, left)
         except TimeoutError:
             break
+        if msg["type"] == "heartbeat":  # every 5 s (SPEC 14)
+            continue
         assert msg["type"] == "tick", msg
         out.append(msg)
     return out

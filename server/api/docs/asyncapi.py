@@ -51,6 +51,18 @@ MESSAGE_DOCS = {
                   "missed tick is held, and exactly the missed ticks follow (per instrument in seq order, "
                   "instruments in catalogue order), then live ticks with no gap and no duplicate, no snapshot; "
                   "false otherwise, and a snapshot of the set follows.",
+    "CandleFrame": "SPEC 14 live candles of the intervals a subscribe listed in candles: right after the ack the "
+              "current bucket's candle (final false) when it has ticks; then at most one final-false frame per id and "
+              "interval per second (the latest: the candle as of the end of the newest completed second of tick "
+              "time), and exactly one final-true frame for every bucket that had ticks, within 1 s after the "
+              "bucket's end by the server clock, equal to what /api/v1/kline returns for that bucket afterwards. "
+              "Each frame is built once and shared. Not replayed on resume: fill missed buckets with a range query "
+              "(/api/v1/kline?from=...). A frame right after an ack may be newer than the next shared one for the "
+              "same bucket: keep the one with the higher seq.",
+    "Heartbeat": "SPEC 14: every --heartbeat-s seconds (at its multiples of the server clock; default 5, 0: none), "
+                 "the last tick seq of each subscribed id, written after the ticks it accounts for. Two missed "
+                 "heartbeats: treat the stream as dead and reconnect (browsers cannot see WebSocket pings); a seqs "
+                 "entry above the last tick seen: a gap to resume.",
     "Pong": "Answer to the ping op.",
     "Error": "A bad client message; the connection stays open. An unknown id fails the whole request and "
              "leaves the set unchanged.",
@@ -60,11 +72,14 @@ MESSAGE_DOCS = {
                  "whichever is more (at most 16,384 ticks). An id of ids missing from since, a since ahead of "
                  "the server's seq, another epoch or an evicted tick: recovered false. Errors (invalid_message, "
                  "unknown_ids): since without epoch or the reverse, since not an object of integers >= 0, since "
-                 "naming an id not in ids, since/epoch on unsubscribe. Ignore what arrives before this ack.",
-    "Unsubscribe": "Remove these ids from the set (atomic).",
+                 "naming an id not in ids, since/epoch on unsubscribe. Ignore what arrives before this ack. "
+                 "candles (1m, 5m, 15m, 1h, 1d) subscribes live candle frames of these intervals for every id of "
+                 "ids (a subscribe without candles keeps none; a bad interval: invalid_message).",
+    "Unsubscribe": "Remove these ids from the set (atomic), and their candles. With candles: remove only those "
+                   "candle intervals of the ids (of every subscribed id when ids is empty).",
     "Ping": "Application-level ping.",
 }
-SERVER_MESSAGES = ("Snapshot", "Tick", "Subscribed", "Pong", "Error")
+SERVER_MESSAGES = ("Snapshot", "Tick", "CandleFrame", "Heartbeat", "Subscribed", "Pong", "Error")
 CLIENT_MESSAGES = ("Subscribe", "Unsubscribe", "Ping")
 
 
@@ -83,7 +98,10 @@ def build_asyncapi(settings: Settings) -> dict[str, Any]:
                            "pending ticks conflate to the latest per instrument (seq jumps); over the cap for "
                            "10 s it is closed with 4008. Every close has a 2 s timeout, then the TCP "
                            "connection is dropped. Resume after reconnect: subscribe with since/epoch "
-                           "(see the Subscribe message). The key goes in the X-SERVICE-Key handshake header "
+                           "(see the Subscribe message). Live candles: subscribe with candles (the CandleFrame "
+                           "message). "
+                           f"Heartbeats every {settings.heartbeat_s:g} s (0: off; the Heartbeat message). "
+                           "The key goes in the X-SERVICE-Key handshake header "
                            "(non-browser clients) or the key query parameter (browsers); the server never "
                            "logs the query string.",
         },
@@ -116,7 +134,8 @@ def build_asyncapi(settings: Settings) -> dict[str, Any]:
             "subscribe": {"action": "send", "channel": {"$ref": "#/channels/quotes"},
                           "messages": [msg["Subscribe"]],
                           "reply": {"channel": {"$ref": "#/channels/quotes"},
-                                    "messages": [msg["Subscribed"], msg["Snapshot"], msg["Error"]]}},
+                                    "messages": [msg["Subscribed"], msg["Snapshot"], msg["CandleFrame"],
+                                                 msg["Error"]]}},
             "unsubscribe": {"action": "send", "channel": {"$ref": "#/channels/quotes"},
                             "messages": [msg["Unsubscribe"]],
                             "reply": {"channel": {"$ref": "#/channels/quotes"},

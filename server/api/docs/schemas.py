@@ -31,7 +31,7 @@ from server.core.errors import ERROR_KINDS
 from server.market.candles import INTERVALS
 from server.market.catalogue import KINDS
 from server.store.receipts import RECEIPT_NO_PATTERN
-from server.stream.messages import MAX_EPOCH, MAX_SEQ, ErrorCode
+from server.stream.messages import CANDLE_INTERVALS, MAX_EPOCH, MAX_SEQ, ErrorCode
 from server.stream.messages import MAX_IDS as MAX_STREAM_IDS
 
 S = dict[str, Any]
@@ -287,6 +287,7 @@ REQUESTS: dict[str, S] = {
 
 # --- /ws/quotes messages -------------------------------------------------------------------------
 
+CANDLE_INTERVAL: S = {"type": "string", "enum": list(CANDLE_INTERVALS)}
 STREAM: dict[str, S] = {
     "Snapshot": obj(["type", "updated", "epoch", "seqs", "quotes"], type=_const("snapshot"), updated=NULLTS,
                     epoch={"type": "string", "description": "Names the tick history the seqs belong to: it changes "
@@ -301,7 +302,25 @@ STREAM: dict[str, S] = {
                 change={**NUM, "description": "price minus the previous daily close"}, ts=TS,
                 seq={"type": "integer", "minimum": 1, "description": "That instrument's tick count since the "
                      "server started (epoch). A jump means ticks were conflated or missed."}),
+    "CandleFrame": obj(["type", "id", "interval", "t", "o", "h", "l", "c", "v", "final", "seq"], type=_const("candle"),
+                  id=STR, interval=CANDLE_INTERVAL,
+                  t={"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}],
+                     "description": "as in /api/v1/kline for the interval: 1d the trading day (YYYY-MM-DD), intraday "
+                                    "the bucket's start (ISO 8601, +08:00)"},
+                  o=NUM, h=NUM, l=NUM, c=NUM, v=NUM,
+                  final={"type": "boolean", "description": "true: the bucket ended (exactly one such frame per "
+                         "bucket that had ticks, within 1 s of its end by the server clock); equal to what "
+                         "/api/v1/kline returns for it. false: the bucket is still filling (at most one such frame "
+                         "per id and interval per second, the latest)"},
+                  seq={"type": "integer", "minimum": 0, "description": "seq of the last tick included"}),
+    "Heartbeat": obj(["type", "ts", "seqs"], type=_const("heartbeat"), ts=TS,
+                     seqs={"type": "object", "additionalProperties": {"type": "integer", "minimum": 0},
+                           "description": "each subscribed id -> the seq of its last tick, written after those "
+                                          "ticks: an entry above the last tick seen is a gap (resume)"}),
     "Subscribed": obj(["type", "ids", "reqId"], type=_const("subscribed"), ids=STREAM_IDS, reqId=REQ_ID,
+                      candles={"type": "array", "items": CANDLE_INTERVAL,
+                               "description": "Only when the message carried candles: every interval the session "
+                                              "now receives candle frames of (for at least one id)"},
                       recovered={"type": "boolean", "description": "Only on a subscribe with since/epoch. true: "
                                  "exactly the missed ticks follow, in seq order per instrument, then live ticks (no "
                                  "snapshot). false: a snapshot of the set follows."}),
@@ -314,8 +333,14 @@ STREAM: dict[str, S] = {
                             "description": "Resume: instrument id (each also in ids) -> the last seq the client saw "
                                            "(from a tick, or the snapshot's seqs). Given together with epoch."},
                      epoch={"type": "string", "minLength": 1, "maxLength": MAX_EPOCH,
-                            "description": "Resume: the epoch those seqs belong to (from the snapshot)."}),
-    "Unsubscribe": obj(["op", "ids"], op=_const("unsubscribe"), ids=STREAM_IDS, reqId=REQ_ID),
+                            "description": "Resume: the epoch those seqs belong to (from the snapshot)."},
+                     candles={"type": "array", "items": CANDLE_INTERVAL,
+                              "description": "Live candle intervals for these ids (replaces the session's; absent: "
+                                             "none)."}),
+    "Unsubscribe": obj(["op", "ids"], op=_const("unsubscribe"), ids=STREAM_IDS, reqId=REQ_ID,
+                       candles={"type": "array", "items": CANDLE_INTERVAL,
+                                "description": "With candles: remove these intervals of the ids (of every "
+                                               "subscribed id when ids is empty); the ids stay subscribed."}),
     "Ping": obj(["op"], op=_const("ping"), reqId=REQ_ID),
 }
 
