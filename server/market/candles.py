@@ -324,6 +324,15 @@ class IntradayRing:
     def newest_start(self, row: int) -> int | None:
         return self._newest[row] if self._count[row] else None
 
+    def newest_values(self, row: int) -> tuple[int, float, float, float, float, float, int] | None:
+        """(start, o, h, l, c, v, seq) of ``row``'s newest bucket (Python scalars through the memoryviews), None
+        before its first tick: what the stream reads after every batch."""
+        if not self._count[row]:
+            return None
+        cell = (row, self._last[row])
+        t, o, h, l, c, v, q = self._cells  # noqa: E741
+        return t[cell], o[cell], h[cell], l[cell], c[cell], v[cell], q[cell]
+
     def seal(self, row: int, until: int) -> None:
         """No bucket of ``row`` starts before ``until`` from now on (a later tick stamped earlier counts there)."""
         if until > self.sealed[row]:

@@ -82,13 +82,11 @@ class CandleFrames:
                 return None, (math.nan,) * 5 + (0,)  # type: ignore[return-value]
             return int(book.days[col]), (o, float(book.h[row, col]), float(book.l[row, col]),
                                          float(book.c[row, col]), float(book.v[row, col]), int(book.q[row, col]))
-        ring = self.rings[k]
-        start = ring.newest_start(row)
-        if start is None:
+        newest = self.rings[k].newest_values(row)
+        if newest is None:
             return None, (math.nan,) * 5 + (0,)  # type: ignore[return-value]
-        col = ring.columns(row, 1)[0]
-        return start, (float(ring.o[row, col]), float(ring.h[row, col]), float(ring.l[row, col]),
-                       float(ring.c[row, col]), float(ring.v[row, col]), int(ring.q[row, col]))
+        start, o, h, low, c, v, seq = newest
+        return start, (o, h, low, c, v, seq)
 
     def _frame(self, row: int, k: int, bucket: int, values: Values, final: bool) -> bytes:
         """A frame from tracked values, formatted as the books format their candles (numpy rounding for intraday,

@@ -1,0 +1,174 @@
+"""Live candle frames and heartbeats without an event loop (SPEC 14): CandleFrames over a real MarketState,
+the subscribe parser's candles, and the StreamCore's fan-out of candle frames and heartbeats."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import orjson
+import pytest
+
+from server.core.metrics import Registry
+from server.market.candles import CandleBook
+from server.market.catalogue import default_catalogue
+from server.market.feed import Tick
+from server.market.state import MarketState
+from server.market.timefmt import TZ
+from server.stream import messages as msg
+from server.stream.candles import GRACE_S, CandleFrames, K
+from server.stream.core import StreamCore, StreamLimits, StreamMetrics
+from server.stream.outbuf import OutBuffer
+from tests.unit.test_stream_core import KEYS, Sink
+
+CAT = default_catalogue()
+IDS = [inst.id for inst in CAT.instruments]
+BRENT = IDS.index("brent")
+T0 = datetime(2026, 11, 18, 10, 30, tzinfo=TZ).timestamp()  # a Wednesday, a minute boundary
+
+
+def fresh_state() -> MarketState:
+    return MarketState(CAT, CandleBook(len(IDS)), demo=False, epoch="e")
+
+
+def decode(frame: bytes) -> dict[str, Any]:
+    head = 2 if frame[1] < 126 else 4
+    return dict(orjson.loads(frame[head:]))
+
+
+def apply(state: MarketState, frames: CandleFrames, *ticks: tuple[float, float, float]) -> list[dict[str, Any]]:
+    applied = state.apply([Tick(BRENT, price, ts, volume) for price, ts, volume in ticks])
+    return [decode(f) for _, f in frames.on_ticks(applied)]
+
+
+def kline(state: MarketState, interval: str) -> list[dict[str, Any]]:
+    return state.kline_intraday(BRENT, interval, 1000) if interval != "1d" else state.kline(BRENT, 5)
+
+
+def test_a_tick_in_a_newer_bucket_makes_the_old_one_final_equal_to_kline() -> None:
+    state = fresh_state()
+    frames = CandleFrames(state)
+    assert apply(state, frames, (80.0, T0 + 1, 2), (81.0, T0 + 30.2, 1)) == []
+    finals = apply(state, frames, (79.0, T0 + 61, 3))
+    by = {f["interval"]: f for f in finals}
+    assert set(by) == {"1m"}  # 5m, 15m, 1h and 1d still fill
+    one = by["1m"]
+    assert one["final"] is True and one["seq"] == 2 and one["type"] == "candle" and one["id"] == "brent"
+    assert {k: one[k] for k in "tohlcv"} == kline(state, "1m")[0]
+    assert list(one) == ["type", "id", "interval", "t", "o", "h", "l", "c", "v", "final", "seq"]
+
+
+def test_a_run_sends_the_newest_completed_second_once() -> None:
+    state = fresh_state()
+    frames = CandleFrames(state)
+    apply(state, frames, (80.0, T0 + 1.1, 1))
+    apply(state, frames, (80.5, T0 + 1.9, 1))
+    apply(state, frames, (81.0, T0 + 2.2, 1))  # second 1 complete: its state (80.5) is pending
+    sent = [decode(f) for _, f in frames.on_run(T0 + 2 + GRACE_S)]  # a run at 2.5 sends second 1
+    brent_1m = [f for f in sent if f["interval"] == "1m"]
+    assert [(f["c"], f["seq"], f["final"]) for f in brent_1m] == [(80.5, 2, False)]
+    assert len(sent) == K  # one per interval of brent
+    again = [decode(f) for _, f in frames.on_run(T0 + 3 + GRACE_S)]  # second 2 (81.0), once
+    assert [(f["c"], f["seq"]) for f in again if f["interval"] == "1m"] == [(81.0, 3)]
+    assert frames.on_run(T0 + 4 + GRACE_S) == []  # nothing new: nothing sent
+    # the frame a new subscriber gets right after its ack: the last shared one of the open bucket
+    assert decode(frames.current(BRENT * K)) == again[0]
+
+
+def test_the_clock_finalises_a_live_bucket_and_seals_it() -> None:
+    state = fresh_state()
+    frames = CandleFrames(state)
+    apply(state, frames, (80.0, T0 + 59.5, 4))
+    out = [decode(f) for _, f in frames.on_run(T0 + 60 + GRACE_S)]
+    finals = [f for f in out if f["final"]]
+    assert [(f["interval"], f["t"]) for f in finals] == [("1m", "2026-11-18T10:30:00.000+08:00")]
+    assert {k: finals[0][k] for k in "tohlcv"} == kline(state, "1m")[0]
+    # a late tick stamped inside the sealed bucket counts toward the next one: the final frame stays true
+    apply(state, frames, (90.0, T0 + 59.9, 1))
+    series = kline(state, "1m")
+    assert series[0] == {k: finals[0][k] for k in "tohlcv"}
+    assert series[1]["t"] == "2026-11-18T10:31:00.000+08:00" and series[1]["c"] == 90.0
+    later = [decode(f) for now in (T0 + 200, T0 + 201, T0 + 202) for _, f in frames.on_run(now)]
+    assert sum(f["final"] and f["interval"] == "1m" for f in later) == 1  # the 10:31 bucket, once (when quiet)
+
+
+def test_old_ticks_replayed_in_one_batch_get_one_final_per_bucket() -> None:
+    state = fresh_state()
+    frames = CandleFrames(state)
+    old = T0 - 3600
+    finals = apply(state, frames, (80.0, old + 5, 1), (81.0, old + 70, 1), (82.0, old + 130, 1))
+    assert [(f["interval"], f["t"][11:16]) for f in finals] == [("1m", "09:30"), ("1m", "09:31")]
+    # still ticking (seq moved since the previous run): the open bucket waits; quiet: final
+    assert [f for _, f in frames.on_run(T0) if decode(f)["final"]] == []
+    quiet = [decode(f) for _, f in frames.on_run(T0 + 1)]
+    assert sorted((f["interval"], f["t"][11:16]) for f in quiet if f["final"]) == [
+        ("15m", "09:30"), ("1h", "09:00"), ("1m", "09:32"), ("5m", "09:30")]
+
+
+def test_parse_candles() -> None:
+    op = msg.parse_client_message(b'{"op":"subscribe","ids":["brent"],"candles":["1d","1m","1m"]}')
+    assert isinstance(op, msg.ClientOp) and op.candles == ("1m", "1d")
+    plain = msg.parse_client_message(b'{"op":"subscribe","ids":["brent"]}')
+    assert isinstance(plain, msg.ClientOp) and plain.candles is None
+    for bad in (b'"1m"', b'["2m"]', b"[1]", b"null"):
+        err = msg.parse_client_message(b'{"op":"subscribe","ids":[],"candles":' + bad + b"}")
+        assert isinstance(err, msg.MessageError) and err.code is msg.ErrorCode.INVALID_MESSAGE
+        assert "candles" in err.detail
+
+
+def test_a_held_heartbeat_goes_out_after_the_held_ticks() -> None:
+    out = OutBuffer(10, 100)
+    out.pause(0.0)
+    out.hold([(1, b"t1")])
+    out.hold_last(b"hb1")
+    out.hold([(2, b"t2"), (1, b"t1b")])
+    out.hold_last(b"hb2")
+    assert out.resume() == (b"t2t1bhb2", 2)
+    out.hold_last(b"hb3")
+    assert out.resume() == (b"hb3", 0)
+
+
+@pytest.fixture
+def core() -> StreamCore:
+    state = fresh_state()
+    lim = StreamLimits(max_conn={"professional": 5, "enterprise": 50}, heartbeat_s=2.0)
+    return StreamCore(state, CAT, "e", lim, StreamMetrics(Registry(), lambda: 0.0), KEYS.get)
+
+
+def open_session(core: StreamCore) -> Sink:
+    sink = Sink()
+    s = core.connect(sink, 0.0)
+    assert core.admit(s, "/ws/quotes?key=pro") is None
+    core.open(s)
+    sink.clear()
+    return sink
+
+
+def test_core_candle_subscriptions_frames_and_heartbeats(core: StreamCore) -> None:
+    a, b = open_session(core), open_session(core)
+    session_a = next(s for s in core.sessions.values() if s.write is a)
+    core.on_text(session_a, b'{"op":"subscribe","ids":["brent","wti"],"candles":["1m"],"reqId":1}', 0.0)
+    ack = a.messages()[0]
+    assert ack == {"type": "subscribed", "ids": ["brent", "wti"], "reqId": 1, "candles": ["1m"]}
+    a.clear()
+    state = core.state
+    assert isinstance(state, MarketState)
+    core.on_ticks(state.apply([Tick(BRENT, 80.0, T0 + 1, 1)]))
+    core.on_ticks(state.apply([Tick(BRENT, 80.5, T0 + 2.1, 1)]))
+    core.on_clock(T0 + 2 + GRACE_S)  # a candle run; T0 is a multiple of 2: a heartbeat comes at T0 + 4
+    got_a = [m for m in a.messages() if m["type"] == "candle"]
+    assert [(m["interval"], m["c"], m["final"]) for m in got_a] == [("1m", 80.0, False)]
+    assert [m for m in b.messages() if m["type"] == "candle"] == []  # b subscribed to no candles
+    a.clear()
+    b.clear()
+    core.on_clock(T0 + 4.0)  # a candle run (second 2) and a heartbeat
+    beat_a = [m for m in a.messages() if m["type"] == "heartbeat"]
+    beat_b = b.messages()
+    assert beat_a == [{"type": "heartbeat", "ts": "2026-11-18T10:30:04.000+08:00", "seqs": {"brent": 2, "wti": 0}}]
+    assert beat_b[0]["type"] == "heartbeat" and len(beat_b[0]["seqs"]) == len(IDS)
+    a.clear()
+    core.on_text(session_a, b'{"op":"unsubscribe","ids":[],"candles":["1m"],"reqId":2}', 0.1)
+    assert a.messages()[0] == {"type": "subscribed", "ids": ["brent", "wti"], "reqId": 2, "candles": []}
+    assert core.candle_registry.rows_of(session_a) == frozenset()
+    assert np.array_equal(state.seq[[BRENT]], [2])
