@@ -17,7 +17,8 @@ import pytest
 
 from server.store.pg import MIGRATIONS, connect, migrate
 from server.store.pg_repos import RECONNECT_MAX_S, PgStorage, async_pool, pg_repositories
-from server.store.pg_sync import PgEvidenceLog, PgKeyRepo
+from server.store.pg_sync import PgEvidenceLog, PgKeyRepo, PgReceiptRepo
+from server.store.receipts import ReceiptData, ReceiptStatus
 from server.store.records import Cooperation
 from tests.conftest import ROOT
 from tests.pg_service import pg_schema
@@ -253,3 +254,35 @@ def test_a_pool_that_lost_postgresql_retries_at_least_every_two_seconds_and_neve
     # uncapped: attempts at 0, 1, 3, 7 s (4 in 9 s, a 4 s gap); capped: one at least every ~2 s, never giving up
     assert len(attempts) >= 5, attempts
     assert max(gaps) <= RECONNECT_MAX_S + 1.0, gaps
+
+
+def test_two_processes_importing_the_same_receipts_insert_each_once(url: str) -> None:
+    """SQLite's single writer serialises a receipt chunk's check-then-write; here the receipts lock does: two
+    importers of the same new receipts at once never both insert one (no unique violation, no second hash)."""
+    with connect(url) as conn:
+        migrate(conn)
+    items = [ReceiptData(f"PG-{i:04d}", "PX", "A", 10.0, "t", "Ningbo", "Holder Co., Ltd.", ReceiptStatus.ACTIVE,
+                         NOW) for i in range(40)]
+    barrier = threading.Barrier(2)
+    results: list[tuple[int, int]] = []
+    errors: list[BaseException] = []
+
+    def run_import() -> None:
+        try:
+            with connect(url) as raw:
+                repo = PgReceiptRepo(raw)
+                barrier.wait(timeout=10)
+                r = repo.import_all(items, now=NOW, chunk=5)
+                results.append((r.inserted, r.unchanged))
+        except BaseException as exc:
+            errors.append(exc)
+
+    threads = [threading.Thread(target=run_import) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert errors == []
+    assert sum(inserted for inserted, _ in results) == 40 and sorted(sum(r) for r in results) == [40, 40]
+    assert _scalar(url, "SELECT COUNT(*) FROM receipts WHERE receipt_no LIKE 'PG-%'") == 40
+    assert _scalar(url, "SELECT COUNT(*) FROM evidence_leaves") == 10 + 40  # the demo receipts, then one each
