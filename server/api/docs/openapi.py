@@ -80,7 +80,8 @@ def udf_problem(description: str) -> S:
             "content": {"application/problem+json": {"schema": ref("UdfError")}}}
 
 
-SECONDS: S = {"type": "integer", "description": "epoch seconds", "examples": [1763433000]}
+SECONDS: S = {"type": "integer", "minimum": -999_999_999_999, "maximum": 999_999_999_999,  # udf.py: 1..12 digits
+              "description": "epoch seconds", "examples": [1763433000]}
 UDF_OPERATIONS: dict[tuple[str, str], S] = {
     ("GET", "/api/v1/udf/config"): {
         "summary": "UDF datafeed configuration: resolutions 1, 5, 15, 60, 1D; search and time supported",
