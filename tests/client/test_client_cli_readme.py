@@ -18,11 +18,15 @@ def run(args: list[str], cwd: object = None, **env: str) -> subprocess.Completed
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=60, cwd=cwd, env=full_env)
 
 
-def readme_example() -> str:
+def readme_examples() -> list[str]:
     text = (CLIENT_DIR / "README.md").read_text()
     blocks = re.findall(r"```python\n(.*?)```", text, re.S)
-    assert len(blocks) == 1
-    return blocks[0]
+    assert len(blocks) == 2  # the quick example, the charting one
+    return blocks
+
+
+def readme_example() -> str:
+    return readme_examples()[0]
 
 
 def test_readme_example_runs_as_written(server: ServerProcess) -> None:
@@ -36,6 +40,17 @@ def test_readme_example_runs_as_written(server: ServerProcess) -> None:
     assert "brent " in lines[1] and "wti " in lines[1]
     ticks = [line for line in lines if line.startswith("tick ")]
     assert len(ticks) == 5 and all(re.match(r"tick (brent|wti) [\d,.]+ \([+-]", t) for t in ticks), ticks
+
+
+def test_readme_charting_example_runs_as_written(server: ServerProcess) -> None:
+    """candles() over 3 days of 1h bars, then the live 1m bar and a heartbeat (the server's default 5 s)."""
+    out = run(["-c", readme_examples()[1]], cwd=server.data_dir.parent, MARKET_URL=server.base)
+    assert out.returncode == 0, out.stderr
+    first, *rest = out.stdout.splitlines()
+    count = re.fullmatch(r"(\d+) bars from (\S+) last close [\d.]+", first)
+    assert count and 24 <= int(count.group(1)) <= 73, first  # 3 days of hours (those that had ticks)
+    assert rest[-1].startswith("heartbeat at ") and "+08:00: 1 ids" in rest[-1], rest
+    assert all(re.match(r"candle brent 1m \S+\+08:00 o=", line) for line in rest[:-1]), rest
 
 
 def test_cli_quotes_prints_a_table(server: ServerProcess, key: str) -> None:
