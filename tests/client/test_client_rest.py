@@ -59,9 +59,9 @@ def test_intraday_candles_and_their_parameter_errors(api: MarketClient) -> None:
     assert all(isinstance(t, datetime) and t.utcoffset() is not None for t in starts) and starts == sorted(starts)
     daily = api.kline("brent", interval="1d", days=3)
     assert len(daily.series) == 3 and type(daily.series[-1].start) is date
-    with pytest.raises(BadRequest) as mixed:
-        api.kline("brent", days=3, interval="1h")
-    assert mixed.value.code == "invalid_parameter"
+    with pytest.raises(BadRequest) as mixed:  # days with a range (days with any interval is fine: issue 21)
+        api.kline("brent", days=3, interval="1h", start="2026-11-20")
+    assert mixed.value.code == "invalid_parameter" and mixed.value.errors[0]["field"] == "days"
     with pytest.raises(BadRequest) as bad_interval:
         api.kline("brent", interval="2m")
     assert bad_interval.value.errors[0]["field"] == "interval"
