@@ -64,7 +64,8 @@ def test_the_hub_agrees_with_its_openapi_document_under_fuzzing(hub: ServerProce
     if SEED:
         cmd += ["--seed", SEED]
     env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.contract.fuzz_hooks", "PYTHONPATH": str(ROOT)}
-    out = subprocess.run(cmd, capture_output=True, text=True, timeout=TIME_LIMIT_S, cwd=ROOT, env=env)
+    # cwd: schemathesis keeps a cache (.schemathesis/) in its working directory, not to be left in the checkout
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=TIME_LIMIT_S, cwd=tmp_path, env=env)
     assert out.returncode == 0, out.stdout[-12000:] + out.stderr[-3000:]
     server_errors = [line for line in hub.output().splitlines() if '"level":"ERROR"' in line]
     assert server_errors == [], server_errors[:5]
