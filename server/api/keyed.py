@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from server.api.core.cache import VersionedCache
+from server.api.core.query import known_query as _query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.udf import UdfApi
@@ -183,22 +184,6 @@ class MarketApi:
         # the inventory series are synthetic whatever the price feed is: demo is the book's, not the state's
         return self._cached(("inventory",),
                             lambda: self._envelope(demo=self.inventory.demo, items=self.inventory.items()))
-
-
-def _query(req: Request, allowed: frozenset[str]) -> dict[str, str]:
-    """The query parameters; 400 ``unknown_parameter`` naming those the endpoint does not define."""
-    query = req.query
-    if not query:  # no query string: nothing parsed, nothing to check
-        return query
-    unknown = sorted(name for name in query if name not in allowed)  # one order on both runtimes
-    if unknown:
-        names = ", ".join(repr(name) for name in unknown)
-        plural = "s" if len(unknown) > 1 else ""
-        takes = f"takes only {', '.join(sorted(allowed))}" if allowed else "takes no query parameters"
-        message = "not a parameter of this endpoint"
-        raise ApiError("unknown_parameter", f"Unknown query parameter{plural} {names}: this endpoint {takes}.",
-                       errors=[{"field": name, "message": message} for name in unknown])
-    return query
 
 
 def _count(field: str, raw: str | None, maximum: int, default: int) -> int:

@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 
 from server.api.core.cache import VersionedCache
+from server.api.core.query import known_query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.core.errors import ApiError, udf_fields
@@ -211,10 +212,8 @@ def _static_version() -> object:
 
 
 def _query(req: Request, allowed: frozenset[str]) -> dict[str, str]:
-    from server.api.keyed import _query as keyed_query  # one rule for every /api/v1 endpoint
-
     try:
-        return keyed_query(req, allowed)
+        return known_query(req, allowed)  # one rule for every /api/v1 endpoint
     except ApiError as exc:
         raise udf_fields(exc) from None
 
