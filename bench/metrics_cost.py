@@ -25,6 +25,7 @@ import timeit
 from pathlib import Path
 
 from server.api.auth.keys import KeyCache
+from server.api.auth.limits import Gcra
 from server.api.core.pipeline import App
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
@@ -46,7 +47,7 @@ def _app(data_dir: Path) -> tuple[App, Registry, str]:
     router.add("GET", "/api/v1/quotes", lambda req: Response(200, BODY), Access.KEYED, name="quotes")
     registry = Registry()
     keys = KeyCache(SqliteKeys(SqliteStorage(data_dir)), repo.active_by_hash())  # the key is cached, as in the hub
-    return App(Settings(data_dir=data_dir), router, keys, HttpMetrics(registry)), registry, secret
+    return App(Settings(data_dir=data_dir), router, keys, HttpMetrics(registry), Gcra()), registry, secret
 
 
 def measure(number: int, repeat: int) -> dict[str, float]:

@@ -5,7 +5,9 @@
 3. the runtime lets go of its connections (bounded, never cancelled: Granian's worker must end by itself);
 4. the hub's services stop: WebSockets close with 1001 (each close bounded by its 2 s timeout), then the
    workers (outbox), so no request is ever answered after the parts it relies on are gone;
-5. the hub flushes state and closes storage.
+5. the hub's core stops (key watch, housekeeping, feed, engine), flushes state and closes storage.
+
+Both runtimes call it through `server.root.shut_down` (the hub's parts are built and started there).
 
 The whole sequence runs inside SHUTDOWN_BUDGET_S, so the process exits 0 within 5 s of SIGTERM/SIGINT.
 """
@@ -17,8 +19,6 @@ import logging
 import signal
 from collections.abc import Callable
 from typing import Protocol
-
-from server.hub import Hub
 
 log = logging.getLogger("market.lifecycle")
 
@@ -33,6 +33,16 @@ class HttpRuntime(Protocol):
     async def drain(self, timeout_s: float) -> bool: ...
 
     async def release(self, timeout_s: float) -> bool: ...
+
+
+class Hub(Protocol):
+    async def stop_services(self) -> None:
+        """Step 4 (each service bounded)."""
+        ...
+
+    async def stop_core(self) -> None:
+        """Step 5."""
+        ...
 
 
 def on_signals(loop: asyncio.AbstractEventLoop, callback: Callable[[], None]) -> None:
@@ -56,4 +66,4 @@ async def _ordered(hub: Hub, http: HttpRuntime) -> None:
     if not await http.release(RELEASE_S):
         log.warning("HTTP server still closing connections after %s s", RELEASE_S)
     await hub.stop_services()
-    await hub.stop()
+    await hub.stop_core()

@@ -1,6 +1,7 @@
 """Running the hub on either runtime, with SIGTERM/SIGINT handled the same way on both.
 
-The shutdown order is server/lifecycle.py's, on both runtimes; the whole sequence is bounded by 5 s.
+Both runtimes start the hub with `server.root.start_up` and stop it with `server.root.shut_down` (server/lifecycle.py's
+order, bounded by 5 s); this module is the Granian adapter's entry and the checks before either runs.
 """
 
 from __future__ import annotations
@@ -8,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import errno
 import logging
-import os
 import resource
 import socket
 import sys
@@ -16,8 +16,8 @@ import sys
 import uvloop
 
 from server.config import Runtime, Settings
-from server.hub import Hub, ensure_demo_key
-from server.lifecycle import on_signals, shutdown
+from server.lifecycle import on_signals
+from server.root import bench_static_body, shut_down, start_up
 
 log = logging.getLogger("market.serve")
 MAX_OPEN_FILES = 1 << 20
@@ -65,41 +65,12 @@ def check_port_free(host: str, port: int) -> None:
             raise
 
 
-def announce(hub: Hub) -> None:
-    s = hub.settings
-    secret = ensure_demo_key(hub) if s.demo_key else None  # several workers: the one that creates it prints it
-    if s.worker_id:  # the supervisor printed the addresses once
-        print(f"market-server[worker {s.worker_id}]: pid {os.getpid()} node {hub.engine.node}", flush=True)
-    else:
-        print(f"market-server: HTTP http://{s.host}:{s.port}  WebSocket ws://{s.host}:{s.ws_port}/ws/quotes "
-              f"runtime={s.runtime.value} feed={s.feed}", flush=True)
-    key_file = s.data_dir / "demo-key.txt"
-    if secret:
-        print(f"market-server: demo key (professional, shown once, saved to {key_file}):\n  {secret}", flush=True)
-    elif s.demo_key and s.worker_id <= 1:  # a later start: say where the first start's key is
-        where = f"is in {key_file}" if key_file.is_file() else f"was shown on the first start ({key_file} is gone)"
-        print(f"market-server: the API key made on the first start {where}; more: market-server keys create "
-              f"--plan professional --data-dir {s.data_dir}", flush=True)
-
-
-def bench_static_body(hub: Hub) -> bytes | None:
-    """With --bench-static: the quotes body as it is now, served by the runtime itself (the ceiling)."""
-    if not hub.settings.bench_static:
-        return None
-    import orjson
-
-    rows = list(range(len(hub.catalogue.instruments)))
-    return orjson.dumps({"updated": "static", "count": len(rows), "demo": True, "quotes": hub.state.quotes(rows)})
-
-
 async def _serve_granian(settings: Settings) -> int:
     from server.http.granian_rsgi import GranianRuntime
 
-    hub = Hub(settings)
-    announce(hub)
-    await hub.start()
+    node = await start_up(settings)
     open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    runtime = GranianRuntime(hub.app, settings, open_files, bench_static_body(hub))
+    runtime = GranianRuntime(node.app, settings, open_files, bench_static_body(node))
     stop = asyncio.Event()
     failure: list[BaseException | None] = []
 
@@ -112,7 +83,7 @@ async def _serve_granian(settings: Settings) -> int:
     await runtime.start(http_exited)
     on_signals(asyncio.get_running_loop(), stop.set)
     await stop.wait()
-    await shutdown(hub, runtime)
+    await shut_down(node, runtime)
     if failure:
         print(f"market-server: HTTP server failed on {settings.host}:{settings.port}: {failure[0]}", file=sys.stderr)
         return 1

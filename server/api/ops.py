@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
 import orjson
 
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.docs.openapi import build_openapi
+from server.config import Settings
 from server.core.errors import ApiError
+from server.core.metrics import Registry
 from server.store.repositories import Storage
-
-if TYPE_CHECKING:
-    from server.hub import Hub
-
 
 STORAGE_CHECK_S = 2.0
 
 
 class OpsApi:
-    def __init__(self, hub: Hub) -> None:
-        self.hub = hub
+    """`ready`: the hub's own readiness (started, feed or tick log current); `node`: the engine's name for this hub
+    and `epoch` the tick history's, both shown by /readyz (several hubs share a port: SPEC 12)."""
+
+    def __init__(self, settings: Settings, router: Router, registry: Registry, storage: Storage,
+                 ready: Callable[[], bool], epoch: str, node: str) -> None:
+        self.settings, self.router, self.registry, self.storage = settings, router, registry, storage
+        self.ready, self.epoch, self.node = ready, epoch, node
         self._openapi: bytes | None = None
 
     def register(self, router: Router) -> None:
@@ -35,19 +38,19 @@ class OpsApi:
         return Response(200, b'{"status":"ok"}')
 
     async def readyz(self, req: Request) -> Response:
-        checks = {"feed": self.hub.ready(), "storage": await _storage_ok(self.hub.repos.storage)}
+        checks = {"feed": self.ready(), "storage": await _storage_ok(self.storage)}
         if not all(checks.values()):
             raise ApiError("not_ready", "Not ready: " + ", ".join(k for k, ok in checks.items() if not ok))
-        hub = self.hub  # node and worker: which hub process answered (several share a port: SPEC 12)
-        return Response(200, orjson.dumps({"status": "ready", "checks": checks, "epoch": hub.epoch,
-                                           "node": hub.engine.node, "worker": hub.settings.worker_id}))
+        # node and worker: which hub process answered (several share a port: SPEC 12)
+        return Response(200, orjson.dumps({"status": "ready", "checks": checks, "epoch": self.epoch,
+                                           "node": self.node, "worker": self.settings.worker_id}))
 
     def metrics(self, req: Request) -> Response:
-        return Response(200, self.hub.registry.render(), "text/plain; version=0.0.4; charset=utf-8")
+        return Response(200, self.registry.render(), "text/plain; version=0.0.4; charset=utf-8")
 
     def openapi(self, req: Request) -> Response:
         if self._openapi is None:
-            self._openapi = orjson.dumps(build_openapi(self.hub.router, self.hub.settings))
+            self._openapi = orjson.dumps(build_openapi(self.router, self.settings))
         return Response(200, self._openapi)
 
 

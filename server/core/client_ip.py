@@ -20,6 +20,12 @@ def client_address(peer: str, forwarded: str | None, trusted: tuple[Any, ...]) -
     return peer
 
 
+def peer_host(client: str) -> str:
+    """A "host:port" peer string (Granian's `scope.client`, "[v6]:port" for IPv6) as the bare address."""
+    host = client.rsplit(":", 1)[0]
+    return host[1:-1] if host.startswith("[") else host
+
+
 def in_networks(addr: str, networks: tuple[Any, ...]) -> bool:
     try:
         ip = ipaddress.ip_address(addr)

@@ -1,4 +1,4 @@
-"""Engines (SPEC 12): where the state that several hubs must share lives, chosen once by the hub.
+"""Engines (SPEC 12): where the state that several hubs must share lives, chosen once by the composition root.
 
 Two seams so far, each a small protocol with a memory and a Redis implementation
 (Centrifugo's broker / presence-manager split):
@@ -13,7 +13,7 @@ Two seams so far, each a small protocol with a memory and a Redis implementation
   Redis one hub holds the feed lease and appends tick batches to a Redis Stream;
   every hub applies them, with the seqs the log gave them, to its own state.
 
-`make_engine` is the only place that looks at `settings.engine`.
+`server.root.make_engine` is the only place that looks at `settings.engine`.
 """
 
 from __future__ import annotations
@@ -22,9 +22,8 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from server.api.auth.limits import Decision, Gcra
-from server.config import EngineKind, Settings
-from server.core.metrics import Registry
+from server.api.auth.limits import Decision
+from server.config import EngineKind
 from server.market.feed import Tick
 
 RevocationListener = Callable[[set[str]], None]
@@ -111,15 +110,3 @@ async def settle(aws: list[Awaitable[object]], timeout: float) -> None:
     for task in done:
         if not task.cancelled():
             task.exception()  # retrieved: an error while stopping is not worth a traceback at exit
-
-
-def make_engine(settings: Settings, registry: Registry, local: Gcra, clock: Callable[[], float],
-                ids: list[str]) -> Engine:
-    """`ids`: the catalogue's instrument ids, in row order (how ticks are named in a shared log)."""
-    if settings.engine is EngineKind.REDIS:
-        from server.engine.redis_engine import RedisEngine  # imports redis-py only when it is used
-
-        return RedisEngine(settings, registry, local, clock, ids)
-    from server.engine.memory import MemoryEngine
-
-    return MemoryEngine()

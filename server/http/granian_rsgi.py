@@ -14,6 +14,7 @@ from granian.server.embed import Server
 from server.api.core.pipeline import MAX_BODY, App
 from server.api.core.types import Request, Response
 from server.config import BENCH_STATIC_PATH, Settings
+from server.core.client_ip import peer_host
 from server.http.edge import EdgeGate, shutting_down
 
 log = logging.getLogger("market.granian")
@@ -29,7 +30,6 @@ class RsgiAdapter:
         self.app = app
         self.gate = gate
         self.static_body = static_body
-        app.parse_peer = _peer  # serve_hot gets scope.client as it is and parses it only for a public route
 
     async def __rsgi__(self, scope: Any, proto: Any) -> None:
         if scope.proto != "http":  # websockets are served on their own port
@@ -40,12 +40,13 @@ class RsgiAdapter:
         headers = scope.headers  # Granian's header map: lower-case names, .get()
         gate = self.gate
         if not gate.closing and not _has_body(headers):
-            # a remembered answer (versioned GET routes): no Request, no await, headers prebuilt per version
+            # a remembered answer (versioned GET routes): no Request, no await, headers prebuilt per version;
+            # scope.client goes as it is (the App was built with peer_host to parse it, for a public route only)
             hot = self.app.serve_hot(scope.method, scope.path, scope.query_string, headers, scope.client)
             if hot is not None:
                 proto.response_bytes(*hot)
                 return
-        req = Request(scope.method, scope.path, scope.query_string, headers, b"", _peer(scope.client))
+        req = Request(scope.method, scope.path, scope.query_string, headers, b"", peer_host(scope.client))
         gate.in_flight += 1  # EdgeGate.enter/leave, inlined: this is every request's path
         try:
             if gate.closing:
@@ -99,11 +100,6 @@ async def _read_body(proto: Any, headers: Any) -> bytes:
         elif size > DRAIN_LIMIT:
             break
     return TOO_LARGE if size > MAX_BODY else b"".join(chunks)
-
-
-def _peer(client: str) -> str:
-    host = client.rsplit(":", 1)[0]
-    return host[1:-1] if host.startswith("[") else host
 
 
 def backpressure(open_files: int) -> int:

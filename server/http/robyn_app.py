@@ -35,7 +35,6 @@ import asyncio
 import logging
 import os
 import sys
-import threading
 from typing import Any, NoReturn
 from urllib.parse import unquote
 
@@ -47,9 +46,8 @@ from server.api.core.pipeline import MAX_BODY, App
 from server.api.core.types import Request, Response
 from server.config import BENCH_STATIC_PATH, Settings
 from server.http.edge import EdgeGate, shutting_down
-from server.hub import Hub
-from server.lifecycle import on_signals, shutdown
-from server.serve import announce, bench_static_body
+from server.lifecycle import on_signals
+from server.root import Node, bench_static_body, shut_down, start_up
 
 log = logging.getLogger("market.robyn")
 
@@ -94,7 +92,7 @@ def run_robyn(settings: Settings) -> int:
 class RobynRuntime:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
-        self.hub: Hub | None = None
+        self.node: Node | None = None
         self.app: App | None = None
         self.static_response: RobynResponse | None = None
         self.exit_code = 0
@@ -106,18 +104,15 @@ class RobynRuntime:
         """Runs on Robyn's loop, on the main thread, before actix accepts connections."""
         loop = asyncio.get_running_loop()
         try:
-            hub = Hub(self.settings)
-            announce(hub)
-            await hub.start()
+            node = await start_up(self.settings)  # its App has the lock handle_sync needs (built for Robyn)
         except Exception:
             log.exception("the hub failed to start")
             self.exit_code = 1
             loop.stop()
             return
-        self.hub, self.app = hub, hub.app
+        self.node, self.app = node, node.app
         self.loop = loop
-        hub.app.lock = threading.Lock()  # before the first request: handle_sync runs on actix's thread
-        body = bench_static_body(hub)
+        body = bench_static_body(node)
         if body is not None:
             self.static_response = RobynResponse(200, {"content-type": "application/json"}, body)
         on_signals(loop, self.begin_shutdown)
@@ -169,9 +164,9 @@ class RobynRuntime:
             self._stopping = asyncio.get_running_loop().create_task(self._shutdown())
 
     async def _shutdown(self) -> None:
-        assert self.hub is not None
+        assert self.node is not None
         try:
-            await shutdown(self.hub, self)
+            await shut_down(self.node, self)
         except Exception:
             log.exception("shutdown failed")
         asyncio.get_running_loop().stop()

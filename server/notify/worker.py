@@ -37,8 +37,7 @@ from server.notify.webhook import WebhookSender
 from server.store.db import storage_errors
 from server.store.outbox import Job
 from server.store.repositories import Outbox
-from server.store.sqlite_repos import SqliteOutbox
-from server.store.storage import SqliteStorage, StorageClosed, storage_unavailable
+from server.store.storage import StorageClosed, storage_unavailable
 
 log = logging.getLogger("market.notify")
 
@@ -75,10 +74,10 @@ class OutboxMetrics:
 
 
 class OutboxWorker:
-    def __init__(self, settings: Settings, registry: Registry, outbox: Outbox | None = None,
+    def __init__(self, settings: Settings, registry: Registry, outbox: Outbox,
                  clock: Callable[[], float] = time.time, rng: Callable[[], float] = random.random,
                  poll_s: float = POLL_S) -> None:
-        """`outbox` None: the worker opens the data dir's storage itself at start and closes it at stop."""
+        """`outbox`: the repository of the hub's storage (the worker never opens storage of its own)."""
         self.settings = settings
         self.clock = clock
         self.rng = rng
@@ -96,16 +95,12 @@ class OutboxWorker:
         # claims of this worker whose outcome is not recorded yet (in flight, or its write failed)
         self._claimed: set[Claim] = set()
         self._senders: dict[str, Sender] = {}
-        self._repo: Outbox | None = outbox
-        self._own_storage: SqliteStorage | None = None
+        self._repo = outbox
 
     # --- lifecycle -----------------------------------------------------------------------------
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        if self._repo is None:
-            self._own_storage = await asyncio.to_thread(SqliteStorage, self.settings.data_dir)
-            self._repo = SqliteOutbox(self._own_storage)
         self._stopping = False
         self._senders = self._make_senders()
         recovered = await self._repo.recover(self.clock())
@@ -129,9 +124,6 @@ class OutboxWorker:
         await self._drain()
         for sender in {id(s): s for s in self._senders.values()}.values():
             await sender.close()
-        if self._own_storage is not None:
-            await asyncio.to_thread(self._own_storage.close)
-            self._own_storage, self._repo = None, None
         log.info("outbox stopped")
 
     async def _drain(self) -> None:
@@ -143,7 +135,7 @@ class OutboxWorker:
         for claim in unfinished:
             self._inflight[claim].cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-        if unfinished and self._repo is not None:
+        if unfinished:
             await self._repo.release([job_id for job_id, _ in unfinished], self.clock())
 
     def wake(self) -> None:
@@ -171,7 +163,7 @@ class OutboxWorker:
 
     async def _round(self) -> None:
         repo = self._repo
-        assert self._loop is not None and repo is not None
+        assert self._loop is not None
         free = MAX_INFLIGHT - len(self._inflight)
         if free > 0:
             for job in await repo.claim_due(self.clock(), free):
@@ -189,7 +181,7 @@ class OutboxWorker:
         if len(self._inflight) >= MAX_INFLIGHT:
             return self.poll_s  # due jobs wait for a free slot; a finishing task sets the event
         try:
-            due = await self._repo.next_due() if self._repo is not None else None
+            due = await self._repo.next_due()
         except storage_errors(StorageClosed):
             due = None
         if due is None:
@@ -249,14 +241,12 @@ class OutboxWorker:
         return None
 
     async def _delivered(self, job: Job) -> None:
-        assert self._repo is not None
         await self._repo.mark_delivered(job.id, self.clock())
         self.metrics.deliveries.inc((("channel", job.channel),))
         log.info("outbox delivered job=%s record=%s/%s channel=%s attempt=%d",
                  job.id, job.record_kind, job.record_id, describe(job.channel, job.target), job.attempts)
 
     async def _failed(self, job: Job, reason: str) -> None:
-        assert self._repo is not None
         now = self.clock()
         retry = self.backoff.after_failure(job.attempts, now, self.rng)
         await self._repo.mark_failed(job.id, retry, reason, now)

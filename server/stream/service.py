@@ -1,60 +1,63 @@
-"""The quote stream as a hub `Service`: listener, housekeeping task, bus and revocation hooks.
+"""The quote stream as a hub service: listener, housekeeping task, and the hooks the root connects.
 
 Runs on the hub's event loop (granian path: our own uvloop; robyn path:
 Robyn's loop, entered through its startup handler), so it shares the market
-state and the tick bus with the HTTP handlers without locks.
+state and the tick bus with the HTTP handlers without locks. The composition
+root (server/root.py) subscribes `core.on_ticks` to the applied-tick bus and
+`on_revoked` to the key watch.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
+from collections.abc import Callable
 
-from server.api.docs.asyncapi import register_asyncapi
+from server.api.auth.keys import KeyCache
+from server.api.auth.limits import Gcra
+from server.config import Settings
 from server.core.errors import CloseCode
+from server.core.metrics import Registry
+from server.market.catalogue import Catalogue
+from server.market.history import TickHistory
+from server.market.state import MarketState
 from server.stream.clock import run_clock
 from server.stream.connection import CLOSE_TIMEOUT_S, StreamConnection
 from server.stream.core import StreamCore, StreamLimits, StreamMetrics
-
-if TYPE_CHECKING:
-    from server.hub import Hub
 
 log = logging.getLogger("market.stream")
 BACKLOG = 4096
 
 
 class StreamService:
-    def __init__(self, hub: Hub) -> None:
-        self.hub = hub
-        s = hub.settings
+    def __init__(self, settings: Settings, state: MarketState, catalogue: Catalogue, epoch: str, registry: Registry,
+                 keys: KeyCache, buckets: Gcra, history: TickHistory, clock: Callable[[], float]) -> None:
+        """`buckets`: this hub's local GCRA buckets (the handshake rate; pruned with the HTTP ones); `history`:
+        the resume history, filled from every applied batch (and, on redis, the stream's tail at start)."""
+        s = self.settings = settings
+        self.keys, self.clock = keys, clock
         self.limits = StreamLimits(max_conn=dict(s.ws_max_conn), slow_close_s=s.ws_slow_close_s,
                                    heartbeat_s=s.heartbeat_s,
                                    handshake_rate=s.ws_handshake_rate, trusted_proxies=s.trusted_proxies)
         self.core = StreamCore(
-            hub.state, hub.catalogue, hub.epoch, self.limits,
-            StreamMetrics(hub.registry, lambda: float(self.core.open_count)), hub.keys.lookup,
-            hub.app.limiter,  # the HTTP limiter's store: its buckets are pruned with the others
-            hub.history,  # filled from every applied batch (and, on redis, the stream's tail at start)
+            state, catalogue, epoch, self.limits,
+            StreamMetrics(registry, lambda: float(self.core.open_count)), keys.lookup, buckets, history,
         )
         self.conns: dict[int, StreamConnection] = {}  # session id -> connection, until connection_lost
         self._server: asyncio.AbstractServer | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._clock: asyncio.Task[None] | None = None
         self._all_lost = asyncio.Event()
-        hub.bus.subscribe(self.core.on_ticks)
-        hub.revocation_listeners.append(self.on_revoked)
-        register_asyncapi(hub.router, s)
 
     # --- Service -------------------------------------------------------------
     async def start(self) -> None:
         loop = asyncio.get_running_loop()
-        s = self.hub.settings
+        s = self.settings
         self._server = await loop.create_server(
             self._new_connection, s.host, s.ws_port, backlog=BACKLOG, reuse_address=True,
             reuse_port=s.worker_id > 0)  # `serve --workers N`: N hubs share the port (server/workers.py)
         self._sweeper = loop.create_task(self._sweep_forever(), name="ws-sweep")
-        self._clock = loop.create_task(run_clock(self.core, self.hub.clock), name="ws-clock")  # candles, heartbeats
+        self._clock = loop.create_task(run_clock(self.core, self.clock), name="ws-clock")  # candles, heartbeats
         log.info("websocket stream listening on ws://%s:%s/ws/quotes", s.host, s.ws_port)
 
     async def stop(self) -> None:
@@ -78,7 +81,7 @@ class StreamService:
 
     # --- hooks -------------------------------------------------------------------
     def _new_connection(self) -> StreamConnection:
-        return StreamConnection(self.core, self.hub.clock, self._made, self._lost, self.hub.keys.load)
+        return StreamConnection(self.core, self.clock, self._made, self._lost, self.keys.load)
 
     def _made(self, conn: StreamConnection) -> None:
         assert conn.session is not None
@@ -107,7 +110,7 @@ class StreamService:
                 log.exception("stream sweep failed")
 
     def _sweep(self) -> None:
-        due = self.core.sweep(self.hub.clock())
+        due = self.core.sweep(self.clock())
         for session in due.ping:
             conn = self.conns.get(session.id)
             if conn is not None:

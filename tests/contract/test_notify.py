@@ -37,7 +37,9 @@ from server.notify.jobs import JobState
 from server.notify.worker import OutboxWorker
 from server.store.db import open_db
 from server.store.records import Cooperation, Inquiry
+from server.store.sqlite_repos import SqliteOutbox
 from server.store.sqlite_sync import OutboxRepo, RecordRepo
+from server.store.storage import SqliteStorage
 from tests.conftest import (
     RUNTIMES,
     ServerProcess,
@@ -209,6 +211,24 @@ COOP = Cooperation("上海某某化工有限公司", "王经理", "wang@chem.exa
                    "希望合作数据服务\nWe would like a data partnership.")
 
 
+_STORAGES: list[SqliteStorage] = []
+
+
+def worker_for(settings: Settings, registry: Registry, poll_s: float) -> OutboxWorker:
+    """An outbox worker on the data dir's SQLite (a hub hands its worker the hub's storage; here one of its own,
+    closed after the test)."""
+    storage = SqliteStorage(settings.data_dir)
+    _STORAGES.append(storage)
+    return OutboxWorker(settings, registry, SqliteOutbox(storage), poll_s=poll_s)
+
+
+@pytest.fixture(autouse=True)
+def _close_storages() -> Iterator[None]:
+    yield
+    while _STORAGES:
+        _STORAGES.pop().close()
+
+
 # --- in-process worker against real far sides ------------------------------------------------------
 
 def test_every_channel_gets_the_record_in_its_own_format(
@@ -218,7 +238,7 @@ def test_every_channel_gets_the_record_in_its_own_format(
     registry = Registry()
 
     async def scenario() -> str:
-        worker = OutboxWorker(settings, registry, poll_s=60.0)  # only a wake-up can deliver in time
+        worker = worker_for(settings, registry, poll_s=60.0)  # only a wake-up can deliver in time
         await worker.start()
         try:
             records = RecordRepo(open_db(settings.data_dir), channels=specs(settings))
@@ -289,7 +309,7 @@ def test_faults_are_retried_until_the_far_side_recovers(
     caplog.set_level(logging.DEBUG)  # every logger, libraries included (httpx logs URLs at INFO)
 
     async def scenario() -> str:
-        worker = OutboxWorker(settings, registry, poll_s=0.05)
+        worker = worker_for(settings, registry, poll_s=0.05)
         await worker.start()
         try:
             receipt = RecordRepo(open_db(settings.data_dir), channels=specs(settings)).add_inquiry(
@@ -338,7 +358,7 @@ def test_dead_letters_are_listed_and_retried_from_the_cli(tmp_path: Path, receiv
     registry = Registry()
 
     async def scenario() -> None:
-        worker = OutboxWorker(settings, registry, poll_s=0.1)
+        worker = worker_for(settings, registry, poll_s=0.1)
         await worker.start()
         try:
             receipt = RecordRepo(open_db(settings.data_dir), channels=specs(settings)).add_cooperation(COOP)
@@ -383,7 +403,7 @@ def test_stop_mid_send_puts_the_job_back_and_the_resend_keeps_its_idempotency_ke
                         outbox_timeout_s=20.0)
 
     async def scenario() -> str:
-        worker = OutboxWorker(settings, Registry(), poll_s=0.05)
+        worker = worker_for(settings, Registry(), poll_s=0.05)
         await worker.start()
         receipt = RecordRepo(open_db(settings.data_dir), channels=specs(settings)).add_cooperation(COOP)
         worker.wake()
@@ -394,7 +414,7 @@ def test_stop_mid_send_puts_the_job_back_and_the_resend_keeps_its_idempotency_ke
         (job,) = OutboxRepo(open_db(settings.data_dir)).for_record("cooperation", receipt.id)
         assert (job.state, job.attempts) == (JobState.PENDING, 1)
         receiver.release.set()
-        worker = OutboxWorker(settings, Registry(), poll_s=0.05)
+        worker = worker_for(settings, Registry(), poll_s=0.05)
         await worker.start()
         repo = OutboxRepo(open_db(settings.data_dir))
         try:
@@ -462,7 +482,7 @@ def test_smtp_starttls_with_auth_and_implicit_tls(tmp_path: Path, monkeypatch: p
                                 mail_from="noreply@market.example", outbox_base_s=0.05, outbox_timeout_s=3.0)
 
             async def scenario(settings: Settings = settings) -> None:
-                worker = OutboxWorker(settings, Registry(), poll_s=0.05)
+                worker = worker_for(settings, Registry(), poll_s=0.05)
                 await worker.start()
                 try:
                     receipt = RecordRepo(open_db(settings.data_dir), channels=specs(settings)).add_cooperation(COOP)

@@ -20,7 +20,7 @@ import pytest
 
 from server.api.core.types import Request
 from server.config import Settings, Webhook
-from server.hub import Hub
+from server.root import build
 from server.store.db import DB_NAME
 from tests.conftest import RUNTIMES, ServerProcess, database_url, free_port, run_cli, sqlite_only
 
@@ -93,7 +93,7 @@ def test_a_post_after_the_worker_stopped_still_stores_its_jobs(tmp_path: Path) -
                         port=0, ws_port=free_port(), feed="demo", database_url=database_url(tmp_path / "data"))
 
     async def scenario() -> tuple[int, str]:
-        hub = Hub(settings)
+        hub = build(settings)
         await hub.start()
         try:
             await hub.outbox.stop()  # as the shutdown sequence does before HTTP stops accepting

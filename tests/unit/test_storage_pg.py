@@ -210,7 +210,7 @@ def test_two_hubs_starting_together_create_one_demo_key(url: str) -> None:
 
 def test_sqlite_runs_do_not_import_psycopg() -> None:
     """psycopg's import is ~0.2 s, half of a CLI command's start-up: only a PostgreSQL URL loads it."""
-    code = ("import sys, server.cli, server.hub, server.serve, server.evidence, server.store.users; "
+    code = ("import sys, server.cli, server.root, server.serve, server.evidence, server.store.users; "
             "sys.exit('psycopg' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=60).returncode == 0
 

@@ -15,8 +15,6 @@ import uvloop
 from websockets.asyncio.client import connect
 
 from server.api.auth.limits import Gcra
-from server.api.core.router import Router
-from server.bus import LocalTickBus
 from server.config import Settings
 from server.core.metrics import Registry
 from server.market.catalogue import default_catalogue
@@ -38,14 +36,9 @@ async def _no_key(secret: str) -> None:
 def make_service() -> StreamService:
     catalogue = default_catalogue()
     state, _ = build_demo_state(catalogue, 1, time.time())
-    hub: Any = SimpleNamespace(
-        settings=Settings(ws_port=0), state=state, catalogue=catalogue, epoch="e1", registry=Registry(),
-        keys=SimpleNamespace(lookup=lambda secret: KEY if secret == "good" else None, load=_no_key),
-        bus=LocalTickBus(),
-        revocation_listeners=[], router=Router(), clock=time.time, app=SimpleNamespace(limiter=Gcra()),
-        history=TickHistory(len(catalogue.instruments), tick_frame),
-    )
-    service = StreamService(hub)
+    keys: Any = SimpleNamespace(lookup=lambda secret: KEY if secret == "good" else None, load=_no_key)
+    service = StreamService(Settings(ws_port=0), state, catalogue, "e1", Registry(), keys, Gcra(),
+                            TickHistory(len(catalogue.instruments), tick_frame), time.time)
     fast = StreamLimits(max_conn={"professional": 5}, slow_close_s=0.4, keepalive_interval_s=0.3,
                         keepalive_timeout_s=0.3)
     service.limits = service.core.limits = fast

@@ -103,15 +103,22 @@ class App:
         router: Router,
         keys: KeyCache,
         metrics: HttpMetrics,
-        limiter: Gcra | None = None,
+        limiter: Gcra,
         clock: Callable[[], float] = time.time,
         shared: SharedLimiter | None = None,
+        *,
+        lock: threading.Lock | None = None,
+        parse_peer: Callable[[str], str] = str,
     ) -> None:
+        """`lock`: given by a runtime that calls serve_hot from a thread other than the event loop's (Robyn's sync
+        handlers): then the loop's own updates of the limiter, metrics and remembered answers take it too.
+        `parse_peer`: the runtime's peer string -> client address, for serve_hot's public routes (Granian gives
+        "host:port" and it is parsed only when needed)."""
         self.settings = settings
         self.router = router
         self.keys = keys
         self.metrics = metrics
-        self.limiter = limiter or Gcra()
+        self.limiter = limiter
         # the engine's shared buckets (Redis), or None: then the local Gcra answers and nothing is awaited
         self.shared = shared
         self.clock = clock
@@ -128,11 +135,8 @@ class App:
         labels = {coding: (("coding", coding),) for coding in ("br", "gzip")}
         self.encoder = Encoder(lambda coding, _size: metrics.compressed.inc(labels[coding]))
         self._hot: dict[tuple[str, str], Hot] = {}
-        # set by a runtime that calls serve_hot from a thread other than the event loop's (Robyn's sync handlers):
-        # then the loop's own updates of the limiter, metrics and remembered answers take it too
-        self.lock: threading.Lock | None = None
-        # the runtime's peer string -> client address, for serve_hot's public routes (Granian: "host:port")
-        self.parse_peer: Callable[[str], str] = str
+        self.lock = lock
+        self.parse_peer = parse_peer
 
     # --- the hot path: remembered answers of versioned GET routes ------------------------------------------------
 

@@ -1,6 +1,6 @@
 """The public-site API (`/api/...`, SPEC section 8): wiring and its background task.
 
-`register_public_site(hub)` builds the handlers on the hub's repositories (async,
+`register_public_site(...)` builds the handlers on the repositories (async,
 off the loop) and clock, adds their routes (all `Access.PUBLIC`: the per-IP public
 bucket, plus the login bucket on login) and a service that rebuilds the market
 snapshot every `--market-refresh-s` and anchors pending evidence every few seconds,
@@ -14,22 +14,21 @@ import contextlib
 import inspect
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from server.api.auth.tokens import TokenService, load_external_key, load_secret
+from server.api.core.router import Router
 from server.api.site.accounts import Accounts, BearerAuth
 from server.api.site.content import SiteContentApi
 from server.api.site.evidence import SiteEvidenceApi
 from server.api.site.market import MarketSnapshots, SiteMarketApi
-from server.api.site.records import SiteRecordsApi
+from server.api.site.records import BucketCheck, SiteRecordsApi
+from server.config import Settings
 from server.core.background import log_round_failure
 from server.evidence.log import ANCHOR_BATCH
+from server.market.state import MarketState
 from server.store.db import storage_errors
-from server.store.repositories import Evidence
+from server.store.repositories import Evidence, Repositories
 from server.store.storage import StorageClosed
-
-if TYPE_CHECKING:
-    from server.hub import Hub
 
 log = logging.getLogger("market.site")
 
@@ -37,27 +36,27 @@ ANCHOR_INTERVAL_S = 5.0
 MAX_BATCHES_PER_ROUND = 1000  # bounded; a bigger backlog continues next round
 
 
-def register_public_site(hub: Hub) -> None:
-    s = hub.settings
-    repos = hub.repos
-    tokens = TokenService(load_secret(s.jwt_secret, s.data_dir), load_external_key(s.jwt_public_key), hub.clock)
-    snapshots = MarketSnapshots(hub.state, s.market_refresh_s, hub.clock, shared=hub.engine.ticks is not None)
+def register_public_site(settings: Settings, router: Router, repos: Repositories, state: MarketState,
+                         clock: Callable[[], float], check_bucket: BucketCheck, *, shared: bool,
+                         may_anchor: Callable[[], bool]) -> SiteTasks:
+    """Add the public-site routes to `router`; returns the site's service (snapshot refresh, anchoring), whose
+    `snapshots.before_ticks` the composition root puts on the tick path. `shared`: other hubs serve this market
+    too; `may_anchor`: whether this hub anchors evidence now (SPEC 12: the feed lease holder only)."""
+    s = settings
+    tokens = TokenService(load_secret(s.jwt_secret, s.data_dir), load_external_key(s.jwt_public_key), clock)
+    snapshots = MarketSnapshots(state, s.market_refresh_s, clock, shared=shared)
     apis = (
         SiteMarketApi(snapshots),
         SiteContentApi(repos.content),
         Accounts(repos.users, tokens),
-        SiteRecordsApi(repos.records, BearerAuth(tokens, repos.users), hub.app.check_bucket, s.inquiry_rate),
+        SiteRecordsApi(repos.records, BearerAuth(tokens, repos.users), check_bucket, s.inquiry_rate),
         SiteEvidenceApi(repos.receipts, repos.evidence),
     )
     for api in apis:
-        api.register(hub.router)
+        api.register(router)
     # the snapshot's answers are a function of the snapshot and its max-age: remembered by the pipeline per both
-    hub.router.set_version(("site_market", "site_market_category"), lambda: (snapshots.current, snapshots.max_age()))
-    hub.before_apply.append(snapshots.before_ticks)
-    ticks = hub.engine.ticks
-    # SPEC 12: with several hubs, evidence is anchored by the feed lease holder only
-    anchors = (lambda: True) if ticks is None else (lambda: ticks.leading)
-    hub.services.append(SiteTasks(snapshots, repos.evidence, may_anchor=anchors))
+    router.set_version(("site_market", "site_market_category"), lambda: (snapshots.current, snapshots.max_age()))
+    return SiteTasks(snapshots, repos.evidence, may_anchor=may_anchor)
 
 
 class SiteTasks:

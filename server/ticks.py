@@ -1,0 +1,176 @@
+"""The tick path: feed -> the engine's tick log -> market state -> applied-tick listeners.
+
+One way, each hop named (docs/architecture.md draws it):
+
+1. `FeedSupervisor` runs the feed source (demo walk or JSON lines) and hands each batch to `TickPath.on_feed`;
+2. `on_feed` appends the batch to the engine's tick log (`TickLog.append`: numbered, and on Redis shared);
+3. the tick log hands every numbered batch back to `TickPath.on_batch` (memory: at once; Redis: read from
+   the stream, on every hub, the leader included);
+4. `on_batch` tells the `before_apply` observers (the public market snapshot closes a boundary there),
+   applies the batch to the `MarketState` (the single writer) and records it in the resume history;
+5. the applied ticks go to the `LocalTickBus` listeners (the stream core frames and sends them).
+
+The feed runs only while this hub holds the feed lease (`on_lead`); on the memory engine it always does.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+
+import numpy as np
+
+from server.api.auth.limits import LimiterStore
+from server.bus import LocalTickBus
+from server.core.metrics import Registry
+from server.engine import TickLog
+from server.feeds import FeedSource, FeedSupervisor
+from server.market.feed import Tick
+from server.market.history import TickHistory, logged_tick
+from server.market.state import AppliedTick, MarketState
+
+log = logging.getLogger("market.ticks")
+
+PRUNE_EVERY = 60  # housekeeping rounds (seconds) between prunes of the full rate-limit buckets
+
+
+class TickPath:
+    def __init__(self, feed: FeedSource, tick_log: TickLog | None, history: TickHistory, bus: LocalTickBus,
+                 registry: Registry, epoch: str) -> None:
+        self.feed = feed
+        self.state: MarketState = feed.state
+        self.tick_log = tick_log
+        self.history = history
+        self.bus = bus
+        self.epoch = epoch
+        # called with a batch's newest tick time just before the batch is applied (the market snapshot
+        # closes a refresh boundary there: the same state on every hub)
+        self.before_apply: list[Callable[[float], None]] = []
+        self.applied = registry.counter("market_ticks_applied_total", "Ticks applied to the market state.")
+        for name in ("bad_lines", "unknown_ids"):
+            registry.gauge(f"market_feed_{name}", f"Feed lines skipped ({name.replace('_', ' ')}).",
+                           self._feed_stat(name))
+        restarts = registry.counter("market_feed_restarts_total", "Feed restarts after a failure.")
+        self.supervisor = FeedSupervisor(feed, self.on_feed, on_restart=restarts.inc)
+        registry.gauge("market_feed_up", "1 while the feed runs (0: failed, restarting).",
+                       lambda: float(self.supervisor.ready()))
+        self._feed_task: asyncio.Task[None] | None = None
+        self._published_ts: np.ndarray | None = None  # per instrument: newest tick ts when this hub took the feed
+
+    def _feed_stat(self, name: str) -> Callable[[], float]:
+        return lambda: float(self.feed.stats().get(name, 0))
+
+    def ready(self) -> bool:
+        ticks = self.tick_log
+        if ticks is None:
+            return self.supervisor.ready()
+        # redis: the tick stream is reachable and current here, and the leader's own feed runs
+        return ticks.healthy() and (not ticks.leading or self.supervisor.ready())
+
+    async def start(self) -> None:
+        if self.tick_log is None:
+            self._feed_task = asyncio.get_running_loop().create_task(self.supervisor.run(), name="feed")
+        else:
+            await self._join(self.tick_log)
+
+    async def stop(self) -> None:
+        """Stop the feed (the tick log is the engine's: it stops with it)."""
+        task, self._feed_task = self._feed_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    def flush(self) -> None:
+        """The feed's own state to storage (a jsonl feed's candles), once the loop's work has stopped."""
+        self.feed.flush()
+
+    # --- the hops --------------------------------------------------------------------------------------------
+    def on_feed(self, ticks: list[Tick]) -> None:
+        if self.tick_log is not None:  # redis: into the shared log; applied when read back, as on every hub
+            if self._published_ts is not None:  # just took the feed over: drop what the last leader published
+                ticks = [t for t in ticks if t.ts > self._published_ts[t.row]]
+            self.tick_log.append(ticks, [int(self.state.seq[t.row]) for t in ticks])
+            return
+        self._before_apply(ticks)
+        self._publish(self.state.apply(ticks))
+
+    def on_batch(self, batch: list[tuple[Tick, int]]) -> None:
+        self._before_apply([tick for tick, _ in batch])
+        self._publish(self.state.apply([tick for tick, _ in batch], [seq for _, seq in batch]))
+
+    def _before_apply(self, ticks: list[Tick]) -> None:
+        if ticks and self.before_apply:
+            newest = max(t.ts for t in ticks)
+            for observer in self.before_apply:
+                observer(newest)
+
+    def _publish(self, applied: list[AppliedTick]) -> None:
+        if applied:
+            self.applied.inc(amount=len(applied))
+            self.bus.publish(applied)
+
+    # --- joining the log, leading the feed ---------------------------------------------------------------------
+    async def _join(self, tick_log: TickLog) -> None:
+        """Continue every instrument's seq from the log, then read it (and compete for the feed lease)."""
+        state = self.state
+        rows = {inst.id: row for row, inst in enumerate(state.catalogue.instruments)}
+        seqs = await tick_log.load_seqs()
+        last = await tick_log.last_ticks()  # the prices and times the other hubs show (volume counted there)
+        state.apply([Tick(t.row, t.price, t.ts, 0.0) for t, _ in last], [seq for _, seq in last])
+        started = self.epoch.split("-", 1)[0]
+        if state.demo and started.isdigit():  # demo prices no tick moved yet: as of the history's start
+            untouched = np.ones(len(state.updated_ts), dtype=bool)  # (the epoch's), the same on every hub
+            untouched[[t.row for t, _ in last]] = False
+            state.updated_ts[untouched] = float(started)
+            state.updated = float(np.nanmax(state.updated_ts))
+        for inst_id, seq in seqs.items():
+            if inst_id in rows:
+                state.seq[rows[inst_id]] = seq
+        for batch in await tick_log.tail(self.history.covered):  # resumes of ticks from before this hub
+            self.history.add([logged_tick(state, tick, seq) for tick, seq in batch])
+        tick_log.start(self.on_batch, self.on_lead)
+        await tick_log.lease_tried()  # a lone hub leads (feed, evidence anchoring) before it is ready
+
+    def on_lead(self, leading: bool) -> None:
+        """The feed runs on the lease holder only."""
+        if leading:
+            # a replayed jsonl file starts after these (NaN: that instrument never ticked)
+            self._published_ts = np.nan_to_num(self.state.updated_ts, nan=-np.inf)
+            self.feed.resume_from(self.state.prices)  # the demo walk goes on from the prices every hub shows
+            self._feed_task = asyncio.get_running_loop().create_task(self.supervisor.run(), name="feed")
+        elif self._feed_task is not None:
+            self._feed_task.cancel()
+            self._feed_task = None
+
+
+class Housekeeping:
+    """Every second: roll candles at local midnight; every minute: drop the rate-limit buckets that are full."""
+
+    def __init__(self, state: MarketState, buckets: LimiterStore, clock: Callable[[], float]) -> None:
+        self.state = state
+        self.buckets = buckets
+        self.clock = clock
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="housekeeping")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    async def _run(self) -> None:
+        rounds = 0
+        while True:
+            await asyncio.sleep(1.0)
+            now = self.clock()
+            self.state.roll(now)
+            rounds += 1
+            if rounds % PRUNE_EVERY == 0:
+                self.buckets.prune(now)
