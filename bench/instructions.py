@@ -3,6 +3,8 @@
     .venv/bin/python -m bench.instructions                    # callgrind: instructions per request
     .venv/bin/python -m bench.instructions --mode time        # CPU us per request (best of repeats)
     .venv/bin/python -m bench.instructions --mode profile     # cProfile of 20,000 quotes requests
+    .venv/bin/python -m bench.instructions --engine redis --endpoints quotes     # the redis engine, 32 in flight
+    .venv/bin/python -m bench.instructions --inflight 32 --endpoints quotes      # the memory engine, the same way
 
 A real `Hub` (market state, caches, key cache over SQLite, GCRA, metrics) is built in a temporary
 data dir with an enterprise key; each request goes through the runtime adapter's entry point
@@ -46,6 +48,7 @@ PATHS = {
     "static": "/__bench/static",
 }
 DELTA = 20000
+REDIS_URL = "redis://127.0.0.1:6379/0"
 
 
 class Scope:
@@ -74,35 +77,50 @@ class Proto:
         self.status, self.headers, self.body = status, headers, body
 
 
-def build(tmp: Path) -> tuple[Any, Any, str]:
-    """A hub with an enterprise key (cached), and its Granian adapter."""
-    from server.config import Settings
+def build(tmp: Path, engine: str = "memory", redis_url: str = "") -> tuple[Any, Any, str]:
+    """A hub with an enterprise key (cached), and its Granian adapter; its loop is the current event loop
+    (`--engine redis`: the Redis connections live on it), on a fresh Redis prefix."""
+    import uvloop
+
+    from server.config import EngineKind, Settings
     from server.http.edge import EdgeGate
     from server.http.granian_rsgi import RsgiAdapter
-    from server.hub import Hub
-    from server.serve import bench_static_body
+    from server.root import bench_static_body
+    from server.root import build as build_node
     from server.store.db import open_db
     from server.store.sqlite_sync import KeyRepo
 
     data = tmp / "data"
     data.mkdir()
     _, secret = KeyRepo(open_db(data)).create("enterprise", 1_000_000_000, "bench")
-    hub = Hub(Settings(data_dir=data, bench_static=True))
+    settings = Settings(data_dir=data, bench_static=True)
+    if engine == "redis":
+        settings = Settings(data_dir=data, bench_static=True, engine=EngineKind.REDIS, redis_url=redis_url or REDIS_URL,
+                            redis_prefix=f"bench-instr-{os.getpid()}-{time.monotonic_ns()}:")
+    loop = uvloop.new_event_loop()
+    asyncio.set_event_loop(loop)
+    hub = build_node(settings)
 
     async def prepare() -> None:
         await hub.storage.open()
+        await hub.engine.start()
         await hub.keys.refresh()
 
-    asyncio.run(prepare())
+    loop.run_until_complete(prepare())
     adapter = RsgiAdapter(hub.app, EdgeGate(30.0, 8), bench_static_body(hub))
     return hub, adapter, secret
 
 
-def requester(adapter: Any, path: str, secret: str, extra: dict[str, str] | None = None) -> Any:
+def requester(adapter: Any, path: str, secret: str, extra: dict[str, str] | None = None,
+              inflight: int = 0) -> Any:
+    """One call: one request driven by `send(None)` (nothing awaits on the memory engine's cached path), or with
+    `inflight` > 0, that many requests as tasks on the event loop at once (what the server runs: the Redis
+    engine's GCRA checks are awaited, those in flight share round trips)."""
     headers = {"host": "127.0.0.1:8000", "x-service-key": secret, **(extra or {})}
     scope = Scope(path, headers)
     proto = Proto()
     rsgi = adapter.__rsgi__
+    loop = asyncio.get_event_loop()
 
     def one() -> None:
         coro = rsgi(scope, proto)
@@ -111,18 +129,24 @@ def requester(adapter: Any, path: str, secret: str, extra: dict[str, str] | None
         except StopIteration:
             pass
 
-    one()
+    def batch() -> None:
+        loop.run_until_complete(asyncio.gather(*[rsgi(scope, proto) for _ in range(inflight)]))
+
+    call = batch if inflight else one
+    call()
     if proto.status != 200:
         raise SystemExit(f"{path}: status {proto.status} {proto.body[:200]!r}")
-    return one
+    return call
 
 
-def run_requests(endpoint: str, count: int) -> None:
-    """The callgrind child: build, warm up, then `count` requests."""
+def run_requests(endpoint: str, count: int, engine: str, inflight: int, redis_url: str) -> None:
+    """The callgrind child: build, warm up, then `count` requests (`count // inflight` calls of `inflight`)."""
     with tempfile.TemporaryDirectory(prefix="bench-instr-") as tmp:
-        _, adapter, secret = build(Path(tmp))
-        one = requester(adapter, PATHS[endpoint], secret)
-        for _ in range(200):
+        hub, adapter, secret = build(Path(tmp), engine, redis_url)
+        one = requester(adapter, PATHS[endpoint], secret, inflight=inflight)
+        per_call = max(1, inflight)
+        count //= per_call
+        for _ in range(200 // per_call + 1):
             one()
         # the hub's objects (numpy, the catalogue, caches...) out of the collector's reach: a full collection of
         # them now and then would add millions of instructions to whichever run it falls in
@@ -130,16 +154,23 @@ def run_requests(endpoint: str, count: int) -> None:
         gc.freeze()
         for _ in range(count):
             one()
+        if engine == "redis":  # the epoch key stays otherwise (the buckets expire by themselves)
+            import redis
+
+            client = redis.Redis.from_url(redis_url or REDIS_URL)
+            client.delete(*client.keys(hub.settings.redis_prefix + "*") or [hub.settings.redis_prefix + "none"])
+            client.close()
 
 
-def callgrind(endpoint: str, count: int) -> int:
+def callgrind(endpoint: str, count: int, engine: str = "memory", inflight: int = 0, redis_url: str = "") -> int:
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed: run ./scripts/install-bench-tools")
     with tempfile.TemporaryDirectory(prefix="bench-cg-") as tmp:
         out = Path(tmp) / "cg.out"
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-line=no",
                "--compress-strings=no", sys.executable, "-m", "bench.instructions", "--child", endpoint,
-               "--count", str(count)]
+               "--count", str(count), "--engine", engine, "--inflight", str(inflight),
+               "--redis-url", redis_url or REDIS_URL]
         env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc"}
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=1800)
         if proc.returncode != 0:
@@ -150,22 +181,27 @@ def callgrind(endpoint: str, count: int) -> int:
         return int(match.group(1).replace(",", ""))
 
 
-def measure_callgrind(endpoints: list[str], base: int, delta: int) -> dict[str, float]:
-    return {e: (callgrind(e, base + delta) - callgrind(e, base)) / delta for e in endpoints}
+def measure_callgrind(endpoints: list[str], base: int, delta: int, engine: str = "memory", inflight: int = 0,
+                      redis_url: str = "") -> dict[str, float]:
+    return {e: (callgrind(e, base + delta, engine, inflight, redis_url)
+                - callgrind(e, base, engine, inflight, redis_url)) / delta for e in endpoints}
 
 
-def measure_time(endpoints: list[str], number: int, repeat: int) -> dict[str, float]:
+def measure_time(endpoints: list[str], number: int, repeat: int, engine: str = "memory", inflight: int = 0,
+                 redis_url: str = "") -> dict[str, float]:
     with tempfile.TemporaryDirectory(prefix="bench-instr-") as tmp:
-        _, adapter, secret = build(Path(tmp))
+        _, adapter, secret = build(Path(tmp), engine, redis_url)
         figures = {}
+        per_call = max(1, inflight)
+        calls = max(1, number // per_call)
         for endpoint in endpoints:
-            one = requester(adapter, PATHS[endpoint], secret)
+            one = requester(adapter, PATHS[endpoint], secret, inflight=inflight)
             best = float("inf")
             for _ in range(repeat):
                 t0 = time.process_time()
-                for _ in range(number):
+                for _ in range(calls):
                     one()
-                best = min(best, (time.process_time() - t0) / number * 1e6)
+                best = min(best, (time.process_time() - t0) / (calls * per_call) * 1e6)
             figures[endpoint] = best
         return figures
 
@@ -213,23 +249,30 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true")
     parser.add_argument("--record", action="store_true",
                         help="callgrind: append the figures to bench/instructions.tsv under the current commit")
+    parser.add_argument("--engine", choices=("memory", "redis"), default="memory",
+                        help="the hub's engine (redis: on --redis-url, a fresh prefix; implies --inflight 32)")
+    parser.add_argument("--inflight", type=int, default=None,
+                        help="requests run as tasks on the loop at once (0: one request by send(None))")
+    parser.add_argument("--redis-url", default=REDIS_URL)
+    parser.add_argument("--note", default="", help="--record: the row's note (after the engine and in-flight count)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
+    inflight = args.inflight if args.inflight is not None else (32 if args.engine == "redis" else 0)
     if args.child:
-        run_requests(args.child, args.count)
+        run_requests(args.child, args.count, args.engine, inflight, args.redis_url)
         return 0
     endpoints = [e for e in args.endpoints.split(",") if e]
     if args.mode == "profile":
         profile(endpoints[0], args.number)
         return 0
     if args.mode == "time":
-        figures = measure_time(endpoints, args.number, args.repeat)
+        figures = measure_time(endpoints, args.number, args.repeat, args.engine, inflight, args.redis_url)
         unit = "us CPU per request"
     else:
-        figures = measure_callgrind(endpoints, args.count, args.delta)
+        figures = measure_callgrind(endpoints, args.count, args.delta, args.engine, inflight, args.redis_url)
         unit = "instructions per request"
     if args.record and args.mode == "callgrind":
-        record(figures)
+        record(figures, f"engine={args.engine} inflight={inflight}" + (f" {args.note}" if args.note else ""))
     if args.json:
         print(json.dumps({"mode": args.mode, "unit": unit, "figures": figures}))
     else:
