@@ -61,8 +61,9 @@ def main() -> int:
         t0, ticks0 = time.monotonic(), delivered()
         killed_at: float | None = None
         failover: dict[str, object] = {}
-        while (elapsed := time.monotonic() - t0) < seconds:
-            time.sleep(min(10.0, seconds - elapsed))  # a timed soak: the duration is the point
+        end = seconds
+        while (elapsed := time.monotonic() - t0) < end:
+            time.sleep(min(10.0, end - elapsed))  # a timed soak: the duration is the point
             if args.failover and killed_at is None and elapsed >= seconds / 2:
                 topo.master.kill()
                 killed_at = time.time()
@@ -72,6 +73,7 @@ def main() -> int:
                 failover = {"promoted s after the kill": round(at - killed_at, 2),
                             "hubs fed again s after the promotion": fed}
                 print(f"         {failover}", flush=True)
+                end = max(end, time.monotonic() - t0 + 15)  # at least 15 s of ticks after the failover
             rates = {h: round((n - ticks0[h]) / max(1e-9, time.monotonic() - t0)) for h, n in delivered().items()}
             print(f"{time.monotonic() - t0:5.0f} s  delivered ticks/s per hub {rates}  "
                   f"writes accepted {len(load.checker.accepted)}", flush=True)

@@ -18,6 +18,7 @@ from typing import Any
 from tests.netsim.checker import STALL_S, Checker, Client, Gap
 
 LATENCY_SAMPLE = 50_000  # latencies kept per hub (evenly thinned)
+DRAIN_S = 30.0  # at SIGTERM, how long clients may finish the resumes they started
 
 
 def dump(checker: Checker, clients: list[Client]) -> dict[str, Any]:
@@ -65,6 +66,9 @@ async def run(args: argparse.Namespace) -> None:
         tmp.replace(status)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), 0.5)
+    drain = asyncio.get_running_loop().time() + DRAIN_S  # resumes in flight get their answer
+    while any(c.open_gaps for c in clients) and asyncio.get_running_loop().time() < drain:
+        await asyncio.sleep(0.1)
     for c in clients:
         c.stop()
     for task in tasks:

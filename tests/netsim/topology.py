@@ -198,7 +198,7 @@ class Load:
         for proc, _ in self.procs:
             proc.signal(signal.SIGTERM)
         for proc, out in self.procs:
-            proc.proc.wait(60)
+            proc.proc.wait(90)
             merge(self.checker, json.loads(out.read_text()))
         self.procs = []
         if self._loop is not None and self._stopping is not None and not self._loop.is_closed():
