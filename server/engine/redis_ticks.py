@@ -35,6 +35,10 @@ BLOCK_MS = 1000
 MAXLEN = 10_000  # tick batches kept (approximately): at 4 batches/s about 40 minutes
 JOIN_SCAN = 2000  # batches a joining hub reads back for each instrument's newest tick
 STALE_S = 5.0  # a hub that has not heard from the stream for this long is not ready
+# a leader appends only while its last successful renewal was sent less than this ago: its lease then has at
+# least LEASE_MS - FENCE_S left, so it stops feeding before the lease can pass even if its renewals hang or its
+# loop stalls (the append script's lease check is the fence in Redis; this is the leader's own side of it)
+FENCE_S = LEASE_MS / 1000 - 1.0
 CONNECT_S = 2.0  # the append and read connections are off the request path: a busy start-up loop must not fail them
 
 # KEYS: lease, seq hash, stream, epoch, replid, seqfloor. ARGV: node, maxlen, epoch, then per tick: id, price, ts,
@@ -112,6 +116,7 @@ class RedisTicks:
         self.reader = AutoPipeline(url, BLOCK_MS / 1000 + 1.0, connect_timeout=CONNECT_S)
         self.renew_script = self.client.register_script(RENEW_LUA)
         self.leading = False
+        self._renewed = 0.0  # when the last successful take or renewal of the lease was sent (monotonic)
         self.heard = time.monotonic()  # last time the reader got an answer from the stream
         self.lag = 0.0  # age of the newest batch applied, when it was applied
         self._pending: asyncio.Queue[tuple[list[Tick], list[int]]] = asyncio.Queue()
@@ -191,9 +196,13 @@ class RedisTicks:
         return time.monotonic() - self.heard < STALE_S and self.lag < STALE_S
 
     # --- leader ---------------------------------------------------------------------
+    def fenced(self) -> bool:
+        """Is the lease sure to be ours for a while yet? (its last renewal was sent under FENCE_S ago)"""
+        return self.leading and time.monotonic() - self._renewed < FENCE_S
+
     def append(self, ticks: list[Tick], floors: list[int]) -> None:
         """From the feed (synchronous): queued, written in order by the writer task."""
-        if self.leading and ticks:
+        if ticks and self.fenced():
             self._pending.put_nowait((ticks, floors))
 
     async def _write(self) -> None:
@@ -203,6 +212,8 @@ class RedisTicks:
         assigned = [0] * len(self.ids)
         while True:
             ticks, floors = await self._pending.get()
+            if not self.fenced():  # a renewal overdue (a cut link, a starved loop): stop before the lease passes
+                continue
             args: list[str | int] = [6, self.lease, self.seqs, self.stream, self.epoch_key, self.replid_key,
                                      self.seqfloor_key, self.node, MAXLEN, self.epoch]
             for t, floor in zip(ticks, floors, strict=True):
@@ -220,6 +231,7 @@ class RedisTicks:
 
     async def _hold_lease(self, on_lead: Callable[[bool], None]) -> None:
         while True:
+            sent = time.monotonic()
             try:
                 if self.leading:
                     held = bool(await self.renew_script(keys=[self.lease], args=[self.node, LEASE_MS]))
@@ -227,6 +239,8 @@ class RedisTicks:
                     held = bool(await self.client.set(self.lease, self.node, nx=True, px=LEASE_MS))
             except (RedisError, OSError):
                 held = False
+            if held:
+                self._renewed = sent  # the lease runs LEASE_MS from when Redis got this: later than `sent`
             if held != self.leading:
                 self.leading = held
                 log.info("feed lease %s node=%s", "taken: this hub runs the feed" if held else "lost", self.node)
