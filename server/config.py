@@ -71,6 +71,7 @@ class Settings:
     ws_max_conn: dict[str, int] = field(default_factory=lambda: {"professional": 5, "enterprise": 50})
     ws_slow_close_s: float = 10.0  # hidden: how long a WebSocket client may stay over its buffer cap (tests)
     heartbeat_s: float = 5.0  # SPEC 14: /ws/quotes heartbeat period; 0 turns heartbeats off
+    ws_deflate: bool = True  # permessage-deflate on /ws/quotes for clients that offer it (--no-ws-deflate: never)
     # hidden (tests, tuning): HTTP edge limits (SPEC 11). A request body must arrive within body_timeout_s of its
     # headers (else 408); a keep-alive connection idle, or a request head unfinished, for idle_timeout_s is closed
     # (Granian only); one client IP may have at most uploads_per_ip requests reading a body at once (else 429)
@@ -206,6 +207,9 @@ def add_serve_args(parser: argparse.ArgumentParser) -> None:
         "append #secret=S to the URL for a signing secret",
     )
     parser.add_argument("--no-demo-key", action="store_true", help="do not create the demo key on first start")
+    parser.add_argument("--ws-deflate", action=argparse.BooleanOptionalAction,
+                        default=(env_default("ws-deflate") or "1").lower() not in ("0", "false", "no", "off"),
+                        help="permessage-deflate on /ws/quotes for clients that offer it (default on)")
     parser.add_argument("--bench-static", action="store_true", default=bool(env_default("bench-static")),
                         help=argparse.SUPPRESS)
     add_data_dir(parser)
@@ -220,6 +224,7 @@ def settings_from_args(ns: argparse.Namespace) -> Settings:
         "database_url": ns.database_url,
         "demo_key": not ns.no_demo_key,
         "bench_static": ns.bench_static,
+        "ws_deflate": ns.ws_deflate,
     }
     for name, value in raw.items():
         if value is None:

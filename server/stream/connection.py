@@ -12,8 +12,13 @@ Why writing around the protocol object is safe (the single-writer invariant):
   frames can never interleave mid-frame on the wire;
 - the server never sends fragmented messages, so a tick frame can never land
   between the fragments of another message;
-- compression is never negotiated (no `extensions`), so frames carry no
-  per-connection compression state and the same bytes are valid everywhere;
+- permessage-deflate (when the client offers it and ``--ws-deflate`` is on) is
+  negotiated by websockets' `ServerPerMessageDeflateFactory`, always with
+  ``server_no_context_takeover``: the server's frames carry no per-connection
+  compression state, so one compressed version of a frame is valid for every
+  deflating connection (wire.DeflateCache); the protocol object only decodes
+  the client's (possibly compressed, possibly context-taking-over) messages and
+  sends control frames, which are never compressed;
 - ticks are written only while the session is OPEN in the core's registry,
   and a session leaves the registry in the same call that makes the protocol
   send its close frame, so no data frame ever follows a close frame;
@@ -34,6 +39,7 @@ from urllib.parse import urlsplit
 
 import orjson
 from websockets.datastructures import Headers
+from websockets.extensions.permessage_deflate import PerMessageDeflate
 from websockets.frames import Frame, Opcode
 from websockets.http11 import Request, Response
 from websockets.protocol import State
@@ -44,6 +50,7 @@ from server.stream.core import StreamCore
 from server.stream.handshake import KEY_HEADER, WS_PATH, handshake_key
 from server.stream.messages import Payload
 from server.stream.states import SessionState
+from server.stream.wire import DeflateCache, deflate_factory
 
 if TYPE_CHECKING:
     from server.stream.session import Session
@@ -64,14 +71,15 @@ _HANDSHAKE_ERRORS = {405: "method_not_allowed", 426: "upgrade_required"}
 class StreamConnection(asyncio.Protocol):
     def __init__(self, core: StreamCore, clock: Callable[[], float],
                  on_made: Callable[[StreamConnection], None], on_lost: Callable[[StreamConnection], None],
-                 load_key: Callable[[str], Coroutine[Any, Any, Any]] | None = None) -> None:
+                 load_key: Callable[[str], Coroutine[Any, Any, Any]] | None = None, deflate: bool = True) -> None:
         self.core = core
         self.load_key = load_key  # reads a key the cache does not hold (a storage thread; awaited, not blocking)
         self._key_task: asyncio.Task[Any] | None = None
         self.clock = clock
         self.on_made = on_made
         self.on_lost = on_lost
-        self.proto = ServerProtocol(max_size=MAX_MESSAGE, logger=PROTOCOL_LOG)
+        self.proto = ServerProtocol(max_size=MAX_MESSAGE, logger=PROTOCOL_LOG,
+                                    extensions=[deflate_factory()] if deflate else None)
         self.transport: asyncio.Transport | None = None
         self.session: Session | None = None
         self._close_timer: asyncio.TimerHandle | None = None
@@ -193,7 +201,18 @@ class StreamConnection(asyncio.Protocol):
             return
         self.proto.send_response(response)
         self._flush()  # the 101 must precede the snapshot the core writes next
+        self._deflate_writes(session)
         self.core.open(session)
+
+    def _deflate_writes(self, session: Session) -> None:
+        """permessage-deflate was negotiated: the session's writes (whole uncompressed frames, shared by many
+        sessions) go out as their compressed versions, compressed once for every deflating session."""
+        ext = next((e for e in self.proto.extensions if isinstance(e, PerMessageDeflate)), None)
+        if ext is None or self.transport is None:
+            return
+        cache = _deflate_cache(ext.local_max_window_bits)
+        write = self.transport.write
+        session.write = lambda data: write(cache.compressed(data))
 
     def _load_unknown_key(self, request: Request) -> bool:
         """A key the cache does not hold may have been created by the CLI a moment ago: read it from
@@ -273,3 +292,11 @@ class StreamConnection(asyncio.Protocol):
 
 
 _CODES = {int(c) for c in CloseCode}
+_DEFLATE_CACHES: dict[int, DeflateCache] = {}  # window bits -> the compressed frames (15 unless a client asks less)
+
+
+def _deflate_cache(wbits: int) -> DeflateCache:
+    cache = _DEFLATE_CACHES.get(wbits)
+    if cache is None:
+        cache = _DEFLATE_CACHES[wbits] = DeflateCache(wbits)
+    return cache

@@ -81,7 +81,8 @@ class StreamService:
 
     # --- hooks -------------------------------------------------------------------
     def _new_connection(self) -> StreamConnection:
-        return StreamConnection(self.core, self.clock, self._made, self._lost, self.keys.load)
+        return StreamConnection(self.core, self.clock, self._made, self._lost, self.keys.load,
+                                self.settings.ws_deflate)
 
     def _made(self, conn: StreamConnection) -> None:
         assert conn.session is not None
