@@ -194,6 +194,32 @@ def test_raw_frames_are_rsv1_and_the_same_bytes_for_every_deflating_client(srv: 
     run(go())
 
 
+def test_window_size_the_client_asks_for_is_honoured_and_8_bits_is_declined(srv: ServerProcess) -> None:
+    """server_max_window_bits=10: the snapshot inflates within a 1 KiB window; 8 (which zlib cannot produce)
+    is declined: that client gets raw frames. Several offers: the first acceptable one wins."""
+    async def go() -> None:
+        small = await Raw.open(srv, "permessage-deflate; server_max_window_bits=10")
+        eight = await Raw.open(srv, "permessage-deflate; server_max_window_bits=8")
+        two = await Raw.open(srv, "permessage-deflate; server_max_window_bits=8, permessage-deflate; "
+                                  "client_no_context_takeover")
+        try:
+            assert "server_max_window_bits=10" in small.extensions
+            first, payload = await small.frame()
+            assert first & 0x40
+            assert json.loads(zlib.decompressobj(wbits=-10).decompress(payload + TAIL))["type"] == "snapshot"
+            assert eight.extensions == ""
+            compressed, msg = await eight.message()
+            assert not compressed and msg["type"] == "snapshot"
+            assert "client_no_context_takeover" in two.extensions and "=8" not in two.extensions
+            compressed, msg = await two.message()
+            assert compressed and msg["type"] == "snapshot"
+        finally:
+            for c in (small, eight, two):
+                c.close()
+
+    run(go())
+
+
 def test_client_without_compression_gets_raw_frames(srv: ServerProcess) -> None:
     async def go() -> None:
         async with connect(_url(srv), additional_headers=_headers(srv), compression=None) as ws:
