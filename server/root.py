@@ -168,7 +168,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     tick_log = engine.ticks
     site = register_public_site(  # /api/... public-site routes; SPEC 12: evidence anchored by the lease holder
         settings, router, repos, ticks.state, clock, app.check_bucket, shared=tick_log is not None,
-        may_anchor=(lambda: True) if tick_log is None else (lambda: tick_log.leading))
+        may_anchor=(lambda: True) if tick_log is None else (lambda: tick_log.leading), registry=registry)
     ticks.before_apply.append(site.snapshots.before_ticks)
     stream = StreamService(settings, ticks.state, catalogue, epoch, registry, keys, buckets, history, clock)
     bus.subscribe(stream.core.on_ticks)

@@ -253,6 +253,13 @@ class PgContent:
                 total = int(found["n"]) if found else 0
         return [item_view(r) for r in rows], total
 
+    async def version(self) -> int:
+        """The content's version: items are only inserted (never updated or deleted), so their count."""
+        async with self.storage.pool.connection() as conn:
+            cur = await conn.execute("SELECT COUNT(*) AS n FROM content_items")
+            found = await cur.fetchone()
+        return int(found["n"]) if found else 0
+
 
 class PgRecords(RecordsService):
     """Record + jobs in one transaction on a pooled connection."""

@@ -66,6 +66,11 @@ class Users(Protocol):
 class Content(Protocol):
     async def page(self, kind: ContentKind, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]: ...
 
+    async def version(self) -> int:
+        """A number that changes whenever the content does (items are only ever inserted, never updated or deleted:
+        their count). Any process's import moves it; one cheap query, polled by the public site."""
+        ...
+
 
 class Records(Protocol):
     """Writes a record and its notification jobs (one per configured channel) in one transaction."""

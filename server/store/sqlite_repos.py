@@ -63,6 +63,9 @@ class SqliteContent:
     async def page(self, kind: ContentKind, limit: int, offset: int) -> tuple[list[dict[str, Any]], int]:
         return await self.storage.read(lambda c: ContentRepo(c).page(kind, limit, offset))
 
+    async def version(self) -> int:
+        return await self.storage.read(lambda c: ContentRepo(c).version())
+
 
 class SqliteRecords(RecordsService):
     """Record + jobs in one transaction on the writer thread."""

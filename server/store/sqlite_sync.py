@@ -148,6 +148,11 @@ class ContentRepo:
         (total,) = self.conn.execute("SELECT COUNT(*) FROM content_items WHERE kind = ?", (kind.value,)).fetchone()
         return [item_view(r) for r in rows], int(total)
 
+    def version(self) -> int:
+        """The content's version: items are only inserted (never updated or deleted), so their count."""
+        (count,) = self.conn.execute("SELECT COUNT(*) FROM content_items").fetchone()
+        return int(count)
+
     def add_many(self, items: Iterable[ContentItem], now: float | None = None) -> int:
         """Insert items not yet present (same id); returns how many were new. Caller owns the transaction."""
         now = time.time() if now is None else now

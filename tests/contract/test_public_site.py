@@ -164,7 +164,9 @@ def test_content_import_shows_at_once_and_reports_bad_items(server: ServerProces
     path.write_text(json.dumps(good))
     out = run_cli(server.data_dir, "content", "import", str(path))
     assert out.returncode == 0, out.stderr
-    news = http.get("/api/news").json()
+    deadline = time.monotonic() + 1.0  # the content version is polled every 0.5 s (api/site/content.py)
+    while (news := http.get("/api/news").json())["total"] == before:
+        assert time.monotonic() < deadline, "the import did not show within 1 s"
     assert news["total"] == before + 1
     top = news["items"][0]
     assert top["title"] == {"zh": "导入测试快讯", "en": "Imported wire item"}

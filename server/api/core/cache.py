@@ -19,13 +19,23 @@ class VersionedCache:
         self.builds = 0
 
     def get(self, key: Hashable, version: object, build: Callable[[], bytes]) -> bytes:
+        body = self.lookup(key, version)
+        if body is None:
+            body = build()
+            self.store(key, version, body)
+        return body
+
+    def lookup(self, key: Hashable, version: object) -> bytes | None:
+        """The bytes kept for `key` at `version`, or None (for a builder that must await: lookup, build, store)."""
         if version != self._version:
             self._entries.clear()
             self._version = version
-        body = self._entries.get(key)
-        if body is None:
-            body = build()
-            self.builds += 1
-            if len(self._entries) < MAX_ENTRIES:
-                self._entries[key] = body
-        return body
+        return self._entries.get(key)
+
+    def store(self, key: Hashable, version: object, body: bytes) -> None:
+        if version != self._version:
+            self._entries.clear()
+            self._version = version
+        self.builds += 1
+        if len(self._entries) < MAX_ENTRIES:
+            self._entries[key] = body

@@ -346,8 +346,9 @@ class App:
             if decision is not None and exc.code != "rate_limited":
                 exc.headers.extend(decision.headers())
             raise
-        if version is not None and resp.status == 200 and not route.is_async:
-            # the same answer serve_hot gives from now on, with its ETag
+        if version is not None and resp.status == 200:
+            # the same answer serve_hot gives from now on, with its ETag (an async handler's too: the version was
+            # read before it ran, so its answer is at least as new as the version it is remembered under)
             lock = self.lock
             if lock is None:
                 hot = self._remember(route, version, req.path, req.query_string, resp)

@@ -18,12 +18,13 @@ from collections.abc import Callable
 from server.api.auth.tokens import TokenService, load_external_key, load_secret
 from server.api.core.router import Router
 from server.api.site.accounts import Accounts, BearerAuth
-from server.api.site.content import SiteContentApi
+from server.api.site.content import ContentVersion, SiteContentApi
 from server.api.site.evidence import SiteEvidenceApi
 from server.api.site.market import MarketSnapshots, SiteMarketApi
 from server.api.site.records import BucketCheck, SiteRecordsApi
 from server.config import Settings
 from server.core.background import log_round_failure
+from server.core.metrics import Registry
 from server.evidence.log import ANCHOR_BATCH
 from server.market.state import MarketState
 from server.store.db import storage_errors
@@ -38,16 +39,17 @@ MAX_BATCHES_PER_ROUND = 1000  # bounded; a bigger backlog continues next round
 
 def register_public_site(settings: Settings, router: Router, repos: Repositories, state: MarketState,
                          clock: Callable[[], float], check_bucket: BucketCheck, *, shared: bool,
-                         may_anchor: Callable[[], bool]) -> SiteTasks:
+                         may_anchor: Callable[[], bool], registry: Registry | None = None) -> SiteTasks:
     """Add the public-site routes to `router`; returns the site's service (snapshot refresh, anchoring), whose
     `snapshots.before_ticks` the composition root puts on the tick path. `shared`: other hubs serve this market
     too; `may_anchor`: whether this hub anchors evidence now (SPEC 12: the feed lease holder only)."""
     s = settings
     tokens = TokenService(load_secret(s.jwt_secret, s.data_dir), load_external_key(s.jwt_public_key), clock)
     snapshots = MarketSnapshots(state, s.market_refresh_s, clock, shared=shared)
+    content = SiteContentApi(repos.content, registry)  # its reads and version on /metrics (`registry`)
     apis = (
         SiteMarketApi(snapshots),
-        SiteContentApi(repos.content),
+        content,
         Accounts(repos.users, tokens),
         SiteRecordsApi(repos.records, BearerAuth(tokens, repos.users), check_bucket, s.inquiry_rate),
         SiteEvidenceApi(repos.receipts, repos.evidence),
@@ -56,7 +58,7 @@ def register_public_site(settings: Settings, router: Router, repos: Repositories
         api.register(router)
     # the snapshot's answers are a function of the snapshot and its max-age: remembered by the pipeline per both
     router.set_version(("site_market", "site_market_category"), lambda: (snapshots.current, snapshots.max_age()))
-    return SiteTasks(snapshots, repos.evidence, may_anchor=may_anchor)
+    return SiteTasks(snapshots, repos.evidence, may_anchor=may_anchor, content=content.versions)
 
 
 class SiteTasks:
@@ -64,8 +66,9 @@ class SiteTasks:
 
     def __init__(self, snapshots: MarketSnapshots, evidence: Evidence,
                  anchor_interval_s: float = ANCHOR_INTERVAL_S, anchor_batch: int = ANCHOR_BATCH,
-                 may_anchor: Callable[[], bool] = lambda: True) -> None:
+                 may_anchor: Callable[[], bool] = lambda: True, content: ContentVersion | None = None) -> None:
         self.snapshots = snapshots
+        self.content = content  # the version the news/research answers are remembered under, polled
         self.may_anchor = may_anchor
         self.evidence = evidence
         self.anchor_interval_s = anchor_interval_s
@@ -75,6 +78,8 @@ class SiteTasks:
     async def start(self) -> None:
         await self.anchor()  # demo receipts seeded with a new data dir are anchored before the first request
         self.snapshots.start()
+        if self.content is not None:
+            await self.content.start()
         loop = asyncio.get_running_loop()
         self._tasks = [
             loop.create_task(self.snapshots.run(), name="site-market"),
@@ -88,6 +93,8 @@ class SiteTasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._tasks = []
+        if self.content is not None:
+            await self.content.stop()
 
     async def anchor(self) -> None:
         """Anchor the pending hashes, one bounded batch (one block) per storage call (on the redis
