@@ -46,6 +46,7 @@ PATHS = {
     "quotes": "/api/v1/quotes",
     "kline": "/api/v1/kline/brent",
     "static": "/__bench/static",
+    "news": "/api/news",  # a public route: the per-IP bucket instead of the key's (issue 22 item 1)
 }
 DELTA = 20000
 REDIS_URL = "redis://127.0.0.1:6379/0"
@@ -82,6 +83,7 @@ def build(tmp: Path, engine: str = "memory", redis_url: str = "") -> tuple[Any, 
     (`--engine redis`: the Redis connections live on it), on a fresh Redis prefix."""
     import uvloop
 
+    from server.api.site.routes import SiteTasks
     from server.config import EngineKind, Settings
     from server.http.edge import EdgeGate
     from server.http.granian_rsgi import RsgiAdapter
@@ -93,21 +95,27 @@ def build(tmp: Path, engine: str = "memory", redis_url: str = "") -> tuple[Any, 
     data = tmp / "data"
     data.mkdir()
     _, secret = KeyRepo(open_db(data)).create("enterprise", 1_000_000_000, "bench")
-    settings = Settings(data_dir=data, bench_static=True)
+    public = 1_000_000_000  # /api/news: the per-IP public bucket never refuses
+    settings = Settings(data_dir=data, bench_static=True, public_rate=public)
     if engine == "redis":
         settings = Settings(data_dir=data, bench_static=True, engine=EngineKind.REDIS, redis_url=redis_url or REDIS_URL,
-                            redis_prefix=f"bench-instr-{os.getpid()}-{time.monotonic_ns()}:")
+                            redis_prefix=f"bench-instr-{os.getpid()}-{time.monotonic_ns()}:", public_rate=public)
     loop = uvloop.new_event_loop()
     asyncio.set_event_loop(loop)
     hub = build_node(settings)
+    adapter = RsgiAdapter(hub.app, EdgeGate(30.0, 8), bench_static_body(hub))
 
     async def prepare() -> None:
         await hub.storage.open()
         await hub.engine.start()
         await hub.keys.refresh()
+        for service in hub.services:  # the content version the news answers are remembered under
+            if isinstance(service, SiteTasks) and service.content is not None:
+                await service.content.refresh()
+        # the first /api/news reads storage (awaits a reader thread): answered here, remembered from then on
+        await adapter.__rsgi__(Scope(PATHS["news"], {"host": "127.0.0.1:8000"}), Proto())
 
     loop.run_until_complete(prepare())
-    adapter = RsgiAdapter(hub.app, EdgeGate(30.0, 8), bench_static_body(hub))
     return hub, adapter, secret
 
 

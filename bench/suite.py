@@ -58,9 +58,10 @@ OUR_PATHS = {
     "market": "/api/market",
     "market-304": "/api/market",  # with If-None-Match: the snapshot's current ETag
     "news": "/api/news",
+    "research": "/api/research",
 }
 BASELINE_PATHS = {"quotes": "/api/v1/quotes", "kline": "/api/v1/kline/brent"}
-HOT = ("quotes", "quote", "kline", "spreads", "inventory", "market", "market-304", "news")
+HOT = ("quotes", "quote", "kline", "spreads", "inventory", "market", "market-304", "news", "research")
 LATENCY_ENDPOINTS = ("quotes", "kline")
 CEILING_TARGET = 0.7
 BASELINE_TARGET = 3.0

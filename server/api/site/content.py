@@ -60,8 +60,9 @@ class ContentVersion:
         except StorageClosed:
             self.current = None
         except storage_errors(RuntimeError) as exc:
+            if self.current is not None:  # one line per outage, not one per poll
+                log_round_failure(log, "reading the content version", exc)
             self.current = None  # answers are read from storage again until a poll succeeds
-            log_round_failure(log, "reading the content version", exc)
 
     async def start(self) -> None:
         await self.refresh()
