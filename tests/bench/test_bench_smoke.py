@@ -7,6 +7,7 @@ bench/README.md. Deselect with `-m "not bench"`.
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 import subprocess
@@ -145,3 +146,15 @@ def test_bench_run_quick_prints_its_table(tmp_path: Path) -> None:
         assert "ws fan-out" in table
     assert (tmp_path / "results.json").exists()
     assert list(tmp_path.glob("wrk-granian-quotes-r1.txt"))
+
+
+def test_ws_deflate_bench_counts_smaller_compressed_bytes() -> None:
+    """bench/ws_deflate.py end to end (1 connection, 2 s each way): the compressed snapshot is smaller, and the
+    deflate run's frames carry RSV1 while the raw run's do not."""
+    out = subprocess.run([sys.executable, "bench/ws_deflate.py", "--conns", "1", "--seconds", "2", "--json"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120, check=True)
+    raw, dfl = json.loads(out.stdout)
+    assert (raw["mode"], dfl["mode"]) == ("raw", "deflate")
+    assert not raw["snapshot_compressed"] and dfl["snapshot_compressed"]
+    assert dfl["snapshot_bytes"] < raw["snapshot_bytes"] / 2
+    assert raw["compressed_frames_pct"] == 0 and dfl["compressed_frames_pct"] > 50
