@@ -39,6 +39,7 @@ from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.config import Settings
 from server.core.metrics import HttpMetrics, Registry
+from server.engine.memory import MemoryLimiter
 from server.engine.redis_client import AutoPipeline
 from server.engine.redis_engine import connect
 from server.engine.redis_gcra import RedisGcra
@@ -57,7 +58,8 @@ def _app(data_dir: Path, shared: RedisGcra | None) -> tuple[App, str]:
     router.add("GET", "/api/v1/quotes", lambda req: Response(200, BODY), Access.KEYED, name="quotes")
     keys = KeyCache(SqliteKeys(SqliteStorage(data_dir)), repo.active_by_hash())
     local = shared.local if shared is not None else Gcra()
-    return App(Settings(data_dir=data_dir), router, keys, HttpMetrics(Registry()), local, shared=shared), secret
+    limiter = shared if shared is not None else MemoryLimiter(local, time.time)
+    return App(Settings(data_dir=data_dir), router, keys, HttpMetrics(Registry()), limiter, local), secret
 
 
 def _memory(data_dir: Path, number: int, repeat: int) -> float:

@@ -31,6 +31,7 @@ from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.config import Settings
 from server.core.metrics import LATENCY_BUCKETS, HttpMetrics, Registry
+from server.engine.memory import MemoryLimiter
 from server.store.db import open_db
 from server.store.sqlite_repos import SqliteKeys
 from server.store.sqlite_sync import KeyRepo
@@ -47,7 +48,9 @@ def _app(data_dir: Path) -> tuple[App, Registry, str]:
     router.add("GET", "/api/v1/quotes", lambda req: Response(200, BODY), Access.KEYED, name="quotes")
     registry = Registry()
     keys = KeyCache(SqliteKeys(SqliteStorage(data_dir)), repo.active_by_hash())  # the key is cached, as in the hub
-    return App(Settings(data_dir=data_dir), router, keys, HttpMetrics(registry), Gcra()), registry, secret
+    buckets = Gcra()
+    limiter = MemoryLimiter(buckets, time.time)
+    return App(Settings(data_dir=data_dir), router, keys, HttpMetrics(registry), limiter, buckets), registry, secret
 
 
 def measure(number: int, repeat: int) -> dict[str, float]:

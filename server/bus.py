@@ -1,27 +1,20 @@
-"""The tick bus: the seam between the feed's writer and everything that reacts to ticks.
+"""Applied ticks, in process: the hop from the market state's writer to everything that reacts to ticks.
 
-In one process it is a list of callbacks run synchronously on the event loop
-after each applied batch. Several hubs would replace it with a broker-backed
-bus (Redis pub/sub or NATS) of the same shape.
+`AppliedTicks.publish` runs its listeners synchronously on the event loop after each applied batch (the
+stream core; the tick path calls it). It is the same on both engines: what is shared between hubs is the
+engine's tick bus before the market state (server/engine/__init__.py), not this.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
 
 from server.market.state import AppliedTick
 
 TickListener = Callable[[list[AppliedTick]], None]
 
 
-class TickBus(Protocol):
-    def subscribe(self, listener: TickListener) -> None: ...
-
-    def publish(self, ticks: list[AppliedTick]) -> None: ...
-
-
-class LocalTickBus:
+class AppliedTicks:
     def __init__(self) -> None:
         self._listeners: list[TickListener] = []
 

@@ -37,7 +37,7 @@ from server.api.keyed import MarketApi
 from server.api.ops import OpsApi
 from server.api.site.routes import register_public_site
 from server.api.web import WebApi
-from server.bus import LocalTickBus
+from server.bus import AppliedTicks
 from server.config import EngineKind, Runtime, Settings, settings_clock
 from server.core.client_ip import peer_host
 from server.core.metrics import HttpMetrics, Registry
@@ -132,7 +132,7 @@ def make_engine(settings: Settings, registry: Registry, local: Gcra, clock: Call
         return RedisEngine(settings, registry, local, clock, ids)
     from server.engine.memory import MemoryEngine
 
-    return MemoryEngine()
+    return MemoryEngine(local, clock)
 
 
 def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
@@ -152,11 +152,11 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     keys = KeyCache(repos.keys)  # filled by the key watch's start, before anything is served
     router = Router()
     robyn = settings.runtime is Runtime.ROBYN  # Robyn answers remembered bodies on actix's thread (a lock)
-    app = App(settings, router, keys, HttpMetrics(registry), buckets, clock, engine.limiter,
+    app = App(settings, router, keys, HttpMetrics(registry), engine.limiter, buckets, clock,
               lock=threading.Lock() if robyn else None, parse_peer=str if robyn else peer_host)
     history = TickHistory(len(ids), tick_frame)  # resumes (SPEC 7)
-    bus = LocalTickBus()
-    ticks = TickPath(feed, engine.ticks, history, bus, registry, epoch)
+    applied = AppliedTicks()
+    ticks = TickPath(feed, engine.bus, engine.ticks, engine.history, history, applied, registry, epoch)
     watch = KeyWatch(keys, engine.revocations)
     engine.revocations.subscribe(watch.on_revoked)
     started = threading.Event()  # set by Node.start once every part runs
@@ -167,11 +167,11 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     outbox = OutboxWorker(settings, registry, repos.outbox, clock)
     tick_log = engine.ticks
     site = register_public_site(  # /api/... public-site routes; SPEC 12: evidence anchored by the lease holder
-        settings, router, repos, ticks.state, clock, app.check_bucket, shared=tick_log is not None,
-        may_anchor=(lambda: True) if tick_log is None else (lambda: tick_log.leading), registry=registry)
+        settings, router, repos, ticks.state, clock, app.check_bucket, shared=tick_log.shared,
+        may_anchor=lambda: tick_log.leading, registry=registry)
     ticks.before_apply.append(site.snapshots.before_ticks)
     stream = StreamService(settings, ticks.state, catalogue, epoch, registry, keys, buckets, history, clock)
-    bus.subscribe(stream.core.on_ticks)
+    applied.subscribe(stream.core.on_ticks)
     watch.listeners.append(stream.on_revoked)
     register_asyncapi(router, settings)  # /asyncapi.json describes the stream
     core: list[Service] = [watch, Housekeeping(ticks.state, buckets.store, clock), ticks]

@@ -1,16 +1,19 @@
-"""The tick path: feed -> the engine's tick log -> market state -> applied-tick listeners.
+"""The tick path: feed -> the engine's tick bus -> market state -> applied-tick listeners.
 
 One way, each hop named (docs/architecture.md draws it):
 
 1. `FeedSupervisor` runs the feed source (demo walk or JSON lines) and hands each batch to `TickPath.on_feed`;
-2. `on_feed` appends the batch to the engine's tick log (`TickLog.append`: numbered, and on Redis shared);
-3. the tick log hands every numbered batch back to `TickPath.on_batch` (memory: at once; Redis: read from
-   the stream, on every hub, the leader included);
+2. `on_feed` appends the batch to the engine's tick bus (`TickBus.append`: numbered, and on Redis shared);
+3. the bus hands every numbered batch back to `TickPath.on_batch` (memory: at once, in the same call;
+   Redis: read from the stream, on every hub, the leader included);
 4. `on_batch` tells the `before_apply` observers (the public market snapshot closes a boundary there),
    applies the batch to the `MarketState` (the single writer) and records it in the resume history;
-5. the applied ticks go to the `LocalTickBus` listeners (the stream core frames and sends them).
+5. the applied ticks go to the `AppliedTicks` listeners (the stream core frames them, records them in the
+   resume history and sends them).
 
-The feed runs only while this hub holds the feed lease (`on_lead`); on the memory engine it always does.
+At start the tick path continues from the engine's tick log (each instrument's seq and newest tick) and
+loads the resume history of ticks from before it (Redis: the stream's tail; memory: none). The feed runs
+only while this hub holds the feed lease (`on_lead`); on the memory engine it always does.
 """
 
 from __future__ import annotations
@@ -23,9 +26,9 @@ from collections.abc import Callable
 import numpy as np
 
 from server.api.auth.limits import LimiterStore
-from server.bus import LocalTickBus
+from server.bus import AppliedTicks
 from server.core.metrics import Registry
-from server.engine import TickLog
+from server.engine import Numbered, ResumeHistory, TickBus, TickLog
 from server.feeds import FeedSource, FeedSupervisor
 from server.market.feed import Tick
 from server.market.history import TickHistory, logged_tick
@@ -37,13 +40,18 @@ PRUNE_EVERY = 60  # housekeeping rounds (seconds) between prunes of the full rat
 
 
 class TickPath:
-    def __init__(self, feed: FeedSource, tick_log: TickLog | None, history: TickHistory, bus: LocalTickBus,
-                 registry: Registry, epoch: str) -> None:
+    def __init__(self, feed: FeedSource, bus: TickBus, tick_log: TickLog, earlier: ResumeHistory,
+                 history: TickHistory, listeners: AppliedTicks, registry: Registry, epoch: str) -> None:
+        """`bus`, `tick_log`, `earlier`: the engine's seams; `history`: this hub's resume history (filled by the
+        stream core from every applied batch, and here from `earlier` at start); `listeners`: who gets applied
+        ticks."""
         self.feed = feed
         self.state: MarketState = feed.state
-        self.tick_log = tick_log
-        self.history = history
         self.bus = bus
+        self.tick_log = tick_log
+        self.earlier = earlier
+        self.history = history
+        self.listeners = listeners
         self.epoch = epoch
         # called with a batch's newest tick time just before the batch is applied (the market snapshot
         # closes a refresh boundary there: the same state on every hub)
@@ -63,17 +71,12 @@ class TickPath:
         return lambda: float(self.feed.stats().get(name, 0))
 
     def ready(self) -> bool:
-        ticks = self.tick_log
-        if ticks is None:
-            return self.supervisor.ready()
-        # redis: the tick stream is reachable and current here, and the leader's own feed runs
-        return ticks.healthy() and (not ticks.leading or self.supervisor.ready())
+        """The tick bus is reachable and current here, and (on the lease holder) the feed runs."""
+        return self.bus.healthy() and (not self.tick_log.leading or self.supervisor.ready())
 
     async def start(self) -> None:
-        if self.tick_log is None:
-            self._feed_task = asyncio.get_running_loop().create_task(self.supervisor.run(), name="feed")
-        else:
-            await self._join(self.tick_log)
+        """Continue from the tick log, then start the bus (the lease holder's feed starts in `on_lead`)."""
+        await self._join()
 
     async def stop(self) -> None:
         """Stop the feed (the tick log is the engine's: it stops with it)."""
@@ -89,15 +92,15 @@ class TickPath:
 
     # --- the hops --------------------------------------------------------------------------------------------
     def on_feed(self, ticks: list[Tick]) -> None:
-        if self.tick_log is not None:  # redis: into the shared log; applied when read back, as on every hub
-            if self._published_ts is not None:  # just took the feed over: drop what the last leader published
-                ticks = [t for t in ticks if t.ts > self._published_ts[t.row]]
-            self.tick_log.append(ticks, [int(self.state.seq[t.row]) for t in ticks])
-            return
-        self._before_apply(ticks)
-        self._publish(self.state.apply(ticks))
+        """Hop 2: the feed's batch onto the tick bus (applied when the bus hands it back, as on every hub)."""
+        published = self._published_ts
+        if published is not None:  # a replayed file after taking the feed over: drop what was published before
+            ticks = [t for t in ticks if t.ts > published[t.row]]
+        seq = self.state.seq
+        self.bus.append(ticks, [int(seq[t.row]) for t in ticks])
 
-    def on_batch(self, batch: list[tuple[Tick, int]]) -> None:
+    def on_batch(self, batch: Numbered) -> None:
+        """Hop 4: a numbered batch from the bus, applied."""
         self._before_apply([tick for tick, _ in batch])
         self._publish(self.state.apply([tick for tick, _ in batch], [seq for _, seq in batch]))
 
@@ -110,12 +113,12 @@ class TickPath:
     def _publish(self, applied: list[AppliedTick]) -> None:
         if applied:
             self.applied.inc(amount=len(applied))
-            self.bus.publish(applied)
+            self.listeners.publish(applied)
 
     # --- joining the log, leading the feed ---------------------------------------------------------------------
-    async def _join(self, tick_log: TickLog) -> None:
+    async def _join(self) -> None:
         """Continue every instrument's seq from the log, then read it (and compete for the feed lease)."""
-        state = self.state
+        state, tick_log = self.state, self.tick_log
         rows = {inst.id: row for row, inst in enumerate(state.catalogue.instruments)}
         seqs = await tick_log.load_seqs()
         last = await tick_log.last_ticks()  # the prices and times the other hubs show (volume counted there)
@@ -129,9 +132,9 @@ class TickPath:
         for inst_id, seq in seqs.items():
             if inst_id in rows:
                 state.seq[rows[inst_id]] = seq
-        for batch in await tick_log.tail(self.history.covered):  # resumes of ticks from before this hub
+        for batch in await self.earlier.tail(self.history.covered):  # resumes of ticks from before this hub
             self.history.add([logged_tick(state, tick, seq) for tick, seq in batch])
-        tick_log.start(self.on_batch, self.on_lead)
+        self.bus.start(self.on_batch, self.on_lead)
         await tick_log.lease_tried()  # a lone hub leads (feed, evidence anchoring) before it is ready
 
     def on_lead(self, leading: bool) -> None:

@@ -1,24 +1,33 @@
 """Engines (SPEC 12): where the state that several hubs must share lives, chosen once by the composition root.
 
-Two seams so far, each a small protocol with a memory and a Redis implementation
-(Centrifugo's broker / presence-manager split):
+Five seams, each a small protocol with a complete memory implementation (server/engine/memory.py: one hub,
+nothing shared, nothing installed) and a complete Redis implementation (server/engine/redis_*.py), after
+Centrifugo's broker.go / presence.go split. The node never asks which engine it has: no part is None, and
+the same code path serves both.
 
-- `limiter`: the shared GCRA check. The memory engine has none (None): the
-  process-local `Gcra` answers synchronously, exactly as with one hub. The Redis
-  engine checks buckets with one Lua script on Redis time, falling back to the
-  local buckets while Redis cannot be reached.
-- `revocations`: the key-revocation channel. Publishing runs every subscriber of
-  this hub at once and, on Redis, tells every other hub over pub/sub.
-- `ticks`: the tick log. None on memory (the feed writes the market state). On
-  Redis one hub holds the feed lease and appends tick batches to a Redis Stream;
-  every hub applies them, with the seqs the log gave them, to its own state.
+- `limiter` (the limiter store): where the GCRA buckets of keys, client IPs and routes live. Memory: this
+  hub's `Gcra`, answered synchronously. Redis: one Lua script on Redis time, so every hub draws from one
+  bucket; it answers `Pending.AWAIT` to the synchronous calls (the caller then awaits `check`), and while
+  Redis cannot be reached it answers synchronously from this hub's buckets.
+- `bus` (the tick bus): feed batches in, numbered batches out to every hub's tick path. Memory: numbered and
+  handed back at once. Redis: a Lua script numbers them and appends them to a Redis Stream that every hub
+  (the leader too) reads.
+- `ticks` (the tick log): what a starting hub continues from (each instrument's last seq and newest tick)
+  and who runs the feed (the lease). Memory: nothing to continue from; this hub always leads. Redis: the
+  stream and its seq hash; the lease key.
+- `history` (the resume history's source): the batches before this hub started, for resumes (SPEC 7).
+  Memory: none (nothing ran before). Redis: the stream's tail.
+- `revocations` (the revocation channel): publishing runs this hub's listeners at once and, on Redis, tells
+  every other hub over pub/sub.
 
-`server.root.make_engine` is the only place that looks at `settings.engine`.
+On Redis one object (`RedisTicks`) is the bus, the log and the history, as one Redis Stream is all three;
+on memory `MemoryTicks` is. `server.root.make_engine` is the only place that looks at `settings.engine`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import enum
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
@@ -27,15 +36,35 @@ from server.config import EngineKind
 from server.market.feed import Tick
 
 RevocationListener = Callable[[set[str]], None]
+RateFields = tuple[tuple[str, str], ...]  # an allowed request's rate-limit header fields (Gcra.take)
+Numbered = list[tuple[Tick, int]]  # the ticks of one batch with the seqs the bus gave them
 
 
 class EngineUnavailable(Exception):
     """The engine's backing service cannot be reached at start (one line for the operator)."""
 
 
-class SharedLimiter(Protocol):
+class Pending(enum.Enum):
+    """What a synchronous limiter call answers when the answer needs I/O: await `Limiter.check` instead."""
+
+    AWAIT = "await"
+
+
+class Limiter(Protocol):
+    """The limiter store: GCRA buckets (`key:<id>`, `ip:<addr>`, `<route bucket>:<addr>`), memory or shared."""
+
+    def decide(self, key: str, per_minute: int, now: float, policy: str) -> Decision | Pending:
+        """Take one request from the bucket now, if that needs no I/O (`Gcra.check`); else Pending.AWAIT."""
+        ...
+
+    def take(self, key: str, per_minute: int, now: float, policy: str) -> RateFields | Pending | None:
+        """The hot path's `decide`: an allowed request's header fields, None for a refusal (the bucket left as it
+        was: the pipeline then answers the 429), or Pending.AWAIT (`Gcra.take`)."""
+        ...
+
     async def check(self, key: str, per_minute: int, policy: str) -> Decision:
-        """Take one request from `key`'s bucket on the shared clock (never raises for a backend failure)."""
+        """Take one request from the bucket, awaiting the store if it has to (never raises for a backend failure:
+        the Redis store falls back to this hub's buckets)."""
         ...
 
 
@@ -47,28 +76,11 @@ class RevocationChannel(Protocol):
         ...
 
 
-class TickLog(Protocol):
-    """Where ticks go between the feed and the market state when several hubs serve one market."""
+class TickBus(Protocol):
+    """Feed batches in (the lease holder's), numbered batches out (every hub's)."""
 
-    leading: bool  # this hub holds the feed lease
-
-    async def load_seqs(self) -> dict[str, int]:
-        """The last seq of each instrument id (a new hub continues from there)."""
-        ...
-
-    async def last_ticks(self) -> list[tuple[Tick, int]]:
-        """The newest tick (and its seq) of each instrument still in the log, oldest first."""
-        ...
-
-    async def tail(self, enough: Callable[[list[int], float], bool]) -> list[list[tuple[Tick, int]]]:
-        """The log's batches up to where this hub joins, oldest first, going back until `enough(ticks per
-        instrument, seconds spanned)`: the resume history (server/market/history.py) of a hub that starts."""
-        ...
-
-    def start(self, on_batch: Callable[[list[tuple[Tick, int]]], None], on_lead: Callable[[bool], None]) -> None: ...
-
-    async def lease_tried(self, timeout: float = 2.0) -> None:
-        """After start(): wait (bounded) until this hub has tried once to take the feed lease."""
+    def start(self, on_batch: Callable[[Numbered], None], on_lead: Callable[[bool], None]) -> None:
+        """Deliver every numbered batch to `on_batch`, in log order, and lease changes to `on_lead`."""
         ...
 
     def append(self, ticks: list[Tick], floors: list[int]) -> None:
@@ -76,18 +88,44 @@ class TickLog(Protocol):
         ...
 
     def healthy(self) -> bool:
-        """The log is reachable and this hub is not lagging."""
+        """The bus is reachable and this hub is not lagging."""
         ...
 
-    async def stop(self) -> None: ...
+
+class TickLog(Protocol):
+    """What a joining hub continues from, and which hub runs the feed."""
+
+    leading: bool  # this hub holds the feed lease (runs the feed, anchors evidence)
+    shared: bool  # other hubs apply the same log (a market snapshot boundary must be the same on each)
+
+    async def load_seqs(self) -> dict[str, int]:
+        """The last seq of each instrument id (a new hub continues from there)."""
+        ...
+
+    async def last_ticks(self) -> Numbered:
+        """The newest tick (and its seq) of each instrument still in the log, oldest first."""
+        ...
+
+    async def lease_tried(self, timeout: float = 2.0) -> None:
+        """After the bus started: wait (bounded) until this hub has tried once to take the feed lease."""
+        ...
+
+
+class ResumeHistory(Protocol):
+    async def tail(self, enough: Callable[[list[int], float], bool]) -> list[Numbered]:
+        """The log's batches up to where this hub joins, oldest first, going back until `enough(ticks per
+        instrument, seconds spanned)`: the resume history (server/market/history.py) of a hub that starts."""
+        ...
 
 
 class Engine(Protocol):
     kind: EngineKind
     node: str  # this hub's id (the lease holder's name in Redis; /readyz shows it)
-    limiter: SharedLimiter | None  # None: the process-local Gcra is the only bucket store (no await on the hot path)
+    limiter: Limiter
     revocations: RevocationChannel
-    ticks: TickLog | None  # None: the feed writes this hub's market state directly
+    bus: TickBus
+    ticks: TickLog
+    history: ResumeHistory
 
     def epoch(self, proposed: str) -> str:
         """The epoch of the tick history this hub serves: `proposed`, or the shared one that already exists."""

@@ -1,11 +1,93 @@
-"""The memory engine: one hub, nothing shared, nothing installed (today's behaviour)."""
+"""The memory engine: one hub, nothing shared, nothing installed. Every seam complete, in process.
+
+- `MemoryLimiter`: this hub's `Gcra`, answered synchronously (never Pending.AWAIT);
+- `MemoryTicks`: the tick bus, log and history of one hub: a feed batch is numbered (each instrument's seq
+  counts on from this hub's) and handed to the tick path at once; this hub always leads; nothing ran before
+  it, so there is nothing to continue from and no earlier history;
+- `LocalRevocations`: revocations reach this hub's listeners (there is no other hub to tell).
+"""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 
+from server.api.auth.limits import Decision, Gcra
 from server.config import EngineKind
-from server.engine import RevocationChannel, RevocationListener, SharedLimiter, TickLog
+from server.engine import (
+    Limiter,
+    Numbered,
+    RateFields,
+    ResumeHistory,
+    RevocationChannel,
+    RevocationListener,
+    TickBus,
+    TickLog,
+)
+from server.market.feed import Tick
+
+
+class MemoryLimiter:
+    def __init__(self, buckets: Gcra, clock: Callable[[], float]) -> None:
+        self.buckets = buckets
+        self.clock = clock
+
+    def decide(self, key: str, per_minute: int, now: float, policy: str) -> Decision:
+        return self.buckets.check(key, per_minute, now, policy)
+
+    def take(self, key: str, per_minute: int, now: float, policy: str) -> RateFields | None:
+        return self.buckets.take(key, per_minute, now, policy)
+
+    async def check(self, key: str, per_minute: int, policy: str) -> Decision:
+        return self.buckets.check(key, per_minute, self.clock(), policy)
+
+
+class MemoryTicks:
+    """The tick bus, tick log and resume-history source of a lone hub."""
+
+    leading = True
+    shared = False
+
+    def __init__(self) -> None:
+        self._on_batch: Callable[[Numbered], None] = _nowhere
+        self._seq: dict[int, int] = {}  # row -> the last seq this bus gave
+
+    # --- TickBus ----------------------------------------------------------------------------------------------
+    def start(self, on_batch: Callable[[Numbered], None], on_lead: Callable[[bool], None]) -> None:
+        self._on_batch = on_batch
+        on_lead(True)
+
+    def append(self, ticks: list[Tick], floors: list[int]) -> None:
+        """Number the batch (each tick one above its instrument's last: `floors` or what this bus gave) and hand
+        it on at once: the same call stack as the feed's, no loop iteration in between."""
+        seqs = self._seq
+        numbered: Numbered = []
+        for tick, floor in zip(ticks, floors, strict=True):
+            seq = seqs[tick.row] = max(floor, seqs.get(tick.row, 0)) + 1
+            numbered.append((tick, seq))
+        if numbered:
+            self._on_batch(numbered)
+
+    def healthy(self) -> bool:
+        return True
+
+    # --- TickLog ----------------------------------------------------------------------------------------------
+    async def load_seqs(self) -> dict[str, int]:
+        return {}
+
+    async def last_ticks(self) -> Numbered:
+        return []
+
+    async def lease_tried(self, timeout: float = 2.0) -> None:
+        return None
+
+    # --- ResumeHistory ----------------------------------------------------------------------------------------
+    async def tail(self, enough: Callable[[list[int], float], bool]) -> list[Numbered]:
+        return []
+
+
+def _nowhere(batch: Numbered) -> None:
+    """Before `start`: a batch has no tick path to go to (the feed runs only after start)."""
 
 
 class LocalRevocations:
@@ -28,11 +110,15 @@ class LocalRevocations:
 class MemoryEngine:
     kind = EngineKind.MEMORY
 
-    def __init__(self) -> None:
+    def __init__(self, buckets: Gcra, clock: Callable[[], float]) -> None:
+        """`buckets`: this hub's GCRA buckets (the same store its own 401, per-user and handshake buckets use)."""
         self.node = os.urandom(6).hex()  # names this hub in /readyz
-        self.limiter: SharedLimiter | None = None
+        self.limiter: Limiter = MemoryLimiter(buckets, clock)
         self.revocations: RevocationChannel = LocalRevocations()
-        self.ticks: TickLog | None = None
+        ticks = MemoryTicks()  # the bus, the log and the history of one hub
+        self.bus: TickBus = ticks
+        self.ticks: TickLog = ticks
+        self.history: ResumeHistory = ticks
 
     def epoch(self, proposed: str) -> str:
         return proposed

@@ -46,7 +46,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.core.redis_url import RedisTarget, parse_redis_url
 
-__all__ = ["AutoPipeline", "RedisTarget", "async_client", "parse_redis_url", "sync_client"]
+__all__ = ["AutoPipeline", "Packed", "RedisTarget", "async_client", "parse_redis_url", "sync_client"]
 
 POOL_SIZE = 32  # connections per async client; a caller beyond it waits for a free one (at most the timeout)
 
@@ -139,6 +139,10 @@ class _Session:
         self.broken = False
 
 
+class Packed(bytes):
+    """A command `AutoPipeline.pack` packed (the library's encoding, done once)."""
+
+
 class AutoPipeline:
     """Commands of one loop iteration in one write, on one connection of the library (see the module doc).
 
@@ -158,13 +162,20 @@ class AutoPipeline:
         self.connect_timeout = connect_timeout or timeout * (4 if self.target.sentinel else 1)
         # socket_timeout None: no timeout context per reply; the watchdog bounds every wait instead
         self._pool = _pool(self.target, None, self.connect_timeout, 1, protocol=2)
+        self._packer = self._pool.make_connection()  # never connected: its pack_command is the library's packing
         self._queued: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
         self._wake: asyncio.Future[None] | None = None
         self._writer: asyncio.Task[None] | None = None
         self._session: _Session | None = None
         self._closed = False
 
+    def pack(self, *args: Any) -> Packed:
+        """A command packed once by the library, for a caller that sends the same one often (the GCRA script of
+        one bucket): `call(packed)` sends it as it is, without packing it again per call."""
+        return Packed(b"".join(self._packer.pack_command(*args)))
+
     def call(self, *args: Any) -> asyncio.Future[Any]:
+        """The future of the reply to one command: its arguments, or one `Packed` (see `pack`)."""
         if self._closed:
             raise RedisConnectionError("the Redis client is closed")
         if self._writer is None:
@@ -197,7 +208,13 @@ class AutoPipeline:
             if session.watchdog is None:
                 session.watchdog = loop.call_later(self.timeout, self._check, session, session.replies)
             conn = session.conn
-            packed = conn.pack_command(*batch[0][0]) if len(batch) == 1 else conn.pack_commands(a for a, _ in batch)
+            if any(type(args[0]) is Packed for args, _ in batch):  # commands `pack` made once go as they are
+                packed: Any = [b"".join([args[0] if type(args[0]) is Packed else b"".join(conn.pack_command(*args))
+                                         for args, _ in batch])]
+            elif len(batch) == 1:
+                packed = conn.pack_command(*batch[0][0])
+            else:
+                packed = conn.pack_commands(a for a, _ in batch)
             try:
                 await conn.send_packed_command(packed, check_health=False)
             except (RedisError, OSError) as exc:

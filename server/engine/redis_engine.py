@@ -23,7 +23,16 @@ from server.api.auth.limits import Gcra
 from server.config import EngineKind, Settings
 from server.core.metrics import Registry
 from server.core.redis_url import RedisTarget, parse_redis_url
-from server.engine import EngineUnavailable, RevocationChannel, RevocationListener, SharedLimiter, TickLog, settle
+from server.engine import (
+    EngineUnavailable,
+    Limiter,
+    ResumeHistory,
+    RevocationChannel,
+    RevocationListener,
+    TickBus,
+    TickLog,
+    settle,
+)
 from server.engine.redis_client import POOL_SIZE, AutoPipeline, async_client, sync_client
 from server.engine.redis_gcra import RedisGcra
 from server.engine.redis_ticks import RedisTicks, shared_epoch
@@ -161,10 +170,13 @@ class RedisEngine:
         self.gcra = RedisGcra(self.client, settings.redis_prefix, local, clock, registry,
                               AutoPipeline(self.target, TIMEOUT_S))
         self.channel = RedisRevocations(self.client, settings.redis_prefix, self.node)
-        self.limiter: SharedLimiter | None = self.gcra
+        self.limiter: Limiter = self.gcra
         self.revocations: RevocationChannel = self.channel
+        # one Redis Stream is the tick bus, the tick log and the resume history's source
         self.tick_log = RedisTicks(self.target, settings.redis_prefix, self.node, ids)
-        self.ticks: TickLog | None = self.tick_log
+        self.bus: TickBus = self.tick_log
+        self.ticks: TickLog = self.tick_log
+        self.history: ResumeHistory = self.tick_log
         registry.gauge("market_feed_leader", "1 while this hub holds the feed lease and runs the feed.",
                        lambda: float(self.tick_log.leading))
         registry.gauge("market_replication_lag_seconds", "Age of the newest tick batch when this hub applied it.",

@@ -18,13 +18,15 @@ import asyncio
 import hashlib
 import logging
 from collections.abc import Callable
+from typing import Any
 
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, RedisError
 
 from server.api.auth.limits import Decision, Gcra, bounded_rate
 from server.core.metrics import Registry
-from server.engine.redis_client import AutoPipeline
+from server.engine import Pending, RateFields
+from server.engine.redis_client import AutoPipeline, Packed
 
 log = logging.getLogger("market.ratelimit")
 
@@ -57,6 +59,7 @@ return {1, math.floor((window - (new_tat - now)) / interval), new_tat - now, 0}
 
 SCRIPT = GCRA_LUA.encode()
 SCRIPT_SHA = hashlib.sha1(SCRIPT).hexdigest().encode()  # Redis names a script by its SHA-1
+MAX_PACKED = 4096  # packed EVALSHA commands kept (bucket, rate); emptied when full
 
 
 class RedisGcra:
@@ -73,6 +76,7 @@ class RedisGcra:
         self.local = local
         self.clock = clock
         self.down = False
+        self._packed: dict[tuple[str, int], Packed] = {}
         self._probe: asyncio.Task[None] | None = None
         self.fallbacks = registry.counter(
             "market_ratelimit_fallback_total",
@@ -80,11 +84,29 @@ class RedisGcra:
         registry.gauge("market_ratelimit_redis_up", "1 while rate limits are checked in Redis (0: local fallback).",
                        lambda: 0.0 if self.down else 1.0)
 
+    def decide(self, key: str, per_minute: int, now: float, policy: str) -> Decision | Pending:
+        """Pending.AWAIT while Redis is reachable (the caller awaits `check`); this hub's buckets while it is away."""
+        if not self.down:
+            return Pending.AWAIT
+        self.fallbacks.inc()
+        return self.local.check(key, per_minute, now, policy)
+
+    def take(self, key: str, per_minute: int, now: float, policy: str) -> RateFields | Pending | None:
+        """The hot path's `decide` (`Gcra.take` while Redis is away)."""
+        if not self.down:
+            return Pending.AWAIT
+        self.fallbacks.inc()
+        return self.local.take(key, per_minute, now, policy)
+
     async def check(self, key: str, per_minute: int, policy: str) -> Decision:
         if not self.down:
             limit = bounded_rate(per_minute)
             try:
-                allowed, remaining, reset_us, retry_us = await self._run(self.prefix + key, limit)
+                try:
+                    reply = await self._evalsha(key, limit)  # the future itself: no coroutine per call
+                except NoScriptError:  # a restarted Redis forgot the script
+                    reply = await self.fast.call(b"EVAL", SCRIPT, 1, self.prefix + key, limit)
+                allowed, remaining, reset_us, retry_us = reply
             except (RedisError, OSError, TypeError, ValueError) as exc:
                 self._lost(exc)
             else:
@@ -92,11 +114,13 @@ class RedisGcra:
         self.fallbacks.inc()
         return self.local.check(key, per_minute, self.clock(), policy)
 
-    async def _run(self, bucket: str, limit: int) -> list[int]:
-        try:
-            return await self.fast.call(b"EVALSHA", SCRIPT_SHA, 1, bucket, limit)  # type: ignore[no-any-return]
-        except NoScriptError:
-            return await self.fast.call(b"EVAL", SCRIPT, 1, bucket, limit)  # type: ignore[no-any-return]
+    def _evalsha(self, key: str, limit: int) -> asyncio.Future[Any]:
+        packed = self._packed.get((key, limit))
+        if packed is None:  # the EVALSHA of one bucket and rate, packed once: a busy key repeats it
+            if len(self._packed) >= MAX_PACKED:
+                self._packed.clear()
+            packed = self._packed[(key, limit)] = self.fast.pack(b"EVALSHA", SCRIPT_SHA, 1, self.prefix + key, limit)
+        return self.fast.call(packed)
 
     def _lost(self, exc: BaseException) -> None:
         if self.down:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import logging
 import time
@@ -82,6 +83,7 @@ return seqs
 
 APPEND_SCRIPT = APPEND_LUA.encode()
 APPEND_SHA = hashlib.sha1(APPEND_SCRIPT).hexdigest().encode()
+HEAD_ARGS = 10  # the append call's arguments before the ticks: numkeys, 6 keys, node, maxlen, epoch
 
 RENEW_LUA = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -100,6 +102,10 @@ def shared_epoch(url: str | RedisTarget, prefix: str, proposed: str) -> str:
 
 
 class RedisTicks:
+    """The Redis engine's tick bus, tick log and resume-history source (server/engine/__init__.py)."""
+
+    shared = True  # every hub on this prefix applies the same stream
+
     def __init__(self, url: str | RedisTarget, prefix: str, node: str, ids: list[str]) -> None:
         self.node = node
         self.epoch = ""  # the hub's (shared) epoch, set by the hub before start
@@ -119,7 +125,11 @@ class RedisTicks:
         self._renewed = 0.0  # when the last successful take or renewal of the lease was sent (monotonic)
         self.heard = time.monotonic()  # last time the reader got an answer from the stream
         self.lag = 0.0  # age of the newest batch applied, when it was applied
-        self._pending: asyncio.Queue[tuple[list[Tick], list[int]]] = asyncio.Queue()
+        # the highest seq the log gave each row for this hub's appends: a floor too, so a Redis that restarted
+        # empty before this hub read its own last batch back does not number that batch's seqs again (other
+        # hubs may have read and sent them). Batches in flight together (within one round trip) do not see
+        # each other's seqs here: only a restart inside that window could number one of them again.
+        self._assigned = [0] * len(ids)
         self._last = "$"  # the stream entry this hub has read up to (load_seqs sets where it joins)
         self._tasks: list[asyncio.Task[None]] = []
         self._lease_tried = asyncio.Event()  # set after the first attempt to take the lease
@@ -180,8 +190,7 @@ class RedisTicks:
     def start(self, on_batch: Callable[[Replicated], None], on_lead: Callable[[bool], None]) -> None:
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self._read(on_batch), name="ticks-read"),
-                       loop.create_task(self._hold_lease(on_lead), name="feed-lease"),
-                       loop.create_task(self._write(), name="ticks-write")]
+                       loop.create_task(self._hold_lease(on_lead), name="feed-lease")]
 
     async def stop(self) -> None:
         for task in self._tasks:
@@ -201,33 +210,41 @@ class RedisTicks:
         return self.leading and time.monotonic() - self._renewed < FENCE_S
 
     def append(self, ticks: list[Tick], floors: list[int]) -> None:
-        """From the feed (synchronous): queued, written in order by the writer task."""
-        if ticks and self.fenced():
-            self._pending.put_nowait((ticks, floors))
+        """From the feed (synchronous): the script call is queued on the auto-pipelined connection at once, in
+        feed order, and goes out at the next loop iteration; its answer is handled by `_appended`. No queue and
+        no writer task in between (one loop iteration less per batch), and no batch waits for the previous
+        one's answer (the connection keeps them in order)."""
+        if not (ticks and self.fenced()):  # a renewal overdue: stop before the lease passes
+            return
+        assigned = self._assigned
+        args: list[str | int] = [6, self.lease, self.seqs, self.stream, self.epoch_key, self.replid_key,
+                                 self.seqfloor_key, self.node, MAXLEN, self.epoch]
+        for t, floor in zip(ticks, floors, strict=True):
+            args += [self.ids[t.row], repr(t.price), repr(t.ts), repr(t.volume), max(floor, assigned[t.row])]
+        self._send(b"EVALSHA", APPEND_SHA, args)
 
-    async def _write(self) -> None:
-        # the highest seq the log gave each row for this hub's appends: a floor too, so a Redis that restarted
-        # empty before this hub read its own last batch back does not number that batch's seqs again (other
-        # hubs may have read and sent them)
-        assigned = [0] * len(self.ids)
-        while True:
-            ticks, floors = await self._pending.get()
-            if not self.fenced():  # a renewal overdue (a cut link, a starved loop): stop before the lease passes
-                continue
-            args: list[str | int] = [6, self.lease, self.seqs, self.stream, self.epoch_key, self.replid_key,
-                                     self.seqfloor_key, self.node, MAXLEN, self.epoch]
-            for t, floor in zip(ticks, floors, strict=True):
-                args += [self.ids[t.row], repr(t.price), repr(t.ts), repr(t.volume), max(floor, assigned[t.row])]
-            try:
-                try:
-                    seqs = await self.fast.call(b"EVALSHA", APPEND_SHA, *args)
-                except NoScriptError:  # a restarted Redis forgot it (NOTLEADER, a lost lease, is raised on)
-                    seqs = await self.fast.call(b"EVAL", APPEND_SCRIPT, *args)
-            except (RedisError, OSError) as exc:
-                log.warning("tick batch not appended (%s: %s)", type(exc).__name__, exc)
-                continue
-            for t, seq in zip(ticks, seqs, strict=True):
-                assigned[t.row] = max(assigned[t.row], int(seq))
+    def _send(self, command: bytes, script: bytes, args: list[str | int]) -> None:
+        try:
+            answer = self.fast.call(command, script, *args)
+        except (RedisError, OSError) as exc:  # the client is closed (stopping)
+            log.warning("tick batch not appended (%s: %s)", type(exc).__name__, exc)
+            return
+        answer.add_done_callback(functools.partial(self._appended, command, args))
+
+    def _appended(self, command: bytes, args: list[str | int], answer: asyncio.Future[Any]) -> None:
+        if answer.cancelled():
+            return
+        exc = answer.exception()
+        if isinstance(exc, NoScriptError) and command == b"EVALSHA":  # a restarted Redis forgot the script
+            self._send(b"EVAL", APPEND_SCRIPT, args)  # answers come in order: so do these retries
+            return
+        if exc is not None:  # NOTLEADER (a lost lease), Redis away
+            log.warning("tick batch not appended (%s: %s)", type(exc).__name__, exc)
+            return
+        assigned, rows = self._assigned, self.rows
+        for i, seq in enumerate(answer.result()):
+            row = rows[str(args[HEAD_ARGS + 5 * i])]
+            assigned[row] = max(assigned[row], int(seq))
 
     async def _hold_lease(self, on_lead: Callable[[bool], None]) -> None:
         while True:

@@ -44,8 +44,17 @@ class RsgiAdapter:
             # scope.client goes as it is (the App was built with peer_host to parse it, for a public route only)
             hot = self.app.serve_hot(scope.method, scope.path, scope.query_string, headers, scope.client)
             if hot is not None:
-                proto.response_bytes(*hot)
-                return
+                if not isinstance(hot, tuple):  # the shared limiter's check is awaited (a request in flight)
+                    gate.in_flight += 1
+                    try:
+                        hot = await hot
+                    finally:
+                        gate.in_flight -= 1
+                        if gate.closing:
+                            gate.settled()
+                if hot is not None:
+                    proto.response_bytes(*hot)
+                    return
         req = Request(scope.method, scope.path, scope.query_string, headers, b"", peer_host(scope.client))
         gate.in_flight += 1  # EdgeGate.enter/leave, inlined: this is every request's path
         try:

@@ -76,8 +76,10 @@ class DemoFeed:
         self._last_ts: float | None = None
 
     def resume(self, prices: np.ndarray) -> None:
-        """Walk on from these published prices (another process ran the walk until now)."""
-        ok = np.isfinite(prices) & (prices > 0)
+        """Walk on from these published prices (another process ran the walk until now). An instrument whose own
+        walk already shows that price keeps its unrounded position (a hub that ran the walk itself, as the memory
+        engine's always has, continues exactly)."""
+        ok = np.isfinite(prices) & (prices > 0) & (prices != self.live_prices())
         self._true[ok] = prices[ok]
 
     def live_prices(self) -> np.ndarray:

@@ -120,7 +120,7 @@ def _app(data_dir: Path, settings: Settings, shared: RedisGcra) -> App:
     router = Router()
     router.add("GET", "/api/v1/quotes", lambda req: Response(200, b"{}"), Access.KEYED, name="quotes")
     keys = KeyCache(SqliteKeys(SqliteStorage(data_dir)), KeyRepo(open_db(data_dir)).active_by_hash())
-    return App(settings, router, keys, HttpMetrics(Registry()), shared.local, shared=shared)
+    return App(settings, router, keys, HttpMetrics(Registry()), shared, shared.local)
 
 
 def test_two_apps_share_one_bucket(redis_url: str, prefix: str, tmp_path: Path) -> None:
@@ -142,8 +142,7 @@ def test_two_apps_share_one_bucket(redis_url: str, prefix: str, tmp_path: Path) 
         assert statuses == [200] * 6 + [429, 429]
         assert remaining == ["5", "4", "3", "2", "1", "0", "0", "0"]
         for app in (a, b):
-            assert app.shared is not None
-            await app.shared.client.aclose()  # type: ignore[attr-defined]
+            await app.limiter.client.aclose()  # type: ignore[attr-defined]
 
     asyncio.run(scenario())
 

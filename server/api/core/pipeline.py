@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, NoReturn
 
 import orjson
@@ -35,7 +35,7 @@ from server.config import Settings
 from server.core.client_ip import client_address
 from server.core.errors import UDF_PREFIX, ApiError, udf_fields
 from server.core.metrics import HttpMetrics
-from server.engine import SharedLimiter
+from server.engine import Limiter, Pending, RateFields
 from server.store.keys import ApiKey
 from server.store.storage import storage_unavailable
 
@@ -53,6 +53,8 @@ STORAGE_LOG_EVERY_S = 10.0  # one warning per this while storage stays away, not
 MAX_HOT = 4096  # remembered answers of versioned GET routes (path + query string)
 VARY_ENCODING = ("vary", "Accept-Encoding")
 HeaderList = list[tuple[str, str]]
+# serve_hot's answer: (status, header fields, body), None (take the full pipeline), or the awaitable of either
+HotAnswer = tuple[int, HeaderList, bytes] | None | Coroutine[Any, Any, tuple[int, HeaderList, bytes] | None]
 
 
 class Variant:
@@ -103,15 +105,17 @@ class App:
         router: Router,
         keys: KeyCache,
         metrics: HttpMetrics,
-        limiter: Gcra,
+        limiter: Limiter,
+        buckets: Gcra,
         clock: Callable[[], float] = time.time,
-        shared: SharedLimiter | None = None,
         *,
         lock: threading.Lock | None = None,
         parse_peer: Callable[[str], str] = str,
     ) -> None:
-        """`lock`: given by a runtime that calls serve_hot from a thread other than the event loop's (Robyn's sync
-        handlers): then the loop's own updates of the limiter, metrics and remembered answers take it too.
+        """`limiter`: the engine's bucket store for keys, client IPs and route buckets (memory or shared);
+        `buckets`: this hub's own (the 401 bucket and its storage-read guard, per-user buckets: they protect this
+        hub). `lock`: given by a runtime that calls serve_hot from a thread other than the event loop's (Robyn's
+        sync handlers): then the loop's own updates of the limiter, metrics and remembered answers take it too.
         `parse_peer`: the runtime's peer string -> client address, for serve_hot's public routes (Granian gives
         "host:port" and it is parsed only when needed)."""
         self.settings = settings
@@ -119,8 +123,7 @@ class App:
         self.keys = keys
         self.metrics = metrics
         self.limiter = limiter
-        # the engine's shared buckets (Redis), or None: then the local Gcra answers and nothing is awaited
-        self.shared = shared
+        self.buckets = buckets
         self.clock = clock
         self._ids = itertools.count(1)
         self._storage_warned = -STORAGE_LOG_EVERY_S  # perf_counter of the last storage_unavailable warning
@@ -140,40 +143,61 @@ class App:
 
     # --- the hot path: remembered answers of versioned GET routes ------------------------------------------------
 
-    def serve_hot(self, method: str, path: str, query: str, headers: Headers,
-                  peer: str = "") -> tuple[int, HeaderList, bytes] | None:
+    def serve_hot(self, method: str, path: str, query: str, headers: Headers, peer: str = "") -> HotAnswer:
         """The answer to a GET/HEAD whose route remembers its 200 for this path and query, if still current and
-        the request is admitted by the local limiter; None sends the request through `handle` (unknown or
-        missing key, a refusal, a changed version, a public route, the shared limiter...), which answers the
-        same bytes and headers. Synchronous: nothing here awaits."""
+        the request is admitted; None sends the request through `handle` (unknown or missing key, a refusal, a
+        changed version, a route with its own bucket...), which answers the same bytes and headers.
+
+        Synchronous while the limiter answers without I/O (the memory engine; Redis while it is away); on the
+        shared limiter it returns the awaitable of the same answer (`_hot_awaiting`: the GCRA check is the only
+        extra work), which the runtime awaits."""
         hot = self._hot.get((path, query))
         if hot is None or (method != "GET" and method != "HEAD"):
             return None
         route = hot.route
-        if hot.version != route.version() or self.shared is not None:  # type: ignore[misc]
+        if hot.version != route.version():  # type: ignore[misc]
             return None
         started = time.perf_counter()
-        if route.access is Access.KEYED:
+        access = route.access
+        if access is Access.KEYED:
             secret = headers.get("x-service-key")
             key = self.keys.lookup(secret) if secret else None
             if key is None:
                 return None
-            rate = self.limiter.take("key:" + key.id, key.rate or self.settings.rate_for(key.plan, key.rate),
-                                     self.clock(), key.plan)
-            if rate is None:
-                return None  # the 429 comes from handle
-        elif route.access is Access.OPEN:
-            rate = ()
+            bucket, policy = "key:" + key.id, key.plan
+            per_minute = key.rate or self.settings.rate_for(key.plan, key.rate)
+        elif access is Access.OPEN:
+            return self._hot_answer(hot, method, headers, (), started)
         elif route.bucket is None:  # public: the per-IP bucket (a route with its own bucket goes through handle)
             ip = self.parse_peer(peer)
             trusted = self.settings.trusted_proxies
             if trusted:
                 ip = client_address(ip, headers.get("x-forwarded-for"), trusted)
-            rate = self.limiter.take("ip:" + ip, self.settings.public_rate, self.clock(), "public")
-            if rate is None:
-                return None
+            bucket, per_minute, policy = "ip:" + ip, self.settings.public_rate, "public"
         else:
             return None
+        rate = self.limiter.take(bucket, per_minute, self.clock(), policy)
+        if rate is None:
+            return None  # the 429 comes from handle
+        if rate is Pending.AWAIT:
+            return self._hot_awaiting(hot, method, headers, bucket, per_minute, policy, started)
+        return self._hot_answer(hot, method, headers, rate, started)
+
+    async def _hot_awaiting(self, hot: Hot, method: str, headers: Headers, bucket: str, per_minute: int,
+                            policy: str, started: float) -> tuple[int, HeaderList, bytes] | None:
+        """serve_hot on a limiter that has to be awaited (Redis): the same answer once the bucket admitted it."""
+        decision = await self.limiter.check(bucket, per_minute, policy)
+        if not decision.allowed:
+            return None  # the 429 comes from handle (a refusal leaves the bucket as it was)
+        rate = decision.header_tuple()
+        lock = self.lock
+        if lock is None:
+            return self._hot_answer(hot, method, headers, rate, started)
+        with lock:
+            return self._hot_answer(hot, method, headers, rate, started)
+
+    def _hot_answer(self, hot: Hot, method: str, headers: Headers, rate: RateFields,
+                    started: float) -> tuple[int, HeaderList, bytes]:
         rid = headers.get("x-request-id")
         if rid is None or len(rid) > 128 or not rid.isprintable():
             rid = f"{self._id_prefix}-{next(self._ids)}"
@@ -329,14 +353,7 @@ class App:
         if len(req.body) > MAX_BODY:
             raise ApiError("payload_too_large", f"Request bodies are limited to {MAX_BODY} bytes.")
         req.path_params = params
-        if self.shared is not None:
-            decision = await self._admit_shared(route, req, self.shared)
-        else:
-            try:
-                decision = self._admit_locked(route, req, False)
-            except _UnknownKey as miss:  # not in the key cache: read storage (off the loop), then decide
-                await self.keys.load(miss.secret)
-                decision = self._admit_locked(route, req, True)
+        decision = await self._admit(route, req)
         version = route.version() if route.version is not None else None
         try:
             result = route.handler(req)
@@ -361,54 +378,33 @@ class App:
             resp.headers.extend(decision.headers())
         return route, resp
 
-    def _admit_locked(self, route: Route, req: Request, loaded: bool) -> Decision | None:
-        lock = self.lock
-        if lock is None:
-            return self._admit(route, req, loaded)
-        with lock:
-            return self._admit(route, req, loaded)
-
-    def _admit(self, route: Route, req: Request, loaded: bool = False) -> Decision | None:
-        """Authenticate and rate-limit; returns the decision whose headers go on the response.
-
-        Raises _UnknownKey for a key the in-memory cache does not hold (unless `loaded`: storage was read)."""
-        if route.access is Access.OPEN:
-            return None
-        now = self.clock()
-        if route.access is Access.KEYED:
-            secret = req.headers.get("x-service-key")
-            key = self.keys.lookup(secret) if secret else None
-            if key is None:
-                self._unauthorized(req, secret, now, loaded)
-            req.auth = key
-            rate = self.settings.rate_for(key.plan, key.rate)
-            decision = self.limiter.check("key:" + key.id, rate, now, key.plan)
-        else:
-            ip = self.client_ip(req)
-            decision = self.limiter.check("ip:" + ip, self.settings.public_rate, now, "public")
-            if decision.allowed and route.bucket is not None:
-                rate = self._bucket_rate(route.bucket)
-                extra = self.limiter.check(f"{route.bucket}:{ip}", rate, now, route.bucket)
-                decision = extra if not extra.allowed else decision
-        return self._enforce(decision)
-
-    async def _admit_shared(self, route: Route, req: Request, shared: SharedLimiter) -> Decision | None:
-        """`_admit` with the engine's shared buckets (keyed, public and per-route ones), awaited.
-
-        The 401 bucket and its storage-read guard stay local: they protect this hub's storage."""
+    async def _admit(self, route: Route, req: Request) -> Decision | None:
+        """Authenticate and rate-limit (one path for both engines); returns the decision whose headers go on the
+        response, or raises the 401/429 problem."""
         if route.access is Access.OPEN:
             return None
         if route.access is Access.KEYED:
             key = await self._authenticate(req)
-            rate = self.settings.rate_for(key.plan, key.rate)
-            decision = await shared.check("key:" + key.id, rate, key.plan)
+            decision = await self._limit("key:" + key.id, self.settings.rate_for(key.plan, key.rate), key.plan)
         else:
             ip = self.client_ip(req)
-            decision = await shared.check("ip:" + ip, self.settings.public_rate, "public")
+            decision = await self._limit("ip:" + ip, self.settings.public_rate, "public")
             if decision.allowed and route.bucket is not None:
-                extra = await shared.check(f"{route.bucket}:{ip}", self._bucket_rate(route.bucket), route.bucket)
+                extra = await self._limit(f"{route.bucket}:{ip}", self._bucket_rate(route.bucket), route.bucket)
                 decision = extra if not extra.allowed else decision
         return self._enforce(decision)
+
+    async def _limit(self, bucket: str, per_minute: int, policy: str) -> Decision:
+        """The limiter's decision: at once if it needs no I/O (under the runtime's lock), else awaited."""
+        lock = self.lock
+        if lock is None:
+            decision = self.limiter.decide(bucket, per_minute, self.clock(), policy)
+        else:
+            with lock:
+                decision = self.limiter.decide(bucket, per_minute, self.clock(), policy)
+        if decision is Pending.AWAIT:
+            return await self.limiter.check(bucket, per_minute, policy)
+        return decision
 
     async def _authenticate(self, req: Request) -> ApiKey:
         """The request's active key (cache, then storage once), or the 401/429 of `_unauthorized`."""
@@ -416,13 +412,20 @@ class App:
         key = self.keys.lookup(secret) if secret else None
         if key is None:
             try:
-                self._unauthorized(req, secret, self.clock(), loaded=False)
+                self._unauthorized_locked(req, secret, loaded=False)
             except _UnknownKey as miss:
                 key = await self.keys.load(miss.secret)
                 if key is None:
-                    self._unauthorized(req, secret, self.clock(), loaded=True)
+                    self._unauthorized_locked(req, secret, loaded=True)
         req.auth = key
         return key
+
+    def _unauthorized_locked(self, req: Request, secret: str | None, loaded: bool) -> NoReturn:
+        lock = self.lock
+        if lock is None:
+            self._unauthorized(req, secret, self.clock(), loaded)
+        with lock:
+            self._unauthorized(req, secret, self.clock(), loaded)
 
     def _unauthorized(self, req: Request, secret: str | None, now: float, loaded: bool) -> NoReturn:
         """No cached key: raise _UnknownKey to have storage read (unless `loaded`), or the 401.
@@ -431,9 +434,9 @@ class App:
         it gets 429 and causes no storage read, so guessing keys costs the server next to nothing."""
         bucket = "unauthorized:" + self.client_ip(req)
         rate = self.settings.public_rate
-        if secret and not loaded and self.limiter.would_allow(bucket, rate, now):
+        if secret and not loaded and self.buckets.would_allow(bucket, rate, now):
             raise _UnknownKey(secret)
-        decision = self._enforce(self.limiter.check(bucket, rate, now, "unauthorized"))
+        decision = self._enforce(self.buckets.check(bucket, rate, now, "unauthorized"))
         detail = "Missing X-SERVICE-Key header." if not secret else "Unknown or revoked API key."
         raise ApiError("unauthorized", detail,
                        headers=[("www-authenticate", 'ApiKey header="X-SERVICE-Key"'), *decision.headers()])
@@ -455,7 +458,7 @@ class App:
 
     def check_bucket(self, bucket: str, subject: str, per_minute: int) -> Decision:
         """For handlers whose bucket key is known only after authentication (e.g. per user)."""
-        return self._enforce(self.limiter.check(f"{bucket}:{subject}", per_minute, self.clock(), bucket))
+        return self._enforce(self.buckets.check(f"{bucket}:{subject}", per_minute, self.clock(), bucket))
 
     def client_ip(self, req: Request) -> str:
         """The peer address; X-Forwarded-For only when the peer is a trusted proxy."""
