@@ -1,7 +1,7 @@
 // The dashboard's entry point: language, the key (kept in this browser's local storage only),
 // the error banner, and the two views (public market, keyed session).
 
-import { getJson } from "./api.js";
+import { makeClient, settle } from "./calls.js";
 import { el, replaceChildren } from "./dom.js";
 import { I18n } from "./i18n.js";
 import { KeyedSession } from "./keyed.js";
@@ -78,15 +78,16 @@ class Dashboard {
     });
     document.getElementById("forget-key").addEventListener("click", () => this.forgetKey());
     this.publicView.start();
-    const cfg = await getJson("/api/config");
+    const cfg = await settle(makeClient(), "/api/config");
     if (cfg.ok) this.config = cfg.data;
     const saved = storage()?.getItem(KEY_STORAGE);
     if (saved) this.useKey(saved, { fromForm: false });
   }
 
-  wsUrl(key) {
+  /** Where the stream listens (its own port); the stream client adds the key (`?key=`: a browser cannot set headers). */
+  wsUrl() {
     const scheme = location.protocol === "https:" ? "wss" : "ws";
-    return `${scheme}://${location.hostname}:${this.config.wsPort}${this.config.wsPath}?key=${encodeURIComponent(key)}`;
+    return `${scheme}://${location.hostname}:${this.config.wsPort}${this.config.wsPath}`;
   }
 
   async useKey(key, { fromForm }) {
@@ -97,7 +98,8 @@ class Dashboard {
     const session = new KeyedSession(key, {
       i18n: this.i18n,
       notices: this.notices,
-      wsUrl: (k) => this.wsUrl(k),
+      wsUrl: () => this.wsUrl(),
+      heartbeatMs: (this.config.heartbeatS ?? 5) * 1000, // the stream learns the server's from its heartbeats
       onRejected: (status) => this.rejected(session, status),
       // the Markets cards follow the same quotes as the live table while a session has them
       onQuotes: (book) => { if (session === this.session) this.publicView.setLive(book); },

@@ -8,6 +8,7 @@
 
 const MONTHS_EN = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
 const VOLUME_PANE_HEIGHT = 0.26; // share of the chart's height
+const OLDER_MARGIN_BARS = 5; // scrolled to within this many bars of the oldest: load the page before it
 
 /** The candle intervals of GET /api/v1/kline (`interval=`): bucket seconds; 1d is one candle per trading day. */
 export const INTERVALS = { "1m": 60, "5m": 300, "15m": 900, "1h": 3600, "1d": 0 };
@@ -61,7 +62,7 @@ export function axisLabel(time, tickType, lang) {
   const zh = lang === "zh";
   if (tickType === 0) return zh ? `${y}年` : String(y);
   if (tickType === 1) return zh ? `${m}月` : MONTHS_EN[m - 1];
-  return zh ? `${d}日` : String(d);
+  return zh ? `${m}月${d}日` : `${MONTHS_EN[m - 1]} ${d}`; // a bare "19" says nothing of its month
 }
 
 /** Chart colours come from the page's CSS variables, so the up/down convention follows the language. */
@@ -111,6 +112,16 @@ export class PriceChart {
     this.volume.priceScale().applyOptions({ scaleMargins: { top: 0.12, bottom: 0 }, borderVisible: false });
     this._sizePanes();
     this.chart.subscribeCrosshairMove((param) => this._showLegend(param));
+    /** Called when the user scrolls to within a few bars of the oldest one shown (load older history). */
+    this.onNeedOlder = null;
+    // only a user's scroll asks for more (fitContent() on load also shows the oldest bar)
+    this.userMoved = false;
+    for (const type of ["pointerdown", "wheel", "touchstart", "keydown"]) {
+      container.addEventListener(type, () => { this.userMoved = true; }, { passive: true });
+    }
+    this.chart.timeScale().subscribeVisibleLogicalRangeChange((range) => {
+      if (this.userMoved && range && range.from < OLDER_MARGIN_BARS && this.bars.length) this.onNeedOlder?.();
+    });
     this.bars = [];
     this.applyLanguage(this.lang, this.labels);
     this.applyColors();
@@ -190,15 +201,64 @@ export class PriceChart {
   setSeries(series, decimals, interval = "1d") {
     this.interval = interval;
     this.chart.applyOptions({ timeScale: { timeVisible: interval !== "1d", secondsVisible: false } });
-    this.bars = series.map((c) => ({ time: barTime(c.t, interval), open: c.o, high: c.h, low: c.l, close: c.c,
-      volume: c.v }));
+    this.bars = series.map((c) => this._bar(c));
     this.decimals = decimals;
     const minMove = 10 ** -decimals;
     this.candles.applyOptions({ priceFormat: { type: "price", precision: decimals, minMove } });
-    this.candles.setData(this.bars.map(({ volume, ...bar }) => bar));
-    this.volume.setData(this.bars.map((b) => this._volumeBar(b)));
+    this._draw();
+    this.userMoved = false;
     this.chart.timeScale().fitContent();
     this._showLegend(null);
+  }
+
+  _bar(c) {
+    return { time: barTime(c.t, this.interval), t: c.t, open: c.o, high: c.h, low: c.l, close: c.c, volume: c.v };
+  }
+
+  /** The oldest and newest bars' `t` as the API gave them (for range queries). */
+  firstTime() {
+    return this.bars[0]?.t ?? null;
+  }
+
+  lastTime() {
+    return this.bars[this.bars.length - 1]?.t ?? null;
+  }
+
+  /** A candle frame or a refilled candle ({t, o, h, l, c, v}): replaces its bar, or appends a newer one. */
+  upsert(candle) {
+    const bar = this._bar(candle);
+    const last = this.bars[this.bars.length - 1];
+    if (!last || bar.time > last.time) this.bars.push(bar);
+    else if (bar.time === last.time) this.bars[this.bars.length - 1] = bar;
+    else {
+      const i = this.bars.findIndex((b) => b.time === bar.time);
+      if (i < 0) return; // older than the live window and not shown: nothing to redraw
+      this.bars[i] = bar; // a final frame of the bucket before the live one: redraw all (update() takes the last only)
+      this._draw();
+      return;
+    }
+    const { volume, t, ...ohlc } = bar;
+    this.candles.update(ohlc);
+    this.volume.update(this._volumeBar(bar));
+    if (this.legend?.dataset.hover !== "true") this._showLegend(null);
+  }
+
+  /** Older candles (ascending) before the first bar; keeps the view where it was. Returns how many were added. */
+  prepend(series) {
+    const first = this.bars[0];
+    const older = series.map((c) => this._bar(c)).filter((b) => !first || b.time < first.time);
+    if (!older.length) return 0;
+    const scale = this.chart.timeScale();
+    const range = scale.getVisibleLogicalRange();
+    this.bars = older.concat(this.bars);
+    this._draw();
+    if (range) scale.setVisibleLogicalRange({ from: range.from + older.length, to: range.to + older.length });
+    return older.length;
+  }
+
+  _draw() {
+    this.candles.setData(this.bars.map(({ volume, t, ...bar }) => bar));
+    this.volume.setData(this.bars.map((b) => this._volumeBar(b)));
   }
 
   /** Move the live (last) candle with a new price; an intraday price stamped `ts` (ISO 8601) past the last bucket
@@ -209,13 +269,13 @@ export class PriceChart {
     const seconds = INTERVALS[this.interval];
     const start = seconds && ts ? Math.floor(Date.parse(ts) / 1000 / seconds) * seconds + EXCHANGE_OFFSET_S : NaN;
     if (start > last.time) {
-      last = { time: start, open: price, high: price, low: price, close: price, volume: 0 };
+      last = { time: start, t: ts, open: price, high: price, low: price, close: price, volume: 0 };
       this.bars.push(last);
     }
     last.close = price;
     last.high = Math.max(last.high, price);
     last.low = Math.min(last.low, price);
-    const { volume, ...bar } = last;
+    const { volume, t, ...bar } = last;
     this.candles.update(bar);
     this.volume.update(this._volumeBar(last));
     if (this.legend?.dataset.hover !== "true") this._showLegend(null);

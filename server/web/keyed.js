@@ -6,15 +6,16 @@
 // A browser cannot read why a WebSocket handshake was refused, so after two attempts that never
 // opened the page polls while it keeps retrying the socket with backoff.
 
-import { getJson } from "./api.js";
+import { makeClient, settle } from "./calls.js";
 import { INTERVALS, PriceChart, intervalSwitch } from "./chart.js";
 import { el, flash, replaceChildren, signClass } from "./dom.js";
-import { Close, LiveSocket, SeqTracker } from "./live.js";
+import { CloseCode, QuoteStream } from "./market-client.js";
 import { QuoteBook, clockOf, formatNumber, viewerTime, zonedClock } from "./quotes.js";
 
 const SIDE_REFRESH_MS = 60000; // spreads and inventories
 const POLL_SHARE = 0.5; // polling may use half of the plan's budget; the rest is for charts and tables
 const RESYNC_MIN_MS = 10000;
+const OLDER_PAGE = 300; // candles per scroll-left page
 const FAILURES_BEFORE_FALLBACK = 2;
 const KINDS = ["all", "oil", "chem", "fx"];
 
@@ -24,7 +25,11 @@ export class KeyedSession {
     this.key = key;
     this.ctx = ctx;
     this.book = new QuoteBook();
-    this.seq = new SeqTracker();
+    this.api = makeClient(key);
+    this.gaps = 0; // gap events of the stream (seqs it skipped and could not recover)
+    this.staleStream = false; // two heartbeat intervals without a frame: the stream client replaces the connection
+    this.dirty = new Map(); // rows with a tick not drawn yet (drawn on the next frame)
+    this.flushQueued = false;
     this.mode = "checking";
     this.plan = "";
     this.rate = null;
@@ -91,9 +96,9 @@ export class KeyedSession {
     else this._openSocket();
   }
 
-  /** A keyed GET that keeps the budget and the notices up to date. */
-  async call(path) {
-    const r = await getJson(path, { key: this.key });
+  /** A keyed GET (an OpenAPI path with {params, query}) that keeps the budget and the notices up to date. */
+  async call(path, options = {}) {
+    const r = await settle(this.api, path, options);
     if (this.stopped) return r;
     const { i18n, notices } = this.ctx;
     if (r.rate) {
@@ -134,11 +139,36 @@ export class KeyedSession {
 
   _openSocket() {
     this.mode = "connecting";
-    this.socket = new LiveSocket(this.ctx.wsUrl(this.key), {
-      onMessage: (msg) => this._onMessage(msg),
-      onState: (s) => this._onSocketState(s),
+    const stream = new QuoteStream({
+      url: this.ctx.wsUrl(), key: this.key, keyIn: "query", ids: this.book.order, ...this._candleSubscription(),
+      heartbeatMs: this.ctx.heartbeatMs,
     });
-    this.socket.start();
+    this.socket = stream;
+    stream.on("state", (s) => this._onSocketState(s));
+    stream.on("snapshot", (msg) => {
+      this.book.setAll(msg.quotes);
+      this._renderQuotes();
+      this._streamLive();
+    });
+    stream.on("subscribed", (msg) => {
+      if (msg.recovered) this._streamLive(); // exactly the missed ticks follow
+    });
+    stream.on("tick", (tick) => this._onTick(tick));
+    stream.on("candle", (candle) => this._onCandle(candle));
+    stream.on("heartbeat", () => this._streamLive());
+    stream.on("gap", (gap) => this._onGap(gap));
+    stream.on("dead", () => this._streamStale(true));
+    stream.on("close", (c) => {
+      if (c.code !== CloseCode.REVOKED || this.stopped) return;
+      this.ctx.notices.set("revoked", () => this.ctx.i18n.t("errRevoked"), 401);
+      this.call("/api/v1/quotes"); // answers 401, which signs the key out
+    });
+    stream.start();
+  }
+
+  /** Candle frames for the chart's instrument and interval only (they drive its last bar). */
+  _candleSubscription() {
+    return this.chartId ? { candles: [this.chartInterval], candleIds: [this.chartId] } : {};
   }
 
   _onSocketState(s) {
@@ -156,40 +186,66 @@ export class KeyedSession {
       } else if (this.pollMode !== "fallback") {
         this.mode = "reconnecting";
       }
-    } else if (s.state === "stopped" && s.closeCode === Close.REVOKED) {
-      this.ctx.notices.set("revoked", () => this.ctx.i18n.t("errRevoked"), 401);
-      this.call("/api/v1/quotes"); // answers 401, which signs the key out
     }
     this._renderStatus();
   }
 
-  _onMessage(msg) {
-    if (msg.type === "tick") this._onTick(msg);
-    else if (msg.type === "snapshot") {
-      this.seq.setEpoch(msg.epoch);
-      this.book.setAll(msg.quotes);
-      this._renderQuotes();
-    }
+  /** The stream delivers again: drop the stale banner; a stream that came back refills the chart's missed bars. */
+  _streamLive() {
+    if (!this.staleStream) return;
+    this._streamStale(false);
+    this._refillChart();
   }
 
+  /** Two heartbeat intervals without a frame (SPEC 14): say so until the stream delivers again. */
+  _streamStale(stale) {
+    this.staleStream = stale;
+    const { i18n, notices } = this.ctx;
+    const seconds = Math.round((this.socket?.heartbeatMs ?? 5000) * 2 / 1000);
+    if (stale) notices.set("stale", () => i18n.t("errStale", { s: seconds }), "stale");
+    else notices.clear("stale");
+    this._renderStatus();
+  }
+
+  /** Prices change at once; rows are redrawn once per frame, so a burst (a resume replaying hundreds of ticks)
+   * costs one redraw per row, not one per tick. */
   _onTick(tick) {
-    const verdict = this.seq.observe(tick.id, tick.seq);
-    if (verdict === "stale") return;
     this.ticks += 1;
     const row = this.book.applyTick(tick);
-    if (row) this._updateRow(row);
-    if (tick.id === this.chartId) {
-      this.chart?.updateLast(tick.price, tick.ts);
-      this._renderChartMeta();
-    }
-    if (verdict === "gap") this._resync();
+    if (!row) return;
+    this.dirty.set(tick.id, row);
+    if (this.flushQueued) return;
+    this.flushQueued = true;
+    requestAnimationFrame(() => this._flushRows());
   }
 
-  /** After a gap, ask for a fresh snapshot (a subscribe with the same set answers with one), at most every 10 s. */
+  _flushRows() {
+    this.flushQueued = false;
+    if (this.stopped) return;
+    for (const row of this.dirty.values()) this._updateRow(row);
+    if (this.dirty.has(this.chartId)) this._renderChartMeta(); // the bar itself follows candle frames
+    this.dirty.clear();
+  }
+
+  _onCandle(candle) {
+    if (this.chartShown !== `${candle.id}|${candle.interval}` || !this.chart) return;
+    this.chart.upsert(candle);
+    document.getElementById("chart").dataset.liveBar = `${candle.t}|${candle.c}|${candle.final}`;
+  }
+
+  _onGap(gap) {
+    this.gaps += 1;
+    // a refused resume brings a fresh snapshot, a heartbeat-found gap a resume; a conflated (slow) reader
+    // still has the latest price, the chart's bars are refilled from a range query
+    if (gap.reason !== "heartbeat") this._refillChart();
+    if (gap.reason === "seq_jump") this._resync();
+  }
+
+  /** After a seq jump, ask for a fresh snapshot (a subscribe answers with one), at most every 10 s. */
   _resync() {
     const now = performance.now();
-    if (now - this.lastResync < RESYNC_MIN_MS) return;
-    if (this.socket?.send({ op: "subscribe", ids: this.book.order })) {
+    if (now - this.lastResync < RESYNC_MIN_MS || !this.socket) return;
+    if (this.socket.subscribe(this.book.order, this._candleSubscription())) {
       this.lastResync = now;
       this.resyncs += 1;
     }
@@ -325,7 +381,11 @@ export class KeyedSession {
 
   async selectChart(id) {
     if (!id) return;
+    const changed = id !== this.chartId || this.chartInterval !== this.candleInterval;
     this.chartId = id;
+    this.chartShown = null;
+    this.candleInterval = this.chartInterval;
+    if (changed && this.socket) this.socket.subscribe(this.book.order, this._candleSubscription());
     document.getElementById("chart-select").value = id;
     for (const tr of document.getElementById("live-body").rows) tr.classList.toggle("selected", tr.dataset.id === id);
     const { i18n, notices } = this.ctx;
@@ -333,8 +393,8 @@ export class KeyedSession {
     box.setAttribute("aria-busy", "true");
     document.getElementById("chart-meta").textContent = i18n.t("chartLoading");
     const interval = this.chartInterval;
-    const query = interval === "1d" ? `days=${document.getElementById("chart-days").value}` : `interval=${interval}`;
-    const r = await this.call(`/api/v1/kline/${encodeURIComponent(id)}?${query}`);
+    const query = interval === "1d" ? { days: Number(document.getElementById("chart-days").value) } : { interval };
+    const r = await this.call("/api/v1/kline/{id}", { params: { id }, query });
     if (this.stopped || id !== this.chartId || interval !== this.chartInterval) return;
     box.setAttribute("aria-busy", "false");
     if (!r.ok) {
@@ -351,10 +411,37 @@ export class KeyedSession {
       return;
     }
     this.chart.setSeries(r.data.series, this.book.get(id)?.decimals ?? 2, interval);
+    this.chart.onNeedOlder = () => this._loadOlder(id, interval);
+    this.chartShown = `${id}|${interval}`;
     box.dataset.instrument = id;
     box.dataset.interval = interval;
     box.dataset.candles = String(r.data.series.length);
     this._renderChartMeta();
+  }
+
+  /** The user scrolled to the oldest bar shown: load the page before it with a range query (SPEC 14). */
+  async _loadOlder(id, interval) {
+    const first = this.chart?.firstTime();
+    if (!first || this.loadingOlder) return;
+    this.loadingOlder = true;
+    const r = await this.call("/api/v1/kline/{id}", { params: { id }, query: { interval, to: first, limit: OLDER_PAGE } });
+    this.loadingOlder = false;
+    if (this.stopped || this.chartShown !== `${id}|${interval}` || !r.ok) return;
+    const added = this.chart.prepend(r.data.series);
+    const box = document.getElementById("chart");
+    box.dataset.candles = String(this.chart.bars.length);
+    if (added === 0) box.dataset.oldest = "true"; // nothing older is held
+  }
+
+  /** Bars the stream could not replay (candle frames are not resumed): fetch from the last bar shown on. */
+  async _refillChart() {
+    const last = this.chart?.lastTime();
+    const shown = this.chartShown;
+    if (!last || !shown) return;
+    const [id, interval] = shown.split("|");
+    const r = await this.call("/api/v1/kline/{id}", { params: { id }, query: { interval, from: last } });
+    if (this.stopped || this.chartShown !== shown || !r.ok) return;
+    for (const candle of r.data.series) this.chart.upsert(candle);
   }
 
   _chartLanguage() {
@@ -453,7 +540,9 @@ export class KeyedSession {
     status.hidden = false;
     const conn = document.getElementById("conn");
     conn.dataset.mode = this.mode;
-    const stale = ["reconnecting", "paused", "offline"].includes(this.mode);
+    const stale = this.staleStream || ["reconnecting", "paused", "offline"].includes(this.mode);
+    conn.dataset.stale = String(this.staleStream);
+    if (this.socket) conn.dataset.heartbeatMs = String(this.socket.heartbeatMs); // silence for twice this: stale
     document.querySelector(".quotes-panel").dataset.stale = String(stale);
     document.getElementById("categories").dataset.liveStale = String(stale); // the cards on live prices too
     conn.textContent = this._modeText();
@@ -461,7 +550,7 @@ export class KeyedSession {
     const hint = { polling: "hintFree", fallback: "hintFallback", offline: "hintOffline" }[this.mode];
     document.getElementById("mode-hint").textContent = hint ? i18n.t(hint) : "";
     document.getElementById("counters").textContent = this.socket
-      ? [i18n.t("ticks", { n: this.ticks }), i18n.t("gaps", { n: this.seq.gaps }),
+      ? [i18n.t("ticks", { n: this.ticks }), i18n.t("gaps", { n: this.gaps }),
         i18n.t("resyncs", { n: this.resyncs })].join(" · ")
       : "";
     const badge = document.getElementById("plan-badge");
@@ -478,6 +567,7 @@ export class KeyedSession {
     const { i18n } = this.ctx;
     const s = Math.max(0, Math.ceil((this.retryAt - performance.now()) / 1000));
     const every = Math.round(this._pollIntervalMs() / 100) / 10;
+    if (this.staleStream && this.mode !== "fallback") return i18n.t("modeStale");
     switch (this.mode) {
       case "checking": return i18n.t("checkingKey");
       case "connecting": return i18n.t("modeConnecting");

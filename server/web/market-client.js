@@ -561,6 +561,8 @@ var QuoteStream = class extends Emitter {
   ids;
   candles;
   candleIds;
+  narrowPending = null;
+  // ids whose candle intervals go once the subscribe is acked
   /** The heartbeat interval in use: the option's, then what the server's heartbeats show. */
   heartbeatMs;
   lastHeartbeatTs = null;
@@ -621,12 +623,18 @@ var QuoteStream = class extends Emitter {
     this.narrowCandles(this.ids);
     return reqId;
   }
-  /** Candle frames only for `candleIds`: the subscribe set ids x intervals, so drop the intervals of the rest. */
+  /**
+   * Candle frames only for `candleIds`: a subscribe sets ids x intervals, so once its ack echoes `candles`
+   * (a server without live candles echoes none, and would take the unsubscribe for all of the ids) the
+   * intervals of the other ids are dropped.
+   */
   narrowCandles(ids) {
-    if (!this.candleIds || !this.candles.length)
-      return;
-    const rest = ids.filter((i) => !this.candleIds.includes(i));
-    if (rest.length)
+    this.narrowPending = this.candleIds && this.candles.length ? ids.filter((i) => !this.candleIds.includes(i)) : null;
+  }
+  afterAck(ack) {
+    const rest = this.narrowPending;
+    this.narrowPending = null;
+    if (rest?.length && ack.candles?.length)
       this.send({ op: "unsubscribe", ids: rest, candles: this.candles });
   }
   /** Remove ids (and, with `candles`, only those candle intervals of them). */
@@ -716,12 +724,13 @@ var QuoteStream = class extends Emitter {
       return;
     }
     const resume = this.resume.resumeFields(ids);
-    this.awaitingReqId = this.send({
+    const reqId = this.send({
       op: "subscribe",
       ids,
       ...this.candles.length ? { candles: this.candles } : {},
       ...resume
     });
+    this.awaitingReqId = resume.since ? reqId : null;
     this.narrowCandles(ids);
   }
   scheduleReconnect(code, reason) {
@@ -812,6 +821,7 @@ var QuoteStream = class extends Emitter {
     this.emit("snapshot", msg);
   }
   onSubscribed(msg) {
+    this.afterAck(msg);
     const gap = this.resume.onAck(msg);
     if (msg.recovered)
       this.backoff.reset();
@@ -855,25 +865,36 @@ var QuoteStream = class extends Emitter {
     const spacing = Math.round((ts - prev) / 100) * 100;
     if (spacing >= 100 && spacing <= 12e4 && spacing !== this.heartbeatMs) {
       this.heartbeatMs = spacing;
-      this.touch();
+      if (this.watchdog !== null)
+        clearTimeout(this.watchdog);
+      this.armWatchdog(2 * spacing);
     }
   }
-  /** Any message proves the connection alive; silence for two heartbeat intervals does the opposite. */
+  /**
+   * Any message proves the connection alive; silence for two heartbeat intervals does the opposite. One
+   * timer per connection, not one per message: when it fires early (messages came meanwhile) it is set
+   * again for the time that is left.
+   */
   touch() {
     this.lastMessageAt = Date.now();
-    const hb = this.heartbeatMs;
-    if (hb <= 0)
-      return;
-    if (this.watchdog !== null)
-      clearTimeout(this.watchdog);
+    if (this.watchdog === null && this.heartbeatMs > 0)
+      this.armWatchdog(2 * this.heartbeatMs);
+  }
+  armWatchdog(ms) {
     this.watchdog = setTimeout(() => {
+      this.watchdog = null;
       const ws = this.ws;
-      if (!ws)
+      const hb = this.heartbeatMs;
+      if (!ws || hb <= 0)
         return;
       const silentMs = Date.now() - this.lastMessageAt;
+      if (silentMs < 2 * hb) {
+        this.armWatchdog(2 * hb - silentMs);
+        return;
+      }
       this.emit("dead", { silentMs, heartbeatMs: hb });
       this.lost(ws, CloseCode.ABNORMAL, `no message for ${silentMs} ms (2 heartbeats missed)`);
-    }, 2 * hb);
+    }, ms);
   }
   clearTimer() {
     if (this.timer !== null)

@@ -1,7 +1,7 @@
 // The part of the page anyone sees: the 8 market categories (the public snapshot, refreshed
 // as its Cache-Control says), the latest news and research.
 
-import { getJson } from "./api.js";
+import { makeClient, settle } from "./calls.js";
 import { el, replaceChildren, signClass } from "./dom.js";
 import { decimalsOf, formatNumber, viewerTime, zonedClock } from "./quotes.js";
 
@@ -12,6 +12,7 @@ export class PublicView {
   /** ctx: {i18n, notices, onDemo(bool)} */
   constructor(ctx) {
     this.ctx = ctx;
+    this.api = makeClient(); // the public endpoints take no key
     this.market = null;
     this.news = null;
     this.research = null;
@@ -50,7 +51,7 @@ export class PublicView {
   }
 
   async loadMarket() {
-    const r = await getJson("/api/market", { revalidate: true });
+    const r = await settle(this.api, "/api/market", { cache: "no-cache" });
     if (r.ok) {
       this.market = r.data;
       this.ctx.onDemo(Boolean(r.data.demo));
@@ -63,7 +64,7 @@ export class PublicView {
   }
 
   async loadFeed(kind) {
-    const r = await getJson(`/api/${kind}?limit=8`, { revalidate: true });
+    const r = await settle(this.api, `/api/${kind}`, { query: { limit: 8 }, cache: "no-cache" });
     if (r.ok) {
       this[kind] = r.data.items;
       this._settled(kind);

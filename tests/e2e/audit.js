@@ -74,7 +74,7 @@ async (lang) => {
         }
         const axis = (chart.dataset.axisLabels || '').split('|').filter(Boolean);
         if (!axis.length) bad.push('no time-axis labels recorded');
-        for (const a of axis) if (!/^(\d+(年|月|日)|\d{2}:\d{2})$/.test(a)) bad.push(`axis label not in Chinese: ${a}`);
+        for (const a of axis) if (!/^(\d+年|\d+月|(\d+月)?\d+日|\d{2}:\d{2})$/.test(a)) bad.push(`axis label not in Chinese: ${a}`);
     }
     return bad;
 }

@@ -125,6 +125,7 @@ export class QuoteStream extends Emitter<StreamEvents> {
   private ids: string[] | null;
   private candles: CandleInterval[];
   private candleIds: string[] | null;
+  private narrowPending: string[] | null = null; // ids whose candle intervals go once the subscribe is acked
   /** The heartbeat interval in use: the option's, then what the server's heartbeats show. */
   heartbeatMs: number;
   private lastHeartbeatTs: number | null = null;
@@ -189,11 +190,19 @@ export class QuoteStream extends Emitter<StreamEvents> {
     return reqId;
   }
 
-  /** Candle frames only for `candleIds`: the subscribe set ids x intervals, so drop the intervals of the rest. */
+  /**
+   * Candle frames only for `candleIds`: a subscribe sets ids x intervals, so once its ack echoes `candles`
+   * (a server without live candles echoes none, and would take the unsubscribe for all of the ids) the
+   * intervals of the other ids are dropped.
+   */
   private narrowCandles(ids: string[]): void {
-    if (!this.candleIds || !this.candles.length) return;
-    const rest = ids.filter((i) => !this.candleIds!.includes(i));
-    if (rest.length) this.send({ op: "unsubscribe", ids: rest, candles: this.candles });
+    this.narrowPending = this.candleIds && this.candles.length ? ids.filter((i) => !this.candleIds!.includes(i)) : null;
+  }
+
+  private afterAck(ack: SubscribedMessage): void {
+    const rest = this.narrowPending;
+    this.narrowPending = null;
+    if (rest?.length && ack.candles?.length) this.send({ op: "unsubscribe", ids: rest, candles: this.candles });
   }
 
   /** Remove ids (and, with `candles`, only those candle intervals of them). */
@@ -282,9 +291,12 @@ export class QuoteStream extends Emitter<StreamEvents> {
       return;
     }
     const resume = this.resume.resumeFields(ids);
-    this.awaitingReqId = this.send({
+    const reqId = this.send({
       op: "subscribe", ids, ...(this.candles.length ? { candles: this.candles } : {}), ...resume,
     });
+    // a resume must not mix the greeting's snapshot and ticks with the replay: drop them until its ack;
+    // with nothing to resume the greeting is simply the first data (the ack's snapshot follows)
+    this.awaitingReqId = resume.since ? reqId : null;
     this.narrowCandles(ids);
   }
 
@@ -367,6 +379,7 @@ export class QuoteStream extends Emitter<StreamEvents> {
   }
 
   private onSubscribed(msg: SubscribedMessage): void {
+    this.afterAck(msg);
     const gap = this.resume.onAck(msg);
     if (msg.recovered) this.backoff.reset();
     this.emit("subscribed", msg);
@@ -405,23 +418,35 @@ export class QuoteStream extends Emitter<StreamEvents> {
     const spacing = Math.round((ts - prev) / 100) * 100;
     if (spacing >= 100 && spacing <= 120_000 && spacing !== this.heartbeatMs) {
       this.heartbeatMs = spacing;
-      this.touch(); // re-arm with the interval just learnt
+      if (this.watchdog !== null) clearTimeout(this.watchdog);
+      this.armWatchdog(2 * spacing); // re-armed with the interval just learnt
     }
   }
 
-  /** Any message proves the connection alive; silence for two heartbeat intervals does the opposite. */
+  /**
+   * Any message proves the connection alive; silence for two heartbeat intervals does the opposite. One
+   * timer per connection, not one per message: when it fires early (messages came meanwhile) it is set
+   * again for the time that is left.
+   */
   private touch(): void {
     this.lastMessageAt = Date.now();
-    const hb = this.heartbeatMs;
-    if (hb <= 0) return;
-    if (this.watchdog !== null) clearTimeout(this.watchdog);
+    if (this.watchdog === null && this.heartbeatMs > 0) this.armWatchdog(2 * this.heartbeatMs);
+  }
+
+  private armWatchdog(ms: number): void {
     this.watchdog = setTimeout(() => {
+      this.watchdog = null;
       const ws = this.ws;
-      if (!ws) return;
+      const hb = this.heartbeatMs;
+      if (!ws || hb <= 0) return;
       const silentMs = Date.now() - this.lastMessageAt;
+      if (silentMs < 2 * hb) {
+        this.armWatchdog(2 * hb - silentMs);
+        return;
+      }
       this.emit("dead", { silentMs, heartbeatMs: hb });
       this.lost(ws, CloseCode.ABNORMAL, `no message for ${silentMs} ms (2 heartbeats missed)`);
-    }, 2 * hb);
+    }, ms);
   }
 
   private clearTimer(): void {
