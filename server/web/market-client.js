@@ -576,6 +576,8 @@ var QuoteStream = class extends Emitter {
   reqIds = 0;
   awaitingReqId = null;
   // our subscribe's reqId: messages before its ack are dropped
+  preAckIds = null;
+  // ...or, when not resuming, narrowed to these ids
   everOpened = false;
   lastClose = { code: null, reason: "" };
   constructor(options = {}) {
@@ -730,7 +732,8 @@ var QuoteStream = class extends Emitter {
       ...this.candles.length ? { candles: this.candles } : {},
       ...resume
     });
-    this.awaitingReqId = resume.since ? reqId : null;
+    this.awaitingReqId = reqId;
+    this.preAckIds = resume.since ? null : new Set(ids);
     this.narrowCandles(ids);
   }
   scheduleReconnect(code, reason) {
@@ -776,8 +779,12 @@ var QuoteStream = class extends Emitter {
       return;
     }
     this.emit("message", msg);
-    if (this.awaitingReqId !== null && !this.isOurAck(msg))
-      return;
+    if (this.awaitingReqId !== null && !this.isOurAck(msg)) {
+      const narrowed = this.preAck(msg);
+      if (narrowed === null)
+        return;
+      msg = narrowed;
+    }
     switch (msg.type) {
       case "snapshot":
         return this.onSnapshot(msg);
@@ -796,6 +803,18 @@ var QuoteStream = class extends Emitter {
       default:
         return;
     }
+  }
+  /** Before the ack of a subscribe that does not resume: the greeting's data for the ids asked for. */
+  preAck(msg) {
+    const ids = this.preAckIds;
+    if (ids === null)
+      return null;
+    if (msg.type === "tick")
+      return ids.has(msg.id) ? msg : null;
+    if (msg.type !== "snapshot")
+      return null;
+    const seqs = Object.fromEntries(Object.entries(msg.seqs ?? {}).filter(([id]) => ids.has(id)));
+    return { ...msg, quotes: msg.quotes.filter((q) => ids.has(q.id)), seqs };
   }
   /** While our subscribe is unanswered, only its ack (or its refusal) passes; the greeting waits for ids. */
   isOurAck(msg) {

@@ -138,6 +138,7 @@ export class QuoteStream extends Emitter<StreamEvents> {
   private failuresBeforeOpen = 0;
   private reqIds = 0;
   private awaitingReqId: string | null = null; // our subscribe's reqId: messages before its ack are dropped
+  private preAckIds: Set<string> | null = null; // ...or, when not resuming, narrowed to these ids
   private everOpened = false;
   private lastClose: { code: number | null; reason: string } = { code: null, reason: "" };
 
@@ -295,8 +296,9 @@ export class QuoteStream extends Emitter<StreamEvents> {
       op: "subscribe", ids, ...(this.candles.length ? { candles: this.candles } : {}), ...resume,
     });
     // a resume must not mix the greeting's snapshot and ticks with the replay: drop them until its ack;
-    // with nothing to resume the greeting is simply the first data (the ack's snapshot follows)
-    this.awaitingReqId = resume.since ? reqId : null;
+    // with nothing to resume the greeting is the first data, narrowed to the ids asked for
+    this.awaitingReqId = reqId;
+    this.preAckIds = resume.since ? null : new Set(ids);
     this.narrowCandles(ids);
   }
 
@@ -342,7 +344,11 @@ export class QuoteStream extends Emitter<StreamEvents> {
       return; // not JSON: nothing this client understands
     }
     this.emit("message", msg);
-    if (this.awaitingReqId !== null && !this.isOurAck(msg)) return;
+    if (this.awaitingReqId !== null && !this.isOurAck(msg)) {
+      const narrowed = this.preAck(msg);
+      if (narrowed === null) return;
+      msg = narrowed;
+    }
     switch (msg.type) {
       case "snapshot": return this.onSnapshot(msg);
       case "tick": return this.onTick(msg);
@@ -353,6 +359,16 @@ export class QuoteStream extends Emitter<StreamEvents> {
       case "error": return this.emit("error", msg);
       default: return; // a message type from a newer server
     }
+  }
+
+  /** Before the ack of a subscribe that does not resume: the greeting's data for the ids asked for. */
+  private preAck(msg: ServerMessage): ServerMessage | null {
+    const ids = this.preAckIds;
+    if (ids === null) return null;
+    if (msg.type === "tick") return ids.has(msg.id) ? msg : null;
+    if (msg.type !== "snapshot") return null;
+    const seqs = Object.fromEntries(Object.entries(msg.seqs ?? {}).filter(([id]) => ids.has(id)));
+    return { ...msg, quotes: msg.quotes.filter((q) => ids.has(q.id)), seqs };
   }
 
   /** While our subscribe is unanswered, only its ack (or its refusal) passes; the greeting waits for ids. */
