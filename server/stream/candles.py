@@ -26,6 +26,7 @@ Frames are formatted by the books' own ``format`` functions, so a final frame's 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from datetime import date
 
 import numpy as np
@@ -186,9 +187,13 @@ class CandleFrames:
                 self.latest_sent[ch] = False
         return finals
 
-    def on_run(self, now: float) -> list[tuple[int, bytes]]:
+    def on_run(self, now: float, wanted: Sequence[object] | None = None) -> list[tuple[int, bytes]]:
         """One run of the stream clock (at ``k + GRACE_S``): roll the daily book, the finals the clock made due,
-        and one non-final frame per channel whose newest completed second was not sent yet."""
+        and one non-final frame per channel whose newest completed second was not sent yet.
+
+        ``wanted[ch]`` (the candle registry's ``by_row``: truthy when a session holds the channel) skips building
+        the non-final frames nobody would receive (issue 22 item 3: most of a run's CPU); the channel's tracking
+        is the same either way, and a later subscribe's current candle is then built from the book."""
         state = self.state
         out: list[tuple[int, bytes]] = []
         state.roll(now)
@@ -222,6 +227,9 @@ class CandleFrames:
                 send = self.pending[ch]
             if send is not None:
                 self.pending[ch] = None
+                if wanted is not None and not wanted[ch]:
+                    self.last_frame[ch] = None  # not built: `current` builds it from the book when asked
+                    continue
                 frame = self._frame(row, k, bucket, send[1], False)
                 self.last_frame[ch] = frame
                 out.append((ch, frame))

@@ -438,7 +438,7 @@ class StreamCore:
         if now >= self._next_run:
             self._next_run = math.floor(now - GRACE_S) + 1 + GRACE_S
             if self.candles is not None:
-                frames = self.candles.on_run(now)
+                frames = self.candles.on_run(now, self.candle_registry.by_row)
                 if frames:
                     self._fan_candles(frames)
         beat = self.limits.heartbeat_s

@@ -76,6 +76,23 @@ def test_a_run_sends_the_newest_completed_second_once() -> None:
     assert decode(frames.current(BRENT * K)) == again[0]
 
 
+def test_a_run_builds_no_frame_for_a_channel_nobody_holds_and_keeps_its_finals() -> None:
+    state = fresh_state()
+    frames = CandleFrames(state)
+    wanted: list[list[object]] = [[] for _ in range(len(IDS) * K)]
+    wanted[BRENT * K] = [object()]  # only brent 1m has a subscriber
+    apply(state, frames, (80.0, T0 + 1.1, 1))
+    apply(state, frames, (81.0, T0 + 2.2, 1))
+    sent = [decode(f) for _, f in frames.on_run(T0 + 2 + GRACE_S, wanted)]
+    assert [(f["interval"], f["c"], f["final"]) for f in sent] == [("1m", 80.0, False)]
+    # a later subscriber of an unbuilt channel gets its current candle from the book (81.0, seq 2)
+    five = decode(frames.current(BRENT * K + 1))  # type: ignore[arg-type]
+    assert (five["interval"], five["c"], five["seq"], five["final"]) == ("5m", 81.0, 2, False)
+    # finals still go out whoever holds the channel: the clock closes 1m and 5m buckets alike
+    finals = [decode(f) for _, f in frames.on_run(T0 + 300 + GRACE_S, wanted) if decode(f)["final"]]
+    assert {f["interval"] for f in finals} >= {"1m", "5m"}
+
+
 def test_the_clock_finalises_a_live_bucket_and_seals_it() -> None:
     state = fresh_state()
     frames = CandleFrames(state)
