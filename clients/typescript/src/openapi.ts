@@ -651,6 +651,7 @@ export interface components {
             /** @description optional: absent, null and "" all mean not given */
             message?: string | null;
             product: string;
+            /** @description in `unit`; at least 0.001 (a thousandth of the unit) */
             quantity: number;
             /** @description optional: absent, null and "" all mean not given */
             unit?: string | null;
@@ -845,7 +846,7 @@ export interface components {
             /** @description optional: absent, null and "" all mean not given */
             company?: string | null;
             /**
-             * Format: email
+             * @description an e-mail address
              * @example trader@example.com
              */
             email: string;
@@ -921,14 +922,21 @@ export interface components {
             tokenType: "Bearer";
         };
         UdfConfig: {
-            exchanges?: unknown[];
+            exchanges?: {
+                desc: string;
+                name: string;
+                value: string;
+            }[];
             supported_resolutions: string[];
             supports_group_request: boolean;
             supports_marks: boolean;
             supports_search: boolean;
             supports_time: boolean;
             supports_timescale_marks: boolean;
-            symbols_types?: unknown[];
+            symbols_types?: {
+                name: string;
+                value: string;
+            }[];
         };
         /** @description A problem document (RFC 9457) with the TradingView UDF error fields added */
         UdfError: {
@@ -2080,13 +2088,13 @@ export interface operations {
     get_kline: {
         parameters: {
             query?: {
-                /** @description interval=1d only: the most recent N trading days (default 90; with an intraday interval: 400) */
+                /** @description the candles of the most recent N trading days (the live candle's day counts; default 90 for 1d, all held for the intraday intervals); with limit too, both apply. Not in a range query (with from/to: 400) */
                 days?: number;
                 /** @description range query (every interval): candles whose bucket start is >= from. An ISO 8601 timestamp with offset (2026-11-18T10:30:00+08:00 or ...Z; an unencoded + read as a space is understood), a date YYYY-MM-DD (00:00 Asia/Shanghai) or integer epoch milliseconds. Default: the earliest held. With from the answer holds the earliest limit candles and next */
                 from?: string;
                 /** @description candle length; 1d: one candle per trading day (t YYYY-MM-DD); intraday: t is the bucket start (ISO 8601, +08:00) */
                 interval?: "1m" | "5m" | "15m" | "1h" | "1d";
-                /** @description intraday intervals: the most recent N buckets that had a tick (default 300); with interval=1d only in a range query (default 90; without from/to: 400). In a range query: with from the earliest N candles of the range (then next), without from the latest N before to */
+                /** @description the most recent N candles (intraday: buckets that had a tick; default 300 intraday, 90 daily, of which at most 90 are held). In a range query: with from the earliest N candles of the range (then next), without from the latest N before to */
                 limit?: number;
                 /** @description range query: candles whose bucket start is < to (half-open), same formats as from. Default: after the live candle. A daily candle's bucket start is its day at 00:00 Asia/Shanghai */
                 to?: string;
@@ -2121,7 +2129,7 @@ export interface operations {
                     "application/json": components["schemas"]["CandleSeries"];
                 };
             };
-            /** @description interval not one of 1m, 5m, 15m, 1h, 1d; days not an integer 1..90; limit not an integer 1..1000; days with an intraday interval, limit with 1d outside a range query, days with from/to, from or to unparseable or without offset, from >= to (invalid_parameter, errors[].field names it); a query parameter not listed here (unknown_parameter) */
+            /** @description interval not one of 1m, 5m, 15m, 1h, 1d; days not an integer 1..90; limit not an integer 1..1000; days with from/to, from or to unparseable or without offset, from >= to (invalid_parameter, errors[].field names it); a query parameter not listed here (unknown_parameter) */
             400: {
                 headers: {
                     [name: string]: unknown;
