@@ -294,8 +294,10 @@ def test_sentinel_url_finds_the_master_and_follows_a_failover(tmp_path: Path, se
     url = f"redis+sentinel://127.0.0.1:{sentinel},127.0.0.1:{free_port()}/market/3"  # a dead Sentinel listed too
 
     def replica_known() -> bool:
+        """Sentinel promotes only a replica whose link to the master it has seen up (else NOGOODSLAVE)."""
         with redis.Redis(host="127.0.0.1", port=sentinel) as s:
-            return any(r["port"] == replica and "s_down" not in r["flags"] for r in s.sentinel_slaves("market"))
+            return any(r["port"] == replica and "s_down" not in r["flags"] and r.get("master-link-status") == "ok"
+                       for r in s.sentinel_slaves("market"))
 
     _wait(replica_known, "Sentinel to see the replica")
 
