@@ -57,6 +57,10 @@ class CandleFrames:
         self.bucket: list[int | None] = [None] * channels  # the open bucket: start (intraday) or day ordinal (1d)
         self.latest: list[tuple[int, Values] | None] = [None] * channels  # (tick second, values) after the last batch
         self.latest_sent = [False] * channels
+        # the server-clock second of each channel's last non-final frame: a run that comes late (after the next
+        # whole second) and the next run on time fall in one second, and only the first may send (SPEC 14: at
+        # most one non-final frame per (id, interval) per second; the other waits for the next run, conflated)
+        self.sent_second = [-1] * channels
         self.pending: list[tuple[int, Values] | None] = [None] * channels  # a completed second not yet sent
         self.last_frame: list[bytes | None] = [None] * channels  # the last non-final frame of the open bucket
         self.active: set[int] = set()  # channels with an open bucket
@@ -198,6 +202,7 @@ class CandleFrames:
         out: list[tuple[int, bytes]] = []
         state.roll(now)
         threshold = math.floor(now - GRACE_S) - 1  # seconds up to this one are complete
+        second = math.floor(now)
         live_day = int(state.candles.days[state.candles.live_column()]) if len(state.candles) else None
         seqs = state.seq
         updated = state.updated_ts
@@ -220,6 +225,8 @@ class CandleFrames:
                 continue
             latest = self.latest[ch]
             send: tuple[int, Values] | None = None
+            if self.sent_second[ch] == second:
+                continue
             if latest is not None and not self.latest_sent[ch] and latest[0] <= threshold:
                 send = latest
                 self.latest_sent[ch] = True
@@ -227,6 +234,7 @@ class CandleFrames:
                 send = self.pending[ch]
             if send is not None:
                 self.pending[ch] = None
+                self.sent_second[ch] = second
                 if wanted is not None and not wanted[ch]:
                     self.last_frame[ch] = None  # not built: `current` builds it from the book when asked
                     continue
