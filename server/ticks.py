@@ -27,6 +27,7 @@ import numpy as np
 
 from server.api.auth.limits import LimiterStore
 from server.bus import AppliedTicks
+from server.core.background import cancel_and_wait
 from server.core.metrics import Registry
 from server.engine import Numbered, ResumeHistory, TickBus, TickLog
 from server.feeds import FeedSource, FeedSupervisor
@@ -163,10 +164,7 @@ class Housekeeping:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(task)
 
     async def _run(self) -> None:
         rounds = 0

@@ -9,6 +9,8 @@ traceback.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
 
 from server.store.storage import storage_unavailable
@@ -30,3 +32,11 @@ def reason(exc: BaseException) -> str:
     first = text.splitlines()[0] if text else ""
     shown = f"{type(exc).__name__}: {first}" if first else type(exc).__name__
     return shown if len(shown) <= MAX_REASON else shown[:MAX_REASON] + "..."
+
+
+async def cancel_and_wait(task: asyncio.Task[None] | None) -> None:
+    """Stop a background round: cancel it and wait until it has ended (its error, if any, is not news at stop)."""
+    if task is not None:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task

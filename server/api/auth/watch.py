@@ -9,12 +9,11 @@ the cache forgets the keys and the listeners (the stream: close their sessions) 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 
 from server.api.auth.keys import KeyCache
-from server.core.background import log_round_failure
+from server.core.background import cancel_and_wait, log_round_failure
 from server.engine import RevocationChannel
 from server.store.db import storage_errors
 from server.store.storage import StorageClosed
@@ -39,10 +38,7 @@ class KeyWatch:
 
     async def stop(self) -> None:
         task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(task)
 
     def on_revoked(self, key_ids: set[str]) -> None:
         """A revocation noticed here or published by another hub or the CLI: refuse the keys, tell the listeners."""
