@@ -4,11 +4,14 @@ A *channel* is one (instrument row, interval): ``row * 5 + k`` for k in ``CANDLE
 this tracks the bucket being filled and decides three kinds of frame, each built once and shared:
 
 - **non-final**, at most one per channel per run of the stream clock (one run a second, at ``k + GRACE_S`` of
-  the server clock for every whole second k). A run sends the channel's candle as of the end of the newest
-  *completed tick second* (the state after the last tick batch whose ticks for that row were stamped in that
-  second, or earlier), if not sent yet: so the content depends on the ticks and their timestamps only, never
-  on when a hub's timer happened to fire, and every Redis hub, applying the same batches, sends the same
-  frames (as long as it is less than ``GRACE_S`` behind the leader's clock).
+  the server clock for every whole second k) and at most one per channel per second of the server clock. A
+  run sends the channel's candle as of the end of the oldest unsent *completed tick second* (the state after
+  the last tick batch whose ticks for that row were stamped in that second, or earlier): so the content
+  depends on the ticks and their timestamps only, never on when a hub's timer happened to fire, and every
+  Redis hub, applying the same batches, sends the same frames. A run that comes late (its loop stalled past
+  the next whole second) sends in that second, so the next run, on time, may not send: its frames are
+  *deferred*, with their content, to the start of the next second (``deferred_to``), not conflated. Only a
+  hub more than ``BACKLOG`` completed seconds behind conflates (drops the oldest unsent second).
 - **final** when a tick opens a newer bucket (the ring can no longer change the old one: deterministic), or,
   when no tick does, at the first run at least ``GRACE_S`` after the bucket's end, if the instrument's ticks
   are live (its newest tick stamped within ``LIVE_S`` of the clock) or it had no tick since the previous run
@@ -41,6 +44,8 @@ K = len(CANDLE_INTERVALS)
 DAILY_K = K - 1
 GRACE_S = 0.5  # a run at k + GRACE_S sends second k-1's candles; a bucket is final by the clock GRACE_S after its end
 LIVE_S = 5.0  # an instrument whose newest tick is this recent is live: its ended buckets close at once
+DEFER_S = 0.02  # a deferred frame goes out this long after the next whole second (past the clocks' jitter)
+BACKLOG = 2  # completed, unsent seconds held per channel; older ones are conflated into the newer
 
 Values = tuple[float, float, float, float, float, int]  # o, h, l, c, v, seq
 
@@ -59,9 +64,10 @@ class CandleFrames:
         self.latest_sent = [False] * channels
         # the server-clock second of each channel's last non-final frame: a run that comes late (after the next
         # whole second) and the next run on time fall in one second, and only the first may send (SPEC 14: at
-        # most one non-final frame per (id, interval) per second; the other waits for the next run, conflated)
+        # most one non-final frame per (id, interval) per second); the other's frames wait until deferred_to
         self.sent_second = [-1] * channels
-        self.pending: list[tuple[int, Values] | None] = [None] * channels  # a completed second not yet sent
+        self.deferred_to: float | None = None  # when on_run is due again for frames a guard held back
+        self.pending: list[list[tuple[int, Values]]] = [[] for _ in range(channels)]  # completed seconds, unsent
         self.last_frame: list[bytes | None] = [None] * channels  # the last non-final frame of the open bucket
         self.active: set[int] = set()  # channels with an open bucket
         # intraday channels: the ring's newest bucket start after the last batch (buckets a batch opens and closes
@@ -147,7 +153,8 @@ class CandleFrames:
 
     def _reset(self, ch: int) -> None:
         self.bucket[ch] = None
-        self.latest[ch] = self.pending[ch] = self.last_frame[ch] = None
+        self.latest[ch] = self.last_frame[ch] = None
+        self.pending[ch] = []
         self.latest_sent[ch] = False
         self.active.discard(ch)
 
@@ -183,8 +190,11 @@ class CandleFrames:
                 if latest is None:
                     self.latest[ch] = (sec, values)
                 elif sec > latest[0]:
-                    if not self.latest_sent[ch]:
-                        self.pending[ch] = latest  # its second is complete
+                    if not self.latest_sent[ch]:  # its second is complete
+                        pending = self.pending[ch]
+                        pending.append(latest)
+                        if len(pending) > BACKLOG:
+                            del pending[0]  # conflated: the newer second holds its ticks too
                     self.latest[ch] = (sec, values)
                 else:  # the same second, or a tick stamped earlier (it counted toward this bucket)
                     self.latest[ch] = (latest[0], values)
@@ -203,6 +213,7 @@ class CandleFrames:
         state.roll(now)
         threshold = math.floor(now - GRACE_S) - 1  # seconds up to this one are complete
         second = math.floor(now)
+        deferred = False
         live_day = int(state.candles.days[state.candles.live_column()]) if len(state.candles) else None
         seqs = state.seq
         updated = state.updated_ts
@@ -224,16 +235,20 @@ class CandleFrames:
                 self._reset(ch)
                 continue
             latest = self.latest[ch]
+            pending = self.pending[ch]
             send: tuple[int, Values] | None = None
-            if self.sent_second[ch] == second:
-                continue
-            if latest is not None and not self.latest_sent[ch] and latest[0] <= threshold:
+            if pending and pending[0][0] <= threshold:
+                send = pending[0]
+            elif latest is not None and not self.latest_sent[ch] and latest[0] <= threshold:
                 send = latest
-                self.latest_sent[ch] = True
-            elif self.pending[ch] is not None and self.pending[ch][0] <= threshold:  # type: ignore[index]
-                send = self.pending[ch]
             if send is not None:
-                self.pending[ch] = None
+                if self.sent_second[ch] == second:  # a late run sent in this second already
+                    deferred = True
+                    continue
+                if send is latest:
+                    self.latest_sent[ch] = True
+                else:
+                    del pending[0]
                 self.sent_second[ch] = second
                 if wanted is not None and not wanted[ch]:
                     self.last_frame[ch] = None  # not built: `current` builds it from the book when asked
@@ -242,6 +257,7 @@ class CandleFrames:
                 self.last_frame[ch] = frame
                 out.append((ch, frame))
         self._seen_seq = np.array(seqs, dtype=np.int64, copy=True)
+        self.deferred_to = second + 1 + DEFER_S if deferred else None
         return out
 
     def current(self, ch: int) -> bytes | None:

@@ -428,6 +428,8 @@ class StreamCore:
     def next_wakeup(self, now: float) -> float:
         """When on_clock is due next: the next candle run (whole second + GRACE_S), or heartbeat."""
         run = math.floor(now - GRACE_S) + 1 + GRACE_S
+        if self.candles is not None and self.candles.deferred_to is not None:
+            run = min(run, self.candles.deferred_to)
         beat = self.limits.heartbeat_s
         if beat > 0:
             return min(run, (math.floor(now / beat) + 1) * beat)
@@ -435,10 +437,13 @@ class StreamCore:
 
     def on_clock(self, now: float) -> None:
         """Candle runs and heartbeats that are due at ``now``."""
-        if now >= self._next_run:
-            self._next_run = math.floor(now - GRACE_S) + 1 + GRACE_S
-            if self.candles is not None:
-                frames = self.candles.on_run(now, self.candle_registry.by_row)
+        candles = self.candles
+        deferred = candles is not None and candles.deferred_to is not None and now >= candles.deferred_to
+        if now >= self._next_run or deferred:
+            if now >= self._next_run:
+                self._next_run = math.floor(now - GRACE_S) + 1 + GRACE_S
+            if candles is not None:
+                frames = candles.on_run(now, self.candle_registry.by_row)
                 if frames:
                     self._fan_candles(frames)
         beat = self.limits.heartbeat_s

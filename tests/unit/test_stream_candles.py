@@ -76,6 +76,45 @@ def test_a_run_sends_the_newest_completed_second_once() -> None:
     assert decode(frames.current(BRENT * K)) == again[0]
 
 
+def test_a_late_run_defers_the_next_runs_frames_with_their_content() -> None:
+    """Two hubs apply the same ticks; one's run at 2.5 comes late (at 3.1, in the next second of the clock). It
+    sends second 1 there, so its on-time run at 3.5 may not send second 2 in the same second: that frame goes out
+    at ``deferred_to`` (just past 4.0), the same bytes as the on-time hub's, never conflated into second 3."""
+    hubs = [(fresh_state(), None) for _ in range(2)]
+    pairs = [(state, CandleFrames(state)) for state, _ in hubs]
+    sent: list[list[tuple[float, dict[str, Any]]]] = [[], []]
+
+    def run(i: int, at: float) -> None:
+        sent[i] += [(at, decode(f)) for ch, f in pairs[i][1].on_run(T0 + at) if ch == BRENT * K]  # brent 1m
+
+    for i, (state, frames) in enumerate(pairs):
+        apply(state, frames, (80.0, T0 + 1.5, 1))
+        apply(state, frames, (80.5, T0 + 2.4, 1))  # second 1 complete (80.0)
+        if i == 0:
+            run(0, 2 + GRACE_S)
+        apply(state, frames, (81.0, T0 + 3.05, 1))  # second 2 complete (80.5)
+        if i == 1:
+            run(1, 3.1)  # the run due at 2.5, late
+        apply(state, frames, (81.5, T0 + 3.3, 1))
+        run(i, 3 + GRACE_S)
+        apply(state, frames, (82.0, T0 + 4.01, 1))  # second 3 complete (81.5): second 2 is not conflated into it
+    late = pairs[1][1]
+    assert late.deferred_to is not None and 4.0 < late.deferred_to - T0 < 4.1
+    assert pairs[0][1].deferred_to is None
+    run(1, late.deferred_to - T0)
+    assert late.deferred_to is None
+    for i in range(2):
+        run(i, 4 + GRACE_S)  # second 3: on time for hub 0; for hub 1 held again (it sent in second 4 already)
+    assert [f for _, f in sent[1]] == [f for _, f in sent[0]][: len(sent[1])]
+    assert [(f["c"], f["seq"]) for _, f in sent[0]] == [(80.0, 1), (80.5, 2), (81.5, 4)]
+    assert len(sent[1]) == 2 and late.deferred_to is not None
+    run(1, late.deferred_to - T0)
+    assert [f for _, f in sent[1]] == [f for _, f in sent[0]]  # the same frames, in the same order
+    for i in range(2):  # never two non-final frames of a channel in one second of the clock
+        seconds = [int(at // 1) for at, f in sent[i] if not f["final"]]
+        assert len(seconds) == len(set(seconds)), sent[i]
+
+
 def test_a_run_builds_no_frame_for_a_channel_nobody_holds_and_keeps_its_finals() -> None:
     state = fresh_state()
     frames = CandleFrames(state)
