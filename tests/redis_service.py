@@ -86,10 +86,11 @@ class OwnRedis:
         self.url = f"redis://127.0.0.1:{port}/0"
         self.proc: subprocess.Popen[bytes] | None = None
 
-    def start(self) -> None:
+    def start(self, *extra: str) -> None:
+        """Started (and answering PING); `extra`: more redis-server arguments (e.g. `--replicaof`)."""
         self.proc = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", str(self.workdir)],
+             "--dir", str(self.workdir), *extra],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         client = redis.Redis.from_url(self.url, socket_connect_timeout=0.2)
         deadline = time.monotonic() + 10

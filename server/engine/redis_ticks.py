@@ -42,32 +42,38 @@ STALE_S = 5.0  # a hub that has not heard from the stream for this long is not r
 FENCE_S = LEASE_MS / 1000 - 1.0
 CONNECT_S = 2.0  # the append and read connections are off the request path: a busy start-up loop must not fail them
 
-# KEYS: lease, seq hash, stream, epoch, replid, seqfloor. ARGV: node, maxlen, epoch, then per tick: id, price, ts,
-# volume, floor (floor: the leader's last applied seq of that instrument; a Redis that lost the hash, restarted
-# empty, continues from there instead of from 1, and gets the epoch back: clients see no reset). Fenced: only the
-# lease holder appends, checked in this same atomic step. A failover (the master's replication id is not the one
-# the stream was last appended under) may have lost the newest entries, which hubs had read and delivered, and
-# the new leader may not have read them: every seq moves on by SEQ_JUMP (the seqfloor key does it for
-# instruments not in the hash yet), so lost entries become a gap, never reused numbers (docs/scaling.md, "No
-# seq names two ticks"). Returns the seqs it gave, in tick order (the leader's next floors).
+# KEYS: lease, seq hash, stream, epoch, replid, seqfloor. ARGV: node, maxlen, epoch, highest, then per tick: id,
+# price, ts, volume, floor (floor: the leader's last applied seq of that instrument; a Redis that lost the hash,
+# restarted empty, continues from there instead of from 1, and gets the epoch back: clients see no reset;
+# highest: the highest seq of any instrument the leader knows of). Fenced: only the lease holder appends, checked
+# in this same atomic step. A failover may have lost the newest entries, which hubs had read and delivered, and
+# the new leader may not have read them: every seq moves on by SEQ_JUMP, so lost entries become a gap, never
+# reused numbers (docs/scaling.md, "No seq names two ticks"). A failover is a master whose replication id is not
+# the one the stream was last appended under, or, with no id recorded at all, a master that was promoted (it has
+# a secondary replication id; a Redis that started empty has none): a replica promoted before its first sync
+# finished has none of the keys, so the jump is from the highest seq the leader knows (the seqfloor key: every
+# instrument's seq is above it; the leader's floors may be behind what clients saw, but by less than SEQ_JUMP).
+# Returns the seqs it gave, in tick order (the leader's next floors).
 SEQ_JUMP = 1_000_000
 APPEND_LUA = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('NOTLEADER lease lost') end
 redis.call('SET', KEYS[4], ARGV[3], 'NX')
-local replid = string.match(redis.call('INFO', 'replication'), 'master_replid:(%w+)')
+local info = redis.call('INFO', 'replication')
+local replid = string.match(info, 'master_replid:(%w+)')
 local under = redis.call('GET', KEYS[5])
 if under ~= replid then
-  if under then
+  if under or string.match(info, 'master_replid2:(%w+)') ~= string.rep('0', 40) then
     local all = redis.call('HGETALL', KEYS[2])
     for j = 1, #all, 2 do redis.call('HINCRBY', KEYS[2], all[j], SEQ_JUMP) end
-    redis.call('INCRBY', KEYS[6], SEQ_JUMP)
+    local least = math.max(tonumber(redis.call('GET', KEYS[6]) or '0'), tonumber(ARGV[4]))
+    redis.call('SET', KEYS[6], least + SEQ_JUMP)
   end
   redis.call('SET', KEYS[5], replid)
 end
 local least = tonumber(redis.call('GET', KEYS[6]) or '0')
 local parts = {}
 local seqs = {}
-for i = 4, #ARGV, 5 do
+for i = 5, #ARGV, 5 do
   local seq = redis.call('HINCRBY', KEYS[2], ARGV[i], 1)
   local floor = math.max(tonumber(ARGV[i + 4]), least)
   if seq <= floor then
@@ -83,7 +89,7 @@ return seqs
 
 APPEND_SCRIPT = APPEND_LUA.encode()
 APPEND_SHA = hashlib.sha1(APPEND_SCRIPT).hexdigest().encode()
-HEAD_ARGS = 10  # the append call's arguments before the ticks: numkeys, 6 keys, node, maxlen, epoch
+HEAD_ARGS = 11  # the append call's arguments before the ticks: numkeys, 6 keys, node, maxlen, epoch, highest
 
 RENEW_LUA = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
@@ -130,6 +136,9 @@ class RedisTicks:
         # hubs may have read and sent them). Batches in flight together (within one round trip) do not see
         # each other's seqs here: only a restart inside that window could number one of them again.
         self._assigned = [0] * len(ids)
+        # the highest seq of any instrument this hub knows (joined at, read, given): the append script's jump
+        # after a failover to a replica that has none of the keys starts above it
+        self._highest = 0
         self._last = "$"  # the stream entry this hub has read up to (load_seqs sets where it joins)
         self._tasks: list[asyncio.Task[None]] = []
         self._lease_tried = asyncio.Event()  # set after the first attempt to take the lease
@@ -145,7 +154,9 @@ class RedisTicks:
         newest: Any = await self.client.xrevrange(self.stream, count=1)
         self._last = newest[0][0].decode() if newest else "0-0"
         raw: Any = await self.client.hgetall(self.seqs)
-        return {k.decode(): int(v) for k, v in raw.items()}
+        seqs = {k.decode(): int(v) for k, v in raw.items()}
+        self._highest = max(self._highest, *seqs.values(), 0)
+        return seqs
 
     async def last_ticks(self, entries: int = JOIN_SCAN) -> Replicated:
         """The newest tick of each instrument among the stream's last `entries` batches (a joining hub
@@ -216,11 +227,14 @@ class RedisTicks:
         one's answer (the connection keeps them in order)."""
         if not (ticks and self.fenced()):  # a renewal overdue: stop before the lease passes
             return
-        assigned = self._assigned
+        assigned, highest = self._assigned, self._highest
         args: list[str | int] = [6, self.lease, self.seqs, self.stream, self.epoch_key, self.replid_key,
-                                 self.seqfloor_key, self.node, MAXLEN, self.epoch]
+                                 self.seqfloor_key, self.node, MAXLEN, self.epoch, 0]
         for t, floor in zip(ticks, floors, strict=True):
-            args += [self.ids[t.row], repr(t.price), repr(t.ts), repr(t.volume), max(floor, assigned[t.row])]
+            floor = max(floor, assigned[t.row])
+            highest = max(highest, floor)
+            args += [self.ids[t.row], repr(t.price), repr(t.ts), repr(t.volume), floor]
+        args[HEAD_ARGS - 1] = self._highest = highest
         self._send(b"EVALSHA", APPEND_SHA, args)
 
     def _send(self, command: bytes, script: bytes, args: list[str | int]) -> None:
@@ -245,6 +259,7 @@ class RedisTicks:
         for i, seq in enumerate(answer.result()):
             row = rows[str(args[HEAD_ARGS + 5 * i])]
             assigned[row] = max(assigned[row], int(seq))
+            self._highest = max(self._highest, int(seq))
 
     async def _hold_lease(self, on_lead: Callable[[bool], None]) -> None:
         while True:
@@ -293,9 +308,14 @@ class RedisTicks:
 
     def _decode(self, body: bytes) -> Replicated:
         out: Replicated = []
+        highest = self._highest
         for part in body.decode().split(";"):
-            inst_id, price, ts, volume, seq = part.split(" ")
+            inst_id, price, ts, volume, number = part.split(" ")
+            seq = int(number)
+            if seq > highest:
+                highest = seq
             row = self.rows.get(inst_id)
             if row is not None:
-                out.append((Tick(row, float(price), float(ts), float(volume)), int(seq)))
+                out.append((Tick(row, float(price), float(ts), float(volume)), seq))
+        self._highest = highest
         return out

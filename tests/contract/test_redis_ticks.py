@@ -17,7 +17,9 @@ import pytest
 import redis
 from websockets.asyncio.client import ClientConnection, connect
 
-from tests.conftest import ServerProcess, free_port
+from server.engine.redis_ticks import SEQ_JUMP, RedisTicks
+from server.market.feed import Tick
+from tests.conftest import ServerProcess, free_port, free_ports
 from tests.redis_service import OwnRedis, redis_prefix, require_redis
 
 TAKEOVER_S = 5.0
@@ -207,3 +209,71 @@ def test_a_jsonl_leader_that_loses_the_lease_to_a_redis_restart_follows_its_file
         code = hub.stop()
         own.stop()
     assert code == 0
+
+
+def test_a_replica_promoted_before_its_first_sync_moves_every_seq_on_by_the_jump(tmp_path: Path) -> None:
+    """The master dies before its replica's first sync finished (Redis 7 waits `repl-diskless-sync-delay`, 5 s,
+    before it): the promoted replica has none of the tick log's keys, no replication id recorded either. It is
+    still a failover (it has a secondary replication id; a Redis restarted empty, the test above, has none): the
+    hubs had delivered seqs it never saw, so the next seq of every instrument is above the highest the leader
+    knows plus SEQ_JUMP, never the leader's floor + 1 (which a leader behind its clients would reuse)."""
+    port, nobody = free_ports(2)
+    own = OwnRedis(port, tmp_path)
+    own.start()
+    ids = ["brent", "wti"]
+
+    async def scenario() -> None:
+        ticks = RedisTicks(own.url, "promoted:", "node-a", ids)
+        ticks.epoch = "e1"
+        got: list[tuple[str, int]] = []
+        changed = asyncio.Event()
+
+        def on_batch(batch: list[tuple[Tick, int]]) -> None:
+            got.extend((ids[tick.row], seq) for tick, seq in batch)
+            changed.set()
+
+        leads: list[bool] = []
+
+        def on_lead(leading: bool) -> None:
+            leads.append(leading)
+            changed.set()
+
+        async def until(condition: Any, what: str) -> None:
+            try:
+                async with asyncio.timeout(10):
+                    while not condition():
+                        changed.clear()
+                        await changed.wait()
+            except TimeoutError:
+                raise AssertionError(f"not within 10 s: {what} (leads {leads}, got {got})") from None
+
+        def feed(row: int, price: float) -> None:
+            floor = max((seq for inst, seq in got if inst == ids[row]), default=0)
+            ticks.append([Tick(row, price, time.time(), 1.0)], [floor])
+
+        await ticks.load_seqs()
+        ticks.start(on_batch, on_lead)
+        try:
+            await until(lambda: leads == [True], "the lease")
+            for i in range(5):
+                feed(0, 80.0 + i)
+            feed(1, 75.0)
+            await until(lambda: len(got) == 6, "6 ticks read back")
+            assert got == [("brent", 1), ("brent", 2), ("brent", 3), ("brent", 4), ("brent", 5), ("wti", 1)]
+            own.stop()  # the master dies; its replica had not synced yet: promoted with nothing
+            own.start("--replicaof", "127.0.0.1", str(nobody))
+            client = redis.Redis.from_url(own.url)
+            client.execute_command("REPLICAOF", "NO", "ONE")
+            client.close()
+            await until(lambda: leads == [True, False, True], "the lease lost with the master, then taken again")
+            feed(1, 76.0)
+            feed(0, 85.0)
+            await until(lambda: len(got) == 8, "2 ticks after the promotion")
+            assert got[6:] == [("wti", 5 + SEQ_JUMP + 1), ("brent", 5 + SEQ_JUMP + 1)]
+        finally:
+            await ticks.stop()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        own.stop()

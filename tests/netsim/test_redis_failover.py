@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import time
 
-import pytest
-
 from server.engine.redis_ticks import SEQ_JUMP
 from tests.netsim.services import Hub, RedisNode, wait_until
 from tests.netsim.topology import Load, Topology, deployment, fed_again, promoted
@@ -59,9 +57,6 @@ def _seen(load: Load, inst: str = "brent", below: int = 1 << 62) -> int:
     return max((seq for (i, seq) in list(load.checker.prices) if i == inst and seq < below), default=0)
 
 
-@pytest.mark.xfail(reason="known regression at 2fba2db (engine seams): after the master is killed no tick carries the "
-                          "failover's seq jump and clients never pass it (fails 3 of 3 on a quiet machine; passed at "
-                          "e6f5140); issue 21 stays open until it is found", strict=False)
 def test_hubs_follow_sentinel_failovers_and_lost_entries_become_gaps_not_reused_seqs() -> None:
     with deployment(hubs=2, sentinel=True) as topo, Load(topo, clients_per_hub=8, write_every_s=0.3) as load:
         first, second = topo.master, topo.replica

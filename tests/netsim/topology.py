@@ -87,6 +87,10 @@ def deployment(hubs: int = 2, sentinel: bool = False, tick_interval_ms: int = 10
             for hub in topo.hubs[1:]:
                 hub.wait_ready()
             topo.key = create_key(net, topo.hubs[0], database_url)
+            if replica is not None:  # the deployment of docs/scaling.md: a replica in sync (its first sync waits
+                # repl-diskless-sync-delay, 5 s; a master killed before has a promoted replica with no keys at all)
+                wait_until(lambda: "master_link_status:up" in replica.cli("INFO", "replication"),
+                           "the replica's first sync with the master", 30)
             yield topo
         finally:
             for hub in topo.hubs:
