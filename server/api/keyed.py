@@ -144,10 +144,11 @@ class MarketApi:
         if "days" in query:
             days = _count("days", query["days"], MAX_DAYS, MAX_DAYS)
             return self._cached(("kline", row, interval, limit, days), lambda: self._envelope(
-                id=inst_id, interval=interval, series=self.state.kline_range(
-                    row, interval, self._since_trading_days(days), math.inf, limit, False)[0]))
+                id=inst_id, interval=interval, series=orjson.Fragment(self.state.kline_range_json(
+                    row, interval, self._since_trading_days(days), math.inf, limit, False)[0])))
         return self._cached(("kline", row, interval, limit), lambda: self._envelope(
-            id=inst_id, interval=interval, series=self.state.kline_intraday(row, interval, limit)))
+            id=inst_id, interval=interval,
+            series=orjson.Fragment(self.state.kline_intraday_json(row, interval, limit))))
 
     def _since_trading_days(self, days: int) -> float:
         """The first instant of the most recent ``days`` trading days (the live candle's day counts): that day's
@@ -170,8 +171,8 @@ class MarketApi:
         earliest = "from" in query
 
         def build() -> bytes:
-            series, nxt = self.state.kline_range(row, interval, start, end, limit, earliest)
-            return self._envelope(id=inst_id, interval=interval, series=series, next=nxt)
+            series, nxt = self.state.kline_range_json(row, interval, start, end, limit, earliest)
+            return self._envelope(id=inst_id, interval=interval, series=orjson.Fragment(series), next=nxt)
 
         return self._cached(("kline-range", row, interval, start, end, limit, earliest), build)
 

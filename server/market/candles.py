@@ -20,7 +20,7 @@ Intraday candles (``IntradayBook``: 1m, 5m, 15m, 1h) are ring buffers too, 1,000
 buckets per interval per instrument, holding only buckets that had a tick; each
 instrument has its own ring position. 4 intervals x 1,000 x (int64 start + 5
 float64 + int64 seq of the bucket's last tick) = 224,000 bytes per instrument, allocated once. They live in memory
-only (README "Decisions").
+only (README "Decisions"). A served bucket's JSON text is kept too (``IntradayRing.texts``, ~190 bytes a bucket).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from datetime import date, timedelta
 from typing import Any
 
 import numpy as np
+import orjson
 
 from server.market.timefmt import day_start, previous_weekday, trading_days_back
 
@@ -317,6 +318,12 @@ class IntradayRing:
         # a tick reads and writes single cells through memoryviews (Python floats): about half the cost of numpy scalars
         # (typed Any: typeshed knows memoryview items as int only, whatever the format; these are "q" and "d")
         self._cells: tuple[Any, ...] = tuple(a.data for a in (self.t, self.o, self.h, self.l, self.c, self.v, self.q))
+        # per instrument: the JSON text of each of its buckets older than the newest, by bucket start ({} until a
+        # range or series is served; ``texts``). Only the newest bucket of an instrument ever changes (a tick opens
+        # a newer one or counts toward the newest), so an older bucket's text is final; ``load`` clears them all
+        self._texts: list[dict[int, bytes]] = [{} for _ in range(n_instruments)]
+        self._texts_decimals = [-1] * n_instruments
+        self._newest_text: list[tuple[tuple[Any, ...], bytes] | None] = [None] * n_instruments
 
     def nbytes(self) -> int:
         return sum(a.nbytes for a in (self.t, self.o, self.h, self.l, self.c, self.v, self.q))
@@ -386,6 +393,8 @@ class IntradayRing:
         for dst, src in ((self.o, o), (self.h, h), (self.l, l), (self.c, c), (self.v, v)):
             dst[:, :keep] = np.asarray(src, dtype=np.float64)[:, k - keep:]
         self.q[:] = 0
+        self._texts = [{} for _ in range(self.n)]
+        self._newest_text = [None] * self.n
         self._count = [keep] * self.n
         self._last = [keep - 1 if keep else self.capacity - 1] * self.n
         self._newest = self.t[:, keep - 1].tolist() if keep else [-(2**62)] * self.n
@@ -425,6 +434,58 @@ class IntradayRing:
                 for ts, oo, hh, ll, cc, vv in zip(bucket_iso(t), o, h, l, c, v, strict=True)]
 
 
+    def texts(self, row: int, cols: np.ndarray, decimals: int) -> list[bytes]:
+        """The JSON of each of ``format(row, cols, decimals)``'s candles without its braces (``joined`` makes the
+        series' JSON of them, byte for byte ``orjson.dumps(format(...))``), each bucket's text built once: a bucket
+        older than the newest never changes again, and the newest's is kept per its values. The texts are split
+        out of one ``orjson.dumps`` of the missing candles (an object of orjson's own keeps a 4 KiB buffer: a
+        thousand of them would hold 4 MB) and have no nested braces, so ``},{`` separates them."""
+        newest = self._newest[row] if self._count[row] else None  # read first: what is older now stays final
+        cols = np.asarray(cols, dtype=np.intp)
+        starts = self.t[row, cols].tolist()
+        cache = self._texts[row]
+        if self._texts_decimals[row] != decimals:
+            cache.clear()
+            self._newest_text[row] = None
+            self._texts_decimals[row] = decimals
+        last = None  # the newest bucket's text, when it is asked for: kept per its values, never in ``cache``
+        if starts and starts[-1] == newest:
+            now = self.newest_values(row)
+            if now is not None and now[0] == newest:  # else a newer bucket opened meanwhile: format it below
+                values = now[:6]
+                kept = self._newest_text[row]
+                if kept is None or kept[0] != values:
+                    kept = self._newest_text[row] = (values, orjson.dumps(_candle(values, decimals))[1:-1])
+                last = kept[1]
+        out: list[Any] = list(map(cache.get, starts if last is None else starts[:-1]))
+        if None in out:
+            missing = [i for i, text in enumerate(out) if text is None]
+            made = orjson.dumps(self.format(row, cols[missing], decimals))[2:-2].split(b"},{")
+            for i, text in zip(missing, made, strict=True):
+                out[i] = text
+                if starts[i] != newest:
+                    cache[starts[i]] = text
+        if last is not None:
+            out.append(last)
+        if len(cache) > 2 * self.capacity:  # buckets that left the ring
+            oldest = int(self.t[row, self.columns(row, self.capacity)[0]])
+            self._texts[row] = {s: text for s, text in cache.items() if s >= oldest}
+        return out
+
+
+def joined(texts: list[bytes]) -> bytes:
+    """The JSON array of candles from ``IntradayRing.texts``."""
+    return b"[{" + b"},{".join(texts) + b"}]" if texts else b"[]"
+
+
+def _candle(values: tuple[Any, ...], decimals: int) -> dict:
+    """``IntradayRing.format``'s candle of one bucket's (start, o, h, l, c, v), with the same numpy rounding."""
+    t, o, h, l, c, v = values  # noqa: E741
+    oo, hh, ll, cc = np.round(np.array([o, h, l, c], dtype=np.float64), decimals).tolist()
+    return {"t": bucket_iso(np.array([t]))[0], "o": oo, "h": hh, "l": ll, "c": cc,
+            "v": np.rint(np.array([v], dtype=np.float64)).astype(np.int64).tolist()[0]}
+
+
 class IntradayBook:
     """One ``IntradayRing`` per interval of ``INTERVALS``; a tick updates every ring."""
 
@@ -439,6 +500,11 @@ class IntradayBook:
 
     def series(self, interval: str, row: int, limit: int, decimals: int) -> list[dict]:
         return self.rings[interval].series(row, limit, decimals)
+
+    def series_json(self, interval: str, row: int, limit: int, decimals: int) -> bytes:
+        """``orjson.dumps(series(...))``, from the buckets' kept texts."""
+        ring = self.rings[interval]
+        return joined(ring.texts(row, ring.columns(row, limit), decimals))
 
     def nbytes_per_instrument(self) -> int:
         return sum(r.nbytes() for r in self._rings) // max(self.n, 1)

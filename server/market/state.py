@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
+import orjson
 
-from server.market.candles import CandleBook, IntradayBook, bucket_iso, session_start, window
+from server.market.candles import CandleBook, IntradayBook, bucket_iso, joined, session_start, window
 from server.market.catalogue import Catalogue
 from server.market.feed import DemoFeed, Tick
 from server.market.inventory import InventoryBook
@@ -185,6 +186,10 @@ class MarketState:
         """The newest ``limit`` buckets of ``interval`` (1m, 5m, 15m, 1h) that had a tick, ascending."""
         return self.intraday.series(interval, row, limit, self._decimals[row])
 
+    def kline_intraday_json(self, row: int, interval: str, limit: int) -> bytes:
+        """``orjson.dumps(kline_intraday(...))``, byte for byte, from the buckets' kept texts."""
+        return self.intraday.series_json(interval, row, limit, self._decimals[row])
+
     def held_candles(self, row: int, interval: str) -> tuple[np.ndarray, np.ndarray]:
         """(starts, columns) of every candle of ``row`` held for ``interval``, ascending: the bucket start in epoch
         seconds, for 1d the trading day's 00:00 Asia/Shanghai (the instant its ``YYYY-MM-DD`` names)."""
@@ -206,11 +211,27 @@ class MarketState:
         starts, cols = self.held_candles(row, interval)
         lo, hi, nxt = window(starts, start, end, limit, earliest)
         series = self.format_candles(row, interval, cols[lo:hi])
-        if nxt is None:
-            return series, None
+        return series, self._next(interval, starts, cols, nxt)
+
+    def kline_range_json(self, row: int, interval: str, start: float, end: float, limit: int,
+                         earliest: bool) -> tuple[bytes, str | None]:
+        """``kline_range`` with the series as its JSON (``orjson.dumps`` of it, byte for byte): intraday candles from
+        the buckets' kept texts (a bucket's text is built once; only the newest can change), daily ones dumped."""
+        starts, cols = self.held_candles(row, interval)
+        lo, hi, nxt = window(starts, start, end, limit, earliest)
         if interval == DAILY:
-            return series, date.fromordinal(int(self.candles.days[cols[nxt]])).isoformat()
-        return series, bucket_iso(starts[nxt:nxt + 1])[0]
+            series = orjson.dumps(self.format_candles(row, interval, cols[lo:hi]))
+        else:
+            series = joined(self.intraday.rings[interval].texts(row, cols[lo:hi], self._decimals[row]))
+        return series, self._next(interval, starts, cols, nxt)
+
+    def _next(self, interval: str, starts: np.ndarray, cols: np.ndarray, nxt: int | None) -> str | None:
+        """The ``t`` of the candle at index ``nxt`` of ``held_candles`` (a range's ``next``), None for None."""
+        if nxt is None:
+            return None
+        if interval == DAILY:
+            return date.fromordinal(int(self.candles.days[cols[nxt]])).isoformat()
+        return bucket_iso(starts[nxt:nxt + 1])[0]
 
     def spreads(self) -> list[dict]:
         return self._spreads.compute(self.prices)

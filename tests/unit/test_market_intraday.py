@@ -177,3 +177,40 @@ def test_demo_live_ticks_keep_the_equality() -> None:
     assert state.candles.last_day() == date(2026, 11, 23)
     for row in range(len(CAT.instruments)):
         assert set(_today(state, row).values()) == {state.candles.live(row)}
+
+
+def test_kept_candle_texts_are_the_formatted_candles_byte_for_byte_as_the_ring_moves() -> None:
+    """IntradayRing.texts keeps each bucket's JSON once it is older than the newest: whatever ticks, new buckets,
+    a wrap of the ring (and the pruning of texts that left it) or a reload did, the joined texts are
+    orjson.dumps(format(...)) of the same columns."""
+    import orjson
+
+    from server.market.candles import joined
+
+    ring = IntradayRing(2, 60, capacity=50)
+    rng = np.random.default_rng(7)
+
+    def check(row: int, limit: int) -> None:
+        cols = ring.columns(row, limit)
+        assert joined(ring.texts(row, cols, 2)) == orjson.dumps(ring.format(row, cols, 2))
+        half = cols[: len(cols) // 2]  # a window without the newest bucket
+        assert joined(ring.texts(row, half, 2)) == orjson.dumps(ring.format(row, half, 2))
+
+    assert joined(ring.texts(0, ring.columns(0, 10), 2)) == b"[]"
+    ts = float(T0)
+    for step in range(400):  # 8 passes around the ring of row 0, one newest bucket changed between reads
+        for _ in range(int(rng.integers(1, 4))):
+            ring.apply(0, float(np.round(70 + rng.normal(), 3)), float(rng.integers(1, 50)), ts, 0, step)
+            ts += float(rng.integers(5, 50))
+        check(0, int(rng.integers(1, 60)))
+    assert len(ring._texts[0]) <= 2 * ring.capacity
+    check(1, 10)  # a row without ticks
+    ring.apply(1, 3.0, 1.0, ts, 0)
+    check(1, 10)
+    assert joined(ring.texts(0, ring.columns(0, 50), 3)) == orjson.dumps(ring.format(0, ring.columns(0, 50), 3))
+    t, o, h, low, c, v = (np.zeros((2, 3)) for _ in range(6))
+    t[:] = ring.t[0, ring.columns(0, 3)]  # buckets whose texts are kept, loaded with other values
+    o[:], h[:], low[:], c[:], v[:] = 1.25, 1.5, 1.0, 1.125, 7.5
+    ring.load(t.astype(np.int64), o, h, low, c, v)
+    check(0, 50)
+    assert b'"o":1.25' in joined(ring.texts(0, ring.columns(0, 50), 2))
