@@ -96,7 +96,8 @@ class WebApi:
         self.files = load_files(root)
         self.index = versioned_index(self.files)
         self.docs_page = versioned_page(self.files, "docs.html") if "docs.html" in self.files else None
-        config = {"wsPort": settings.ws_port, "wsPath": WS_PATH, "demo": settings.is_demo}
+        config = {"wsPort": settings.ws_port, "wsPath": WS_PATH, "demo": settings.is_demo,
+                  "heartbeatS": settings.heartbeat_s}
         self.config = orjson.dumps(config)
         self.problems = ProblemPages()
         # browsers ask for /favicon.ico on pages that name no icon (the JSON docs, problem pages): the SVG icon,

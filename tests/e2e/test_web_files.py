@@ -87,7 +87,7 @@ def test_head_and_wrong_method(http: httpx.Client) -> None:
 def test_client_config_names_the_websocket_port(server: ServerProcess, http: httpx.Client) -> None:
     resp = http.get("/api/config")
     assert resp.status_code == 200 and resp.headers["content-type"] == "application/json"
-    assert resp.json() == {"wsPort": server.ws_port, "wsPath": "/ws/quotes", "demo": True}
+    assert resp.json() == {"wsPort": server.ws_port, "wsPath": "/ws/quotes", "demo": True, "heartbeatS": 5.0}
     assert "x-ratelimit-limit" not in resp.headers  # open: the page may ask as often as it loads
     spec = http.get("/openapi.json").json()
     assert spec["paths"]["/api/config"]["get"]["tags"] == ["dashboard"]

@@ -61,4 +61,4 @@ def test_handlers_answer_304_and_404_and_config() -> None:
             api.static(Request("GET", "/static/x", path_params={"file": name}))
         assert err.value.status == 404
     config = orjson.loads(api.client_config(Request("GET", "/api/config")).body)
-    assert config == {"wsPort": 9123, "wsPath": "/ws/quotes", "demo": True}
+    assert config == {"wsPort": 9123, "wsPath": "/ws/quotes", "demo": True, "heartbeatS": 5.0}

@@ -595,6 +595,8 @@ export interface components {
         };
         ClientConfig: {
             demo: boolean;
+            /** @description seconds between stream heartbeats (--heartbeat-s; 0: none) */
+            heartbeatS: number;
             /** @constant */
             wsPath: "/ws/quotes";
             /** @description port of ws://HOST:PORT/ws/quotes */
