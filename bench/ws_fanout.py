@@ -94,6 +94,7 @@ class Counter:
         self.too_fast = 0
         self.frames = 0
         self.lat: list[float] = []
+        self.when: list[float] = []
         self.opened = 0
         self.failed = 0
         self.closed = 0
@@ -172,6 +173,7 @@ class RawClient(asyncio.Protocol):
                 if self.sample:
                     at = buf.find(b'"ts":"', start, start + n) + 6
                     counter.lat.append(now - ts_epoch(buf[at:at + 23]))
+                    counter.when.append(now)
             elif opcode == 1 and buf.startswith(b'{"type":"candle"', start):
                 counter.candles += 1
                 if self.sample and buf.find(b'"final":false', start, start + n) > 0:
@@ -232,17 +234,22 @@ async def client_main(args: argparse.Namespace) -> None:
           flush=True)
     await loop.run_in_executor(None, sys.stdin.readline)  # the harness measured idle memory; go on
     await asyncio.sleep(args.warmup)
+    counter.when = []
     counter.frames, counter.lat, counter.candles, counter.beats, counter.too_fast = 0, [], 0, 0, 0
     print(json.dumps({"event": "start"}), flush=True)
     t0, c0 = time.monotonic(), time.process_time()
     await asyncio.sleep(args.duration)
     elapsed, client_cpu = time.monotonic() - t0, time.process_time() - c0
+    per_s: dict[int, list[float]] = {}  # second of the window -> its latencies: a backlog draining shows as a slope
+    for at, lat_s in zip(counter.when, counter.lat, strict=True):
+        per_s.setdefault(int(at), []).append(lat_s)
+    trend = [round(1000 * statistics.median(v), 1) for _, v in sorted(per_s.items())]
     frames, lat = counter.frames, sorted(counter.lat)
     candles, beats, too_fast = counter.candles, counter.beats, counter.too_fast
     print(json.dumps({"event": "stop"}), flush=True)
     q = statistics.quantiles(lat, n=100) if len(lat) >= 100 else [float("nan")] * 99
     print(json.dumps({
-        "event": "result", "frames": frames, "elapsed": elapsed, "closed": counter.closed,
+        "event": "result", "p50_ms_per_s": trend, "frames": frames, "elapsed": elapsed, "closed": counter.closed,
         "candles": candles, "beats": beats, "too_fast": too_fast,
         "client_cpu_pct": 100 * client_cpu / elapsed,
         "lat_n": len(lat), "p50_ms": q[49] * 1000, "p99_ms": q[98] * 1000, "max_ms": (lat[-1] * 1000) if lat else None,
@@ -455,6 +462,7 @@ def run_scenario(impl: str, conns: int, ticks_per_s: float, duration: float, war
         "user_us_per_frame": 1e6 * user / frames if frames else float("nan"),
         "sys_us_per_frame": 1e6 * system / frames if frames else float("nan"),
         "p50_ms": result["p50_ms"], "p99_ms": result["p99_ms"], "max_ms": result["max_ms"],
+        "p50_ms_per_s": result["p50_ms_per_s"],
         "lat_samples": result["lat_n"], "idle_kib_per_conn": (rss1 - rss0) / max(1, connected["opened"]),
         "connect_s": connected["seconds"], "client_cpu_pct": result["client_cpu_pct"],
         "fanout_ms_per_batch": 1000 * (fan1[1] - fan0[1]) / batches if batches else None,
