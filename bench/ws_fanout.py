@@ -258,6 +258,30 @@ async def client_main(args: argparse.Namespace) -> None:
         t.abort()
 
 
+# --- the peers' snapshot -----------------------------------------------------------------------------
+
+
+class Snapshot:
+    """The snapshot a peer sends on connect: the same message as ours (every instrument's quote and seq, SPEC 7),
+    built once per data version, so the peers' connect phase writes and the client reads what it does with ours
+    (~17 KB per connection; a stub here left ours alone with that backlog when the machine was loaded)."""
+
+    def __init__(self, state: Any) -> None:
+        self.state, self.version, self.payload = state, -1, b""
+        self.rows = list(range(len(state.catalogue.instruments)))
+        self.ids = [inst.id for inst in state.catalogue.instruments]
+
+    def get(self) -> bytes:
+        from server.stream.messages import snapshot_payload
+
+        state = self.state
+        if self.version != state.version:
+            seqs = {self.ids[r]: int(state.seq[r]) for r in self.rows}
+            self.payload = snapshot_payload(state.updated_iso(), "bench", seqs, state.quotes(self.rows))
+            self.version = state.version
+        return self.payload
+
+
 # --- the baseline server (websockets.broadcast) ----------------------------------------------------
 
 
@@ -270,12 +294,13 @@ async def baseline_main(args: argparse.Namespace) -> None:
     from server.market.timefmt import iso
 
     state, feed = build_demo_state(default_catalogue(), 42, time.time())
+    snapshot = Snapshot(state)
     conns: set[Any] = set()
 
     async def handler(ws: Any) -> None:
         conns.add(ws)
         try:
-            await ws.send('{"type":"snapshot"}')
+            await ws.send(snapshot.get().decode())
             await ws.wait_closed()
         finally:
             conns.discard(ws)
@@ -327,13 +352,14 @@ async def picows_main(args: argparse.Namespace) -> None:
     from server.market.timefmt import iso
 
     state, feed = build_demo_state(default_catalogue(), 42, time.time())
+    snapshot = Snapshot(state)
     conns: set[Any] = set()
     text = WSMsgType.TEXT
 
     class Listener(WSListener):  # type: ignore[misc]
         def on_ws_connected(self, transport: Any) -> None:
             conns.add(transport)
-            transport.send(text, b'{"type":"snapshot"}')
+            transport.send(text, snapshot.get())
 
         def on_ws_frame(self, transport: Any, frame: Any) -> None:
             if frame.msg_type == WSMsgType.CLOSE:

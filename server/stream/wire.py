@@ -18,18 +18,27 @@ from __future__ import annotations
 import zlib
 
 from websockets.extensions.permessage_deflate import ServerPerMessageDeflateFactory
-from websockets.frames import Frame, Opcode
+from websockets.frames import Opcode
 
-NO_EXTENSIONS: list = []  # type: ignore[type-arg]
 _TAIL = b"\x00\x00\xff\xff"  # RFC 7692 7.2.1: the end of a sync flush, removed from the message
 RSV1 = 0x40
 CACHE_ENTRIES = 4096  # compressed writes remembered (one per shared frame or per group's joined batch)
 CACHE_BYTES = 8 * 1024 * 1024  # and at most this many input bytes: past either, the cache starts over
 
 
+_TEXT_HEADERS = [bytes((0x81, n)) for n in range(126)]  # FIN + text, unmasked, 7-bit length
+
+
 def text_frame(payload: bytes) -> bytes:
-    """One final, unmasked, uncompressed text frame carrying ``payload`` (UTF-8 JSON)."""
-    return Frame(Opcode.TEXT, payload).serialize(mask=False, extensions=NO_EXTENSIONS)
+    """One final, unmasked, uncompressed text frame carrying ``payload`` (UTF-8 JSON): the RFC 6455 5.2 header
+    written here (0.1 us) rather than by websockets' `Frame.serialize` (2 us), which builds a Frame, checks it and
+    packs it; every tick, candle and heartbeat frame is built this way, once."""
+    n = len(payload)
+    if n < 126:
+        return _TEXT_HEADERS[n] + payload
+    if n < 65536:
+        return b"\x81\x7e" + n.to_bytes(2, "big") + payload
+    return b"\x81\x7f" + n.to_bytes(8, "big") + payload
 
 
 def deflate_factory() -> ServerPerMessageDeflateFactory:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import orjson
 import pytest
+from websockets.frames import Frame, Opcode
 
 from server.api.docs.asyncapi import build_asyncapi
 from server.config import Settings
@@ -140,6 +141,7 @@ def test_text_frame_header(size: int) -> None:
     assert frame.endswith(payload)
     header = len(frame) - size
     assert header == (2 if size < 126 else 4 if size < 65536 else 10)
+    assert frame == Frame(Opcode.TEXT, payload).serialize(mask=False, extensions=[])  # websockets' own bytes
 
 
 # --- AsyncAPI ------------------------------------------------------------------------------
