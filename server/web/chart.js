@@ -96,7 +96,10 @@ export class PriceChart {
       autoSize: true,
       layout: { background: { type: "solid", color: "transparent" }, fontSize: 11, attributionLogo: false },
       timeScale: {
-        borderVisible: false, rightOffset: 2,
+        // fixed edges: the library moves a label that would cross the axis' left or right end inside it only when
+        // the edges are fixed (a phone clipped "Nov 26" at the left and the last time label at the right); they
+        // also keep the view within the bars (the newest bar at the right edge, no empty space past the oldest)
+        borderVisible: false, fixLeftEdge: true, fixRightEdge: true,
         tickMarkFormatter: (time, tickType) => this._axisLabel(time, tickType),
       },
       rightPriceScale: { borderVisible: false },
@@ -116,11 +119,17 @@ export class PriceChart {
     this.onNeedOlder = null;
     // only a user's scroll asks for more (fitContent() on load also shows the oldest bar)
     this.userMoved = false;
+    const nearOldest = (range) => range && range.from < OLDER_MARGIN_BARS && this.bars.length;
     for (const type of ["pointerdown", "wheel", "touchstart", "keydown"]) {
-      container.addEventListener(type, () => { this.userMoved = true; }, { passive: true });
+      container.addEventListener(type, () => {
+        this.userMoved = true;
+        // the left edge is fixed: with the oldest bar in view a drag to the right cannot move the view (no range
+        // change follows), so reaching for the chart there asks for the page before it
+        if (nearOldest(this.chart.timeScale().getVisibleLogicalRange())) this.onNeedOlder?.();
+      }, { passive: true });
     }
     this.chart.timeScale().subscribeVisibleLogicalRangeChange((range) => {
-      if (this.userMoved && range && range.from < OLDER_MARGIN_BARS && this.bars.length) this.onNeedOlder?.();
+      if (this.userMoved && nearOldest(range)) this.onNeedOlder?.();
     });
     this.bars = [];
     this.applyLanguage(this.lang, this.labels);

@@ -416,19 +416,20 @@ export class KeyedSession {
     box.dataset.instrument = id;
     box.dataset.interval = interval;
     box.dataset.candles = String(r.data.series.length);
+    delete box.dataset.oldest; // another series: its older pages are not asked for yet
     this._renderChartMeta();
   }
 
   /** The user scrolled to the oldest bar shown: load the page before it with a range query (SPEC 14). */
   async _loadOlder(id, interval) {
     const first = this.chart?.firstTime();
-    if (!first || this.loadingOlder) return;
+    const box = document.getElementById("chart");
+    if (!first || this.loadingOlder || box.dataset.oldest === "true") return; // nothing older is held: asked already
     this.loadingOlder = true;
     const r = await this.call("/api/v1/kline/{id}", { params: { id }, query: { interval, to: first, limit: OLDER_PAGE } });
     this.loadingOlder = false;
     if (this.stopped || this.chartShown !== `${id}|${interval}` || !r.ok) return;
     const added = this.chart.prepend(r.data.series);
-    const box = document.getElementById("chart");
     box.dataset.candles = String(this.chart.bars.length);
     if (added === 0) box.dataset.oldest = "true"; // nothing older is held
   }

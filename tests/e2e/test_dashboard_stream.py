@@ -4,11 +4,13 @@
   paused (SIGSTOP: its sockets stay open, nothing is sent, as with a hung server or a dead link) and the
   banner must appear within 2 heartbeat intervals; after SIGCONT the stream resumes and the banner goes;
 - scrolling the chart left loads older candles with a range query (`to=` the oldest bar shown);
-- the chart's last bar follows candle frames (no kline polling for the live bar).
+- the chart's last bar follows candle frames (no kline polling for the live bar);
+- at 375 px the header stays on one line and no axis label is cut at the chart's ends (issue 22).
 """
 
 from __future__ import annotations
 
+import re
 import signal
 import subprocess
 import sys
@@ -20,7 +22,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from tests.conftest import ROOT, ServerProcess
-from tests.e2e.conftest import needs_chromium
+from tests.e2e.conftest import ARTIFACTS, needs_chromium
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package (dev extra) is not installed")
 
@@ -146,5 +148,72 @@ def test_the_header_stays_on_one_line_at_375_px(browser: Any, live: ServerProces
         assert sizes["textRects"] == 1 and sizes["buttonFits"], sizes  # 中文 / English on one line
         assert not sizes["clipped"], sizes  # the title is whole, not cut by its ellipsis
         assert sizes["page"] <= 375, sizes
+    finally:
+        context.close()
+
+
+# Records, per canvas of the chart, the text drawn since its last full background fill (one paint) with the ink box
+# of each text in CSS pixels of the page: the chart draws its axis labels on a canvas, where no DOM box exists.
+AXIS_HOOK = """(() => {
+  const P = CanvasRenderingContext2D.prototype, fillRect = P.fillRect, fillText = P.fillText;
+  const paints = window.__paints = new Map();
+  P.fillRect = function (x, y, w, h) {
+    if (x === 0 && y === 0 && w >= this.canvas.width && h >= this.canvas.height) paints.set(this.canvas, []);
+    return fillRect.call(this, x, y, w, h);
+  };
+  P.fillText = function (text, x, y, ...rest) {
+    const list = paints.get(this.canvas);
+    if (list) {
+      const m = this.measureText(text), t = this.getTransform(), r = this.canvas.getBoundingClientRect();
+      const css = (v) => (t.a * v + t.e) * r.width / this.canvas.width;
+      list.push({ text, left: r.left + css(x - m.actualBoundingBoxLeft),
+                  right: r.left + css(x + m.actualBoundingBoxRight) });
+    }
+    return fillText.call(this, text, x, y, ...rest);
+  };
+})();"""
+# the labels of the time axis' latest paint (its canvas: the middle cell of the chart's last row), the boxes around
+AXIS_LABELS = """async () => {
+  await new Promise((done) => requestAnimationFrame(() => requestAnimationFrame(done)));  // the paint after setData
+  const chart = document.getElementById('chart');
+  const canvas = chart.querySelector('table tr:last-child td:nth-child(2) canvas');
+  const box = (el) => { const r = el.getBoundingClientRect(); return { left: r.left, right: r.right }; };
+  return { labels: window.__paints.get(canvas) ?? [], axis: box(canvas), chart: box(chart) };
+}"""
+MONTH_EN = "(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+DAILY_LABEL = {"en": re.compile(rf"{MONTH_EN}( \d{{1,2}})?|\d{{4}}"),
+               "zh": re.compile(r"\d{1,2}月(\d{1,2}日)?|\d{4}年")}
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_axis_labels_stay_inside_the_chart_at_375_px_and_daily_ones_carry_a_month(browser: Any, live: ServerProcess,
+                                                                                   lang: str) -> None:
+    """Issue 22: on a phone the last 1m label and the first 5m label were cut at the axis' ends, and the daily axis
+    showed bare day numbers. Every label of every interval's axis (as first drawn, all bars in view) lies inside the
+    time axis (whose canvas clips anything past its ends) and the chart's box; a daily label names its month (or is a
+    year)."""
+    context = browser.new_context(viewport={"width": 375, "height": 740}, base_url=live.base, timezone_id="UTC")
+    try:
+        pg = context.new_page()
+        pg.set_default_timeout(15_000)
+        pg.add_init_script(f"localStorage.setItem('market.apiKey', '{live.demo_key}');"
+                           f" localStorage.setItem('market.lang', '{lang}')")
+        pg.add_init_script(AXIS_HOOK)
+        pg.goto("/")
+        pg.wait_for_selector("#chart[data-candles]")
+        for interval in ("1m", "5m", "15m", "1h", "1d"):
+            pg.click(f"#chart-interval [data-interval='{interval}']")
+            pg.wait_for_selector(f"#chart[data-interval='{interval}'][data-candles]")
+            drawn = pg.evaluate(AXIS_LABELS)
+            labels, axis, chart = drawn["labels"], drawn["axis"], drawn["chart"]
+            assert labels, (interval, drawn)
+            assert chart["left"] <= axis["left"] and axis["right"] <= chart["right"], drawn
+            outside = [lb for lb in labels if lb["left"] < axis["left"] or lb["right"] > axis["right"]]
+            assert outside == [], (interval, lang, outside, axis)
+            if interval == "1d":
+                texts = [lb["text"] for lb in labels]
+                assert all(DAILY_LABEL[lang].fullmatch(text) for text in texts), texts
+            ARTIFACTS.mkdir(exist_ok=True)
+            pg.locator(".chart-panel").screenshot(path=str(ARTIFACTS / f"dashboard-chart-375-{lang}-{interval}.png"))
     finally:
         context.close()
