@@ -48,8 +48,11 @@ def main() -> int:
     per_hub = 20 if args.quick else args.clients_per_hub
     shape = (args.delay_ms, args.jitter_ms, args.loss)
     started = time.monotonic()
+    # every client uses one enterprise key, whose plan allows 50 WebSocket connections per hub by default: a
+    # hub must admit all of them (after a failover or a partition every client may be on one hub)
+    extra = ("--ws-max-conn", f"enterprise={max(50, per_hub * args.hubs)}")
     with deployment(hubs=args.hubs, sentinel=args.failover, tick_interval_ms=args.tick_interval_ms,
-                    shape=shape) as topo, Load(topo, clients_per_hub=per_hub, write_every_s=0.5,
+                    shape=shape, extra=extra) as topo, Load(topo, clients_per_hub=per_hub, write_every_s=0.5,
                                        procs=args.client_procs) as load:
         print(f"deployment up in {time.monotonic() - started:.0f} s: {args.hubs} hubs, {per_hub} clients each, "
               f"links {args.delay_ms} +/- {args.jitter_ms} ms, loss {args.loss:.1%}; running {seconds:.0f} s",

@@ -32,6 +32,8 @@ log = logging.getLogger("market.ticks")
 
 LEASE_MS = 3000
 RENEW_S = 1.0
+RETRY_S = 0.1  # a renewal that got no answer is sent again after this, while the fence holds
+CLIENT_TIMEOUT_S = 0.5  # the lease client's connect and command timeout
 BLOCK_MS = 1000
 MAXLEN = 10_000  # tick batches kept (approximately): at 4 batches/s about 40 minutes
 JOIN_SCAN = 2000  # batches a joining hub reads back for each instrument's newest tick
@@ -120,7 +122,7 @@ class RedisTicks:
         self.lease, self.seqs, self.stream = prefix + "feed:lease", prefix + "ticks:seq", prefix + "ticks"
         self.epoch_key = prefix + "ticks:epoch"
         self.replid_key, self.seqfloor_key = prefix + "ticks:replid", prefix + "ticks:seqfloor"
-        self.client = async_client(url, 0.5, size=4)  # the lease, the joining reads, the hand-over
+        self.client = async_client(url, CLIENT_TIMEOUT_S, size=4)  # the lease, the joining reads, the hand-over
         # appends and reads go through auto-pipelined connections (redis_client.py): a redis-py command
         # costs far more CPU, paid before every batch reached any hub (bench/README.md, "Redis client").
         # The reader has its own connection: a blocking XREAD must not trip the command timeout.
@@ -262,6 +264,7 @@ class RedisTicks:
             self._highest = max(self._highest, int(seq))
 
     async def _hold_lease(self, on_lead: Callable[[bool], None]) -> None:
+        retrying = False
         while True:
             sent = time.monotonic()
             try:
@@ -269,8 +272,21 @@ class RedisTicks:
                     held = bool(await self.renew_script(keys=[self.lease], args=[self.node, LEASE_MS]))
                 else:
                     held = bool(await self.client.set(self.lease, self.node, nx=True, px=LEASE_MS))
-            except (RedisError, OSError):
+            except (RedisError, OSError) as exc:
+                if self.fenced():  # no answer (a lost packet, a slow link or loop), the lease surely still ours:
+                    # ask again instead of giving it up, which stopped the feed until the lease expired (3 s: nobody
+                    # else can take it before). Appends stop at FENCE_S all the same; the lease is given up at most
+                    # FENCE_S + CLIENT_TIMEOUT_S (2.5 s) after the last renewal was sent, before it can pass.
+                    if not retrying:
+                        log.warning("feed lease renewal got no answer (%s); asking again while the lease is surely "
+                                    "ours node=%s", type(exc).__name__, self.node)
+                        retrying = True
+                    await asyncio.sleep(RETRY_S)
+                    continue
                 held = False
+            if retrying and held:
+                log.info("feed lease renewed again node=%s", self.node)
+            retrying = False
             if held:
                 self._renewed = sent  # the lease runs LEASE_MS from when Redis got this: later than `sent`
             if held != self.leading:
