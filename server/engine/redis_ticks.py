@@ -141,6 +141,7 @@ class RedisTicks:
         # the highest seq of any instrument this hub knows (joined at, read, given): the append script's jump
         # after a failover to a replica that has none of the keys starts above it
         self._highest = 0
+        self._not_appended = 0  # batches refused or lost since the last one appended (one warning for them all)
         self._last = "$"  # the stream entry this hub has read up to (load_seqs sets where it joins)
         self._tasks: list[asyncio.Task[None]] = []
         self._lease_tried = asyncio.Event()  # set after the first attempt to take the lease
@@ -254,9 +255,14 @@ class RedisTicks:
         if isinstance(exc, NoScriptError) and command == b"EVALSHA":  # a restarted Redis forgot the script
             self._send(b"EVAL", APPEND_SCRIPT, args)  # answers come in order: so do these retries
             return
-        if exc is not None:  # NOTLEADER (a lost lease), Redis away
-            log.warning("tick batch not appended (%s: %s)", type(exc).__name__, exc)
+        if exc is not None:  # NOTLEADER (a lost lease), Redis away: one warning until a batch is appended again
+            self._not_appended += 1
+            if self._not_appended == 1:
+                log.warning("tick batch not appended (%s: %s)", type(exc).__name__, exc)
             return
+        if self._not_appended:
+            log.info("tick batches appended again (%d not appended)", self._not_appended)
+            self._not_appended = 0
         assigned, rows = self._assigned, self.rows
         for i, seq in enumerate(answer.result()):
             row = rows[str(args[HEAD_ARGS + 5 * i])]
