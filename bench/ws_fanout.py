@@ -404,12 +404,15 @@ async def picows_main(args: argparse.Namespace) -> None:
 # --- the harness -------------------------------------------------------------------------------------
 
 
+OURS_EXTRA: list[str] = []  # --ours-args: more `market-server serve` flags (e.g. --heartbeat-s 0, to price a feature)
+
+
 def start_ours(tick_ms: int) -> tuple[subprocess.Popen[bytes], int, str, str]:
     from tests.conftest import ServerProcess, run_cli
 
     data = Path(tempfile.mkdtemp(prefix="bench-ws-")) / "data"
     srv = ServerProcess(data, "granian", "--tick-interval-ms", str(tick_ms), "--ws-max-conn", "enterprise=10000",
-                        "--ws-handshake-rate", "1000000000", "--log-level", "warning")
+                        "--ws-handshake-rate", "1000000000", "--log-level", "warning", *OURS_EXTRA)
     out = run_cli(data, "keys", "create", "--plan", "enterprise", "--json")
     key = json.loads(out.stdout)["key"]
     return srv.proc, srv.ws_port, key, srv.base
@@ -552,10 +555,13 @@ def main() -> None:
     parser.add_argument("--json", action="store_true", help="print rows as JSON lines too")
     parser.add_argument("--candles", default="", help="ours: every client subscribes all ids with these candle "
                         "intervals, e.g. 1m")
+    parser.add_argument("--ours-args", default="", help="more `market-server serve` flags for ours, e.g. "
+                        "'--heartbeat-s 0'")
     parser.add_argument("--candle-cost", action="store_true",
                         help="ours without and with candles: server CPU per candle frame vs per tick frame")
     args = parser.parse_args()
     raise_nofile()
+    OURS_EXTRA[:] = args.ours_args.split()
     import uvloop
 
     if args.cmd == "_client":
