@@ -2,7 +2,8 @@
 
     .venv/bin/python -m bench.netsim_soak                 # 5 minutes: 2 hubs, 200 clients, ~200 ticks/s
     .venv/bin/python -m bench.netsim_soak --quick         # 30 s, 40 clients
-    .venv/bin/python -m bench.netsim_soak --failover --clients-per-hub 500   # kill the Redis master half way
+    .venv/bin/python -m bench.netsim_soak --minutes 2 --failover --clients-per-hub 500 \
+        --delay-ms 0 --jitter-ms 0 --loss 0   # 1,000 clients, plain links, the Redis master killed half way
 
 Needs root (network namespaces; tests/netsim/net.py). Builds hubs, Redis, PostgreSQL and a clients host
 as namespaces, puts 2 ms +/- 1 ms delay and 0.5% loss on every link (a userspace netem: this kernel has no
@@ -11,14 +12,18 @@ duration, with the checker on (tests/netsim/checker.py). Prints delivered ticks/
 p50/p99 per hub (a tick's `ts`, stamped by the leader, to its arrival at a client: the feed-to-client
 latency, through Redis and a hub), what the shaper did, with --failover (Redis master, replica and three
 Sentinels; the master killed half way) when Sentinel promoted the replica and when each hub's clients got
-ticks again, and everything the checker found; exit status 1
-if it found anything. Bounded: everything is removed at the end, also on Ctrl-C.
+ticks again (the first tick numbered on the promoted replica), the clients' CPU and the age of the newest
+tick each client process handled (a backlog of the load generator shows there), and everything the checker
+found; exit status 1 if it found anything. The clients are raw-protocol ones (tests/netsim/clients.py), light
+enough for 1,000 at ~200 ticks/s. `--delay-ms 0 --jitter-ms 0 --loss 0`: plain links, no shaper. Bounded:
+everything is removed at the end, also on Ctrl-C.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -47,21 +52,29 @@ def main() -> int:
     seconds = 30.0 if args.quick else args.minutes * 60
     per_hub = 20 if args.quick else args.clients_per_hub
     shape = (args.delay_ms, args.jitter_ms, args.loss)
+    shaped = any(shape)  # 0 0 0: plain links, no shaper (a userspace one: its CPU is the machine's too)
     started = time.monotonic()
     # every client uses one enterprise key, whose plan allows 50 WebSocket connections per hub by default: a
     # hub must admit all of them (after a failover or a partition every client may be on one hub)
-    extra = ("--ws-max-conn", f"enterprise={max(50, per_hub * args.hubs)}")
+    # and all of them come from the clients host's one address, whose handshakes a hub limits (120 a minute by
+    # default): each client may open a connection a second
+    extra = ("--ws-max-conn", f"enterprise={max(50, per_hub * args.hubs)}",
+             "--ws-handshake-rate", str(max(120, 60 * per_hub * args.hubs)))
     with deployment(hubs=args.hubs, sentinel=args.failover, tick_interval_ms=args.tick_interval_ms,
-                    shape=shape, extra=extra) as topo, Load(topo, clients_per_hub=per_hub, write_every_s=0.5,
-                                       procs=args.client_procs) as load:
+                    shape=shape if shaped else None, extra=extra) as topo, \
+            Load(topo, clients_per_hub=per_hub, write_every_s=0.5, procs=args.client_procs) as load:
         print(f"deployment up in {time.monotonic() - started:.0f} s: {args.hubs} hubs, {per_hub} clients each, "
-              f"links {args.delay_ms} +/- {args.jitter_ms} ms, loss {args.loss:.1%}; running {seconds:.0f} s",
-              flush=True)
-        wait_until(lambda: load.connected() == load.total, "every client subscribed", 60)
+              f"links {args.delay_ms} +/- {args.jitter_ms} ms, loss {args.loss:.1%}; running {seconds:.0f} s; "
+              f"load average {os.getloadavg()[0]:.1f}", flush=True)
+        wait_until(lambda: load.connected() == load.total, "every client subscribed", 120)
         def delivered() -> dict[str, int]:
             return {h.host.name: load.ticks_on(h) for h in topo.hubs}
 
-        t0, ticks0 = time.monotonic(), delivered()
+        def client_cpu() -> float:  # CPU seconds of every client process so far
+            return sum(st.get("cpu_s", 0.0) for st in load.statuses())
+
+        t0, ticks0, cpu0 = time.monotonic(), delivered(), client_cpu()
+        loads = [os.getloadavg()[0]]
         killed_at: float | None = None
         failover: dict[str, object] = {}
         end = seconds
@@ -73,15 +86,30 @@ def main() -> int:
                 print(f"{elapsed:5.0f} s  killed the Redis master {topo.master.host.ip}", flush=True)
                 at = promoted(topo, killed_at)
                 fed = {h: round(t - at, 2) for h, t in fed_again(load, topo.hubs).items()}
+
+                def jumped() -> dict[str, float]:  # per hub: its clients' first tick numbered on the new master
+                    first: dict[str, float] = {}
+                    for st in load.statuses():
+                        for hub, t in st.get("jumped", {}).items():
+                            first[hub] = min(t, first.get(hub, t))
+                    return first
+
+                wait_until(lambda: len(jumped()) == len(topo.hubs), "a tick past the failover's jump on every hub", 30)
                 failover = {"promoted s after the kill": round(at - killed_at, 2),
-                            "hubs fed again s after the promotion": fed}
+                            "hubs' clients got a tick from the new master s after the promotion":
+                                {h: round(t - at, 2) for h, t in sorted(jumped().items())},
+                            "hubs' clients got 20 ticks s after the promotion (0.5 s steps)": fed}
                 print(f"         {failover}", flush=True)
                 end = max(end, time.monotonic() - t0 + 15)  # at least 15 s of ticks after the failover
             rates = {h: round((n - ticks0[h]) / max(1e-9, time.monotonic() - t0)) for h, n in delivered().items()}
+            loads.append(os.getloadavg()[0])
             print(f"{time.monotonic() - t0:5.0f} s  delivered ticks/s per hub {rates}  "
-                  f"writes accepted {len(load.checker.accepted)}", flush=True)
+                  f"writes accepted {len(load.checker.accepted)}  clients' CPU "
+                  f"{(client_cpu() - cpu0) / (time.monotonic() - t0):.0%} of a core, their newest tick's latency ms "
+                  f"{[st.get('recent_ms') for st in load.statuses()]}  load average {loads[-1]:.1f}", flush=True)
         span = time.monotonic() - t0
         ticks = {h: n - ticks0[h] for h, n in delivered().items()}
+        cpu = client_cpu() - cpu0
         load.stop()
         accepted = {rid for _, rid in load.checker.accepted}
         try:
@@ -92,10 +120,12 @@ def main() -> int:
         summary = load.checker.summary()
         report = {
             "seconds": round(span), "clients": load.total, "client processes": args.client_procs,
+            "clients' CPU (share of one core, all processes)": round(cpu / span, 2),
+            "load average (1 min) min/max": [min(loads), max(loads)],
             "delivered ticks/s per hub": {h: round(n / span) for h, n in ticks.items()},
             "distinct ticks/s (the feed)": round(summary["distinct (id, seq)"] / (time.monotonic() - started)),
             "tick latency ms p50/p99 per hub": summary["latency ms p50/p99"],
-            "shaper": topo.net.shaper_stats(),
+            "shaper": topo.net.shaper_stats() if shaped else "off (--delay-ms 0 --jitter-ms 0 --loss 0)",
             **({"failover": failover} if failover else {}),
             "checker": {k: v for k, v in summary.items() if k not in ("latency ms p50/p99", "ticks")},
         }

@@ -191,7 +191,8 @@ class Load:
                 self.checker.write("inquiry", status, record if 200 <= status < 300 else None)
                 await asyncio.sleep(self.write_every_s)
 
-    def _statuses(self) -> list[dict[str, Any]]:
+    def statuses(self) -> list[dict[str, Any]]:
+        """What each client process wrote last (tests/netsim/clients.py: connected, ticks per hub, CPU, ...)."""
         out = []
         for _, path in self.procs:
             with contextlib.suppress(FileNotFoundError, json.JSONDecodeError):
@@ -214,10 +215,10 @@ class Load:
             raise self.error
 
     def connected(self) -> int:
-        return sum(c.connected.is_set() for c in self.clients) + sum(s["connected"] for s in self._statuses())
+        return sum(c.connected.is_set() for c in self.clients) + sum(s["connected"] for s in self.statuses())
 
     def ticks_on(self, hub: Hub) -> int:
-        return self.checker.ticks[hub.host.name] + sum(s["ticks"].get(hub.host.name, 0) for s in self._statuses())
+        return self.checker.ticks[hub.host.name] + sum(s["ticks"].get(hub.host.name, 0) for s in self.statuses())
 
 
 def switched_at(sentinels: list[Sentinel], after: float) -> float | None:
