@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -62,6 +63,16 @@ def engine_flags(extra: tuple[str, ...]) -> list[str]:
 
 
 ON_POSTGRES = os.environ.get("MARKET_TEST_STORAGE") == "postgresql"
+REDIS_PASS = os.environ.get("MARKET_TEST_ENGINE") == "redis"
+
+
+def engine_variants(servers: list[tuple[str, str]]) -> list[Any]:
+    """Parameters of a file that runs each (runtime, engine) itself: ids "granian-memory" etc. The Redis +
+    PostgreSQL pass of .ci/run is about the Redis engine, so there the memory variants (which ran in the first
+    pass, and keep --engine memory) are skipped: the file's Redis variants run in both passes."""
+    return [pytest.param(p, id="-".join(p), marks=[pytest.mark.skip(reason="memory engine: covered by the first "
+                                                                     "pass (this pass is about Redis)")]
+                         if REDIS_PASS and p[1] == "memory" else []) for p in servers]
 # a test about SQLite itself (its file, its write lock, a data dir that holds no database)
 sqlite_only = pytest.mark.skipif(ON_POSTGRES, reason="about SQLite in the data dir (MARKET_TEST_STORAGE=postgresql)")
 # a test that runs the outbox worker in-process on the data dir's SQLite next to CLI runs on the same data dir

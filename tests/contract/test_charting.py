@@ -23,7 +23,7 @@ import pytest
 
 from server.market.catalogue import default_catalogue
 from server.market.timefmt import TZ
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, engine_variants
 from tests.redis_service import redis_prefix, require_redis
 
 SATURDAY_NOON = "2026-11-21T12:00:00+08:00"
@@ -76,7 +76,7 @@ def aggregate(inst: str, seconds: int) -> list[dict]:
     return [buckets[k] for k in sorted(buckets)]
 
 
-@pytest.fixture(scope="module", params=SERVERS, ids=["-".join(p) for p in SERVERS])
+@pytest.fixture(scope="module", params=engine_variants(SERVERS))
 def replay(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
     runtime, engine = request.param
     root = tmp_path_factory.mktemp(f"charting-{runtime}-{engine}")

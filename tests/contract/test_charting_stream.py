@@ -26,7 +26,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from server.market.timefmt import TZ
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, engine_variants
 from tests.redis_service import redis_prefix, require_redis
 
 SERVERS = [("granian", "memory"), ("robyn", "memory"), ("granian", "redis"), ("robyn", "redis")]
@@ -61,7 +61,7 @@ def _flags(engine: str, prefix: str | None) -> list[str]:
     return ["--engine", "memory"]
 
 
-@pytest.fixture(params=SERVERS, ids=["-".join(p) for p in SERVERS])
+@pytest.fixture(params=engine_variants(SERVERS))
 def live(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Live]:
     runtime, engine = request.param
     feed = Feed(tmp_path / "ticks.jsonl")
