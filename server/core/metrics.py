@@ -40,16 +40,29 @@ class Counter:
     def __init__(self, name: str, help_text: str) -> None:
         self.name, self.help = name, help_text
         self.values: defaultdict[Labels, float] = defaultdict(int)
+        self._cells: dict[Labels, list[float]] = {}
 
     def inc(self, labels: Labels = (), amount: float = 1) -> None:
         self.values[labels] += amount
 
+    def cell(self, labels: Labels) -> list[float]:
+        """A one-element list a hot path adds to (`cell[0] += 1`) instead of `inc(labels)`: no label tuple is
+        hashed per update. Counted with the series' `inc` updates; one cell per series, kept for good."""
+        cell = self._cells.get(labels)
+        if cell is None:
+            cell = self._cells[labels] = [0]
+        return cell
+
     def value(self, labels: Labels = ()) -> float:
-        return self.values.get(labels, 0)
+        cell = self._cells.get(labels)
+        return self.values.get(labels, 0) + (cell[0] if cell is not None else 0)
 
     def collect(self) -> Metric:
-        family = CounterMetricFamily(self.name, self.help, labels=_names(list(self.values)))
-        for labels, value in sorted(self.values.items()):
+        totals = dict(self.values)
+        for labels, cell in list(self._cells.items()):
+            totals[labels] = totals.get(labels, 0) + cell[0]
+        family = CounterMetricFamily(self.name, self.help, labels=_names(list(totals)))
+        for labels, value in sorted(totals.items()):
             family.add_metric([v for _, v in labels], value)
         return family
 
@@ -65,27 +78,36 @@ class Gauge:
 
 
 class Histogram:
+    """Per series one list: the count of each bucket (the last one +Inf), then the sum of the values observed."""
+
     def __init__(self, name: str, help_text: str, buckets: tuple[float, ...] = LATENCY_BUCKETS) -> None:
         self.name, self.help, self.buckets = name, help_text, buckets
-        self.counts: dict[Labels, list[int]] = {}
-        self.sums: defaultdict[Labels, float] = defaultdict(float)
+        self.counts: dict[Labels, list[float]] = {}
+
+    def series(self, labels: Labels = ()) -> list[float]:
+        """The series' list, which a hot path updates itself (`s[bisect_left(buckets, v)] += 1; s[-1] += v`)
+        instead of `observe(v, labels)`: no label tuple is hashed per update."""
+        counts = self.counts.get(labels)
+        if counts is None:
+            counts = self.counts[labels] = [0] * (len(self.buckets) + 2)
+        return counts
 
     def observe(self, value: float, labels: Labels = ()) -> None:
         counts = self.counts.get(labels)
         if counts is None:
-            counts = self.counts[labels] = [0] * (len(self.buckets) + 1)
+            counts = self.series(labels)
         counts[bisect_left(self.buckets, value)] += 1  # bucket i holds buckets[i-1] < value <= buckets[i]
-        self.sums[labels] += value
+        counts[-1] += value
 
     def collect(self) -> Metric:
         family = HistogramMetricFamily(self.name, self.help, labels=_names(list(self.counts)))
         bounds = [floatToGoString(b) for b in self.buckets] + ["+Inf"]
-        for labels, counts in sorted(self.counts.items()):
+        for labels, series in sorted(self.counts.items()):
             cumulative, buckets = 0, []
-            for bound, n in zip(bounds, counts, strict=True):
-                cumulative += n
+            for bound, n in zip(bounds, series[:-1], strict=True):
+                cumulative += int(n)
                 buckets.append((bound, cumulative))
-            family.add_metric([v for _, v in labels], buckets, self.sums[labels])
+            family.add_metric([v for _, v in labels], buckets, series[-1])
         return family
 
 

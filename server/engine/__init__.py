@@ -31,7 +31,7 @@ import enum
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from server.api.auth.limits import Decision
+from server.api.auth.limits import Decision, Rate
 from server.config import EngineKind
 from server.market.feed import Tick
 
@@ -57,9 +57,9 @@ class Limiter(Protocol):
         """Take one request from the bucket now, if that needs no I/O (`Gcra.check`); else Pending.AWAIT."""
         ...
 
-    def take(self, key: str, per_minute: int, now: float, policy: str) -> RateFields | Pending | None:
-        """The hot path's `decide`: an allowed request's header fields, None for a refusal (the bucket left as it
-        was: the pipeline then answers the 429), or Pending.AWAIT (`Gcra.take`)."""
+    def take(self, key: str, rate: Rate, now: float) -> RateFields | Pending | None:
+        """The hot path's `decide` (`rate`: made once by `Gcra.rate`): an allowed request's header fields, None for
+        a refusal (the bucket left as it was: the pipeline then answers the 429), or Pending.AWAIT (`Gcra.take`)."""
         ...
 
     async def check(self, key: str, per_minute: int, policy: str) -> Decision:

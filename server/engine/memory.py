@@ -17,7 +17,6 @@ from server.config import EngineKind
 from server.engine import (
     Limiter,
     Numbered,
-    RateFields,
     ResumeHistory,
     RevocationChannel,
     RevocationListener,
@@ -31,12 +30,10 @@ class MemoryLimiter:
     def __init__(self, buckets: Gcra, clock: Callable[[], float]) -> None:
         self.buckets = buckets
         self.clock = clock
+        self.take = buckets.take  # the hot path calls the Gcra's own method: one call less per request
 
     def decide(self, key: str, per_minute: int, now: float, policy: str) -> Decision:
         return self.buckets.check(key, per_minute, now, policy)
-
-    def take(self, key: str, per_minute: int, now: float, policy: str) -> RateFields | None:
-        return self.buckets.take(key, per_minute, now, policy)
 
     async def check(self, key: str, per_minute: int, policy: str) -> Decision:
         return self.buckets.check(key, per_minute, self.clock(), policy)

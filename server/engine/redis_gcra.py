@@ -23,7 +23,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, RedisError
 
-from server.api.auth.limits import Decision, Gcra, bounded_rate
+from server.api.auth.limits import Decision, Gcra, Rate, bounded_rate
 from server.core.metrics import Registry
 from server.engine import Pending, RateFields
 from server.engine.redis_client import AutoPipeline, Packed
@@ -31,6 +31,7 @@ from server.engine.redis_client import AutoPipeline, Packed
 log = logging.getLogger("market.ratelimit")
 
 PROBE_S = 0.5
+AWAIT = Pending.AWAIT  # a module global: Python 3.11's EnumType.__getattr__ makes `Pending.AWAIT` a slow lookup
 
 # KEYS[1] bucket; ARGV[1] requests per minute (1..MAX_RATE, already bounded)
 # returns {allowed 0|1, remaining, reset_us, retry_after_us}
@@ -87,16 +88,16 @@ class RedisGcra:
     def decide(self, key: str, per_minute: int, now: float, policy: str) -> Decision | Pending:
         """Pending.AWAIT while Redis is reachable (the caller awaits `check`); this hub's buckets while it is away."""
         if not self.down:
-            return Pending.AWAIT
+            return AWAIT
         self.fallbacks.inc()
         return self.local.check(key, per_minute, now, policy)
 
-    def take(self, key: str, per_minute: int, now: float, policy: str) -> RateFields | Pending | None:
+    def take(self, key: str, rate: Rate, now: float) -> RateFields | Pending | None:
         """The hot path's `decide` (`Gcra.take` while Redis is away)."""
         if not self.down:
-            return Pending.AWAIT
+            return AWAIT
         self.fallbacks.inc()
-        return self.local.take(key, per_minute, now, policy)
+        return self.local.take(key, rate, now)
 
     async def check(self, key: str, per_minute: int, policy: str) -> Decision:
         if not self.down:

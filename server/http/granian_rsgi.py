@@ -39,7 +39,8 @@ class RsgiAdapter:
             return
         headers = scope.headers  # Granian's header map: lower-case names, .get()
         gate = self.gate
-        if not gate.closing and not _has_body(headers):
+        length = headers.get("content-length")  # _has_body, inlined: this is every request's path
+        if not gate.closing and (length is None or length == "0") and "transfer-encoding" not in headers:
             # a remembered answer (versioned GET routes): no Request, no await, headers prebuilt per version;
             # scope.client goes as it is (the App was built with peer_host to parse it, for a public route only)
             hot = self.app.serve_hot(scope.method, scope.path, scope.query_string, headers, scope.client)

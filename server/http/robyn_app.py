@@ -43,7 +43,7 @@ import uvloop
 from robyn.robyn import FunctionInfo, Headers, HttpMethod, Server, SocketHeld
 from robyn.robyn import Response as RobynResponse
 
-from server.api.core.pipeline import MAX_BODY, App, HeaderList
+from server.api.core.pipeline import MAX_BODY, App, HotFields
 from server.api.core.types import Request, Response
 from server.config import BENCH_STATIC_PATH, Settings
 from server.http.edge import EdgeGate, shutting_down
@@ -61,7 +61,7 @@ TOO_LARGE = bytes(MAX_BODY + 1)  # stands for any body over the limit
 # the versioned (remembered) GET routes: everything under /api/v1 and the public market snapshot
 HOT_ROUTES = ("/api/v1/*path", "/api/market", "/api/market/*path")
 T = TypeVar("T")
-HotTriple = tuple[int, HeaderList, bytes]
+HotTriple = tuple[int, HotFields, bytes]
 BRIDGE_TIMEOUT_S = 60.0  # a request handed from actix's thread to the loop: longer than any handler runs
 
 

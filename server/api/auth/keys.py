@@ -30,6 +30,9 @@ class KeyCache:
         # secret -> key for secrets seen since the last change of _by_hash: a repeated key costs one dict
         # lookup instead of a SHA-256 (memory only, emptied by every refresh, load and forget)
         self._by_secret: dict[str, ApiKey] = {}
+        # bumped after every change of _by_secret: a memo built from `lookup` answers (the pipeline's hot path) is
+        # still good while this is the value it was built under
+        self.version = 0
         self._missing: dict[str, None] = {}  # digests storage did not know, until the next refresh (ordered)
         # ids revoked over the engine's channel: kept out even by a refresh or load that read storage just before
         # the revocation committed (revocation is final); bounded, oldest forgotten first
@@ -58,6 +61,7 @@ class KeyCache:
             return None
         self._by_hash[digest] = key
         self._by_secret = {}
+        self.version += 1
         return key
 
     async def refresh(self) -> set[str]:
@@ -68,6 +72,7 @@ class KeyCache:
         gone = {k.id for h, k in self._by_hash.items() if h not in fresh}
         self._by_hash = fresh
         self._by_secret = {}
+        self.version += 1
         self._missing.clear()
         return gone
 
@@ -79,3 +84,4 @@ class KeyCache:
             self._revoked[key_id] = None
         self._by_hash = {h: k for h, k in self._by_hash.items() if k.id not in key_ids}
         self._by_secret = {}
+        self.version += 1

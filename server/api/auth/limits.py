@@ -65,6 +65,27 @@ MINUTE_NS = 60_000_000_000
 MAX_RATE = 1_000_000_000
 
 
+MAX_RATES = 4096  # distinct (per_minute, policy) kept by shared_rate; emptied when full
+
+
+class Rate:
+    """A rate and its policy with the constants GCRA derives from them, made once (`shared_rate`): the hot path's
+    `take` then does no division for them, and keeps its header fields per (remaining, reset) here, keyed by
+    one int instead of a tuple."""
+
+    __slots__ = ("fields", "full", "interval", "per_minute", "policy", "window")
+
+    def __init__(self, per_minute: int, policy: str) -> None:
+        if not 0 < per_minute <= MAX_RATE:
+            per_minute = bounded_rate(per_minute)
+        self.per_minute, self.policy = per_minute, policy
+        self.interval = MINUTE_NS // per_minute
+        self.window = self.interval * per_minute  # burst capacity expressed in time
+        self.fields: dict[int, tuple[tuple[str, str], ...]] = {}  # remaining * 64 + reset (1..60) -> fields
+        # the answer of a full bucket (the request leaves per_minute - 1, the bucket is full again in one interval)
+        self.full = Decision(True, per_minute, per_minute - 1, self.interval / 1e9, 0.0, policy).header_tuple()
+
+
 class LimiterStore(Protocol):
     def get(self, key: str) -> int | None: ...
 
@@ -105,6 +126,8 @@ class Gcra:
 
     def __init__(self, store: LimiterStore | None = None) -> None:
         self.store: LimiterStore = store if store is not None else MemoryStore()
+        # the hot path reads and writes a MemoryStore's dict itself (two method calls less per request)
+        self._tats: dict[str, int] | None = self.store._tat if isinstance(self.store, MemoryStore) else None
 
     def check(self, key: str, per_minute: int, now: float, policy: str = "default") -> Decision:
         if not 0 < per_minute <= MAX_RATE:
@@ -122,26 +145,36 @@ class Gcra:
         remaining = (window - (new_tat - now_ns)) // interval
         return Decision(True, per_minute, remaining, (new_tat - now_ns) / 1e9, 0.0, policy)
 
-    def take(self, key: str, per_minute: int, now: float, policy: str) -> tuple[tuple[str, str], ...] | None:
-        """`check` for the hot path: an allowed request's header fields (shared, built once per distinct value),
-        or None, leaving the bucket as it was, for a refusal (the caller then runs `check` for the 429)."""
-        if not 0 < per_minute <= MAX_RATE:
-            per_minute = bounded_rate(per_minute)
-        interval = MINUTE_NS // per_minute
-        window = interval * per_minute
+    def take(self, key: str, rate: Rate, now: float) -> tuple[tuple[str, str], ...] | None:
+        """`check` for the hot path: an allowed request's header fields (shared, built once per distinct value of
+        the rate), or None, leaving the bucket as it was, for a refusal (the caller then runs `check` for the 429).
+        The same arithmetic as `check`, with the rate's constants made once (`Rate`)."""
         now_ns = int(now * 1e9)
-        store = self.store
-        stored = store.get(key)
-        tat = now_ns if stored is None or stored < now_ns else int(stored)
-        new_tat = tat + interval
-        if now_ns < new_tat - window:
+        tats = self._tats
+        stored = tats.get(key) if tats is not None else self.store.get(key)
+        if stored is None or stored <= now_ns:  # a full bucket (a key below its rate): the same answer every time
+            if tats is not None:
+                tats[key] = now_ns + rate.interval
+            else:
+                self.store.set(key, now_ns + rate.interval)
+            return rate.full
+        new_tat = stored + rate.interval
+        ahead = new_tat - now_ns  # how far the bucket's time runs ahead of now once this request is taken
+        if ahead > rate.window:
             return None
-        store.set(key, new_tat)
-        remaining = (window - (new_tat - now_ns)) // interval
-        reset = -((now_ns - new_tat) // 1_000_000_000)  # ceil((new_tat - now) / 1 s), >= 1
-        out = _HEADERS.get((policy, per_minute, remaining, reset, 0))
+        if tats is not None:
+            tats[key] = new_tat
+        else:
+            self.store.set(key, new_tat)
+        remaining = (rate.window - ahead) // rate.interval
+        reset = -(-ahead // 1_000_000_000)  # ceil(ahead / 1 s): 1..60
+        fields = rate.fields
+        out = fields.get(remaining * 64 + reset)
         if out is None:
-            out = Decision(True, per_minute, remaining, (new_tat - now_ns) / 1e9, 0.0, policy).header_tuple()
+            out = Decision(True, rate.per_minute, remaining, ahead / 1e9, 0.0, rate.policy).header_tuple()
+            if len(fields) >= MAX_HEADER_SETS:
+                fields.clear()
+            fields[remaining * 64 + reset] = out
         return out
 
     def would_allow(self, key: str, per_minute: int, now: float) -> bool:
@@ -152,6 +185,21 @@ class Gcra:
         stored = self.store.get(key)
         now_ns = int(now * 1e9)
         return stored is None or int(stored) + interval - interval * per_minute <= now_ns
+
+
+_RATES: dict[tuple[int, str], Rate] = {}
+
+
+def shared_rate(per_minute: int, policy: str) -> Rate:
+    """The `Rate` of (per_minute, policy), made once and shared (dict reads and writes are atomic: a runtime thread
+    and the event loop may both ask)."""
+    key = (per_minute, policy)
+    rate = _RATES.get(key)
+    if rate is None:
+        if len(_RATES) >= MAX_RATES:
+            _RATES.clear()
+        rate = _RATES[key] = Rate(per_minute, policy)
+    return rate
 
 
 def bounded_rate(per_minute: float) -> int:

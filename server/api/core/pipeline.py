@@ -14,13 +14,14 @@ import logging
 import os
 import threading
 import time
+from bisect import bisect_left
 from collections.abc import Callable, Coroutine
 from typing import Any, NoReturn
 
 import orjson
 
 from server.api.auth.keys import KeyCache
-from server.api.auth.limits import Decision, Gcra
+from server.api.auth.limits import Decision, Gcra, Rate, shared_rate
 from server.api.core.encoding import (
     IDENTITY,
     MIN_SIZE,
@@ -40,6 +41,10 @@ from server.store.keys import ApiKey
 from server.store.storage import storage_unavailable
 
 log = logging.getLogger("market.http")
+perf_counter = time.perf_counter
+# enum members as module globals: Python 3.11's EnumType.__getattr__ makes every `Access.KEYED` a slow attribute
+# lookup (~460 instructions, as much as the rest of the admission check)
+KEYED, OPEN, AWAIT = Access.KEYED, Access.OPEN, Pending.AWAIT
 
 MAX_BODY = 64 * 1024
 MAX_TARGET = 8 * 1024  # path + query; longer ones get our 414 (Granian/hyper answers a bare 414 past 64 KiB)
@@ -51,10 +56,12 @@ ALLOWED_REQUEST_HEADERS = "X-SERVICE-Key, Authorization, Content-Type, X-Request
 STORAGE_RETRY_AFTER_S = 5  # a 503 storage_unavailable's Retry-After (the pool reconnects at least every 2 s)
 STORAGE_LOG_EVERY_S = 10.0  # one warning per this while storage stays away, not one per request
 MAX_HOT = 4096  # remembered answers of versioned GET routes (path + query string)
+MAX_KNOWN = 10_000  # secrets serve_hot keeps the bucket and rate of (as KeyCache keeps its secrets)
 VARY_ENCODING = ("vary", "Accept-Encoding")
 HeaderList = list[tuple[str, str]]
+HotFields = tuple[tuple[str, str], ...]  # a remembered answer's header fields (any sequence suits the runtimes)
 # serve_hot's answer: (status, header fields, body), None (take the full pipeline), or the awaitable of either
-HotAnswer = tuple[int, HeaderList, bytes] | None | Coroutine[Any, Any, tuple[int, HeaderList, bytes] | None]
+HotAnswer = tuple[int, HotFields, bytes] | None | Coroutine[Any, Any, tuple[int, HotFields, bytes] | None]
 
 
 class Variant:
@@ -63,7 +70,9 @@ class Variant:
     __slots__ = ("body", "etag", "head")
 
     def __init__(self, body: bytes, etag: str, head: HeaderList) -> None:
-        self.body, self.etag, self.head = body, etag, head
+        # a tuple: an answer's fields are `head + rate fields + (request id,)`, two tuple concatenations (a list
+        # built by unpacking costs ~800 instructions more per request)
+        self.body, self.etag, self.head = body, etag, tuple(head)
 
 
 class Hot:
@@ -71,31 +80,39 @@ class Hot:
 
     Built once by the full pipeline (the handler ran); `App.serve_hot` answers from it without a Request, a
     Response, the handler or any header formatting: what is left per request is the key, the GCRA check, the
-    request id, the coding and If-None-Match, and the metrics."""
+    request id, the coding and If-None-Match, and the metrics (updated through the series kept here)."""
 
     __slots__ = (
+        "access",
         "body",
+        "bucket",
         "compressible",
         "content_type",
+        "count_304",
+        "count_ok",
+        "current",
         "etag",
         "extra",
-        "labels_304",
-        "labels_ok",
-        "labels_route",
+        "identity",
+        "latency",
         "route",
         "variants",
         "version",
     )
 
-    def __init__(self, route: Route, version: object, resp: Response, etag: str) -> None:
+    def __init__(self, route: Route, version: object, resp: Response, etag: str, metrics: HttpMetrics) -> None:
         self.route, self.version = route, version
+        self.current: Callable[[], object] = route.version  # type: ignore[assignment]
+        self.access, self.bucket = route.access, route.bucket
         extra = [(name, value) for name, value in resp.headers if name != "etag"]  # the ETag goes per coding
         self.body, self.content_type, self.extra, self.etag = resp.body, resp.content_type, extra, etag
         self.compressible = len(resp.body) >= MIN_SIZE and compressible(resp.content_type)
         self.variants: dict[str, Variant] = {}
-        self.labels_ok = (("route", route.name), ("status", "200"))
-        self.labels_304 = (("route", route.name), ("status", "304"))
-        self.labels_route = (("route", route.name),)
+        self.identity: Variant | None = None  # variants[IDENTITY], once made
+        # the route's series of market_http_requests_total and market_http_request_seconds, updated in place
+        self.count_ok = metrics.requests.cell((("route", route.name), ("status", "200")))
+        self.count_304 = metrics.requests.cell((("route", route.name), ("status", "304")))
+        self.latency = metrics.latency.series((("route", route.name),))
 
 
 class App:
@@ -137,7 +154,14 @@ class App:
         self._labels: dict[tuple[str, int], tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]] = {}
         labels = {coding: (("coding", coding),) for coding in ("br", "gzip")}
         self.encoder = Encoder(lambda coding, _size: metrics.compressed.inc(labels[coding]))
-        self._hot: dict[tuple[str, str], Hot] = {}
+        self._hot: dict[str, dict[str, Hot]] = {}  # path -> query string -> remembered answer
+        self._hot_count = 0
+        # secret -> (bucket, rate) of keys KeyCache.lookup found, while KeyCache.version stays `_known_version`
+        self._known: dict[str, tuple[str, Rate]] = {}
+        self._known_version = -1
+        self._public_rate = shared_rate(settings.public_rate, "public")
+        self._bounds = metrics.latency.buckets
+        self.take = limiter.take
         self.lock = lock
         self.parse_peer = parse_peer
 
@@ -151,73 +175,124 @@ class App:
         Synchronous while the limiter answers without I/O (the memory engine; Redis while it is away); on the
         shared limiter it returns the awaitable of the same answer (`_hot_awaiting`: the GCRA check is the only
         extra work), which the runtime awaits."""
-        hot = self._hot.get((path, query))
+        by_query = self._hot.get(path)
+        if by_query is None:
+            return None
+        hot = by_query.get(query)
         if hot is None or (method != "GET" and method != "HEAD"):
             return None
-        route = hot.route
-        if hot.version != route.version():  # type: ignore[misc]
+        # callables held in attributes are read into a local first: Python 3.11 specializes `obj.attr` but not
+        # `obj.attr()` when attr is not a method of obj's class (the generic lookup costs ~300 instructions)
+        current = hot.current
+        if hot.version != current():
             return None
-        started = time.perf_counter()
-        access = route.access
-        if access is Access.KEYED:
+        started = perf_counter()
+        access = hot.access
+        if access is KEYED:
             secret = headers.get("x-service-key")
-            key = self.keys.lookup(secret) if secret else None
-            if key is None:
+            if not secret:
                 return None
-            bucket, policy = "key:" + key.id, key.plan
-            per_minute = key.rate or self.settings.rate_for(key.plan, key.rate)
-        elif access is Access.OPEN:
+            keys = self.keys
+            if keys.version != self._known_version:  # a key refresh, load or revocation since the memo was made
+                self._known = {}
+                self._known_version = keys.version
+            known = self._known.get(secret) or self._know(secret)
+            if known is None:
+                return None
+            bucket, rate = known
+        elif access is OPEN:
             return self._hot_answer(hot, method, headers, (), started)
-        elif route.bucket is None:  # public: the per-IP bucket (a route with its own bucket goes through handle)
+        elif hot.bucket is None:  # public: the per-IP bucket (a route with its own bucket goes through handle)
             ip = self.parse_peer(peer)
             trusted = self.settings.trusted_proxies
             if trusted:
                 ip = client_address(ip, headers.get("x-forwarded-for"), trusted)
-            bucket, per_minute, policy = "ip:" + ip, self.settings.public_rate, "public"
+            bucket, rate = "ip:" + ip, self._public_rate
         else:
             return None
-        rate = self.limiter.take(bucket, per_minute, self.clock(), policy)
-        if rate is None:
+        take, clock = self.take, self.clock
+        fields = take(bucket, rate, clock())
+        if fields is None:
             return None  # the 429 comes from handle
-        if rate is Pending.AWAIT:
-            return self._hot_awaiting(hot, method, headers, bucket, per_minute, policy, started)
-        return self._hot_answer(hot, method, headers, rate, started)
-
-    async def _hot_awaiting(self, hot: Hot, method: str, headers: Headers, bucket: str, per_minute: int,
-                            policy: str, started: float) -> tuple[int, HeaderList, bytes] | None:
-        """serve_hot on a limiter that has to be awaited (Redis): the same answer once the bucket admitted it."""
-        decision = await self.limiter.check(bucket, per_minute, policy)
-        if not decision.allowed:
-            return None  # the 429 comes from handle (a refusal leaves the bucket as it was)
-        rate = decision.header_tuple()
-        lock = self.lock
-        if lock is None:
-            return self._hot_answer(hot, method, headers, rate, started)
-        with lock:
-            return self._hot_answer(hot, method, headers, rate, started)
-
-    def _hot_answer(self, hot: Hot, method: str, headers: Headers, rate: RateFields,
-                    started: float) -> tuple[int, HeaderList, bytes]:
+        if fields is AWAIT:
+            return self._hot_awaiting(hot, method, headers, bucket, rate, started)
+        # _hot_answer, inlined (a call is ~2% of the request)
         rid = headers.get("x-request-id")
         if rid is None or len(rid) > 128 or not rid.isprintable():
             rid = f"{self._id_prefix}-{next(self._ids)}"
-        if hot.compressible:
-            coding = self.encoder.choose(headers.get("accept-encoding")) or IDENTITY
-            variant = hot.variants.get(coding) or self._variant(hot, coding)
+        accept = headers.get("accept-encoding")
+        if accept is None or not hot.compressible:
+            variant = hot.identity or self._variant(hot, IDENTITY)
         else:
-            variant = hot.variants.get(IDENTITY) or self._variant(hot, IDENTITY)
-        status, body, labels = 200, variant.body, hot.labels_ok
+            coding = self.encoder.choose(accept) or IDENTITY
+            variant = hot.variants.get(coding) or self._variant(hot, coding)
         inm = headers.get("if-none-match")
         if inm is not None and etag_matches(inm, variant.etag):
-            status, body, labels = 304, b"", hot.labels_304
-        elif method == "HEAD":
-            body = b""
-        if self._wildcard_cors:
-            out = [*variant.head, *rate, ("x-request-id", rid)]
+            status, body = 304, b""
+            hot.count_304[0] += 1
         else:
-            out = [*variant.head, *rate, ("x-request-id", rid), *self._cors_for(headers.get("origin"))]
-        self.metrics.requests.inc(labels)
-        self.metrics.latency.observe(time.perf_counter() - started, hot.labels_route)
+            status, body = 200, (variant.body if method != "HEAD" else b"")
+            hot.count_ok[0] += 1
+        if self._wildcard_cors:
+            out = variant.head + fields + (("x-request-id", rid),)
+        else:
+            out = variant.head + fields + (("x-request-id", rid), *self._cors_for(headers.get("origin")))
+        elapsed = perf_counter() - started
+        latency, bounds = hot.latency, self._bounds  # market_http_request_seconds, as Histogram.observe does it
+        latency[0 if elapsed <= bounds[0] else bisect_left(bounds, elapsed)] += 1  # the first bucket holds most
+        latency[-1] += elapsed
+        return status, out, body
+
+    def _know(self, secret: str) -> tuple[str, Rate] | None:
+        """A cached key's bucket and rate, kept for serve_hot's next request with this secret."""
+        key = self.keys.lookup(secret)
+        if key is None:
+            return None
+        known = ("key:" + key.id, shared_rate(self.settings.rate_for(key.plan, key.rate), key.plan))
+        if len(self._known) >= MAX_KNOWN:
+            self._known = {}
+        self._known[secret] = known
+        return known
+
+    async def _hot_awaiting(self, hot: Hot, method: str, headers: Headers, bucket: str, rate: Rate,
+                            started: float) -> tuple[int, HotFields, bytes] | None:
+        """serve_hot on a limiter that has to be awaited (Redis): the same answer once the bucket admitted it."""
+        decision = await self.limiter.check(bucket, rate.per_minute, rate.policy)
+        if not decision.allowed:
+            return None  # the 429 comes from handle (a refusal leaves the bucket as it was)
+        fields = decision.header_tuple()
+        lock = self.lock
+        if lock is None:
+            return self._hot_answer(hot, method, headers, fields, started)
+        with lock:
+            return self._hot_answer(hot, method, headers, fields, started)
+
+    def _hot_answer(self, hot: Hot, method: str, headers: Headers, rate: RateFields,
+                    started: float) -> tuple[int, HotFields, bytes]:
+        rid = headers.get("x-request-id")
+        if rid is None or len(rid) > 128 or not rid.isprintable():
+            rid = f"{self._id_prefix}-{next(self._ids)}"
+        accept = headers.get("accept-encoding")
+        if accept is None or not hot.compressible:
+            variant = hot.identity or self._variant(hot, IDENTITY)
+        else:
+            coding = self.encoder.choose(accept) or IDENTITY
+            variant = hot.variants.get(coding) or self._variant(hot, coding)
+        inm = headers.get("if-none-match")
+        if inm is not None and etag_matches(inm, variant.etag):
+            status, body = 304, b""
+            hot.count_304[0] += 1
+        else:
+            status, body = 200, (variant.body if method != "HEAD" else b"")
+            hot.count_ok[0] += 1
+        if self._wildcard_cors:
+            out = variant.head + rate + (("x-request-id", rid),)
+        else:
+            out = variant.head + rate + (("x-request-id", rid), *self._cors_for(headers.get("origin")))
+        elapsed = perf_counter() - started
+        latency, bounds = hot.latency, self._bounds  # market_http_request_seconds, as Histogram.observe does it
+        latency[0 if elapsed <= bounds[0] else bisect_left(bounds, elapsed)] += 1  # the first bucket holds most
+        latency[-1] += elapsed
         return status, out, body
 
     def _variant(self, hot: Hot, coding: str) -> Variant:
@@ -234,21 +309,28 @@ class App:
         if self._wildcard_cors:
             head += self._cors_wildcard_headers
         variant = hot.variants[coding] = Variant(body, etag, head)
+        if coding == IDENTITY:
+            hot.identity = variant
         return variant
 
     def _remember(self, route: Route, version: object, path: str, query: str, resp: Response) -> Hot:
         """Keep a versioned route's 200 (before any per-request header is added) for serve_hot."""
-        key = (path, query)
-        old = self._hot.get(key)
+        by_query = self._hot.get(path)
+        old = by_query.get(query) if by_query is not None else None
         if old is not None and old.version == version and old.body is resp.body:
             return old  # serve_hot could not answer this request (a refusal, the shared limiter, a route bucket)
         etag = next((value for name, value in resp.headers if name == "etag"), None)  # the handler's own, if any
         if etag is None:
             etag = '"' + hashlib.blake2b(resp.body, digest_size=16).hexdigest() + '"'
-        hot = Hot(route, version, resp, etag)
-        if len(self._hot) >= MAX_HOT:
-            self._hot = {}
-        self._hot[key] = hot
+        hot = Hot(route, version, resp, etag, self.metrics)
+        if old is None:
+            if self._hot_count >= MAX_HOT:
+                self._hot, self._hot_count = {}, 0
+                by_query = None
+            self._hot_count += 1
+        if by_query is None:
+            by_query = self._hot[path] = {}
+        by_query[query] = hot
         return hot
 
     async def handle(self, req: Request) -> Response:
@@ -381,9 +463,9 @@ class App:
     async def _admit(self, route: Route, req: Request) -> Decision | None:
         """Authenticate and rate-limit (one path for both engines); returns the decision whose headers go on the
         response, or raises the 401/429 problem."""
-        if route.access is Access.OPEN:
+        if route.access is OPEN:
             return None
-        if route.access is Access.KEYED:
+        if route.access is KEYED:
             key = await self._authenticate(req)
             decision = await self._limit("key:" + key.id, self.settings.rate_for(key.plan, key.rate), key.plan)
         else:
@@ -402,7 +484,7 @@ class App:
         else:
             with lock:
                 decision = self.limiter.decide(bucket, per_minute, self.clock(), policy)
-        if decision is Pending.AWAIT:
+        if decision is AWAIT:
             return await self.limiter.check(bucket, per_minute, policy)
         return decision
 
