@@ -18,6 +18,7 @@ from server.commands.common import CommandError, check_data_dir
 from server.config import (
     ConfigError,
     EngineKind,
+    ServiceUnreachable,
     Settings,
     add_serve_args,
     check_command_flags,
@@ -105,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(f"market-server: configuration error: {exc}", file=sys.stderr)
         return 2
-    except CommandError as exc:
+    except (CommandError, ServiceUnreachable) as exc:  # ServiceUnreachable: Redis went away while the hub started
         print(f"market-server: {exc}", file=sys.stderr)
         return 1
     except sqlite3.Error as exc:  # e.g. DATA_DIR/market.db is not a database: one line, not a traceback

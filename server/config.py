@@ -33,6 +33,10 @@ class ConfigError(ValueError):
     """A setting is invalid; the message names the flag."""
 
 
+class ServiceUnreachable(Exception):
+    """A service the settings name (Redis, ...) cannot be reached while the hub starts: one line, exit 1."""
+
+
 class Runtime(StrEnum):
     GRANIAN = "granian"
     ROBYN = "robyn"

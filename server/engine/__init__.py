@@ -32,7 +32,7 @@ from collections.abc import Awaitable, Callable
 from typing import Protocol
 
 from server.api.auth.limits import Decision, Rate
-from server.config import EngineKind
+from server.config import EngineKind, ServiceUnreachable
 from server.market.feed import Tick
 
 RevocationListener = Callable[[set[str]], None]
@@ -40,7 +40,7 @@ RateFields = tuple[tuple[str, str], ...]  # an allowed request's rate-limit head
 Numbered = list[tuple[Tick, int]]  # the ticks of one batch with the seqs the bus gave them
 
 
-class EngineUnavailable(Exception):
+class EngineUnavailable(ServiceUnreachable):
     """The engine's backing service cannot be reached at start (one line for the operator)."""
 
 

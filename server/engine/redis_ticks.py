@@ -24,7 +24,7 @@ from typing import Any
 from redis.exceptions import NoScriptError, RedisError
 
 from server.core.redis_url import RedisTarget
-from server.engine import settle
+from server.engine import EngineUnavailable, settle
 from server.engine.redis_client import AutoPipeline, async_client, sync_client
 from server.market.feed import Tick
 
@@ -38,6 +38,8 @@ BLOCK_MS = 1000
 MAXLEN = 10_000  # tick batches kept (approximately): at 4 batches/s about 40 minutes
 JOIN_SCAN = 2000  # batches a joining hub reads back for each instrument's newest tick
 STALE_S = 5.0  # a hub that has not heard from the stream for this long is not ready
+JOIN_RETRY_S = 10.0  # a joining hub asks again this long (a Sentinel failover, a slow link) before it gives up
+JOIN_PAUSE_S = 0.25
 # a leader appends only while its last successful renewal was sent less than this ago: its lease then has at
 # least LEASE_MS - FENCE_S left, so it stops feeding before the lease can pass even if its renewals hang or its
 # loop stalls (the append script's lease check is the fence in Redis; this is the leader's own side of it)
@@ -151,12 +153,31 @@ class RedisTicks:
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._lease_tried.wait(), timeout)
 
+    async def _joining(self, what: str, ask: Callable[[], Any]) -> Any:
+        """A read of a hub that starts: asked again for JOIN_RETRY_S while Redis does not answer (a failover in
+        progress, a lost packet), one warning line; then EngineUnavailable (one line from the CLI, exit 1)."""
+        deadline = time.monotonic() + JOIN_RETRY_S
+        warned = False
+        while True:
+            try:
+                return await ask()
+            except (RedisError, OSError) as exc:
+                if time.monotonic() >= deadline:
+                    raise EngineUnavailable(f"--engine redis: could not read the tick log ({what}) for "
+                                            f"{JOIN_RETRY_S:g} s: {type(exc).__name__}: {exc}") from None
+                if not warned:
+                    log.warning("joining the tick log: %s failed (%s); asking again for up to %g s", what,
+                                type(exc).__name__, JOIN_RETRY_S)
+                    warned = True
+                await asyncio.sleep(JOIN_PAUSE_S)
+
     async def load_seqs(self) -> dict[str, int]:
         """Where this hub joins: it reads every entry after the stream's last one now (so nothing appended
         from here on, by anyone, is missed) and continues every instrument's seq from the hash."""
-        newest: Any = await self.client.xrevrange(self.stream, count=1)
+        newest: Any = await self._joining("the stream's newest entry",
+                                          lambda: self.client.xrevrange(self.stream, count=1))
         self._last = newest[0][0].decode() if newest else "0-0"
-        raw: Any = await self.client.hgetall(self.seqs)
+        raw: Any = await self._joining("the seqs", lambda: self.client.hgetall(self.seqs))
         seqs = {k.decode(): int(v) for k, v in raw.items()}
         self._highest = max(self._highest, *seqs.values(), 0)
         return seqs
@@ -165,7 +186,7 @@ class RedisTicks:
         """The newest tick of each instrument among the stream's last `entries` batches (a joining hub
         shows the prices and times every other hub shows, not its own start-up ones)."""
         newest: dict[int, tuple[Tick, int]] = {}
-        answer: Any = await self.client.xrevrange(self.stream, count=entries)
+        answer: Any = await self._joining("the newest ticks", lambda: self.client.xrevrange(self.stream, count=entries))
         for _, fields in answer:
             for tick, seq in self._decode(fields[b"b"]):
                 newest.setdefault(tick.row, (tick, seq))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 from collections.abc import Iterator
 from datetime import datetime
@@ -17,6 +18,7 @@ import pytest
 import redis
 from websockets.asyncio.client import ClientConnection, connect
 
+from server.engine import EngineUnavailable, redis_ticks
 from server.engine.redis_ticks import SEQ_JUMP, RedisTicks
 from server.market.feed import Tick
 from tests.conftest import ServerProcess, free_port, free_ports
@@ -277,3 +279,47 @@ def test_a_replica_promoted_before_its_first_sync_moves_every_seq_on_by_the_jump
         asyncio.run(scenario())
     finally:
         own.stop()
+
+
+def test_a_joining_hub_asks_again_while_redis_does_not_answer_then_gives_up_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hub's first reads of the tick log (where it joins) meet no Redis (a failover in progress, a slow link):
+    it asks again, with one warning line, and joins once Redis answers; after JOIN_RETRY_S without an answer it
+    gives up with EngineUnavailable, which the CLI prints as one line (exit 1), never a traceback."""
+    own = OwnRedis(free_port(), tmp_path)
+    warned: list[logging.LogRecord] = []
+
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        first_warning = asyncio.Event()
+
+        class Seen(logging.Handler):
+            def emit(self, record: logging.LogRecord) -> None:
+                warned.append(record)
+                loop.call_soon_threadsafe(first_warning.set)
+
+        handler = Seen(logging.WARNING)
+        logging.getLogger("market.ticks").addHandler(handler)
+        try:
+            ticks = RedisTicks(own.url, "joining:", "node-a", ["brent"])
+            joining = asyncio.create_task(ticks.load_seqs())
+            await asyncio.wait_for(first_warning.wait(), 5)  # the first read failed: nobody on that port
+            assert not joining.done()
+            await asyncio.to_thread(own.start)
+            assert await asyncio.wait_for(joining, 5) == {}  # joined an empty log once Redis answered
+            await ticks.stop()
+            own.stop()
+            monkeypatch.setattr(redis_ticks, "JOIN_RETRY_S", 0.5)
+            gone = RedisTicks(own.url, "joining:", "node-b", ["brent"])
+            with pytest.raises(EngineUnavailable, match=r"could not read the tick log .* for 0.5 s"):
+                await asyncio.wait_for(gone.load_seqs(), 5)
+            await gone.stop()
+        finally:
+            logging.getLogger("market.ticks").removeHandler(handler)
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        own.stop()
+    joining_lines = [r for r in warned if "joining the tick log" in r.getMessage()]
+    assert len(joining_lines) == 2  # one per hub that waited, not one per attempt
