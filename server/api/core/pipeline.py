@@ -56,6 +56,8 @@ ALLOWED_REQUEST_HEADERS = "X-SERVICE-Key, Authorization, Content-Type, X-Request
 STORAGE_RETRY_AFTER_S = 5  # a 503 storage_unavailable's Retry-After (the pool reconnects at least every 2 s)
 STORAGE_LOG_EVERY_S = 10.0  # one warning per this while storage stays away, not one per request
 MAX_HOT = 4096  # remembered answers of versioned GET routes (path + query string)
+ID_BLOCK = 1000  # request ids made at a time (App._new_ids)
+_DIGITS_DOWN = tuple(f"{n:03d}" for n in range(ID_BLOCK - 1, -1, -1))  # "999" .. "000": popped from the end
 MAX_KNOWN = 10_000  # secrets serve_hot keeps the bucket and rate of (as KeyCache keeps its secrets)
 VARY_ENCODING = ("vary", "Accept-Encoding")
 HeaderList = list[tuple[str, str]]
@@ -142,7 +144,12 @@ class App:
         self.limiter = limiter
         self.buckets = buckets
         self.clock = clock
-        self._ids = itertools.count(1)
+        # request ids "<prefix>-<n>", n = 1, 2, ...: made ID_BLOCK at a time (a block's ids share their head, so
+        # each is one concatenation) and taken with one list.pop per request, ~1,400 instructions less than an
+        # f-string per request. Blocks are numbered atomically: two threads refilling at once (Robyn) take
+        # different blocks, so an id is never given twice (a block may be left unfinished).
+        self._id_pool: list[str] = []
+        self._id_blocks = itertools.count(0)
         self._storage_warned = -STORAGE_LOG_EVERY_S  # perf_counter of the last storage_unavailable warning
         self._id_prefix = os.urandom(4).hex()
         self._wildcard_cors = "*" in settings.cors_origins
@@ -219,7 +226,10 @@ class App:
         # _hot_answer, inlined (a call is ~2% of the request)
         rid = headers.get("x-request-id")
         if rid is None or len(rid) > 128 or not rid.isprintable():
-            rid = f"{self._id_prefix}-{next(self._ids)}"
+            try:
+                rid = self._id_pool.pop()
+            except IndexError:
+                rid = self._new_ids()
         accept = headers.get("accept-encoding")
         if accept is None or not hot.compressible:
             variant = hot.identity or self._variant(hot, IDENTITY)
@@ -242,6 +252,24 @@ class App:
         latency[0 if elapsed <= bounds[0] else bisect_left(bounds, elapsed)] += 1  # the first bucket holds most
         latency[-1] += elapsed
         return status, out, body
+
+    def _new_id(self) -> str:
+        try:
+            return self._id_pool.pop()
+        except IndexError:
+            return self._new_ids()
+
+    def _new_ids(self) -> str:
+        """The next block of request ids (the pool ran out): keep it and return its first."""
+        block = next(self._id_blocks)
+        if block:
+            head = f"{self._id_prefix}-{block}"  # ids block * ID_BLOCK + 0..999
+            pool = [head + digits for digits in _DIGITS_DOWN]
+        else:
+            pool = [f"{self._id_prefix}-{n}" for n in range(ID_BLOCK - 1, 0, -1)]  # 1..999
+        first = pool.pop()
+        self._id_pool = pool
+        return first
 
     def _know(self, secret: str) -> tuple[str, Rate] | None:
         """A cached key's bucket and rate, kept for serve_hot's next request with this secret."""
@@ -271,7 +299,10 @@ class App:
                     started: float) -> tuple[int, HotFields, bytes]:
         rid = headers.get("x-request-id")
         if rid is None or len(rid) > 128 or not rid.isprintable():
-            rid = f"{self._id_prefix}-{next(self._ids)}"
+            try:
+                rid = self._id_pool.pop()
+            except IndexError:
+                rid = self._new_ids()
         accept = headers.get("accept-encoding")
         if accept is None or not hot.compressible:
             variant = hot.identity or self._variant(hot, IDENTITY)
@@ -335,7 +366,7 @@ class App:
 
     async def handle(self, req: Request) -> Response:
         started = time.perf_counter()
-        request_id = _client_request_id(req) or f"{self._id_prefix}-{next(self._ids)}"
+        request_id = _client_request_id(req) or self._new_id()
         route_name = "unmatched"
         try:
             route, resp = await self._dispatch(req)
@@ -363,7 +394,7 @@ class App:
     def refuse(self, req: Request, error: ApiError) -> Response:
         """A problem a runtime adapter decided on before the pipeline ran (a stalled body, too many uploads from
         one client, shutdown): it gets the request id, CORS headers and metrics like every other answer."""
-        request_id = _client_request_id(req) or f"{self._id_prefix}-{next(self._ids)}"
+        request_id = _client_request_id(req) or self._new_id()
         return self._finish(req, error.response(), "edge", request_id, time.perf_counter())
 
     def _finish(self, req: Request, resp: Response, route_name: str, request_id: str, started: float) -> Response:
