@@ -58,8 +58,8 @@ METHODS: tuple[HttpMethod, ...] = (  # type: ignore[assignment]
     HttpMethod.OPTIONS, HttpMethod.TRACE, HttpMethod.CONNECT,
 )
 TOO_LARGE = bytes(MAX_BODY + 1)  # stands for any body over the limit
-# the versioned (remembered) GET routes: everything under /api/v1 and the public market snapshot
-HOT_ROUTES = ("/api/v1/*path", "/api/market", "/api/market/*path")
+# the versioned (remembered) GET routes: everything under /api/v1, the public market snapshot, news and research
+HOT_ROUTES = ("/api/v1/*path", "/api/market", "/api/market/*path", "/api/news", "/api/research")
 T = TypeVar("T")
 HotTriple = tuple[int, HotFields, bytes]
 BRIDGE_TIMEOUT_S = 60.0  # a request handed from actix's thread to the loop: longer than any handler runs
