@@ -17,6 +17,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import redis
@@ -73,6 +74,23 @@ def redis_prefix(url: str = REDIS_URL) -> Iterator[str]:
         if keys:
             client.delete(*keys)
         client.close()
+
+
+@contextmanager
+def redis_hub_pair(data_dir: Path, *flags: str, url: str = REDIS_URL) -> Iterator[tuple[Any, Any]]:
+    """Two hubs on one Redis prefix and one data dir, a granian one and a robyn one (`flags` added to both's
+    `--engine redis --redis-url URL --redis-prefix P`), both stopped with exit code 0 afterwards."""
+    from tests.conftest import ServerProcess
+
+    with redis_prefix(url) as prefix:
+        both = ("--engine", "redis", "--redis-url", url, "--redis-prefix", prefix, *flags)
+        a = ServerProcess(data_dir, "granian", *both)
+        b = ServerProcess(data_dir, "robyn", *both)
+        try:
+            yield a, b
+        finally:
+            codes = [hub.stop() for hub in (a, b)]
+            assert codes == [0, 0], f"{codes}\n{a.output()}\n{b.output()}"
 
 
 class OwnRedis:

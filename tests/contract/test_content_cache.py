@@ -17,7 +17,7 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.conftest import ServerProcess, run_cli
-from tests.redis_service import redis_prefix, require_redis
+from tests.redis_service import redis_hub_pair, require_redis
 
 VISIBLE_WITHIN_S = 1.0
 
@@ -91,16 +91,8 @@ def test_answers_are_remembered_per_query_and_an_import_shows_within_a_second(
 
 @pytest.fixture
 def hubs(tmp_path: Path) -> Iterator[tuple[ServerProcess, ServerProcess]]:
-    url = require_redis()
-    with redis_prefix(url) as prefix:
-        flags = ("--engine", "redis", "--redis-url", url, "--redis-prefix", prefix, "--public-rate", "100000")
-        a = ServerProcess(tmp_path / "data", "granian", *flags)
-        b = ServerProcess(tmp_path / "data", "robyn", *flags)
-        try:
-            yield a, b
-        finally:
-            codes = [hub.stop() for hub in (a, b)]
-            assert codes == [0, 0], f"{codes}\n{a.output()}\n{b.output()}"
+    with redis_hub_pair(tmp_path / "data", "--public-rate", "100000", url=require_redis()) as pair:
+        yield pair
 
 
 def test_two_redis_hubs_both_show_an_import_within_a_second_and_remember_it(

@@ -10,24 +10,16 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import ServerProcess
-from tests.redis_service import redis_prefix, require_redis
+from tests.redis_service import redis_hub_pair, require_redis
 
 WANTED = 4  # refreshes seen answered alike by both hubs
 
 
 @pytest.fixture
 def hubs(tmp_path: Path) -> Iterator[tuple[ServerProcess, ServerProcess]]:
-    url = require_redis()
-    with redis_prefix(url) as prefix:
-        flags = ("--engine", "redis", "--redis-url", url, "--redis-prefix", prefix, "--public-rate", "100000",
-                 "--market-refresh-s", "1")
-        a = ServerProcess(tmp_path / "data", "granian", *flags)
-        b = ServerProcess(tmp_path / "data", "robyn", *flags)
-        try:
-            yield a, b
-        finally:
-            codes = [hub.stop() for hub in (a, b)]
-            assert codes == [0, 0], f"{codes}\n{a.output()}\n{b.output()}"
+    flags = ("--public-rate", "100000", "--market-refresh-s", "1")
+    with redis_hub_pair(tmp_path / "data", *flags, url=require_redis()) as pair:
+        yield pair
 
 
 def test_both_hubs_serve_one_snapshot_per_refresh_and_honour_each_others_etags(

@@ -299,10 +299,7 @@ class App:
                     started: float) -> tuple[int, HotFields, bytes]:
         rid = headers.get("x-request-id")
         if rid is None or len(rid) > 128 or not rid.isprintable():
-            try:
-                rid = self._id_pool.pop()
-            except IndexError:
-                rid = self._new_ids()
+            rid = self._new_id()
         accept = headers.get("accept-encoding")
         if accept is None or not hot.compressible:
             variant = hot.identity or self._variant(hot, IDENTITY)
