@@ -38,6 +38,7 @@ from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlsplit
 
 import orjson
+from aiofastnet.transport import Transport as FastTransport
 from websockets.datastructures import Headers
 from websockets.extensions.permessage_deflate import PerMessageDeflate
 from websockets.frames import Frame, Opcode
@@ -96,7 +97,7 @@ class StreamConnection(asyncio.Protocol):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SNDBUF)
         cap = self.core.limits.buffer_cap
         transport.set_write_buffer_limits(high=cap, low=cap // 2)
-        self.session = self.core.connect(transport.write, self.clock())
+        self.session = self.core.connect(_frames_write(transport), self.clock())
         self.on_made(self)
 
     def data_received(self, data: bytes) -> None:
@@ -117,7 +118,7 @@ class StreamConnection(asyncio.Protocol):
 
     def pause_writing(self) -> None:
         if self.session is not None:
-            self.session.out.pause(self.clock())
+            self.core.paused(self.session, self.clock())
 
     def resume_writing(self) -> None:
         if self.session is not None:
@@ -211,7 +212,7 @@ class StreamConnection(asyncio.Protocol):
         if ext is None or self.transport is None:
             return
         cache = _deflate_cache(ext.local_max_window_bits)
-        write = self.transport.write
+        write = _frames_write(self.transport)
         session.write = lambda data: write(cache.compressed(data))
 
     def _load_unknown_key(self, request: Request) -> bool:
@@ -289,6 +290,16 @@ class StreamConnection(asyncio.Protocol):
     def abort(self) -> None:
         if self.transport is not None:
             self.transport.abort()
+
+
+def _frames_write(transport: asyncio.Transport) -> Callable[[bytes], object]:
+    """The write the core calls with whole frames (bytes, on the loop thread). On aiofastnet's transports (the
+    /ws/quotes listener's) that is `write_nocheck`, as picows uses for its own sends: `write` checks the thread
+    and the buffer, then calls `write_nocheck` through Cython's override check, which reads the transport's
+    instance dict: a cache miss per connection per tick batch, once the kernel's send path has evicted it."""
+    if isinstance(transport, FastTransport):
+        return transport.write_nocheck
+    return transport.write
 
 
 _CODES = {int(c) for c in CloseCode}

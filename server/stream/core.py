@@ -10,9 +10,13 @@ Invariants:
   call that moves it out of OPEN, so no tick frame follows a close frame;
 - everything runs on the hub's single event-loop thread, and every write is
   whole frames, so writes to one connection never interleave mid-frame;
-- ``write`` never mutates the registry synchronously (a transport reports a
-  lost connection later, through the loop), so the fan-out may iterate the
-  registry's member sets directly.
+- ``write`` never removes a member from the registry synchronously (a
+  transport reports a lost connection later, through the loop), but it may
+  hold one (a transport calls ``pause_writing`` from inside ``write``): the
+  fan-out iterates a copy of each group's ready writers;
+- a session is ready in its groups exactly while its buffer is under the cap
+  (``paused`` holds it, ``resumed`` releases it): the fan-out calls the ready
+  writers only, and holds the batch for the others.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ from server.stream.candles import GRACE_S, CandleFrames, K
 from server.stream.handshake import Refusal, decide
 from server.stream.messages import Payload
 from server.stream.outbuf import OutBuffer
-from server.stream.registry import SubscriptionRegistry
+from server.stream.registry import Group, SubscriptionRegistry
 from server.stream.session import Session
 from server.stream.states import SessionState
 from server.stream.wire import text_frame
@@ -178,8 +182,13 @@ class StreamCore:
     def open(self, session: Session) -> None:
         """The 101 went out: join the full set and send the first snapshot."""
         session.transition(SessionState.OPEN)
-        self.registry.join(session, self.all_rows)
+        self.registry.join(session, self.all_rows, self._writer(session))
         session.write(self.snapshot_frame(self.all_rows))
+
+    @staticmethod
+    def _writer(session: Session) -> Callable[[bytes], object] | None:
+        """The session's write while it is ready (under its buffer cap), else None (held)."""
+        return session.write if session.out.over_since is None else None
 
     def closing(self, session: Session, code: CloseCode | None = None) -> None:
         """The session sent or received a close frame: no more ticks."""
@@ -273,8 +282,9 @@ class StreamCore:
         # Everything below runs in this one call on the loop thread: no tick batch can land between the
         # join and the replay, so the replay (seqs since+1 .. current) and the live ticks that follow it
         # meet with no gap and no duplicate.
-        self.registry.join(session, rows)
-        self.candle_registry.join(session, channels)
+        writer = self._writer(session)
+        self.registry.join(session, rows, writer)
+        self.candle_registry.join(session, channels, writer)
         session.out.drop_pending()  # the snapshot (or the replay, which holds them) supersedes held ticks
         current_candles = self._current_candles(channels)
         if op.since is None:
@@ -375,17 +385,9 @@ class StreamCore:
         delivered = conflated = 0
         for group, items in touched.items():
             data = items[0][1] if len(items) == 1 else b"".join([frame for _, frame in items])
-            n = len(items)
-            for session in group.members:
-                out = session.out
-                if out.over_since is None:
-                    try:
-                        session.write(data)
-                    except RuntimeError:  # transport already closed; its connection_lost is queued
-                        continue
-                    delivered += n
-                else:
-                    conflated += out.hold(items)
+            delivered += len(items) * self._write_ready(group, data)
+            for session in group.held():
+                conflated += session.out.hold(items)
         if delivered:
             self.metrics.delivered.inc(amount=delivered)
         if conflated:
@@ -412,15 +414,9 @@ class StreamCore:
         delivered = 0
         for group, items in touched.items():
             data = items[0][1] if len(items) == 1 else b"".join([frame for _, frame in items])
-            for session in group.members:
-                if session.out.over_since is None:
-                    try:
-                        session.write(data)
-                    except RuntimeError:
-                        continue
-                    delivered += len(items)
-                else:
-                    session.out.hold(items)
+            delivered += len(items) * self._write_ready(group, data)
+            for session in group.held():
+                session.out.hold(items)
         if delivered:
             self.metrics.candles.inc(amount=delivered)
 
@@ -465,21 +461,36 @@ class StreamCore:
             if not group.members:
                 continue
             frame = text_frame(msg.heartbeat_payload(ts, {ids[r]: int(seq[r]) for r in sorted(group.rows)}))
-            for session in group.members:
-                if session.out.over_since is None:
-                    try:
-                        session.write(frame)
-                    except RuntimeError:
-                        continue
-                    sent += 1
-                else:
-                    session.out.hold_last(frame)
+            sent += self._write_ready(group, frame)
+            for session in group.held():
+                session.out.hold_last(frame)
         if sent:
             self.metrics.heartbeats.inc(amount=sent)
+
+    @staticmethod
+    def _write_ready(group: Group[Session], data: bytes) -> int:
+        """``data`` to every ready member of ``group``; returns how many writes went out. Walks a copy: a write
+        may hold its session (the transport calls pause_writing from inside write), after that write."""
+        failed = 0
+        writers = tuple(group.ready.values())
+        for write in writers:
+            try:
+                write(data)
+            except RuntimeError:  # transport already closed; its connection_lost is queued
+                failed += 1
+        return len(writers) - failed
+
+    def paused(self, session: Session, now: float) -> None:
+        """The connection's buffer passed its cap: hold its ticks from now on (conflated per instrument)."""
+        session.out.pause(now)
+        self.registry.hold(session)
+        self.candle_registry.hold(session)
 
     def resumed(self, session: Session) -> None:
         """The connection drained below its low-water mark: send the held (conflated) ticks."""
         held, count = session.out.resume()
+        self.registry.release(session, session.write)  # before the write: it may hold the session again
+        self.candle_registry.release(session, session.write)
         if held and session.is_open:
             if count:
                 self.metrics.delivered.inc(amount=count)

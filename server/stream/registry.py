@@ -6,24 +6,38 @@ sessions per group). The index maps instrument row -> groups subscribed to
 it, so a tick touches only its subscribers, and the frames of one batch are
 concatenated once per group, not once per session.
 
+Each group also keeps its *ready* members, those being written to now, with
+their write callables: the fan-out walks that one dict per group and calls
+each callable, touching nothing else of a connection (a connection over its
+buffer cap is held, not written: `hold` takes it out of ready, `release`
+puts it back).
+
 Invariants: a member is in at most one group; a group with no member is
-removed at once (with its index entries); only `join` and `leave` mutate.
+removed at once (with its index entries); a group's ready members are a
+subset of its members; only `join`, `leave`, `hold` and `release` mutate.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import Generic, TypeVar
 
 M = TypeVar("M", bound=Hashable)
+Write = Callable[[bytes], object]
 
 
 class Group(Generic[M]):
-    __slots__ = ("members", "rows")
+    __slots__ = ("members", "ready", "rows")
 
     def __init__(self, rows: frozenset[int]) -> None:
         self.rows = rows
         self.members: dict[M, None] = {}  # insertion-ordered set
+        self.ready: dict[M, Write] = {}  # the members written to now -> their write
+
+    def held(self) -> list[M]:
+        """The members not written to now (over their buffer cap)."""
+        ready = self.ready
+        return [m for m in self.members if m not in ready] if len(ready) != len(self.members) else []
 
 
 class SubscriptionRegistry(Generic[M]):
@@ -33,14 +47,16 @@ class SubscriptionRegistry(Generic[M]):
         self._groups: dict[frozenset[int], Group[M]] = {}
         self._member_group: dict[M, Group[M]] = {}
 
-    def join(self, member: M, rows: Iterable[int]) -> None:
-        """Set ``member``'s subscription to exactly ``rows`` (replacing any previous set)."""
+    def join(self, member: M, rows: Iterable[int], write: Write | None = None) -> None:
+        """Set ``member``'s subscription to exactly ``rows`` (replacing any previous set); ``write``: its write
+        callable when it is ready (None: held)."""
         key = frozenset(rows)
         for row in key:
             if not 0 <= row < self.n_rows:
                 raise IndexError(f"row {row} out of range")
         current = self._member_group.get(member)
         if current is not None and current.rows == key:
+            self._set_ready(current, member, write)
             return
         self.leave(member)
         group = self._groups.get(key)
@@ -49,13 +65,34 @@ class SubscriptionRegistry(Generic[M]):
             for row in key:
                 self.by_row[row].append(group)
         group.members[member] = None
+        self._set_ready(group, member, write)
         self._member_group[member] = group
+
+    def hold(self, member: M) -> None:
+        """Stop writing to ``member`` (its buffer passed the cap); it stays subscribed."""
+        group = self._member_group.get(member)
+        if group is not None:
+            group.ready.pop(member, None)
+
+    def release(self, member: M, write: Write) -> None:
+        """Write to ``member`` again."""
+        group = self._member_group.get(member)
+        if group is not None:
+            group.ready[member] = write
+
+    @staticmethod
+    def _set_ready(group: Group[M], member: M, write: Write | None) -> None:
+        if write is None:
+            group.ready.pop(member, None)
+        else:
+            group.ready[member] = write
 
     def leave(self, member: M) -> None:
         group = self._member_group.pop(member, None)
         if group is None:
             return
         del group.members[member]
+        group.ready.pop(member, None)
         if not group.members:
             del self._groups[group.rows]
             for row in group.rows:

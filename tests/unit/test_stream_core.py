@@ -279,7 +279,7 @@ def test_slow_session_conflates_to_latest_per_instrument_then_resumes() -> None:
     slow, slow_sink = open_session(core, "ent")
     fast_sink.clear()
     slow_sink.clear()
-    slow.out.pause(10.0)
+    core.paused(slow, 10.0)
     for seq in range(1, 6):
         core.on_ticks([tick(0, seq, price=float(seq)), tick(1, seq)])
     assert not slow_sink.writes
@@ -293,10 +293,36 @@ def test_slow_session_conflates_to_latest_per_instrument_then_resumes() -> None:
     assert slow_sink.messages()[-1]["seq"] == 6
 
 
+def test_a_write_that_pauses_its_session_holds_it_from_the_next_batch_on() -> None:
+    """A transport calls pause_writing from inside write: the fan-out goes on with the other sessions."""
+    core, _, _ = make_core()
+    slow, slow_sink = open_session(core, "ent")
+    _fast, fast_sink = open_session(core, "ent")
+
+    def pausing_write(data: bytes) -> None:
+        slow_sink(data)
+        core.paused(slow, 1.0)
+
+    slow.write = pausing_write
+    core.registry.release(slow, pausing_write)
+    slow_sink.clear()
+    fast_sink.clear()
+    core.on_ticks([tick(0, 1)])
+    assert len(slow_sink.writes) == 1 and len(fast_sink.writes) == 1
+    core.on_ticks([tick(0, 2)])
+    assert len(slow_sink.writes) == 1 and len(fast_sink.writes) == 2
+    assert list(slow.out.pending) == [0]
+    slow.write = slow_sink
+    core.resumed(slow)
+    assert [m["seq"] for m in slow_sink.messages()] == [1, 2]
+    core.on_ticks([tick(0, 3)])
+    assert [m["seq"] for m in slow_sink.messages()] == [1, 2, 3]
+
+
 def test_subscription_change_drops_held_ticks() -> None:
     core, _, _ = make_core()
     s, _sink = open_session(core)
-    s.out.pause(1.0)
+    core.paused(s, 1.0)
     core.on_ticks([tick(0, 1)])
     assert s.out.pending
     core.on_text(s, b'{"op":"subscribe","ids":["wti"]}', 1.5)
@@ -322,7 +348,7 @@ def test_sweep_pings_closes_slow_and_silent_sessions() -> None:
     quiet, _ = open_session(core, "ent", now=0.0)
     slow, _ = open_session(core, "ent", now=0.0)
     stuck = core.connect(Sink(), 0.0)  # TCP open, no handshake
-    slow.out.pause(5.0)
+    core.paused(slow, 5.0)
     due = core.sweep(9.9)
     assert due.ping == [] and due.close == []
     assert core.sweep(10.0).close == [(stuck, CloseCode.POLICY_VIOLATION)]

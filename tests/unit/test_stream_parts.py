@@ -67,6 +67,26 @@ def test_registry_empty_set_member_and_bounds() -> None:
     reg.leave("zz")  # unknown member: no-op
 
 
+def test_registry_ready_writers_follow_hold_release_and_leave() -> None:
+    reg: SubscriptionRegistry[str] = SubscriptionRegistry(3)
+    reg.join("a", [0], print)
+    reg.join("b", [0], len)
+    (group,) = reg.by_row[0]
+    assert group.ready == {"a": print, "b": len} and group.held() == []
+    reg.hold("a")
+    assert list(group.ready) == ["b"] and group.held() == ["a"]
+    reg.join("a", [0])  # same set, joined while held: stays held
+    assert group.held() == ["a"]
+    reg.release("a", print)
+    assert group.ready == {"b": len, "a": print} and group.held() == []
+    reg.join("b", [1], len)  # moves group: ready there, gone from the old one
+    assert list(group.ready) == ["a"] and list(reg.by_row[1][0].ready) == ["b"]
+    reg.leave("a")
+    assert reg.by_row[0] == []
+    reg.hold("zz")  # unknown member: no-op
+    reg.release("zz", print)
+
+
 # --- outgoing buffer -------------------------------------------------------------------
 
 def test_outbuf_holds_latest_per_instrument_in_arrival_order() -> None:
