@@ -218,6 +218,34 @@ def workers_throughput(tmp: Path, redis_url: str, duration: float, rounds: int) 
     return out
 
 
+def keyed_cpu(tmp: Path, redis_url: str, duration: float, rounds: int) -> dict[str, Any]:
+    """Issue 19's target, pinned: one hub per engine on core 0, wrk (1 thread, 64 connections) on core 1, keyed
+    `GET /api/v1/quotes` (a cached answer), engines alternating; the hub's CPU per request of each round
+    (Redis, the machine's service, is not pinned and not counted). The ratio is the median of the rounds'."""
+    require_wrk()
+    hubs = {engine: Hub(tmp, engine, redis_url) for engine in ("memory", "redis")}
+    runs: dict[str, list[tuple[float, float, float]]] = {engine: [] for engine in hubs}
+    try:
+        for hub in hubs.values():
+            for pid in hub.pids():
+                pin(pid, {0})
+        time.sleep(1.0)
+        for _ in range(rounds):
+            for engine, hub in hubs.items():
+                res = wrk(hub.srv.base + "/api/v1/quotes", duration, connections=64, cpu=1,
+                          headers={"X-SERVICE-Key": hub.key}, server_pid=hub.srv.proc.pid)
+                runs[engine].append((res.server_us, res.rps, _load()))
+    finally:
+        for hub in hubs.values():
+            hub.stop()
+    ratios = [r[0] / m[0] for r, m in zip(runs["redis"], runs["memory"], strict=True)]
+    return {"ratio": statistics.median(ratios), "ratios": ratios,
+            **{engine: {"us_cpu_per_req": statistics.median(r[0] for r in rs),
+                        "rps": statistics.median(r[1] for r in rs), "rounds": [round(r[0], 1) for r in rs],
+                        "load_1m": max(r[2] for r in rs)}
+               for engine, rs in runs.items()}}
+
+
 # --- 3. GCRA in Redis ------------------------------------------------------------------------------
 
 
@@ -286,6 +314,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="tiny counts and windows (a smoke test)")
     parser.add_argument("--json", action="store_true", help="print the rows as one JSON list last")
+    parser.add_argument("--only-cpu", action="store_true",
+                        help="only the pinned hub CPU per keyed request, redis vs memory (issue 19's target)")
     args = parser.parse_args()
     if args.quick:
         args.conns, args.duration, args.wrk_duration, args.rounds = 50, 2.0, 1.0, 1
@@ -295,6 +325,14 @@ def main() -> None:
     raise_nofile()
     tmp = Path(tempfile.mkdtemp(prefix="engine-cost-"))
     print(f"load average before: {_load():.2f}", flush=True)
+    cpu = keyed_cpu(tmp, args.redis_url, args.wrk_duration, max(3, args.rounds))
+    print(f"keyed quotes, hub pinned: redis {cpu['redis']['us_cpu_per_req']:.1f} us CPU/req (rounds "
+          f"{cpu['redis']['rounds']}), memory {cpu['memory']['us_cpu_per_req']:.1f} "
+          f"(rounds {cpu['memory']['rounds']}), "
+          f"ratio {cpu['ratio']:.2f}x (rounds {[round(r, 2) for r in cpu['ratios']]}), load "
+          f"{max(cpu['redis']['load_1m'], cpu['memory']['load_1m']):.2f}", flush=True)
+    if args.only_cpu:
+        return
     lat = {engine: tick_latency(tmp, engine, args.redis_url, args.conns, args.ticks_per_s, args.duration, 2.0)
            for engine in ("memory", "redis")}
     for r in lat.values():

@@ -7,7 +7,8 @@ the same code path serves both.
 
 - `limiter` (the limiter store): where the GCRA buckets of keys, client IPs and routes live. Memory: this
   hub's `Gcra`, answered synchronously. Redis: one Lua script on Redis time, so every hub draws from one
-  bucket; it answers `Pending.AWAIT` to the synchronous calls (the caller then awaits `check`), and while
+  bucket; it answers `Pending.AWAIT` to the synchronous calls (the caller then awaits `check` or `take_awaited`:
+  the requests of one bucket in one loop iteration share one script call), and while
   Redis cannot be reached it answers synchronously from this hub's buckets.
 - `bus` (the tick bus): feed batches in, numbered batches out to every hub's tick path. Memory: numbered and
   handed back at once. Redis: a Lua script numbers them and appends them to a Redis Stream that every hub
@@ -60,6 +61,11 @@ class Limiter(Protocol):
     def take(self, key: str, rate: Rate, now: float) -> RateFields | Pending | None:
         """The hot path's `decide` (`rate`: made once by `Gcra.rate`): an allowed request's header fields, None for
         a refusal (the bucket left as it was: the pipeline then answers the 429), or Pending.AWAIT (`Gcra.take`)."""
+        ...
+
+    async def take_awaited(self, key: str, rate: Rate) -> RateFields | None:
+        """`take` when it answered Pending.AWAIT: the same answer (header fields, or None for a refusal), awaiting
+        the store (never raises for a backend failure: the Redis store falls back to this hub's buckets)."""
         ...
 
     async def check(self, key: str, per_minute: int, policy: str) -> Decision:

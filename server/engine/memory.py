@@ -12,11 +12,12 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
-from server.api.auth.limits import Decision, Gcra
+from server.api.auth.limits import Decision, Gcra, Rate
 from server.config import EngineKind
 from server.engine import (
     Limiter,
     Numbered,
+    RateFields,
     ResumeHistory,
     RevocationChannel,
     RevocationListener,
@@ -37,6 +38,9 @@ class MemoryLimiter:
 
     async def check(self, key: str, per_minute: int, policy: str) -> Decision:
         return self.buckets.check(key, per_minute, self.clock(), policy)
+
+    async def take_awaited(self, key: str, rate: Rate) -> RateFields | None:
+        return self.buckets.take(key, rate, self.clock())  # never asked: `take` answers without awaiting
 
 
 class MemoryTicks:

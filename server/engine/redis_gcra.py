@@ -1,9 +1,16 @@
 """GCRA in Redis: one Lua script, atomic, on Redis server time, so every hub draws from one bucket.
 
 The arithmetic is `Gcra.check`'s, in integer microseconds (Lua numbers are doubles:
-nanoseconds since 1970 do not fit in 53 bits, microseconds do). The script returns
-what the local `Gcra` computes, so the App builds the same headers either way.
-A rate above 60,000,000 per minute is treated as that (one request per microsecond).
+nanoseconds since 1970 do not fit in 53 bits, microseconds do). A rate above 60,000,000
+per minute is treated as that (one request per microsecond).
+
+The requests of one bucket that arrive in the same event-loop iteration share one script call:
+the script takes n requests at once and admits the longest prefix the bucket allows (GCRA admits
+in order, and a refusal leaves the bucket as it was, so once one is refused every later one of
+the same instant is refused too). It answers (k admitted, now, the bucket's time before them);
+each request works out its own answer from its place in the batch, the same fields a script call
+of its own would have given. On a busy key this turns 32 script calls, replies and futures into one
+(bench/README.md, "Redis engine vs memory engine").
 
 While Redis cannot be reached, each hub answers from its local buckets (the
 process-local `Gcra` the App already uses for its own buckets): logged once when
@@ -23,20 +30,24 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, RedisError
 
-from server.api.auth.limits import Decision, Gcra, Rate, bounded_rate
+from server.api.auth.limits import Decision, Gcra, Rate, shared_rate
 from server.core.metrics import Registry
 from server.engine import Pending, RateFields
-from server.engine.redis_client import AutoPipeline, Packed
+from server.engine.redis_client import AutoPipeline
 
 log = logging.getLogger("market.ratelimit")
 
 PROBE_S = 0.5
 AWAIT = Pending.AWAIT  # a module global: Python 3.11's EnumType.__getattr__ makes `Pending.AWAIT` a slow lookup
+MINUTE_US = 60_000_000
+SECOND_US = 1_000_000
 
-# KEYS[1] bucket; ARGV[1] requests per minute (1..MAX_RATE, already bounded)
-# returns {allowed 0|1, remaining, reset_us, retry_after_us}
+# KEYS[1] bucket; ARGV[1] requests per minute (1..MAX_RATE, already bounded); ARGV[2] n requests (>= 1)
+# admits the first k of the n (request j is allowed when now >= tat + j * interval - window);
+# returns {k, now_us, tat_us}: tat is the bucket's time before these n, at least now
 GCRA_LUA = """
 local rate = tonumber(ARGV[1])
+local n = tonumber(ARGV[2])
 local interval = math.floor(60000000 / rate)
 if interval < 1 then interval = 1 end
 local window = interval * rate
@@ -48,26 +59,35 @@ if stored then
   local s = tonumber(stored)
   if s and s > now then tat = s end
 end
-local new_tat = tat + interval
-local allow_at = new_tat - window
-if now < allow_at then
-  return {0, 0, tat - now, allow_at - now}
-end
+local k = math.floor((now + window - tat) / interval)
+if k > n then k = n end
+if k < 1 then return {0, now, tat} end
+local new_tat = tat + k * interval
 redis.call('SET', KEYS[1], string.format('%d', new_tat), 'PX', math.floor((new_tat - now) / 1000) + 1)
-return {1, math.floor((window - (new_tat - now)) / interval), new_tat - now, 0}
+return {k, now, tat}
 """
 
 
 SCRIPT = GCRA_LUA.encode()
 SCRIPT_SHA = hashlib.sha1(SCRIPT).hexdigest().encode()  # Redis names a script by its SHA-1
-MAX_PACKED = 4096  # packed EVALSHA commands kept (bucket, rate); emptied when full
+
+
+class _Batch:
+    """The requests of one bucket taken in one loop iteration: one script call, one future of its reply."""
+
+    __slots__ = ("bucket", "future", "interval", "n", "rate", "window")
+
+    def __init__(self, bucket: str, rate: Rate, future: asyncio.Future[Any]) -> None:
+        self.bucket, self.rate, self.future, self.n = bucket, rate, future, 0
+        self.interval = max(1, MINUTE_US // rate.per_minute)  # the script's constants, in microseconds
+        self.window = self.interval * rate.per_minute
 
 
 class RedisGcra:
     """The shared limiter of the Redis engine (see the module doc).
 
-    `client` pings while Redis is down; the checks themselves go through `fast`, an auto-pipelined
-    connection (redis_client.py): EVALSHA, and EVAL once after a Redis restart forgot the script."""
+    `client` pings while Redis is down; the script calls go through `fast`, an auto-pipelined connection
+    (redis_client.py): EVALSHA, and EVAL once after a Redis restart forgot the script."""
 
     def __init__(self, client: Redis, prefix: str, local: Gcra, clock: Callable[[], float],
                  registry: Registry, fast: AutoPipeline) -> None:
@@ -77,7 +97,8 @@ class RedisGcra:
         self.local = local
         self.clock = clock
         self.down = False
-        self._packed: dict[tuple[str, int], Packed] = {}
+        self._open: dict[str, _Batch] = {}  # bucket -> the batch still taking requests in this loop iteration
+        self._due: list[_Batch] = []  # the batches the next _send sends
         self._probe: asyncio.Task[None] | None = None
         self.fallbacks = registry.counter(
             "market_ratelimit_fallback_total",
@@ -99,29 +120,83 @@ class RedisGcra:
         self.fallbacks.inc()
         return self.local.take(key, rate, now)
 
-    async def check(self, key: str, per_minute: int, policy: str) -> Decision:
+    async def take_awaited(self, key: str, rate: Rate) -> RateFields | None:
+        """`take` in Redis: an allowed request's header fields, or None for a refusal (the bucket as it was)."""
         if not self.down:
-            limit = bounded_rate(per_minute)
+            batch = self._join(key, rate)
+            j = batch.n
             try:
-                try:
-                    reply = await self._evalsha(key, limit)  # the future itself: no coroutine per call
-                except NoScriptError:  # a restarted Redis forgot the script
-                    reply = await self.fast.call(b"EVAL", SCRIPT, 1, self.prefix + key, limit)
-                allowed, remaining, reset_us, retry_us = reply
+                k, now, tat = await batch.future
             except (RedisError, OSError, TypeError, ValueError) as exc:
                 self._lost(exc)
             else:
-                return Decision(allowed == 1, limit, remaining, reset_us / 1e6, retry_us / 1e6, policy)
+                if j > k:
+                    return None
+                interval = batch.interval
+                ahead = tat + j * interval - now  # how far the bucket's time runs ahead of now once j is taken
+                remaining = (batch.window - ahead) // interval
+                reset = -(-ahead // SECOND_US)  # ceil(ahead / 1 s): 1..60
+                out = rate.fields.get(remaining * 64 + reset)
+                return out if out is not None else rate.allowed_fields(remaining, reset, ahead / SECOND_US)
+        self.fallbacks.inc()
+        return self.local.take(key, rate, self.clock())
+
+    async def check(self, key: str, per_minute: int, policy: str) -> Decision:
+        """One request from the bucket, with the refusal's Retry-After when refused."""
+        rate = shared_rate(per_minute, policy)
+        if not self.down:
+            batch = self._join(key, rate)
+            j = batch.n
+            try:
+                k, now, tat = await batch.future
+            except (RedisError, OSError, TypeError, ValueError) as exc:
+                self._lost(exc)
+            else:
+                interval, limit = batch.interval, rate.per_minute
+                if j <= k:
+                    ahead = tat + j * interval - now
+                    return Decision(True, limit, (batch.window - ahead) // interval, ahead / SECOND_US, 0.0, policy)
+                after = tat + k * interval - now  # the bucket's time once the admitted ones were taken
+                return Decision(False, limit, 0, after / SECOND_US, (after + interval - batch.window) / SECOND_US,
+                                policy)
         self.fallbacks.inc()
         return self.local.check(key, per_minute, self.clock(), policy)
 
-    def _evalsha(self, key: str, limit: int) -> asyncio.Future[Any]:
-        packed = self._packed.get((key, limit))
-        if packed is None:  # the EVALSHA of one bucket and rate, packed once: a busy key repeats it
-            if len(self._packed) >= MAX_PACKED:
-                self._packed.clear()
-            packed = self._packed[(key, limit)] = self.fast.pack(b"EVALSHA", SCRIPT_SHA, 1, self.prefix + key, limit)
-        return self.fast.call(packed)
+    def _join(self, key: str, rate: Rate) -> _Batch:
+        """This loop iteration's batch of `key` with this request counted in it (`batch.n` is its place)."""
+        batch = self._open.get(key)
+        if batch is None or batch.rate is not rate:  # a key whose rate changed starts a batch of its own
+            if not self._due:
+                asyncio.get_running_loop().call_soon(self._send)  # after every request of this iteration
+            batch = self._open[key] = _Batch(key, rate, asyncio.get_running_loop().create_future())
+            self._due.append(batch)
+        batch.n += 1
+        return batch
+
+    def _send(self) -> None:
+        due, self._due, self._open = self._due, [], {}
+        for batch in due:
+            self._call(batch, b"EVALSHA", SCRIPT_SHA)
+
+    def _call(self, batch: _Batch, command: bytes, script: bytes) -> None:
+        try:
+            reply = self.fast.call(command, script, 1, self.prefix + batch.bucket, batch.rate.per_minute, batch.n)
+        except RedisError as exc:  # the client is closed
+            _settle(batch.future, exc)
+            return
+        reply.add_done_callback(lambda done: self._answered(batch, done))
+
+    def _answered(self, batch: _Batch, reply: asyncio.Future[Any]) -> None:
+        if reply.cancelled():
+            _settle(batch.future, RedisError("the script call was cancelled"))
+            return
+        exc = reply.exception()
+        if isinstance(exc, NoScriptError):  # a restarted Redis forgot the script: send it whole, once
+            self._call(batch, b"EVAL", SCRIPT)
+        elif exc is not None:
+            _settle(batch.future, exc)
+        elif not batch.future.done():
+            batch.future.set_result(reply.result())
 
     def _lost(self, exc: BaseException) -> None:
         if self.down:
@@ -146,3 +221,9 @@ class RedisGcra:
         if self._probe is not None:
             self._probe.cancel()
         await self.fast.aclose()
+
+
+def _settle(future: asyncio.Future[Any], exc: BaseException) -> None:
+    if not future.done():
+        future.set_exception(exc)
+        future.exception()  # marked retrieved: every waiter of the batch may have been cancelled

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from server.api.auth.keys import KeyCache
-from server.api.auth.limits import Gcra
+from server.api.auth.limits import Gcra, shared_rate
 from server.api.core.pipeline import App
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
@@ -99,6 +99,31 @@ def test_concurrent_checks_share_one_connection_attempt_and_one_bucket(redis_url
         decisions = await asyncio.gather(*(gcra.check("key:c", 40, "p") for _ in range(50)))
         assert sorted(d.remaining for d in decisions if d.allowed) == list(range(40))
         assert sum(not d.allowed for d in decisions) == 10 and gcra.fallbacks.value() == 0
+        await gcra.stop()
+        await gcra.client.aclose()
+
+    asyncio.run(scenario())
+
+
+def test_one_iterations_requests_share_one_script_call_per_bucket(redis_url: str, prefix: str) -> None:
+    """45 hot-path takes in one loop iteration, 40 on a bucket of 30/min and 5 on another: one script call per
+    bucket, and the answers are those of the local Gcra taking the same requests one by one at one instant
+    (one script call reads Redis time once): the first 30 admitted in order with their own fields, 10 refused."""
+    async def scenario() -> None:
+        gcra, _, _ = _limiter(redis_url, prefix)
+        busy, calm = shared_rate(30, "p"), shared_rate(600, "q")
+        tasks = [asyncio.ensure_future(gcra.take_awaited("key:busy", busy)) for _ in range(40)]
+        tasks += [asyncio.ensure_future(gcra.take_awaited("key:calm", calm)) for _ in range(5)]
+        await asyncio.sleep(0)  # every task ran up to its await; the batches are not sent yet
+        assert [(b.bucket, b.n) for b in gcra._due] == [("key:busy", 40), ("key:calm", 5)]
+        answers = await asyncio.gather(*tasks)
+        local = Gcra()
+        assert answers[:40] == [local.take("key:busy", busy, 5000.0) for _ in range(40)]
+        assert answers[30:40] == [None] * 10 and all(answers[:30])
+        assert answers[40:] == [local.take("key:calm", calm, 5000.0) for _ in range(5)]
+        refused = await gcra.check("key:busy", 30, "p")  # the batch left the bucket where 30 requests put it
+        assert not refused.allowed and refused.retry_after_s == 2
+        assert gcra.fallbacks.value() == 0
         await gcra.stop()
         await gcra.client.aclose()
 

@@ -86,6 +86,15 @@ class Rate:
         # the answer of a full bucket (the request leaves per_minute - 1, the bucket is full again in one interval)
         self.full = Decision(True, per_minute, per_minute - 1, self.interval / 1e9, 0.0, policy).header_tuple()
 
+    def allowed_fields(self, remaining: int, reset: int, ahead_s: float) -> tuple[tuple[str, str], ...]:
+        """An allowed request's header fields, kept in `fields` under remaining * 64 + reset (`reset`: ceil(ahead_s),
+        1..60): the miss of the memo `Gcra.take` and the Redis limiter read first."""
+        out = Decision(True, self.per_minute, remaining, ahead_s, 0.0, self.policy).header_tuple()
+        if len(self.fields) >= MAX_HEADER_SETS:
+            self.fields.clear()
+        self.fields[remaining * 64 + reset] = out
+        return out
+
 
 class LimiterStore(Protocol):
     def get(self, key: str) -> int | None: ...
@@ -162,14 +171,8 @@ class Gcra:
         tats[key] = new_tat
         remaining = (rate.window - ahead) // rate.interval
         reset = -(-ahead // 1_000_000_000)  # ceil(ahead / 1 s): 1..60
-        fields = rate.fields
-        out = fields.get(remaining * 64 + reset)
-        if out is None:
-            out = Decision(True, rate.per_minute, remaining, ahead / 1e9, 0.0, rate.policy).header_tuple()
-            if len(fields) >= MAX_HEADER_SETS:
-                fields.clear()
-            fields[remaining * 64 + reset] = out
-        return out
+        out = rate.fields.get(remaining * 64 + reset)
+        return out if out is not None else rate.allowed_fields(remaining, reset, ahead / 1e9)
 
     def would_allow(self, key: str, per_minute: int, now: float) -> bool:
         """Whether `check` would allow a request now, without taking it (the bucket is left as it is)."""

@@ -285,10 +285,9 @@ class App:
     async def _hot_awaiting(self, hot: Hot, method: str, headers: Headers, bucket: str, rate: Rate,
                             started: float) -> tuple[int, HotFields, bytes] | None:
         """serve_hot on a limiter that has to be awaited (Redis): the same answer once the bucket admitted it."""
-        decision = await self.limiter.check(bucket, rate.per_minute, rate.policy)
-        if not decision.allowed:
+        fields = await self.limiter.take_awaited(bucket, rate)
+        if fields is None:
             return None  # the 429 comes from handle (a refusal leaves the bucket as it was)
-        fields = decision.header_tuple()
         lock = self.lock
         if lock is None:
             return self._hot_answer(hot, method, headers, fields, started)
