@@ -7,7 +7,7 @@ the same code path serves both.
 
 - `limiter` (the limiter store): where the GCRA buckets of keys, client IPs and routes live. Memory: this
   hub's `Gcra`, answered synchronously. Redis: one Lua script on Redis time, so every hub draws from one
-  bucket; it answers `Pending.AWAIT` to the synchronous calls (the caller then awaits `check` or `take_awaited`:
+  bucket; it answers `Pending.AWAIT` to the synchronous calls (the caller then awaits `check`, or `join`'s future:
   the requests of one bucket in one loop iteration share one script call), and while
   Redis cannot be reached it answers synchronously from this hub's buckets.
 - `bus` (the tick bus): feed batches in, numbered batches out to every hub's tick path. Memory: numbered and
@@ -63,9 +63,10 @@ class Limiter(Protocol):
         a refusal (the bucket left as it was: the pipeline then answers the 429), or Pending.AWAIT (`Gcra.take`)."""
         ...
 
-    async def take_awaited(self, key: str, rate: Rate) -> RateFields | None:
-        """`take` when it answered Pending.AWAIT: the same answer (header fields, or None for a refusal), awaiting
-        the store (never raises for a backend failure: the Redis store falls back to this hub's buckets)."""
+    def join(self, key: str, rate: Rate) -> tuple[asyncio.Future[list[RateFields | None]], int]:
+        """`take` when it answered Pending.AWAIT: the future of the answers (header fields, or None for a refusal)
+        of the requests on this bucket that share one store call, in order, and this request's place among them.
+        The future never fails: on a backend failure the Redis store answers from this hub's buckets."""
         ...
 
     async def check(self, key: str, per_minute: int, policy: str) -> Decision:

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 
@@ -39,8 +40,11 @@ class MemoryLimiter:
     async def check(self, key: str, per_minute: int, policy: str) -> Decision:
         return self.buckets.check(key, per_minute, self.clock(), policy)
 
-    async def take_awaited(self, key: str, rate: Rate) -> RateFields | None:
-        return self.buckets.take(key, rate, self.clock())  # never asked: `take` answers without awaiting
+    def join(self, key: str, rate: Rate) -> tuple[asyncio.Future[list[RateFields | None]], int]:
+        """Never asked (`take` answers without awaiting); complete all the same: the answer, already there."""
+        answers: asyncio.Future[list[RateFields | None]] = asyncio.get_running_loop().create_future()
+        answers.set_result([self.buckets.take(key, rate, self.clock())])
+        return answers, 0
 
 
 class MemoryTicks:

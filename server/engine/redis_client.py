@@ -9,14 +9,18 @@
   and drop themselves on a READONLY reply (a demoted master), which is how a failover is followed.
 - `sync_client`: a `redis.Redis` for start-up and the CLI (PING, the epoch, `keys revoke`).
 - `AutoPipeline`: the hot paths (the GCRA script per keyed request, tick-log appends, XREAD). One
-  connection of the library (its `Connection`: connect, AUTH/HELLO, SELECT, TLS, Sentinel discovery,
-  command packing and the hiredis reply parser); what this module adds is only the scheduling.
+  connection opened by the library (its `Connection`: connect, AUTH/HELLO, SELECT, TLS, Sentinel
+  discovery); then the connection's transport delivers to a small asyncio protocol that feeds hiredis's
+  `Reader` (the library's own parser), and commands are packed by `hiredis.pack_command`. What this module
+  adds is only the scheduling: no RESP code of ours.
 
 Why auto-pipelining over the library's connection and not `Redis.evalsha`: a redis-py command costs a
 pool checkout, a retry wrapper, a timeout context and a response callback, per call; a keyed request
-would pay that. Here every command issued during one event-loop iteration goes out in one write, a
-reader task takes the replies in order (what Centrifugo's Redis engine gets from rueidis). The cost of
-each is in bench/README.md ("Redis client"), measured by bench/redis_client_cost.py.
+would pay that. Here every command issued during one event-loop iteration goes out in one write, and each
+reply is handed to its future in the callback that received its bytes (what Centrifugo's Redis engine gets
+from rueidis). Why not the connection's own `send_packed_command`/`read_response`: their asyncio streams, a
+writer task and a reader task cost ~240,000 instructions per round trip (bench/README.md, "Redis client"),
+more than the 17 keyed requests a round trip carries under wrk.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from collections import deque
 from collections.abc import Iterator
 from typing import Any, cast
 
+import hiredis
 import redis
 import redis.sentinel
 from redis.asyncio import BlockingConnectionPool, Redis
@@ -41,13 +46,14 @@ from redis.asyncio.retry import Retry
 from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import InvalidResponse, ReadOnlyError, RedisError, ResponseError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.core.redis_url import RedisTarget, parse_redis_url
 
 __all__ = ["AutoPipeline", "Packed", "RedisTarget", "async_client", "parse_redis_url", "sync_client"]
 
+_MORE = object()  # what hiredis's Reader.gets answers while a reply is incomplete
 POOL_SIZE = 32  # connections per async client; a caller beyond it waits for a free one (at most the timeout)
 
 
@@ -127,16 +133,61 @@ def sync_client(url: str | RedisTarget, timeout: float = 2.0) -> Iterator[redis.
             sentinel.close()
 
 
-class _Session:
-    """One connection and the replies it owes, in the order the commands were written."""
+class _Session(asyncio.Protocol):
+    """One connection, once the library has opened it (TLS, AUTH/HELLO, SELECT, on Sentinel the master's
+    address): its transport then delivers to this protocol, where hiredis's `Reader` (the parser the library
+    itself uses) cuts the bytes into replies, each handed to the next owed future. No reader task, no stream
+    layers: a reply is handed over in the callback that received its bytes."""
 
-    def __init__(self, conn: AbstractConnection) -> None:
+    def __init__(self, pipeline: AutoPipeline, conn: AbstractConnection) -> None:
+        self.pipeline = pipeline
         self.conn = conn
         self.owed: deque[asyncio.Future[Any]] = deque()
         self.replies = 0  # replies read so far (the watchdog checks that it moves)
-        self.reader: asyncio.Task[None] | None = None
         self.watchdog: asyncio.TimerHandle | None = None
         self.broken = False
+        self.demotion_is_loss = pipeline.target.sentinel  # READONLY from a Sentinel master: it was demoted
+        writer, reader = cast(Any, conn)._writer, cast(Any, conn)._reader
+        self.transport: asyncio.Transport = writer.transport
+        # error replies become the library's exception classes (NoScriptError, ReadOnlyError, ...)
+        self.parser = hiredis.Reader(protocolError=InvalidResponse, replyError=cast(Any, conn)._parser.parse_error,
+                                     notEnoughData=_MORE)
+        left = bytes(reader._buffer)  # nothing is owed yet; bytes already buffered would be a protocol error
+        self.transport.set_protocol(self)
+        if left:
+            self.data_received(left)
+
+    def data_received(self, data: bytes) -> None:
+        parser, owed = self.parser, self.owed
+        parser.feed(data)
+        while True:
+            try:
+                reply = parser.gets()
+            except Exception as exc:  # the library's InvalidResponse: bytes that are not RESP
+                self.pipeline._break(self, exc)
+                return
+            if reply is _MORE:
+                return
+            self.replies += 1
+            if not owed:
+                self.pipeline._break(self, RedisConnectionError("Redis sent a reply nobody asked for"))
+                return
+            fut = owed.popleft()
+            if isinstance(reply, ResponseError):
+                if self.demotion_is_loss and isinstance(reply, ReadOnlyError):  # as SentinelManagedConnection
+                    owed.appendleft(fut)
+                    self.pipeline._break(self, RedisConnectionError("The previous master is now a slave"))
+                    return
+                if not fut.done():
+                    fut.set_exception(reply)
+            elif not fut.done():
+                fut.set_result(reply)
+
+    def eof_received(self) -> bool:
+        return False  # the transport closes itself: connection_lost follows
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.pipeline._break(self, RedisConnectionError(f"Redis connection lost: {exc or 'closed by the server'}"))
 
 
 class Packed(bytes):
@@ -144,15 +195,16 @@ class Packed(bytes):
 
 
 class AutoPipeline:
-    """Commands of one loop iteration in one write, on one connection of the library (see the module doc).
+    """Commands of one loop iteration in one write, on one connection the library opened (see the module doc).
 
     `call(*args)` returns a future of the reply in RESP2 shapes (callers read XREAD's nested lists; redis-py 8
     speaks RESP3 by default elsewhere): the value, a `ResponseError` raised (e.g. NoScriptError,
     the script's own error), or a redis-py `ConnectionError`/`TimeoutError` when the connection fails or
     no reply arrives for `timeout` seconds while replies are owed (then every owed reply fails at once
     and the next call connects again: on Sentinel, to whatever master the Sentinels name then).
-    Invariants: replies arrive in the order commands were written, so `_Session.owed` is a FIFO; only the
-    writer task writes and only the session's reader task reads."""
+    Invariants: replies arrive in the order commands were written, so `_Session.owed` is a FIFO; commands are
+    written only by `flush` (a callback after the callers of one loop iteration, or a caller that wants its
+    commands out now) and replies read only by the session's `data_received`."""
 
     def __init__(self, url: str | RedisTarget, timeout: float, connect_timeout: float | None = None) -> None:
         self.target = _target(url)
@@ -162,99 +214,80 @@ class AutoPipeline:
         self.connect_timeout = connect_timeout or timeout * (4 if self.target.sentinel else 1)
         # socket_timeout None: no timeout context per reply; the watchdog bounds every wait instead
         self._pool = _pool(self.target, None, self.connect_timeout, 1, protocol=2)
-        self._packer = self._pool.make_connection()  # never connected: its pack_command is the library's packing
         self._queued: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
-        self._wake: asyncio.Future[None] | None = None
-        self._writer: asyncio.Task[None] | None = None
+        self._scheduled = False
+        self._connecting: asyncio.Task[None] | None = None
         self._session: _Session | None = None
         self._closed = False
 
-    def pack(self, *args: Any) -> Packed:
-        """A command packed once by the library, for a caller that sends the same one often (the GCRA script of
-        one bucket): `call(packed)` sends it as it is, without packing it again per call."""
-        return Packed(b"".join(self._packer.pack_command(*args)))
+    @staticmethod
+    def pack(*args: Any) -> Packed:
+        """A command packed once (hiredis's packing, what the library's hiredis connections use), for a caller that
+        sends the same one often: `call(packed)` sends it as it is."""
+        return Packed(hiredis.pack_command(args))
 
     def call(self, *args: Any) -> asyncio.Future[Any]:
         """The future of the reply to one command: its arguments, or one `Packed` (see `pack`)."""
         if self._closed:
             raise RedisConnectionError("the Redis client is closed")
-        if self._writer is None:
-            self._writer = asyncio.get_running_loop().create_task(self._write(), name="redis-autopipeline")
-        fut: asyncio.Future[Any] = self._writer.get_loop().create_future()
+        loop = asyncio.get_running_loop()
+        fut: asyncio.Future[Any] = loop.create_future()
         self._queued.append((args, fut))
-        wake = self._wake
-        if wake is not None and not wake.done():
-            wake.set_result(None)  # the writer runs at the next loop iteration, after every caller of this one
+        if not self._scheduled:
+            self._scheduled = True
+            loop.call_soon(self.flush)  # after every caller of this loop iteration
         return fut
 
-    async def _write(self) -> None:
-        loop = asyncio.get_running_loop()
-        while True:
-            if not self._queued:
-                self._wake = loop.create_future()
-                await self._wake
-            batch, self._queued = self._queued, []
-            batch = [(args, fut) for args, fut in batch if not fut.done()]  # callers that gave up
-            if not batch:
+    def flush(self) -> None:
+        """Write every queued command now, in one write (connecting first if there is no connection)."""
+        self._scheduled = False
+        if not self._queued or self._closed:
+            return
+        session = self._session
+        if session is None:
+            if self._connecting is None:
+                self._connecting = asyncio.get_running_loop().create_task(self._connect(), name="redis-connect")
+            return  # written once connected
+        batch, self._queued = self._queued, []
+        owed = session.owed
+        parts = []
+        for args, fut in batch:
+            if fut.done():  # a caller that gave up
                 continue
-            session = self._session
-            if session is None:
-                try:
-                    session = await self._open()
-                except (RedisError, OSError) as exc:
-                    _fail([fut for _, fut in batch], exc)
-                    continue
-            session.owed.extend(fut for _, fut in batch)
-            if session.watchdog is None:
-                session.watchdog = loop.call_later(self.timeout, self._check, session, session.replies)
-            conn = session.conn
-            if any(type(args[0]) is Packed for args, _ in batch):  # commands `pack` made once go as they are
-                packed: Any = [b"".join([args[0] if type(args[0]) is Packed else b"".join(conn.pack_command(*args))
-                                         for args, _ in batch])]
-            elif len(batch) == 1:
-                packed = conn.pack_command(*batch[0][0])
-            else:
-                packed = conn.pack_commands(a for a, _ in batch)
-            try:
-                await conn.send_packed_command(packed, check_health=False)
-            except (RedisError, OSError) as exc:
-                self._break(session, exc)
+            first = args[0]
+            parts.append(first if type(first) is Packed else hiredis.pack_command(args))
+            owed.append(fut)
+        if not parts:
+            return
+        if session.watchdog is None:
+            session.watchdog = asyncio.get_running_loop().call_later(self.timeout, self._check, session,
+                                                                     session.replies)
+        try:
+            session.transport.write(parts[0] if len(parts) == 1 else b"".join(parts))
+        except (RuntimeError, OSError) as exc:  # a transport already closing
+            self._break(session, exc)
 
-    async def _open(self) -> _Session:
+    async def _connect(self) -> None:
         conn = self._pool.make_connection()
         try:
-            await asyncio.wait_for(conn.connect(), self.connect_timeout)
+            try:
+                await asyncio.wait_for(conn.connect(), self.connect_timeout)
+            except TimeoutError:
+                raise RedisTimeoutError(f"no answer from Redis in {self.connect_timeout} s while connecting") from None
+            if self._closed:
+                raise RedisConnectionError("the Redis client is closed")
+            self._session = _Session(self, conn)
         except BaseException as exc:
             with contextlib.suppress(Exception):
                 await conn.disconnect(nowait=True)
-            if isinstance(exc, asyncio.TimeoutError):
-                raise RedisTimeoutError(f"no answer from Redis in {self.connect_timeout} s while connecting") from None
-            raise
-        session = self._session = _Session(conn)
-        session.reader = asyncio.get_running_loop().create_task(self._read(session), name="redis-replies")
-        return session
-
-    async def _read(self, session: _Session) -> None:
-        conn = session.conn
-        while True:
-            try:
-                reply: Any = await conn.read_response()
-            except ResponseError as exc:  # an error reply: the connection is fine
-                reply = exc
-            except (RedisError, OSError) as exc:
-                self._break(session, exc)
-                return
-            session.replies += 1
-            if not session.owed:
-                self._break(session, RedisConnectionError("Redis sent a reply nobody asked for"))
-                return
-            fut = session.owed.popleft()
-            if fut.done():
-                continue
-            if isinstance(reply, ResponseError):
-                fut.set_exception(reply)
-            else:
-                fut.set_result(reply)
+            queued, self._queued = self._queued, []
+            _fail([fut for _, fut in queued], exc if isinstance(exc, (RedisError, OSError)) else
+                  RedisConnectionError(f"connecting to Redis failed: {exc!r}"))
+            if not isinstance(exc, (RedisError, OSError)):
+                raise
+        finally:
+            self._connecting = None
+        self.flush()
 
     def _check(self, session: _Session, replies_then: int) -> None:
         session.watchdog = None
@@ -277,25 +310,19 @@ class AutoPipeline:
         error = exc if isinstance(exc, RedisError) else RedisConnectionError(f"Redis connection lost: {exc}")
         _fail(list(session.owed), error)
         session.owed.clear()
-        if session.reader is not None and session.reader is not asyncio.current_task():
-            session.reader.cancel()
         task = asyncio.get_running_loop().create_task(session.conn.disconnect(nowait=True))
         task.add_done_callback(_quiet)
 
     async def aclose(self) -> None:
         self._closed = True
-        if self._writer is not None:
-            self._writer.cancel()
+        if self._connecting is not None:
+            self._connecting.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._writer
+                await self._connecting
         _fail([fut for _, fut in self._queued], RedisConnectionError("the Redis client is closed"))
         self._queued.clear()
         if self._session is not None:
-            session = self._session
-            self._break(session, RedisConnectionError("the Redis client is closed"))
-            if session.reader is not None:
-                with contextlib.suppress(asyncio.CancelledError, Exception):
-                    await session.reader
+            self._break(self._session, RedisConnectionError("the Redis client is closed"))
         with contextlib.suppress(Exception):
             await self._pool.disconnect()
 

@@ -73,12 +73,13 @@ SCRIPT_SHA = hashlib.sha1(SCRIPT).hexdigest().encode()  # Redis names a script b
 
 
 class _Batch:
-    """The requests of one bucket taken in one loop iteration: one script call, one future of its reply."""
+    """The requests of one bucket taken in one loop iteration: one script call, one future of its answer (the hot
+    path's: each request's fields; check's: the script's reply)."""
 
-    __slots__ = ("bucket", "future", "interval", "n", "rate", "window")
+    __slots__ = ("bucket", "future", "hot", "interval", "n", "rate", "window")
 
-    def __init__(self, bucket: str, rate: Rate, future: asyncio.Future[Any]) -> None:
-        self.bucket, self.rate, self.future, self.n = bucket, rate, future, 0
+    def __init__(self, bucket: str, rate: Rate, hot: bool, future: asyncio.Future[Any]) -> None:
+        self.bucket, self.rate, self.hot, self.future, self.n = bucket, rate, hot, future, 0
         self.interval = max(1, MINUTE_US // rate.per_minute)  # the script's constants, in microseconds
         self.window = self.interval * rate.per_minute
 
@@ -97,7 +98,9 @@ class RedisGcra:
         self.local = local
         self.clock = clock
         self.down = False
-        self._open: dict[str, _Batch] = {}  # bucket -> the batch still taking requests in this loop iteration
+        # bucket -> the batch still taking requests in this loop iteration (the hot path's; check's)
+        self._hot: dict[str, _Batch] = {}
+        self._checks: dict[str, _Batch] = {}
         self._due: list[_Batch] = []  # the batches the next _send sends
         self._probe: asyncio.Task[None] | None = None
         self.fallbacks = registry.counter(
@@ -120,32 +123,23 @@ class RedisGcra:
         self.fallbacks.inc()
         return self.local.take(key, rate, now)
 
-    async def take_awaited(self, key: str, rate: Rate) -> RateFields | None:
-        """`take` in Redis: an allowed request's header fields, or None for a refusal (the bucket as it was)."""
-        if not self.down:
-            batch = self._join(key, rate)
-            j = batch.n
-            try:
-                k, now, tat = await batch.future
-            except (RedisError, OSError, TypeError, ValueError) as exc:
-                self._lost(exc)
-            else:
-                if j > k:
-                    return None
-                interval = batch.interval
-                ahead = tat + j * interval - now  # how far the bucket's time runs ahead of now once j is taken
-                remaining = (batch.window - ahead) // interval
-                reset = -(-ahead // SECOND_US)  # ceil(ahead / 1 s): 1..60
-                out = rate.fields.get(remaining * 64 + reset)
-                return out if out is not None else rate.allowed_fields(remaining, reset, ahead / SECOND_US)
-        self.fallbacks.inc()
-        return self.local.take(key, rate, self.clock())
+    def join(self, key: str, rate: Rate) -> tuple[asyncio.Future[list[RateFields | None]], int]:
+        """`take` in Redis (after it answered Pending.AWAIT): the future of the answers of this loop iteration's
+        requests on the bucket, in order, and this request's place among them (see the module doc)."""
+        batch = self._hot.get(key)
+        if batch is None or batch.rate is not rate:  # a key whose rate changed starts a batch of its own
+            batch = self._hot[key] = self._batch(key, rate, True)
+        batch.n += 1
+        return batch.future, batch.n - 1
 
     async def check(self, key: str, per_minute: int, policy: str) -> Decision:
         """One request from the bucket, with the refusal's Retry-After when refused."""
         rate = shared_rate(per_minute, policy)
         if not self.down:
-            batch = self._join(key, rate)
+            batch = self._checks.get(key)
+            if batch is None or batch.rate is not rate:
+                batch = self._checks[key] = self._batch(key, rate, False)
+            batch.n += 1
             j = batch.n
             try:
                 k, now, tat = await batch.future
@@ -162,41 +156,70 @@ class RedisGcra:
         self.fallbacks.inc()
         return self.local.check(key, per_minute, self.clock(), policy)
 
-    def _join(self, key: str, rate: Rate) -> _Batch:
-        """This loop iteration's batch of `key` with this request counted in it (`batch.n` is its place)."""
-        batch = self._open.get(key)
-        if batch is None or batch.rate is not rate:  # a key whose rate changed starts a batch of its own
-            if not self._due:
-                asyncio.get_running_loop().call_soon(self._send)  # after every request of this iteration
-            batch = self._open[key] = _Batch(key, rate, asyncio.get_running_loop().create_future())
-            self._due.append(batch)
-        batch.n += 1
+    def _batch(self, key: str, rate: Rate, hot: bool) -> _Batch:
+        if not self._due:
+            asyncio.get_running_loop().call_soon(self._send)  # after every request of this loop iteration
+        batch = _Batch(key, rate, hot, asyncio.get_running_loop().create_future())
+        self._due.append(batch)
         return batch
 
     def _send(self) -> None:
-        due, self._due, self._open = self._due, [], {}
+        due, self._due, self._hot, self._checks = self._due, [], {}, {}
         for batch in due:
             self._call(batch, b"EVALSHA", SCRIPT_SHA)
+        self.fast.flush()  # written now, not one loop iteration later
 
     def _call(self, batch: _Batch, command: bytes, script: bytes) -> None:
         try:
             reply = self.fast.call(command, script, 1, self.prefix + batch.bucket, batch.rate.per_minute, batch.n)
         except RedisError as exc:  # the client is closed
-            _settle(batch.future, exc)
+            self._failed(batch, exc)
             return
         reply.add_done_callback(lambda done: self._answered(batch, done))
 
     def _answered(self, batch: _Batch, reply: asyncio.Future[Any]) -> None:
         if reply.cancelled():
-            _settle(batch.future, RedisError("the script call was cancelled"))
+            self._failed(batch, RedisError("the script call was cancelled"))
             return
         exc = reply.exception()
         if isinstance(exc, NoScriptError):  # a restarted Redis forgot the script: send it whole, once
             self._call(batch, b"EVAL", SCRIPT)
+            self.fast.flush()
         elif exc is not None:
-            _settle(batch.future, exc)
+            self._failed(batch, exc)
         elif not batch.future.done():
-            batch.future.set_result(reply.result())
+            batch.future.set_result(self._answers(batch, reply.result()) if batch.hot else reply.result())
+
+    @staticmethod
+    def _answers(batch: _Batch, reply: list[int]) -> list[RateFields | None]:
+        """Each request's header fields (the first k admitted, in order), None for each refused one."""
+        k, now, tat = reply
+        interval, window, rate = batch.interval, batch.window, batch.rate
+        memo = rate.fields
+        answers: list[RateFields | None] = []
+        ahead = tat - now
+        for _ in range(k):
+            ahead += interval  # how far the bucket's time runs ahead of now once this request is taken
+            remaining = (window - ahead) // interval
+            reset = -(-ahead // SECOND_US)  # ceil(ahead / 1 s): 1..60
+            out = memo.get(remaining * 64 + reset)
+            answers.append(out if out is not None else rate.allowed_fields(remaining, reset, ahead / SECOND_US))
+        answers += [None] * (batch.n - k)
+        return answers
+
+    def _failed(self, batch: _Batch, exc: BaseException) -> None:
+        """A batch whose script call failed: the hot path's requests are answered from this hub's buckets;
+        `check`'s callers get the error (and fall back themselves)."""
+        if batch.future.done():
+            return
+        if not batch.hot:
+            batch.future.set_exception(exc)
+            batch.future.exception()  # marked retrieved: every waiter may have been cancelled
+            return
+        self._lost(exc)
+        self.fallbacks.inc(amount=batch.n)
+        take, bucket, rate, now = self.local.take, batch.bucket, batch.rate, self.clock()
+        batch.future.set_result([take(bucket, rate, now) for _ in range(batch.n)])
 
     def _lost(self, exc: BaseException) -> None:
         if self.down:
@@ -221,9 +244,3 @@ class RedisGcra:
         if self._probe is not None:
             self._probe.cancel()
         await self.fast.aclose()
-
-
-def _settle(future: asyncio.Future[Any], exc: BaseException) -> None:
-    if not future.done():
-        future.set_exception(exc)
-        future.exception()  # marked retrieved: every waiter of the batch may have been cancelled

@@ -106,17 +106,16 @@ def test_concurrent_checks_share_one_connection_attempt_and_one_bucket(redis_url
 
 
 def test_one_iterations_requests_share_one_script_call_per_bucket(redis_url: str, prefix: str) -> None:
-    """45 hot-path takes in one loop iteration, 40 on a bucket of 30/min and 5 on another: one script call per
+    """45 hot-path takes (`join`) in one loop iteration, 40 on a bucket of 30/min and 5 on another: one script call per
     bucket, and the answers are those of the local Gcra taking the same requests one by one at one instant
     (one script call reads Redis time once): the first 30 admitted in order with their own fields, 10 refused."""
     async def scenario() -> None:
         gcra, _, _ = _limiter(redis_url, prefix)
         busy, calm = shared_rate(30, "p"), shared_rate(600, "q")
-        tasks = [asyncio.ensure_future(gcra.take_awaited("key:busy", busy)) for _ in range(40)]
-        tasks += [asyncio.ensure_future(gcra.take_awaited("key:calm", calm)) for _ in range(5)]
-        await asyncio.sleep(0)  # every task ran up to its await; the batches are not sent yet
-        assert [(b.bucket, b.n) for b in gcra._due] == [("key:busy", 40), ("key:calm", 5)]
-        answers = await asyncio.gather(*tasks)
+        joined = [gcra.join("key:busy", busy) for _ in range(40)] + [gcra.join("key:calm", calm) for _ in range(5)]
+        assert [place for _, place in joined] == [*range(40), *range(5)]
+        assert [(b.bucket, b.n) for b in gcra._due] == [("key:busy", 40), ("key:calm", 5)]  # not sent yet
+        answers = [(await future)[place] for future, place in joined]
         local = Gcra()
         assert answers[:40] == [local.take("key:busy", busy, 5000.0) for _ in range(40)]
         assert answers[30:40] == [None] * 10 and all(answers[:30])
@@ -205,6 +204,43 @@ def test_fallback_while_redis_is_down_and_back_when_it_returns(
         assert back.allowed and back.remaining == 5  # the shared bucket (empty after the restart)
         assert fallbacks.value() == 7
         assert any("Redis is back" in r.getMessage() for r in caplog.records)
+        await gcra.stop()
+        await gcra.client.aclose()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        server.stop()
+
+
+def test_hot_batches_fall_back_when_redis_dies_and_resend_the_script_after_a_restart(tmp_path: Path) -> None:
+    """A batch of the hot path sent to a Redis that was just killed: its requests are answered from this hub's
+    buckets (exact there too), never with an error; after a restart (the script forgotten: NOSCRIPT) a batch is
+    answered from Redis again, through EVAL."""
+    server = OwnRedis(free_port(), tmp_path)
+    server.start()
+    rate = shared_rate(2, "free")
+
+    async def answers(gcra: RedisGcra, n: int) -> list[object]:
+        joined = [gcra.join("key:h", rate) for _ in range(n)]
+        return [(await future)[place] for future, place in joined]
+
+    async def scenario() -> None:
+        gcra, local, _ = _limiter(server.url, "hb:")
+        first = await answers(gcra, 1)
+        assert first == [Gcra().take("key:h", rate, 0.0)] and local.store.get("key:h") is None  # from Redis
+        server.stop()
+        fallen = await answers(gcra, 3)  # the local bucket (fresh): two admitted, the third refused
+        mine = Gcra()
+        assert fallen == [mine.take("key:h", rate, 0.0) for _ in range(3)] and fallen[2] is None
+        assert gcra.down and gcra.fallbacks.value() == 3
+        server.start()  # empty: the script and the bucket are gone
+        for _ in range(100):  # the probe pings every 0.5 s: bounded at 10 s
+            if not gcra.down:
+                break
+            await asyncio.sleep(0.1)
+        assert not gcra.down
+        assert await answers(gcra, 3) == fallen and gcra.fallbacks.value() == 3  # Redis's bucket, via EVAL
         await gcra.stop()
         await gcra.client.aclose()
 

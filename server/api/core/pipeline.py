@@ -8,6 +8,7 @@ becomes a problem document; any other exception a 500 that leaks nothing.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import itertools
 import logging
@@ -169,6 +170,7 @@ class App:
         self._public_rate = shared_rate(settings.public_rate, "public")
         self._bounds = metrics.latency.buckets
         self.take = limiter.take
+        self.join = limiter.join
         self.lock = lock
         self.parse_peer = parse_peer
 
@@ -222,7 +224,8 @@ class App:
         if fields is None:
             return None  # the 429 comes from handle
         if fields is AWAIT:
-            return self._hot_awaiting(hot, method, headers, bucket, rate, started)
+            answers, place = self.join(bucket, rate)
+            return self._hot_awaiting(hot, method, headers, answers, place, started)
         # _hot_answer, inlined (a call is ~2% of the request)
         rid = headers.get("x-request-id")
         if rid is None or len(rid) > 128 or not rid.isprintable():
@@ -282,10 +285,11 @@ class App:
         self._known[secret] = known
         return known
 
-    async def _hot_awaiting(self, hot: Hot, method: str, headers: Headers, bucket: str, rate: Rate,
+    async def _hot_awaiting(self, hot: Hot, method: str, headers: Headers,
+                            answers: asyncio.Future[list[RateFields | None]], place: int,
                             started: float) -> tuple[int, HotFields, bytes] | None:
         """serve_hot on a limiter that has to be awaited (Redis): the same answer once the bucket admitted it."""
-        fields = await self.limiter.take_awaited(bucket, rate)
+        fields = (await answers)[place]
         if fields is None:
             return None  # the 429 comes from handle (a refusal leaves the bucket as it was)
         lock = self.lock
