@@ -8,7 +8,6 @@ becomes a problem document; any other exception a 500 that leaks nothing.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import itertools
 import logging
@@ -224,8 +223,7 @@ class App:
         if fields is None:
             return None  # the 429 comes from handle
         if fields is AWAIT:
-            answers, place = self.join(bucket, rate)
-            return self._hot_awaiting(hot, method, headers, answers, place, started)
+            return self._hot_awaiting(hot, method, headers, bucket, rate, started)
         # _hot_answer, inlined (a call is ~2% of the request)
         rid = headers.get("x-request-id")
         if rid is None or len(rid) > 128 or not rid.isprintable():
@@ -285,10 +283,11 @@ class App:
         self._known[secret] = known
         return known
 
-    async def _hot_awaiting(self, hot: Hot, method: str, headers: Headers,
-                            answers: asyncio.Future[list[RateFields | None]], place: int,
+    async def _hot_awaiting(self, hot: Hot, method: str, headers: Headers, bucket: str, rate: Rate,
                             started: float) -> tuple[int, HotFields, bytes] | None:
-        """serve_hot on a limiter that has to be awaited (Redis): the same answer once the bucket admitted it."""
+        """serve_hot on a limiter that has to be awaited (Redis): the same answer once the bucket admitted it.
+        Joined here, on the event loop (Robyn calls serve_hot on actix's thread and runs this on the loop)."""
+        answers, place = self.join(bucket, rate)
         fields = (await answers)[place]
         if fields is None:
             return None  # the 429 comes from handle (a refusal leaves the bucket as it was)
