@@ -54,7 +54,8 @@ class RsgiAdapter:
                         if gate.closing:
                             gate.settled()
                 if hot is not None:
-                    proto.response_bytes(*hot)
+                    status, variant, fields, rid, body = hot
+                    proto.response_bytes(status, variant.head + fields + (("x-request-id", rid),), body)
                     return
         req = Request(scope.method, scope.path, scope.query_string, headers, b"", peer_host(scope.client))
         gate.in_flight += 1  # EdgeGate.enter/leave, inlined: this is every request's path

@@ -26,7 +26,10 @@ What it works around in robyn 0.88.0 (measured here; single process, one worker)
   str; over MAX_BODY it is swapped for a placeholder so the pipeline answers 413 without
   re-encoding it.
 - Response: headers go as a dict (Robyn adds only content-length and date); a repeated name goes
-  through `Headers.append` so every line is sent.
+  through `Headers.append` so every line is sent. A remembered answer (handle_sync) returns a Response kept per
+  variant and status (`Prebuilt`), with only its per-request fields set: Robyn copies a returned Response's
+  status, headers and body into Rust before the handler's thread runs any other Python, and a new Response with
+  our ~12 fields costs Robyn several times what setting one field on a kept one does (bench/README.md).
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ import uvloop
 from robyn.robyn import FunctionInfo, Headers, HttpMethod, Server, SocketHeld
 from robyn.robyn import Response as RobynResponse
 
-from server.api.core.pipeline import MAX_BODY, App, HotFields
+from server.api.core.pipeline import MAX_BODY, App, HotFields, HotReply, Variant
 from server.api.core.types import Request, Response
 from server.config import BENCH_STATIC_PATH, Settings
 from server.http.edge import EdgeGate, shutting_down
@@ -61,8 +64,10 @@ TOO_LARGE = bytes(MAX_BODY + 1)  # stands for any body over the limit
 # the versioned (remembered) GET routes: everything under /api/v1, the public market snapshot, news and research
 HOT_ROUTES = ("/api/v1/*path", "/api/market", "/api/market/*path", "/api/news", "/api/research")
 T = TypeVar("T")
-HotTriple = tuple[int, HotFields, bytes]
 BRIDGE_TIMEOUT_S = 60.0  # a request handed from actix's thread to the loop: longer than any handler runs
+# actix worker threads. One: handle_sync's kept responses (Prebuilt) are set and returned on that thread alone
+WORKERS = 1
+REQUEST_ID = "x-request-id"
 
 
 def run_robyn(settings: Settings) -> int:
@@ -88,7 +93,7 @@ def run_robyn(settings: Settings) -> int:
     server.add_startup_handler(FunctionInfo(runtime.startup, True, 0, {}, {}))
     asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())  # Robyn makes its loop with new_event_loop()
     # one worker; returns when the loop stops (the .pyi lists two more arguments 0.88 does not take)
-    server.start(SocketHeld(settings.host, settings.port), 1)  # type: ignore[call-arg]
+    server.start(SocketHeld(settings.host, settings.port), WORKERS)  # type: ignore[call-arg]
     _exit(runtime.exit_code)
 
 
@@ -148,12 +153,7 @@ class RobynRuntime:
             if hot is not None and not isinstance(hot, tuple):  # the shared limiter: its check runs on the loop
                 hot = self._on_loop(self._awaited(hot), loop)
             if hot is not None:
-                status, fields, body = hot
-                # Headers.append per field costs half of what converting a dict costs Robyn (~0.6 vs ~1.2 us)
-                headers = Headers({})
-                for name, value in fields:
-                    headers.append(name, value)
-                return RobynResponse(status, headers, body)
+                return _hot_response(*hot)
         answer = self._on_loop(self.handle(request), loop)
         return answer if answer is not None else _response(app.refuse(_request(request), shutting_down()))
 
@@ -167,7 +167,7 @@ class RobynRuntime:
             future.cancel()
             return None
 
-    async def _awaited(self, hot: Coroutine[Any, Any, HotTriple | None]) -> HotTriple | None:
+    async def _awaited(self, hot: Coroutine[Any, Any, HotReply | None]) -> HotReply | None:
         """A remembered answer whose GCRA check is awaited (shared limiter), counted in flight like `handle`."""
         self.gate.enter()
         try:
@@ -214,6 +214,64 @@ def _request(r: Any) -> Request:
     pairs = r.query_params.multi_items()  # raw: still percent-encoded
     query = "&".join([f"{k}={v}" for k, v in pairs if k or v]) if pairs else ""  # "&&" gives ("", "")
     return Request(r.method, path, query, r.headers.to_dict(), body, r.ip_addr or "")
+
+
+class Prebuilt:
+    """A Robyn Response kept for one variant of a remembered answer and one status (200 with its body, 200 to a
+    HEAD, 304), handed out again to every request that gets that answer with its per-request fields set in place:
+    the request id each time, the rate-limit fields when the limiter's tuple is another one. Safe because Robyn
+    copies a returned Response into Rust (status, body, a clone of the headers) on actix's thread right after
+    the handler returns, with no Python running in between, and only that thread (WORKERS = 1) touches it."""
+
+    __slots__ = ("fields", "headers", "names", "response", "values")
+
+    def __init__(self, response: RobynResponse, headers: Headers, fields: HotFields) -> None:
+        self.response, self.headers, self.fields = response, headers, fields
+        self.names = [name for name, _ in fields]
+        self.values = [value for _, value in fields]
+
+    def take(self, fields: HotFields) -> bool:
+        """Set `fields` on the kept headers; False if they are not the same names in the same order (the caller
+        then builds a new Response: this one stays as it is for the answers it fits)."""
+        if fields is self.fields:  # the limiter's shared tuple: nothing moved since the last request
+            return True
+        if [name for name, _ in fields] != self.names:
+            return False
+        values, headers = self.values, self.headers
+        for i, (name, value) in enumerate(fields):
+            if value != values[i]:
+                headers.set(name, value)
+                values[i] = value
+        self.fields = fields
+        return True
+
+
+def _hot_response(status: int, variant: Variant, fields: HotFields, rid: str, body: bytes) -> RobynResponse:
+    """serve_hot's reply as a Robyn Response: the one kept for this variant and status when its fields can be set
+    in place, else a new one (the first request of a variant and status, which is then kept)."""
+    kept: dict[int, Prebuilt | None] | None = variant.prebuilt
+    if kept is None:
+        kept = variant.prebuilt = {}
+    key = status if body is variant.body else -status  # a HEAD's 200 and a 304 have no body
+    entry = kept.get(key)
+    if entry is not None and entry.take(fields):
+        entry.headers.set(REQUEST_ID, rid)
+        return entry.response
+    # Headers.append per field costs half of what converting a dict costs Robyn (~0.6 vs ~1.2 us)
+    headers = Headers({})
+    for name, value in variant.head:
+        headers.append(name, value)
+    for name, value in fields:
+        headers.append(name, value)
+    headers.append(REQUEST_ID, rid)
+    response = RobynResponse(status, headers, body)
+    if key not in kept:
+        # kept only if setting a per-request field replaces exactly that field: no name twice (Headers.set drops
+        # every other value of its name: a CORS Vary: Origin next to the variant's Vary: Accept-Encoding)
+        names = [name.lower() for name, _ in (*variant.head, *fields)]
+        names.append(REQUEST_ID)
+        kept[key] = Prebuilt(response, headers, fields) if len(set(names)) == len(names) else None
+    return response
 
 
 def _response(resp: Response) -> RobynResponse:

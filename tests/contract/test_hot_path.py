@@ -97,3 +97,41 @@ def test_refusals_still_come_from_the_pipeline(quiet: ServerProcess) -> None:
     body = httpx.request("GET", quiet.base + "/api/v1/spreads", headers={"X-SERVICE-Key": quiet.demo_key},
                          content=b"{}")
     assert body.status_code == 200  # a GET with a body goes through the pipeline and is answered the same
+
+
+def test_interleaved_remembered_answers_keep_their_own_fields(quiet: ServerProcess) -> None:
+    """A runtime may hand out one response object per remembered variant and status (Robyn does, setting the
+    per-request fields on it): interleaved requests of two keys with different rates, 200s and 304s, identity and
+    gzip, each get their own status, body, rate-limit fields and request id."""
+    _, slow = quiet.create_key("free")  # 60/min: its remaining count moves with every request
+    _, fast = quiet.create_key("enterprise", "--rate", "100000")
+    path = "/api/v1/spreads"
+    with httpx.Client(base_url=quiet.base, timeout=10) as c:
+        plain = {"Accept-Encoding": "identity"}
+        first = c.get(path, headers={**plain, "X-SERVICE-Key": fast})  # the pipeline: remembered from here on
+        etag = first.headers["etag"]
+        answers = []
+        for i in range(12):
+            key = slow if i % 2 else fast
+            kinds = ({**plain, "If-None-Match": etag}, {"Accept-Encoding": "gzip"}, plain)
+            extra = kinds[i % 3]
+            answers.append((key, extra, c.get(path, headers={"X-SERVICE-Key": key, **extra})))
+    ids = {resp.headers["x-request-id"] for _, _, resp in answers}
+    assert len(ids) == len(answers)
+    slow_remaining = []
+    for key, extra, resp in answers:
+        limit = "60" if key == slow else "100000"
+        assert resp.headers["x-ratelimit-limit"] == limit and f"q={limit}" in resp.headers["ratelimit-policy"]
+        remaining = resp.headers["x-ratelimit-remaining"]
+        assert f"r={remaining};" in resp.headers["ratelimit"]
+        if key == slow:
+            slow_remaining.append(int(remaining))
+        if "If-None-Match" in extra:
+            assert resp.status_code == 304 and resp.content == b"" and resp.headers["etag"] == etag
+        elif extra["Accept-Encoding"] == "gzip":
+            assert resp.status_code == 200 and resp.headers["content-encoding"] == "gzip"
+            assert resp.json() == first.json() and resp.headers["etag"] != etag
+        else:
+            assert resp.status_code == 200 and resp.content == first.content and resp.headers["etag"] == etag
+            assert "content-encoding" not in resp.headers
+    assert slow_remaining == sorted(slow_remaining, reverse=True) and len(set(slow_remaining)) == len(slow_remaining)

@@ -62,19 +62,26 @@ MAX_KNOWN = 10_000  # secrets serve_hot keeps the bucket and rate of (as KeyCach
 VARY_ENCODING = ("vary", "Accept-Encoding")
 HeaderList = list[tuple[str, str]]
 HotFields = tuple[tuple[str, str], ...]  # a remembered answer's header fields (any sequence suits the runtimes)
-# serve_hot's answer: (status, header fields, body), None (take the full pipeline), or the awaitable of either
-HotAnswer = tuple[int, HotFields, bytes] | None | Coroutine[Any, Any, tuple[int, HotFields, bytes] | None]
+# serve_hot's reply: (status, variant, fields, request id, body). The answer's header fields are
+# `variant.head + fields + (("x-request-id", request id),)`: `fields` are the rate-limit fields (the limiter's
+# shared tuple: the same object while its values stay the same) plus, without wildcard CORS, this request's CORS
+# fields. Given in parts so a runtime can keep its own response object per variant (Robyn: robyn_app.py)
+HotReply = tuple[int, "Variant", HotFields, str, bytes]
+# serve_hot's answer: a reply, None (take the full pipeline), or the awaitable of either
+HotAnswer = HotReply | None | Coroutine[Any, Any, HotReply | None]
 
 
 class Variant:
     """One coding of a remembered answer: its body, ETag and every header that does not change per request."""
 
-    __slots__ = ("body", "etag", "head")
+    __slots__ = ("body", "etag", "head", "prebuilt")
 
     def __init__(self, body: bytes, etag: str, head: HeaderList) -> None:
         # a tuple: an answer's fields are `head + rate fields + (request id,)`, two tuple concatenations (a list
         # built by unpacking costs ~800 instructions more per request)
         self.body, self.etag, self.head = body, etag, tuple(head)
+        # the runtime's own: Robyn keeps its response objects for this variant here (robyn_app.Prebuilt)
+        self.prebuilt: Any = None
 
 
 class Hot:
@@ -244,15 +251,13 @@ class App:
         else:
             status, body = 200, (variant.body if method != "HEAD" else b"")
             hot.count_ok[0] += 1
-        if self._wildcard_cors:
-            out = variant.head + fields + (("x-request-id", rid),)
-        else:
-            out = variant.head + fields + (("x-request-id", rid), *self._cors_for(headers.get("origin")))
+        if not self._wildcard_cors:
+            fields += tuple(self._cors_for(headers.get("origin")))
         elapsed = perf_counter() - started
         latency, bounds = hot.latency, self._bounds  # market_http_request_seconds, as Histogram.observe does it
         latency[0 if elapsed <= bounds[0] else bisect_left(bounds, elapsed)] += 1  # the first bucket holds most
         latency[-1] += elapsed
-        return status, out, body
+        return status, variant, fields, rid, body
 
     def _new_id(self) -> str:
         try:
@@ -284,7 +289,7 @@ class App:
         return known
 
     async def _hot_awaiting(self, hot: Hot, method: str, headers: Headers, bucket: str, rate: Rate,
-                            started: float) -> tuple[int, HotFields, bytes] | None:
+                            started: float) -> HotReply | None:
         """serve_hot on a limiter that has to be awaited (Redis): the same answer once the bucket admitted it.
         Joined here, on the event loop (Robyn calls serve_hot on actix's thread and runs this on the loop)."""
         answers, place = self.join(bucket, rate)
@@ -298,7 +303,7 @@ class App:
             return self._hot_answer(hot, method, headers, fields, started)
 
     def _hot_answer(self, hot: Hot, method: str, headers: Headers, rate: RateFields,
-                    started: float) -> tuple[int, HotFields, bytes]:
+                    started: float) -> HotReply:
         rid = headers.get("x-request-id")
         if rid is None or len(rid) > 128 or not rid.isprintable():
             rid = self._new_id()
@@ -315,15 +320,13 @@ class App:
         else:
             status, body = 200, (variant.body if method != "HEAD" else b"")
             hot.count_ok[0] += 1
-        if self._wildcard_cors:
-            out = variant.head + rate + (("x-request-id", rid),)
-        else:
-            out = variant.head + rate + (("x-request-id", rid), *self._cors_for(headers.get("origin")))
+        if not self._wildcard_cors:
+            rate += tuple(self._cors_for(headers.get("origin")))
         elapsed = perf_counter() - started
         latency, bounds = hot.latency, self._bounds  # market_http_request_seconds, as Histogram.observe does it
         latency[0 if elapsed <= bounds[0] else bisect_left(bounds, elapsed)] += 1  # the first bucket holds most
         latency[-1] += elapsed
-        return status, out, body
+        return status, variant, rate, rid, body
 
     def _variant(self, hot: Hot, coding: str) -> Variant:
         head: HeaderList = [] if hot.content_type is None else [("content-type", hot.content_type)]
