@@ -46,7 +46,7 @@ from server.stream.outbuf import OutBuffer
 from server.stream.registry import Group, SubscriptionRegistry
 from server.stream.session import Session
 from server.stream.states import SessionState
-from server.stream.wire import text_frame
+from server.stream.wire import PING_FRAME, text_frame
 
 KEEPALIVE_INTERVAL_S = 20.0
 KEEPALIVE_TIMEOUT_S = 20.0
@@ -54,6 +54,7 @@ HANDSHAKE_TIMEOUT_S = 10.0
 SLOW_CLOSE_S = 10.0
 MAX_REPLAY_BYTES = 8 * 1024 * 1024  # one resume's replay: about 75,000 ticks; a bigger gap gets a snapshot
 HEARTBEAT_S = 5.0  # SPEC 14 default (--heartbeat-s; 0 turns heartbeats off)
+BEAT_WAIT_S = 0.25  # a heartbeat waits at most this long (and a quarter of its interval) for a tick batch to ride
 INTERVAL_INDEX = {name: k for k, name in enumerate(msg.CANDLE_INTERVALS)}
 
 
@@ -134,6 +135,9 @@ class StreamCore:
         self.candles = CandleFrames(state) if isinstance(state, MarketState) else None
         self._next_run = -math.inf  # the stream clock: candle runs at whole seconds + GRACE_S
         self._next_beat = -math.inf  # heartbeats at multiples of limits.heartbeat_s
+        self._beats: dict[Group[Session], bytes] | None = None  # a beat's frames waiting for the next tick batch
+        self._beats_due = math.inf  # ... or until then, when they go out alone
+        self._beat_now = 0.0  # when it was built (the pings' sent time)
         self.sessions: dict[int, Session] = {}  # every session not yet CLOSED
         self.per_key: Tally[str] = Tally()  # key id -> OPEN sessions
         self._next_id = itertools.count(1)
@@ -382,16 +386,29 @@ class StreamCore:
                     touched[group] = [item]
                 else:
                     items.append(item)
-        delivered = conflated = 0
+        beats, self._beats, self._beats_due = self._beats, None, math.inf
+        delivered = conflated = beats_sent = 0
         for group, items in touched.items():
             data = items[0][1] if len(items) == 1 else b"".join([frame for _, frame in items])
-            delivered += len(items) * self._write_ready(group, data)
+            beat = beats.pop(group, None) if beats else None
+            if beat is None:
+                delivered += len(items) * self._write_ready(group, data)
+            else:  # the waiting heartbeat heads the batch's write: the same send, still after what it accounts for
+                written = self._write_beat(group, beat + data)
+                delivered += len(items) * written
+                beats_sent += written
             for session in group.held():
                 conflated += session.out.hold(items)
+                if beat is not None:
+                    session.out.hold_last(beat)
         if delivered:
             self.metrics.delivered.inc(amount=delivered)
         if conflated:
             self.metrics.conflated.inc(amount=conflated)
+        if beats_sent:
+            self.metrics.heartbeats.inc(amount=beats_sent)
+        if beats:
+            self._send_beats(beats)  # groups this batch did not touch: their heartbeat alone
         if self.candles is not None:
             finals = self.candles.on_ticks(ticks)
             if finals:
@@ -428,7 +445,7 @@ class StreamCore:
             run = min(run, self.candles.deferred_to)
         beat = self.limits.heartbeat_s
         if beat > 0:
-            return min(run, (math.floor(now / beat) + 1) * beat)
+            return min(run, (math.floor(now / beat) + 1) * beat, self._beats_due)
         return run
 
     def on_clock(self, now: float) -> None:
@@ -442,28 +459,43 @@ class StreamCore:
                 frames = candles.on_run(now, self.candle_registry.by_row)
                 if frames:
                     self._fan_candles(frames)
+        if self._beats is not None and now >= self._beats_due:  # no tick batch came to carry them
+            beats, self._beats, self._beats_due = self._beats, None, math.inf
+            self._send_beats(beats)
         beat = self.limits.heartbeat_s
         if beat > 0 and now >= self._next_beat:
             first = self._next_beat == -math.inf
             self._next_beat = (math.floor(now / beat) + 1) * beat
             if not first or now % beat < 0.25:
-                self.heartbeat(math.floor(now / beat + 1e-9) * beat)  # ts: the beat's instant (a multiple of beat)
+                self.heartbeat(math.floor(now / beat + 1e-9) * beat, now)  # ts: the beat's instant
 
-    def heartbeat(self, now: float) -> None:
-        """SPEC 14: every session gets its subscribed ids' last seqs. One frame per subscription group; written
-        after the ticks it accounts for (every tick frame is written when its batch is applied, on this thread;
-        a slow connection holds the heartbeat behind its held ticks)."""
-        ts = iso(now)
+    def heartbeat(self, ts: float, now: float) -> None:
+        """SPEC 14: every session gets its subscribed ids' last seqs as of ``ts``, one frame per subscription
+        group, built now. The frames then wait for the next tick batch (at most BEAT_WAIT_S, or a quarter of the
+        interval): each group's heads that batch's write, so a heartbeat costs no send of its own; a group the
+        batch does not touch gets its frame alone. Either way it is written after the ticks it accounts for (every
+        tick frame is written when its batch is applied, on this thread; a slow connection holds the heartbeat
+        behind its held ticks)."""
+        if self._beats is not None:  # the previous beat found no batch within its wait
+            beats, self._beats = self._beats, None
+            self._send_beats(beats)
+        self._beat_now = now
+        stamp = iso(ts)
         seq = self.state.seq
         ids = self.ids
+        self._beats = {
+            group: text_frame(msg.heartbeat_payload(stamp, {ids[r]: int(seq[r]) for r in sorted(group.rows)}))
+            for group in self.registry.groups() if group.members}
+        self._beats_due = now + min(BEAT_WAIT_S, self.limits.heartbeat_s / 4)
+
+    def _send_beats(self, beats: dict[Group[Session], bytes]) -> None:
+        """Heartbeat frames alone, to the groups that still exist (a group left by all its members is gone)."""
         sent = 0
-        for group in self.registry.groups():
-            if not group.members:
-                continue
-            frame = text_frame(msg.heartbeat_payload(ts, {ids[r]: int(seq[r]) for r in sorted(group.rows)}))
-            sent += self._write_ready(group, frame)
-            for session in group.held():
-                session.out.hold_last(frame)
+        for group, frame in beats.items():
+            if group.members:
+                sent += self._write_beat(group, frame)
+                for session in group.held():
+                    session.out.hold_last(frame)
         if sent:
             self.metrics.heartbeats.inc(amount=sent)
 
@@ -479,6 +511,35 @@ class StreamCore:
             except RuntimeError:  # transport already closed; its connection_lost is queued
                 failed += 1
         return len(writers) - failed
+
+    def _ping_after(self) -> float | None:
+        """Keepalive pings ride the heartbeats' writes when a beat comes at least once per keepalive interval: a
+        session is pinged with the first beat at least this long after its last ping (or its open), so every
+        keepalive_interval_s exactly when that is a multiple of the beat (20 s and 5 s), the first one 17.5-22.5 s
+        after the open. None: the sweep pings."""
+        beat, keep = self.limits.heartbeat_s, self.limits.keepalive_interval_s
+        return keep - beat / 2 if 0 < beat <= keep else None
+
+    def _write_beat(self, group: Group[Session], data: bytes) -> int:
+        """A write that carries a heartbeat, to every ready member of ``group``; the members due a keepalive ping
+        (and awaiting no pong) get a ping frame after it, in the same write: the pong timeout runs from the beat.
+        Returns how many writes went out."""
+        after = self._ping_after()
+        if after is None:
+            return self._write_ready(group, data)
+        now, pinged = self._beat_now, data + PING_FRAME
+        failed = 0
+        members = tuple(group.ready.items())
+        for session, write in members:
+            try:
+                if session.ping_sent_at is None and now - session.last_ping_at >= after:
+                    write(pinged)
+                    session.ping_sent(now)
+                else:
+                    write(data)
+            except RuntimeError:
+                failed += 1
+        return len(members) - failed
 
     def paused(self, session: Session, now: float) -> None:
         """The connection's buffer passed its cap: hold its ticks from now on (conflated per instrument)."""
@@ -500,6 +561,7 @@ class StreamCore:
     def sweep(self, now: float) -> Sweep:
         """Keepalive pings due, and sessions to close: pong overdue, slow consumer, stuck handshake."""
         lim = self.limits
+        by_beats = self._ping_after() is not None
         ping: list[Session] = []
         close: list[tuple[Session, CloseCode]] = []
         for s in self.sessions.values():
@@ -508,8 +570,8 @@ class StreamCore:
                     close.append((s, CloseCode.SLOW_CONSUMER))
                 elif s.pong_overdue(now, lim.keepalive_timeout_s):
                     close.append((s, CloseCode.INTERNAL_ERROR))
-                elif s.ping_due(now, lim.keepalive_interval_s):
-                    ping.append(s)
+                elif not by_beats and s.ping_due(now, lim.keepalive_interval_s):
+                    ping.append(s)  # (with heartbeats at least once per keepalive interval, the pings ride them)
             elif s.state is SessionState.CONNECTING and now - s.created_at >= lim.handshake_timeout_s:
                 close.append((s, CloseCode.POLICY_VIOLATION))
         return Sweep(ping, close)

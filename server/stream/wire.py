@@ -27,6 +27,7 @@ CACHE_BYTES = 8 * 1024 * 1024  # and at most this many input bytes: past either,
 
 
 _TEXT_HEADERS = [bytes((0x81, n)) for n in range(126)]  # FIN + text, unmasked, 7-bit length
+PING_FRAME = b"\x89\x00"  # FIN + ping, unmasked, no payload (a control frame may come between any two messages)
 
 
 def text_frame(payload: bytes) -> bytes:

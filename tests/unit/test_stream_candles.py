@@ -218,13 +218,90 @@ def test_core_candle_subscriptions_frames_and_heartbeats(core: StreamCore) -> No
     assert [m for m in b.messages() if m["type"] == "candle"] == []  # b subscribed to no candles
     a.clear()
     b.clear()
-    core.on_clock(T0 + 4.0)  # a candle run (second 2) and a heartbeat
-    beat_a = [m for m in a.messages() if m["type"] == "heartbeat"]
+    core.on_clock(T0 + 4.0)  # a candle run (second 2) and a heartbeat, which waits for the next tick batch
+    assert [m for m in a.messages() if m["type"] == "heartbeat"] == [] and b.messages() == []
+    assert core.next_wakeup(T0 + 4.0) == T0 + 4.25  # ... for BEAT_WAIT_S at most
+    a.clear()
+    core.on_ticks(state.apply([Tick(BRENT, 80.7, T0 + 4.1, 1)]))  # it heads the batch's write: one write each
+    assert len(a.writes) == len(b.writes) == 1
+    beat_a, tick_a = a.messages()
     beat_b = b.messages()
-    assert beat_a == [{"type": "heartbeat", "ts": "2026-11-18T10:30:04.000+08:00", "seqs": {"brent": 2, "wti": 0}}]
+    assert beat_a == {"type": "heartbeat", "ts": "2026-11-18T10:30:04.000+08:00", "seqs": {"brent": 2, "wti": 0}}
+    assert tick_a["type"] == "tick" and tick_a["seq"] == 3
     assert beat_b[0]["type"] == "heartbeat" and len(beat_b[0]["seqs"]) == len(IDS)
+    assert beat_b[0]["seqs"]["brent"] == 2 and beat_b[1]["seq"] == 3
     a.clear()
     core.on_text(session_a, b'{"op":"unsubscribe","ids":[],"candles":["1m"],"reqId":2}', 0.1)
     assert a.messages()[0] == {"type": "subscribed", "ids": ["brent", "wti"], "reqId": 2, "candles": []}
     assert core.candle_registry.rows_of(session_a) == frozenset()
-    assert np.array_equal(state.seq[[BRENT]], [2])
+    assert np.array_equal(state.seq[[BRENT]], [3])
+
+
+def test_a_heartbeat_rides_the_next_batch_or_goes_alone(core: StreamCore) -> None:
+    """A group the batch does not touch gets its heartbeat alone in that call; with no batch, every group gets
+    it alone BEAT_WAIT_S after the beat (a quarter of --heartbeat-s when that is shorter)."""
+    a, b = open_session(core), open_session(core)
+    session_a = next(s for s in core.sessions.values() if s.write is a)
+    core.on_text(session_a, b'{"op":"subscribe","ids":["brent"],"reqId":1}', 0.0)
+    a.clear()
+    state = core.state
+    assert isinstance(state, MarketState)
+    wti = IDS.index("wti")
+    core.on_clock(T0 + 4.0)
+    assert a.writes == b.writes == []
+    core.on_ticks(state.apply([Tick(wti, 70.0, T0 + 4.1, 1)]))
+    assert [m["type"] for m in a.messages()] == ["heartbeat"]  # brent's group: not touched, its beat alone
+    assert len(b.writes) == 1 and [m["type"] for m in b.messages()] == ["heartbeat", "tick"]
+    a.clear()
+    b.clear()
+    core.on_ticks(state.apply([Tick(wti, 70.1, T0 + 4.2, 1)]))
+    assert a.writes == [] and [m["type"] for m in b.messages()] == ["tick"]  # a beat goes out once
+    b.clear()
+    core.on_clock(T0 + 6.0)
+    core.on_clock(T0 + 6.2)
+    assert a.writes == b.writes == []
+    assert core.next_wakeup(T0 + 6.2) == T0 + 6.25
+    core.on_clock(T0 + 6.25)
+    assert [m["seqs"] for m in a.messages()] == [{"brent": 0}]
+    assert [m["type"] for m in b.messages()] == ["heartbeat"] and b.messages()[0]["seqs"]["wti"] == 2
+    a.clear()
+    core.on_clock(T0 + 8.0)
+    core.on_clock(T0 + 10.0)  # the beat of 8 s found no batch and no clock call in time: it goes out first
+    assert [m["ts"][11:19] for m in a.messages()] == ["10:30:08"]
+
+
+def test_keepalive_pings_ride_the_heartbeats() -> None:
+    """--heartbeat-s 5, keepalive 20 s: a session is pinged with the first beat 17.5 s or more after its open or
+    last ping (so every 20 s), its write carrying the heartbeat and then a ping frame; no ping while one awaits
+    its pong; the sweep pings nobody."""
+    lim = StreamLimits(max_conn={"professional": 50}, heartbeat_s=5.0)
+    core = StreamCore(fresh_state(), CAT, "e", lim, StreamMetrics(Registry(), lambda: 0.0), KEYS.get)
+    early, late = Sink(), Sink()
+    for sink, opened in ((early, T0 - 1.0), (late, T0 + 4.0)):
+        s = core.connect(sink, opened)
+        assert core.admit(s, "/ws/quotes?key=pro") is None
+        core.open(s)
+        sink.clear()
+    sessions = {s.write: s for s in core.sessions.values()}
+    pings_at: dict[int, list[float]] = {s.id: [] for s in sessions.values()}
+    for beat in range(10):  # 50 s of beats, none carried by a batch
+        now = T0 + 5.0 * beat
+        core.on_clock(now)
+        core.on_clock(now + 0.25)
+        for sink in (early, late):
+            session = sessions[sink]
+            (data,) = sink.writes
+            assert data.startswith(b"\x81") and b'"heartbeat"' in data
+            if data.endswith(b"\x89\x00"):
+                pings_at[session.id].append(now)
+                assert session.ping_sent_at == now  # the pong timeout runs from the beat
+                session.pong_received()
+            sink.clear()
+        assert core.sweep(now + 1).ping == []
+    assert pings_at[sessions[early].id] == [T0 + 20.0, T0 + 40.0]  # 21 s after its open, then 20 s later
+    assert pings_at[sessions[late].id] == [T0 + 25.0, T0 + 45.0]  # 21 s after, then 20 s later
+    silent = sessions[early]
+    for beat in (T0 + 60.0, T0 + 65.0, T0 + 80.0):
+        core.on_clock(beat)
+        core.on_clock(beat + 0.25)
+    assert silent.ping_sent_at == T0 + 60.0  # not pinged again while the last is unanswered
