@@ -16,6 +16,11 @@ What it works around in robyn 0.88.0 (measured here; single process, one worker)
 - Edge limits: actix buffers the whole body before the handler runs and Robyn sets no header, body or
   keep-alive timeout we could change, so the body deadline and the per-IP upload cap of the Granian
   runtime cannot be applied here (docs/operations.md says what each runtime guarantees).
+- Thread state: pyo3 takes the GIL on actix's thread with PyGILState_Ensure/Release, and with no outer Ensure
+  outstanding every Release deletes the thread state its Ensure made: each request (twice) paid a new thread
+  state, a fresh 16 KiB frame stack (mmap, page faults) and its munmap (a TLB flush). The first sync request
+  on a thread takes one Ensure it never releases, so the thread keeps one state (what CPython's documentation
+  of non-Python threads advises, gh-146219). Measured: every Robyn route costs about half the core (bench/README).
 - It binds with SO_REUSEPORT, so a second server on a busy port would start and share it: we
   check the port first. A startup handler that raises aborts the process: ours never raises.
 - Request: the path comes raw minus one trailing slash. Granian's path is percent-decoded (with
@@ -35,9 +40,11 @@ What it works around in robyn 0.88.0 (measured here; single process, one worker)
 from __future__ import annotations
 
 import asyncio
+import ctypes
 import logging
 import os
 import sys
+import threading
 from collections.abc import Coroutine
 from typing import Any, NoReturn, TypeVar
 from urllib.parse import unquote
@@ -107,6 +114,7 @@ class RobynRuntime:
         self.gate = EdgeGate(settings.body_timeout_s, settings.uploads_per_ip)  # only in-flight and closing apply
         self._stopping: asyncio.Task[None] | None = None
         self.loop: asyncio.AbstractEventLoop | None = None
+        self._kept: set[int] = set()  # threads whose Python thread state is kept (_keep_thread_state)
 
     async def startup(self) -> None:
         """Runs on Robyn's loop, on the main thread, before actix accepts connections."""
@@ -140,6 +148,8 @@ class RobynRuntime:
         (first request of a data version, unknown key, 429, 400...) runs `handle` on the loop and waits for it."""
         app, loop = self.app, self.loop
         assert app is not None and loop is not None
+        if threading.get_ident() not in self._kept:
+            self._keep_thread_state()
         if not self.gate.closing and not request.body:
             path = request.url.path
             if "%" in path:
@@ -156,6 +166,13 @@ class RobynRuntime:
                 return _hot_response(*hot)
         answer = self._on_loop(self.handle(request), loop)
         return answer if answer is not None else _response(app.refuse(_request(request), shutting_down()))
+
+    def _keep_thread_state(self) -> None:
+        """Keep this (actix) thread's Python thread state for the life of the process: one PyGILState_Ensure that
+        is never released, so pyo3's Ensure/Release around each call into Python only takes and drops the GIL
+        instead of making and deleting a thread state (the process ends with os._exit, never finalising)."""
+        ctypes.pythonapi.PyGILState_Ensure()  # we hold the GIL here: this only counts one more Ensure
+        self._kept.add(threading.get_ident())
 
     @staticmethod
     def _on_loop(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -> T | None:
