@@ -6,7 +6,10 @@ own thread. An async handler costs Robyn a hand-over to the event loop and back 
 This serves one pre-built 17 KB JSON body from both kinds of handler, on a bare Robyn app,
 and compares them with wrk (only 127.0.0.1, bounded runs):
 
-    .venv/bin/python bench/robyn_bridge.py [--duration 3] [--rounds 3]
+    .venv/bin/python bench/robyn_bridge.py [--duration 3] [--rounds 3] [--pin] [--keep-thread-state]
+
+`--keep-thread-state` keeps the Python thread state of actix's thread (one PyGILState_Ensure never released,
+as server/http/robyn_app.py does): without it pyo3 makes and deletes one per call into Python.
 """
 
 from __future__ import annotations
@@ -41,43 +44,72 @@ OUR_HEADERS = [
     ("ratelimit-policy", '"enterprise";q=1000000000;w=60'), ("ratelimit", '"enterprise";r=999999999;t=1'),
     ("x-request-id", "0123abcd-12345"),
 ]
-KINDS = ("sync", "async", "sync-wild/x/y", "sync-read", "sync-headers", "sync-both")
+KINDS = ("sync", "async", "sync-wild/x/y", "sync-read", "sync-headers", "sync-both", "sync-kept")
 
 
-def serve(port: int) -> None:
-    from robyn import Response, Robyn
+def serve(port: int, keep: bool) -> None:
+    import ctypes
+    import threading
+
+    from robyn import Headers, Response, Robyn
 
     app = Robyn(__file__)
     headers = {"content-type": "application/json"}
+    kept_threads: set[int] = set()
+
+    def touch() -> None:  # every handler's first call (a set lookup either way, so the kinds stay comparable)
+        if threading.get_ident() not in kept_threads:
+            if keep:
+                ctypes.pythonapi.PyGILState_Ensure()  # never released: the thread keeps its state
+            kept_threads.add(threading.get_ident())
 
     @app.get("/sync")
     def sync_handler(request):  # type: ignore[no-untyped-def]
+        touch()
         return Response(200, headers, BODY)
 
     @app.get("/async")
     async def async_handler(request):  # type: ignore[no-untyped-def]
+        touch()
         return Response(200, headers, BODY)
 
     @app.get("/sync-read")
     def sync_read(request):  # type: ignore[no-untyped-def]
+        touch()
         # what our sync handler reads of every request: path, query pairs, the header map
         request.url.path, request.query_params.multi_items(), request.headers.to_dict()
         return Response(200, headers, BODY)
 
     @app.get("/sync-headers")
     def sync_headers(request):  # type: ignore[no-untyped-def]
+        touch()
         # what our sync handler writes: a new response with our 12 header fields
         return Response(200, dict(OUR_HEADERS), BODY)
 
     @app.get("/sync-wild/*path")
     def sync_wild(request):  # type: ignore[no-untyped-def]
+        touch()
         # the sync handler's own cost, on a wildcard route like ours (/api/v1/*path)
         return Response(200, headers, BODY)
 
     @app.get("/sync-both")
     def sync_both(request):  # type: ignore[no-untyped-def]
+        touch()
         request.url.path, request.query_params.multi_items(), request.headers.to_dict()
         return Response(200, dict(OUR_HEADERS), BODY)
+
+    kept_headers = Headers({})
+    for name, value in OUR_HEADERS:
+        kept_headers.append(name, value)
+    kept = Response(200, kept_headers, BODY)
+    ids = iter(range(10**12))
+
+    @app.get("/sync-kept")
+    def sync_kept(request):  # type: ignore[no-untyped-def]
+        touch()
+        # what a remembered answer of ours returns: one kept response with our 12 fields, the request id set
+        kept_headers.set("x-request-id", f"0123abcd-{next(ids)}")
+        return kept
 
     sys.argv = sys.argv[:1]  # Robyn.start() parses sys.argv itself
     app.start(host="127.0.0.1", port=port)
@@ -89,16 +121,19 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--pin", action="store_true", help="server on core 0, wrk on core 1")
     parser.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
+    parser.add_argument("--keep-thread-state", action="store_true",
+                        help="keep actix's Python thread state, as our Robyn adapter does")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
-        serve(args.serve)
+        serve(args.serve, args.keep_thread_state)
         return 0
     require_wrk()
     from tests.conftest import free_port
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port)], stdout=subprocess.DEVNULL,
+    keep = ["--keep-thread-state"] if args.keep_thread_state else []
+    proc = subprocess.Popen([sys.executable, __file__, "--serve", str(port), *keep], stdout=subprocess.DEVNULL,
                             stderr=subprocess.DEVNULL, env={**os.environ, "ROBYN_DEV": "false"},
                             start_new_session=True)
     base = f"http://127.0.0.1:{port}"
@@ -131,6 +166,7 @@ def main() -> int:
         print(f"wildcard route: +{least['sync-wild/x/y'] - least['sync']:.1f} us; "
               f"reading the request: +{least['sync-read'] - least['sync']:.1f} us; our 12 header fields: "
               f"+{least['sync-headers'] - least['sync']:.1f} us; both: +{least['sync-both'] - least['sync']:.1f} us; "
+              f"a kept response with our fields, the request id set: +{least['sync-kept'] - least['sync']:.1f} us; "
               f"sync / sync-both CPU: {least['sync'] / least['sync-both']:.2f}")
     finally:
         os.killpg(proc.pid, signal.SIGKILL)  # Robyn ignores SIGTERM in single-process mode (issue 1324)

@@ -463,7 +463,7 @@ def _json_of(run: Run, script: str, *args: str) -> Any:
 
 def measure_robyn_limit(run: Run, quick: bool) -> None:
     """bench/robyn_bridge.py: the same bytes from Robyn handlers with no code of ours (the runtime's own limit)."""
-    cmd = [sys.executable, str(ROOT / "bench" / "robyn_bridge.py"), "--pin", "--json",
+    cmd = [sys.executable, str(ROOT / "bench" / "robyn_bridge.py"), "--pin", "--json", "--keep-thread-state",
            "--duration", "1" if quick else "3", "--rounds", "1" if quick else "2"]
     proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=600)
     (run.out / "robyn_bridge.txt").write_text(proc.stdout + proc.stderr)
@@ -476,7 +476,8 @@ def measure_robyn_limit(run: Run, quick: bool) -> None:
     for kind, label in (("async", "an async handler"), ("sync-wild/x/y", "a sync handler on a wildcard route"),
                         ("sync-read", "a sync handler reading path, query and headers"),
                         ("sync-headers", "a sync handler building a response with our 12 header fields"),
-                        ("sync-both", "both (what a cached answer of ours needs at least)")):
+                        ("sync-both", "both (what a cached answer of ours needs at least)"),
+                        ("sync-kept", "a sync handler returning a kept response with our 12 fields, the id set")):
         if kind in us:
             run.others.append(Row(f"robyn bare app (no code of ours): {label}",
                                   f"{us[kind]:.1f} vs {sync:.1f} us/req (prebuilt response from a sync handler)",
