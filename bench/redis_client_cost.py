@@ -101,7 +101,7 @@ async def run(url: str, number: int, repeat: int) -> dict[str, tuple[float, floa
     pooled = redis.asyncio.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=5, max_connections=32)
 
     async def plain() -> None:  # redis-py's own client command, no auto-pipeline: a pooled redis.asyncio.Redis
-        await pooled.evalsha(SCRIPT_SHA.decode(), 1, engine.gcra.prefix + "key:plain", 1_000_000_000)
+        await pooled.evalsha(SCRIPT_SHA.decode(), 1, engine.gcra.prefix + "key:plain", 1_000_000_000, 1)
 
     floors = [0] * len(IDS)
     batch_no = 0
@@ -109,8 +109,8 @@ async def run(url: str, number: int, repeat: int) -> dict[str, tuple[float, floa
     async def append() -> None:
         nonlocal batch_no
         batch_no += 1
-        args: list[Any] = [APPEND_SHA, 4, log.lease, log.seqs, log.stream, log.epoch_key, log.node, MAXLEN,
-                           log.epoch]
+        args: list[Any] = [APPEND_SHA, 6, log.lease, log.seqs, log.stream, log.epoch_key, log.replid_key,
+                           log.seqfloor_key, log.node, MAXLEN, log.epoch, 0]  # RedisTicks.append's arguments
         now = time.time()
         for row, inst_id in enumerate(IDS):
             args += [inst_id, repr(100.0 + batch_no % 7 + row / 100), repr(now), repr(1.0), floors[row]]
