@@ -245,8 +245,8 @@ class RedisTicks:
         return self.leading and time.monotonic() - self._renewed < FENCE_S
 
     def append(self, ticks: list[Tick], floors: list[int]) -> None:
-        """From the feed (synchronous): the script call is queued on the auto-pipelined connection at once, in
-        feed order, and goes out at the next loop iteration; its answer is handled by `_appended`. No queue and
+        """From the feed (synchronous): the script call is written on the auto-pipelined connection at once, in
+        feed order; its answer is handled by `_appended`. No queue and
         no writer task in between (one loop iteration less per batch), and no batch waits for the previous
         one's answer (the connection keeps them in order)."""
         if not (ticks and self.fenced()):  # a renewal overdue: stop before the lease passes
@@ -260,6 +260,7 @@ class RedisTicks:
             args += [self.ids[t.row], repr(t.price), repr(t.ts), repr(t.volume), floor]
         args[HEAD_ARGS - 1] = self._highest = highest
         self._send(b"EVALSHA", APPEND_SHA, args)
+        self.fast.flush()  # written now: the batch's round trip starts in the feed's own call
 
     def _send(self, command: bytes, script: bytes, args: list[str | int]) -> None:
         try:
