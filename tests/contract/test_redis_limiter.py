@@ -171,19 +171,20 @@ def test_two_apps_share_one_bucket(redis_url: str, prefix: str, tmp_path: Path) 
     asyncio.run(scenario())
 
 
+async def wait_until_up(gcra: RedisGcra) -> None:
+    for _ in range(100):  # the probe pings every 0.5 s: bounded at 10 s
+        if not gcra.down:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError("the limiter never went back to Redis")
+
+
 def test_fallback_while_redis_is_down_and_back_when_it_returns(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     """Redis killed: local buckets answer (logged once, counted); started again: shared buckets again."""
     server = OwnRedis(free_port(), tmp_path)
     server.start()
     caplog.set_level(logging.INFO, logger="market.ratelimit")
-
-    async def wait_until_up(gcra: RedisGcra) -> None:
-        for _ in range(100):  # the probe pings every 0.5 s: bounded at 10 s
-            if not gcra.down:
-                return
-            await asyncio.sleep(0.1)
-        raise AssertionError("the limiter never went back to Redis")
 
     async def scenario() -> None:
         gcra, _, _ = _limiter(server.url, "fb:")
@@ -235,11 +236,7 @@ def test_hot_batches_fall_back_when_redis_dies_and_resend_the_script_after_a_res
         assert fallen == [mine.take("key:h", rate, 0.0) for _ in range(3)] and fallen[2] is None
         assert gcra.down and gcra.fallbacks.value() == 3
         server.start()  # empty: the script and the bucket are gone
-        for _ in range(100):  # the probe pings every 0.5 s: bounded at 10 s
-            if not gcra.down:
-                break
-            await asyncio.sleep(0.1)
-        assert not gcra.down
+        await wait_until_up(gcra)
         assert await answers(gcra, 3) == fallen and gcra.fallbacks.value() == 3  # Redis's bucket, via EVAL
         await gcra.stop()
         await gcra.client.aclose()
