@@ -198,7 +198,7 @@ def announce(node: Node) -> None:
         print(f"market-server[worker {s.worker_id}]: pid {os.getpid()} node {node.engine.node}", flush=True)
     else:
         print(f"market-server: HTTP http://{s.host}:{s.port}  WebSocket ws://{s.host}:{s.ws_port}/ws/quotes "
-              f"runtime={s.runtime.value} feed={s.feed}", flush=True)
+              f"runtime={s.runtime.value} feed={s.feed} node={node.engine.node}", flush=True)
     key_file = s.data_dir / "demo-key.txt"
     if secret:
         print(f"market-server: demo key (professional, shown once, saved to {key_file}):\n  {secret}", flush=True)

@@ -112,6 +112,9 @@ def run_cli(data_dir: Path, *args: str, stdin: str | None = None) -> subprocess.
     return subprocess.run(cmd, input=stdin, capture_output=True, text=True, timeout=60, cwd=ROOT)
 
 
+NODE = re.compile(r"\bnode[= ](\S+)")  # what `serve` announces (a worker: "pid N node X")
+
+
 class ServerProcess:
     """`market-server serve` in a child process; `stop()` sends SIGTERM and returns the exit code."""
 
@@ -146,10 +149,22 @@ class ServerProcess:
                     return False
                 raise RuntimeError(f"server exited with {self.proc.returncode}:\n{self.output()}")
             try:
-                if httpx.get(self.base + "/readyz", timeout=1.0).status_code == 200:
-                    return True
+                resp = httpx.get(self.base + "/readyz", timeout=1.0)
             except httpx.TransportError:
-                pass
+                resp = None
+            if resp is not None and resp.status_code == 200:
+                # Both runtimes bind with SO_REUSEPORT and `serve` checks the port only as it starts, so a server of
+                # another test that took the same free port in that window shares it, and may answer this /readyz
+                # while ours is still starting (a SIGTERM then finds no handler yet: exit -15, an empty log). Ours
+                # is the one whose announced node answers.
+                ours = set(NODE.findall(self.output()))
+                if resp.json().get("node") in ours:
+                    return True
+                if may_retry:
+                    self.kill()
+                    self._log.close()
+                    return False
+                raise RuntimeError(f"another server answers on port {self.port}:\n{self.output()}")
             time.sleep(0.05)  # polling a port that is not open yet: nothing to await
         self.kill()
         raise RuntimeError(f"server not ready within {START_TIMEOUT_S}s:\n{self.output()}")
