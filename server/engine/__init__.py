@@ -46,7 +46,8 @@ class EngineUnavailable(ServiceUnreachable):
 
 
 class Pending(enum.Enum):
-    """What a synchronous limiter call answers when the answer needs I/O: await `Limiter.check` instead."""
+    """What a synchronous limiter call answers when the answer needs I/O: await `Limiter.check` (or, for `take`,
+    the future `Limiter.join` gives) instead."""
 
     AWAIT = "await"
 

@@ -51,7 +51,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from server.core.redis_url import RedisTarget, parse_redis_url
 
-__all__ = ["AutoPipeline", "Packed", "RedisTarget", "async_client", "parse_redis_url", "sync_client"]
+__all__ = ["AutoPipeline", "RedisTarget", "async_client", "parse_redis_url", "sync_client"]
 
 _MORE = object()  # what hiredis's Reader.gets answers while a reply is incomplete
 POOL_SIZE = 32  # connections per async client; a caller beyond it waits for a free one (at most the timeout)
@@ -190,10 +190,6 @@ class _Session(asyncio.Protocol):
         self.pipeline._break(self, RedisConnectionError(f"Redis connection lost: {exc or 'closed by the server'}"))
 
 
-class Packed(bytes):
-    """A command `AutoPipeline.pack` packed (the library's encoding, done once)."""
-
-
 class AutoPipeline:
     """Commands of one loop iteration in one write, on one connection the library opened (see the module doc).
 
@@ -220,14 +216,8 @@ class AutoPipeline:
         self._session: _Session | None = None
         self._closed = False
 
-    @staticmethod
-    def pack(*args: Any) -> Packed:
-        """A command packed once (hiredis's packing, what the library's hiredis connections use), for a caller that
-        sends the same one often: `call(packed)` sends it as it is."""
-        return Packed(hiredis.pack_command(args))
-
     def call(self, *args: Any) -> asyncio.Future[Any]:
-        """The future of the reply to one command: its arguments, or one `Packed` (see `pack`)."""
+        """The future of the reply to one command (its arguments)."""
         if self._closed:
             raise RedisConnectionError("the Redis client is closed")
         loop = asyncio.get_running_loop()
@@ -254,8 +244,7 @@ class AutoPipeline:
         for args, fut in batch:
             if fut.done():  # a caller that gave up
                 continue
-            first = args[0]
-            parts.append(first if type(first) is Packed else hiredis.pack_command(args))
+            parts.append(hiredis.pack_command(args))
             owed.append(fut)
         if not parts:
             return
