@@ -209,10 +209,16 @@ def test_non_final_frames_at_most_one_per_second_and_heartbeats(live: Live) -> N
     asyncio.run(asyncio.wait_for(run(), 60))
 
 
+LEAD_S = 0.3  # ticks are written this long before the server clock reaches their stamps
+
+
 async def _write_live(feed: Feed, stamps: list[float], now: float, mono: float) -> None:
+    """Each tick written LEAD_S before the clock reaches its stamp: applied before the candle run that covers its
+    second (GRACE_S after the second ends) even when the feed file and, on Redis, the tick log take a few hundred
+    ms under load (a tick applied later legitimately gets a frame of its own in a later clock second)."""
     prices = [80.0 + (i % 7) * 0.25 for i in range(len(stamps))]
     for ts, price in zip(stamps, prices, strict=True):
-        await asyncio.sleep(max(0.0, ts - (now + time.monotonic() - mono)))
+        await asyncio.sleep(max(0.0, ts - LEAD_S - (now + time.monotonic() - mono)))
         feed.add(("brent", price, ts, 1), ("wti", price - 5, ts, 2))
 
 
