@@ -39,7 +39,7 @@ from server.api.site.routes import register_public_site
 from server.api.web import WebApi
 from server.bus import AppliedTicks
 from server.config import EngineKind, Runtime, Settings, settings_clock
-from server.core.client_ip import peer_host
+from server.core.client_ip import peer_host, robyn_peer
 from server.core.metrics import HttpMetrics, Registry
 from server.engine import Engine
 from server.feeds import make_feed
@@ -153,7 +153,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     router = Router()
     robyn = settings.runtime is Runtime.ROBYN  # Robyn answers remembered bodies on actix's thread (a lock)
     app = App(settings, router, keys, HttpMetrics(registry), engine.limiter, buckets, clock,
-              lock=threading.Lock() if robyn else None, parse_peer=str if robyn else peer_host)
+              lock=threading.Lock() if robyn else None, parse_peer=robyn_peer if robyn else peer_host)
     history = TickHistory(len(ids), tick_frame)  # resumes (SPEC 7)
     applied = AppliedTicks()
     ticks = TickPath(feed, engine.bus, engine.ticks, engine.history, history, applied, registry, epoch)

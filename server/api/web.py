@@ -17,10 +17,10 @@ from pathlib import Path
 
 import orjson
 
+from server.api.core.encoding import etag_matches
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.docs.problem_pages import ProblemPages
-from server.api.site.market import etag_matches
 from server.config import Settings
 from server.core.errors import ApiError
 

@@ -26,6 +26,12 @@ def peer_host(client: str) -> str:
     return host[1:-1] if host.startswith("[") else host
 
 
+def robyn_peer(request: Any) -> str:
+    """Robyn's request object as the peer (what its runtime hands serve_hot): the address is a getter call into
+    Rust, made only for a public route."""
+    return request.ip_addr or ""
+
+
 def in_networks(addr: str, networks: tuple[Any, ...]) -> bool:
     try:
         ip = ipaddress.ip_address(addr)

@@ -44,8 +44,8 @@ import ctypes
 import logging
 import os
 import sys
-import threading
 from collections.abc import Coroutine
+from threading import get_ident
 from typing import Any, NoReturn, TypeVar
 from urllib.parse import unquote
 
@@ -145,10 +145,13 @@ class RobynRuntime:
 
     def handle_sync(self, request: Any) -> RobynResponse:
         """GET on HOT_ROUTES, on actix's thread. A remembered answer costs no hand-over to the event loop; a miss
-        (first request of a data version, unknown key, 429, 400...) runs `handle` on the loop and waits for it."""
+        (first request of a data version, unknown key, 429, 400...) runs `handle` on the loop and waits for it.
+        Every getter of Robyn's request is a call into Rust, so only what serve_hot needs is read: the method is
+        GET (these routes are GET-only) and the request itself goes as the peer (`robyn_peer` reads its address
+        for a public route only)."""
         app, loop = self.app, self.loop
         assert app is not None and loop is not None
-        if threading.get_ident() not in self._kept:
+        if get_ident() not in self._kept:
             self._keep_thread_state()
         if not self.gate.closing and not request.body:
             path = request.url.path
@@ -158,12 +161,22 @@ class RobynRuntime:
             query = "&".join([f"{k}={v}" for k, v in pairs if k or v]) if pairs else ""
             lock = app.lock
             assert lock is not None
-            with lock:  # Robyn's header map answers .get(lower-case name) itself: no copy into a dict
-                hot = app.serve_hot(request.method, path, query, request.headers, request.ip_addr or "")
+            lock.acquire()  # Robyn's header map answers .get(lower-case name) itself: no copy into a dict
+            try:
+                hot = app.serve_hot("GET", path, query, request.headers, request)
+            finally:
+                lock.release()
             if hot is not None and not isinstance(hot, tuple):  # the shared limiter: its check runs on the loop
                 hot = self._on_loop(self._awaited(hot), loop)
             if hot is not None:
-                return _hot_response(*hot)
+                status, variant, fields, rid, body = hot
+                kept = variant.prebuilt
+                if kept is not None:  # the response kept for this variant and status, its fields set in place
+                    entry = kept.get(status if body is variant.body else -status)  # a HEAD's 200 has no body
+                    if entry is not None and (fields is entry.fields or entry.take(fields)):
+                        entry.headers.set(REQUEST_ID, rid)
+                        return entry.response
+                return _new_response(status, variant, fields, rid, body)
         answer = self._on_loop(self.handle(request), loop)
         return answer if answer is not None else _response(app.refuse(_request(request), shutting_down()))
 
@@ -172,7 +185,7 @@ class RobynRuntime:
         is never released, so pyo3's Ensure/Release around each call into Python only takes and drops the GIL
         instead of making and deleting a thread state (the process ends with os._exit, never finalising)."""
         ctypes.pythonapi.PyGILState_Ensure()  # we hold the GIL here: this only counts one more Ensure
-        self._kept.add(threading.get_ident())
+        self._kept.add(get_ident())
 
     @staticmethod
     def _on_loop(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop) -> T | None:
@@ -249,9 +262,8 @@ class Prebuilt:
 
     def take(self, fields: HotFields) -> bool:
         """Set `fields` on the kept headers; False if they are not the same names in the same order (the caller
-        then builds a new Response: this one stays as it is for the answers it fits)."""
-        if fields is self.fields:  # the limiter's shared tuple: nothing moved since the last request
-            return True
+        then builds a new Response: this one stays as it is for the answers it fits). The caller has seen that
+        they are not the kept tuple itself (the limiter's shared tuple: nothing moved since the last request)."""
         if [name for name, _ in fields] != self.names:
             return False
         values, headers = self.values, self.headers
@@ -263,25 +275,20 @@ class Prebuilt:
         return True
 
 
-def _hot_response(status: int, variant: Variant, fields: HotFields, rid: str, body: bytes) -> RobynResponse:
-    """serve_hot's reply as a Robyn Response: the one kept for this variant and status when its fields can be set
-    in place, else a new one (the first request of a variant and status, which is then kept)."""
-    kept: dict[int, Prebuilt | None] | None = variant.prebuilt
-    if kept is None:
-        kept = variant.prebuilt = {}
-    key = status if body is variant.body else -status  # a HEAD's 200 and a 304 have no body
-    entry = kept.get(key)
-    if entry is not None and entry.take(fields):
-        entry.headers.set(REQUEST_ID, rid)
-        return entry.response
-    # Headers.append per field costs half of what converting a dict costs Robyn (~0.6 vs ~1.2 us)
-    headers = Headers({})
+def _new_response(status: int, variant: Variant, fields: HotFields, rid: str, body: bytes) -> RobynResponse:
+    """serve_hot's reply as a new Robyn Response (the first request of a variant and status, or fields that do
+    not fit the kept one), kept for the variant and status when setting its per-request fields in place is safe."""
+    headers = Headers({})  # Headers.append per field costs half of what converting a dict costs Robyn (~0.6 vs ~1.2 us)
     for name, value in variant.head:
         headers.append(name, value)
     for name, value in fields:
         headers.append(name, value)
     headers.append(REQUEST_ID, rid)
     response = RobynResponse(status, headers, body)
+    kept: dict[int, Prebuilt | None] | None = variant.prebuilt
+    if kept is None:
+        kept = variant.prebuilt = {}
+    key = status if body is variant.body else -status
     if key not in kept:
         # kept only if setting a per-request field replaces exactly that field: no name twice (Headers.set drops
         # every other value of its name: a CORS Vary: Origin next to the variant's Vary: Accept-Encoding)

@@ -93,6 +93,8 @@ def test_if_none_match_per_coding(quiet: ServerProcess) -> None:
         again, raw = _raw(quiet, path, "br", if_none_match=br_tag)
         assert again.status_code == 304 and raw == b"" and again.headers["etag"] == br_tag, path
         assert "Accept-Encoding" in again.headers.get_list("vary")
+        # no representation metadata on a 304 (RFC 9110 15.4.5): the ETag names the coding
+        assert "content-type" not in again.headers and "content-encoding" not in again.headers, path
         # the br tag does not validate the gzip coding: that is a different representation
         other, raw = _raw(quiet, path, "gzip", if_none_match=br_tag)
         assert other.status_code == 200 and other.headers["etag"] == br_tag.replace('-br"', '-gz"')

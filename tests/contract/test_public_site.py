@@ -89,6 +89,7 @@ def test_if_none_match_gives_304_with_cors_and_rate_headers(http: httpx.Client) 
     assert again.headers["etag"] == etag and again.headers["cache-control"].startswith("public, max-age=")
     assert again.headers["access-control-allow-origin"] == "*"
     assert "x-ratelimit-remaining" in again.headers and "ratelimit-policy" in again.headers
+    assert "content-type" not in again.headers  # representation metadata stays with the 200 (RFC 9110 15.4.5)
     assert http.get("/api/market", headers={"If-None-Match": '"other"'}).status_code == 200
     assert http.get("/api/market", headers={"If-None-Match": f'"x", W/{etag}'}).status_code == 304
 

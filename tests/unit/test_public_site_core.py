@@ -10,8 +10,9 @@ from pathlib import Path
 import orjson
 import pytest
 
+from server.api.core.encoding import etag_matches
 from server.api.site.fields import int_params
-from server.api.site.market import MarketSnapshots, etag_matches
+from server.api.site.market import MarketSnapshots
 from server.core.errors import ApiError
 from server.market.catalogue import default_catalogue
 from server.market.feed import Tick

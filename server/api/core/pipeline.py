@@ -60,6 +60,9 @@ ID_BLOCK = 1000  # request ids made at a time (App._new_ids)
 _DIGITS_DOWN = tuple(f"{n:03d}" for n in range(ID_BLOCK - 1, -1, -1))  # "999" .. "000": popped from the end
 MAX_KNOWN = 10_000  # secrets serve_hot keeps the bucket and rate of (as KeyCache keeps its secrets)
 VARY_ENCODING = ("vary", "Accept-Encoding")
+# representation metadata a 304 does not repeat (RFC 9110 15.4.5: it SHOULD NOT, beyond the validator and the cache
+# fields); the client keeps the type and coding it stored with the ETag, which names the coding (`-gz`, `-br`)
+NOT_IN_304 = frozenset({"content-type", "content-encoding"})
 HeaderList = list[tuple[str, str]]
 HotFields = tuple[tuple[str, str], ...]  # a remembered answer's header fields (any sequence suits the runtimes)
 # serve_hot's reply: (status, variant, fields, request id, body). The answer's header fields are
@@ -74,14 +77,18 @@ HotAnswer = HotReply | None | Coroutine[Any, Any, HotReply | None]
 class Variant:
     """One coding of a remembered answer: its body, ETag and every header that does not change per request."""
 
-    __slots__ = ("body", "etag", "head", "prebuilt")
+    __slots__ = ("body", "etag", "head", "prebuilt", "unchanged")
 
-    def __init__(self, body: bytes, etag: str, head: HeaderList) -> None:
+    def __init__(self, body: bytes, etag: str, head: HeaderList, not_modified: bool = False) -> None:
         # a tuple: an answer's fields are `head + rate fields + (request id,)`, two tuple concatenations (a list
         # built by unpacking costs ~800 instructions more per request)
         self.body, self.etag, self.head = body, etag, tuple(head)
         # the runtime's own: Robyn keeps its response objects for this variant here (robyn_app.Prebuilt)
         self.prebuilt: Any = None
+        # the 304 of this variant: no body, no content type or coding (a variant of its own, so a runtime's
+        # per-variant response objects need no other key)
+        self.unchanged: Variant = self if not_modified else Variant(
+            b"", etag, [field for field in head if field[0] not in NOT_IN_304], not_modified=True)
 
 
 class Hot:
@@ -136,14 +143,14 @@ class App:
         clock: Callable[[], float] = time.time,
         *,
         lock: threading.Lock | None = None,
-        parse_peer: Callable[[str], str] = str,
+        parse_peer: Callable[[Any], str] = str,
     ) -> None:
         """`limiter`: the engine's bucket store for keys, client IPs and route buckets (memory or shared);
         `buckets`: this hub's own (the 401 bucket and its storage-read guard, per-user buckets: they protect this
         hub). `lock`: given by a runtime that calls serve_hot from a thread other than the event loop's (Robyn's
         sync handlers): then the loop's own updates of the limiter, metrics and remembered answers take it too.
-        `parse_peer`: the runtime's peer string -> client address, for serve_hot's public routes (Granian gives
-        "host:port" and it is parsed only when needed)."""
+        `parse_peer`: the runtime's peer -> client address, for serve_hot's public routes (Granian gives "host:port",
+        Robyn its request object: each is read only when needed)."""
         self.settings = settings
         self.router = router
         self.keys = keys
@@ -182,7 +189,7 @@ class App:
 
     # --- the hot path: remembered answers of versioned GET routes ------------------------------------------------
 
-    def serve_hot(self, method: str, path: str, query: str, headers: Headers, peer: str = "") -> HotAnswer:
+    def serve_hot(self, method: str, path: str, query: str, headers: Headers, peer: Any = "") -> HotAnswer:
         """The answer to a GET/HEAD whose route remembers its 200 for this path and query, if still current and
         the request is admitted; None sends the request through `handle` (unknown or missing key, a refusal, a
         changed version, a route with its own bucket...), which answers the same bytes and headers.
@@ -246,7 +253,7 @@ class App:
             variant = hot.variants.get(coding) or self._variant(hot, coding)
         inm = headers.get("if-none-match")
         if inm is not None and etag_matches(inm, variant.etag):
-            status, body = 304, b""
+            status, variant, body = 304, variant.unchanged, b""
             hot.count_304[0] += 1
         else:
             status, body = 200, (variant.body if method != "HEAD" else b"")
@@ -315,7 +322,7 @@ class App:
             variant = hot.variants.get(coding) or self._variant(hot, coding)
         inm = headers.get("if-none-match")
         if inm is not None and etag_matches(inm, variant.etag):
-            status, body = 304, b""
+            status, variant, body = 304, variant.unchanged, b""
             hot.count_304[0] += 1
         else:
             status, body = 200, (variant.body if method != "HEAD" else b"")
@@ -436,7 +443,8 @@ class App:
             if name == "etag":
                 etag = headers[i] = ("etag", encoded_etag(value, coding))
                 if etag_matches(req.headers.get("if-none-match"), etag[1]):
-                    resp.status, resp.body = 304, b""
+                    resp.status, resp.body, resp.content_type = 304, b"", None
+                    resp.headers = [field for field in headers if field[0] not in NOT_IN_304]
                 break
 
     def _count(self, resp: Response, route_name: str, started: float) -> None:
