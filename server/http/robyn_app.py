@@ -44,7 +44,7 @@ import ctypes
 import logging
 import os
 import sys
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from threading import get_ident
 from typing import Any, NoReturn, TypeVar
 from urllib.parse import unquote
@@ -68,8 +68,10 @@ METHODS: tuple[HttpMethod, ...] = (  # type: ignore[assignment]
     HttpMethod.OPTIONS, HttpMethod.TRACE, HttpMethod.CONNECT,
 )
 TOO_LARGE = bytes(MAX_BODY + 1)  # stands for any body over the limit
-# the versioned (remembered) GET routes: everything under /api/v1, the public market snapshot, news and research
-HOT_ROUTES = ("/api/v1/*path", "/api/market", "/api/market/*path", "/api/news", "/api/research")
+# the versioned (remembered) GET routes: everything under /api/v1, the public market snapshot, news and research;
+# the parameterless ones also as exact routes (Robyn's router prefers them), whose handlers know their path
+HOT_ROUTES = ("/api/v1/quotes", "/api/v1/spreads", "/api/v1/inventory", "/api/v1/*path", "/api/market",
+              "/api/market/*path", "/api/news", "/api/research")
 T = TypeVar("T")
 BRIDGE_TIMEOUT_S = 60.0  # a request handed from actix's thread to the loop: longer than any handler runs
 # actix worker threads. One: handle_sync's kept responses (Prebuilt) are set and returned on that thread alone
@@ -91,9 +93,9 @@ def run_robyn(settings: Settings) -> int:
             server.add_route(method, route, handler, False)
     # the keyed market-data GETs: a sync handler, on actix's thread, answers remembered bodies without the
     # hand-over to the event loop (App.serve_hot under App.lock); anything else it hands to the loop and waits
-    hot = FunctionInfo(runtime.handle_sync, False, 1, {"request": None}, {})
     for route in HOT_ROUTES:
-        server.add_route(METHODS[0], route, hot, False)
+        server.add_route(METHODS[0], route, FunctionInfo(runtime.hot_handler(route), False, 1, {"request": None}, {}),
+                         False)
     if settings.bench_static:
         static = FunctionInfo(runtime.static, False, 1, {"request": None}, {})
         server.add_route(METHODS[0], BENCH_STATIC_PATH, static, False)
@@ -143,42 +145,51 @@ class RobynRuntime:
             self.gate.leave()
         return _response(resp)
 
-    def handle_sync(self, request: Any) -> RobynResponse:
-        """GET on HOT_ROUTES, on actix's thread. A remembered answer costs no hand-over to the event loop; a miss
-        (first request of a data version, unknown key, 429, 400...) runs `handle` on the loop and waits for it.
-        Every getter of Robyn's request is a call into Rust, so only what serve_hot needs is read: the method is
-        GET (these routes are GET-only) and the request itself goes as the peer (`robyn_peer` reads its address
+    def hot_handler(self, route: str) -> Callable[[Any], RobynResponse]:
+        """The sync handler of one of HOT_ROUTES (GET only), on actix's thread. A remembered answer costs no
+        hand-over to the event loop; a miss (first request of a data version, unknown key, 429, 400...) runs
+        `handle` on the loop and waits for it. Every getter of Robyn's request is a call into Rust, so only what
+        serve_hot needs is read: the path of an exact route is the route itself (and Robyn makes no path
+        parameters for it), the method is GET, and the request goes as the peer (`robyn_peer` reads its address
         for a public route only)."""
-        app, loop = self.app, self.loop
-        assert app is not None and loop is not None
-        if get_ident() not in self._kept:
-            self._keep_thread_state()
-        if not self.gate.closing and not request.body:
-            path = request.url.path
-            if "%" in path:
-                path = unquote(path)
-            pairs = request.query_params.multi_items()
-            query = "&".join([f"{k}={v}" for k, v in pairs if k or v]) if pairs else ""
-            lock = app.lock
-            assert lock is not None
-            lock.acquire()  # Robyn's header map answers .get(lower-case name) itself: no copy into a dict
-            try:
-                hot = app.serve_hot("GET", path, query, request.headers, request)
-            finally:
-                lock.release()
-            if hot is not None and not isinstance(hot, tuple):  # the shared limiter: its check runs on the loop
-                hot = self._on_loop(self._awaited(hot), loop)
-            if hot is not None:
-                status, variant, fields, rid, body = hot
-                kept = variant.prebuilt
-                if kept is not None:  # the response kept for this variant and status, its fields set in place
-                    entry = kept.get(status if body is variant.body else -status)  # a HEAD's 200 has no body
-                    if entry is not None and (fields is entry.fields or entry.take(fields)):
-                        entry.headers.set(REQUEST_ID, rid)
-                        return entry.response
-                return _new_response(status, variant, fields, rid, body)
-        answer = self._on_loop(self.handle(request), loop)
-        return answer if answer is not None else _response(app.refuse(_request(request), shutting_down()))
+        fixed = None if route.endswith("*path") else route
+        runtime, gate, kept_threads = self, self.gate, self._kept
+
+        def handle_sync(request: Any) -> RobynResponse:
+            app, loop = runtime.app, runtime.loop
+            assert app is not None and loop is not None
+            if get_ident() not in kept_threads:
+                runtime._keep_thread_state()
+            if not gate.closing and not request.body:
+                path = fixed
+                if path is None:
+                    path = request.url.path
+                    if "%" in path:
+                        path = unquote(path)
+                pairs = request.query_params.multi_items()
+                query = "&".join([f"{k}={v}" for k, v in pairs if k or v]) if pairs else ""
+                lock = app.lock
+                assert lock is not None
+                lock.acquire()  # Robyn's header map answers .get(lower-case name) itself: no copy into a dict
+                try:
+                    hot = app.serve_hot("GET", path, query, request.headers, request)
+                finally:
+                    lock.release()
+                if hot is not None and not isinstance(hot, tuple):  # the shared limiter: its check runs on the loop
+                    hot = runtime._on_loop(runtime._awaited(hot), loop)
+                if hot is not None:
+                    status, variant, fields, rid, body = hot
+                    kept = variant.prebuilt
+                    if kept is not None:  # the response kept for this variant and status, its fields set in place
+                        entry = kept.get(status if body is variant.body else -status)  # a HEAD's 200 has no body
+                        if entry is not None and (fields is entry.fields or entry.take(fields)):
+                            entry.headers.set(REQUEST_ID, rid)
+                            return entry.response
+                    return _new_response(status, variant, fields, rid, body)
+            answer = runtime._on_loop(runtime.handle(request), loop)
+            return answer if answer is not None else _response(app.refuse(_request(request), shutting_down()))
+
+        return handle_sync
 
     def _keep_thread_state(self) -> None:
         """Keep this (actix) thread's Python thread state for the life of the process: one PyGILState_Ensure that
