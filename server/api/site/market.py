@@ -146,7 +146,7 @@ class SiteMarketApi:
         router.add("GET", "/api/market/{id}", self.category, Access.PUBLIC, name="site_market_category")
 
     def market(self, req: Request) -> Response:
-        return self._answer(req, self.snapshots.current.whole)
+        return self._answer(self.snapshots.current.whole)
 
     def category(self, req: Request) -> Response:
         categories = self.snapshots.current.categories
@@ -154,9 +154,9 @@ class SiteMarketApi:
         if body is None:
             raise ApiError("not_found", f"Unknown market category {req.path_params['id'][:100]!r}; the categories "
                                         f"are {', '.join(categories)}.")
-        return self._answer(req, body)
+        return self._answer(body)
 
-    def _answer(self, req: Request, body: Body) -> Response:
+    def _answer(self, body: Body) -> Response:
         # always the 200: the pipeline answers If-None-Match (per coding) and remembers the 200 for serve_hot. A 304
         # of the handler's own was never remembered, so after a refresh a client sending only If-None-Match went
         # through the whole pipeline until some other client fetched the new snapshot
