@@ -217,6 +217,11 @@ class RobynRuntime:
             self.gate.leave()
 
     def static(self, request: Any) -> RobynResponse | None:
+        """The bench's static route (--bench-static), the reference of the hot routes' ratios: it keeps actix's
+        thread state as they do, so it costs the same whichever route a run asks first (made per call, every
+        Robyn route costs about twice the core)."""
+        if get_ident() not in self._kept:
+            self._keep_thread_state()
         return self.static_response
 
     def begin_shutdown(self) -> None:
