@@ -179,11 +179,19 @@ async def wait_until_up(gcra: RedisGcra) -> None:
     raise AssertionError("the limiter never went back to Redis")
 
 
-def test_fallback_while_redis_is_down_and_back_when_it_returns(
-        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """Redis killed: local buckets answer (logged once, counted); started again: shared buckets again."""
+@pytest.fixture
+def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
+    """A private redis-server the test may stop and start again; stopped at the end whatever happened."""
     server = OwnRedis(free_port(), tmp_path)
     server.start()
+    yield server
+    server.stop()
+
+
+def test_fallback_while_redis_is_down_and_back_when_it_returns(
+        own_redis: OwnRedis, caplog: pytest.LogCaptureFixture) -> None:
+    """Redis killed: local buckets answer (logged once, counted); started again: shared buckets again."""
+    server = own_redis
     caplog.set_level(logging.INFO, logger="market.ratelimit")
 
     async def scenario() -> None:
@@ -208,18 +216,14 @@ def test_fallback_while_redis_is_down_and_back_when_it_returns(
         await gcra.stop()
         await gcra.client.aclose()
 
-    try:
-        asyncio.run(scenario())
-    finally:
-        server.stop()
+    asyncio.run(scenario())
 
 
-def test_hot_batches_fall_back_when_redis_dies_and_resend_the_script_after_a_restart(tmp_path: Path) -> None:
+def test_hot_batches_fall_back_when_redis_dies_and_resend_the_script_after_a_restart(own_redis: OwnRedis) -> None:
     """A batch of the hot path sent to a Redis that was just killed: its requests are answered from this hub's
     buckets (exact there too), never with an error; after a restart (the script forgotten: NOSCRIPT) a batch is
     answered from Redis again, through EVAL."""
-    server = OwnRedis(free_port(), tmp_path)
-    server.start()
+    server = own_redis
     rate = shared_rate(2, "free")
 
     async def answers(gcra: RedisGcra, n: int) -> list[object]:
@@ -241,10 +245,7 @@ def test_hot_batches_fall_back_when_redis_dies_and_resend_the_script_after_a_res
         await gcra.stop()
         await gcra.client.aclose()
 
-    try:
-        asyncio.run(scenario())
-    finally:
-        server.stop()
+    asyncio.run(scenario())
 
 
 def test_an_unreachable_redis_at_first_use_falls_back(tmp_path: Path) -> None:

@@ -158,7 +158,7 @@ class SiteMarketApi:
 
     def _answer(self, body: Body) -> Response:
         # always the 200: the pipeline answers If-None-Match (per coding) and remembers the 200 for serve_hot. A 304
-        # of the handler's own was never remembered, so after a refresh a client sending only If-None-Match went
-        # through the whole pipeline until some other client fetched the new snapshot
+        # of the handler's own was never remembered, and the route's version moves every second (max-age), so a
+        # client sending only If-None-Match went through the whole pipeline until some client asked for the 200
         headers = [("etag", body.etag), ("cache-control", f"public, max-age={self.snapshots.max_age()}")]
         return Response(200, body.data, "application/json", headers)
