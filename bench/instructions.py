@@ -5,6 +5,7 @@
     .venv/bin/python -m bench.instructions --mode profile     # cProfile of 20,000 quotes requests
     .venv/bin/python -m bench.instructions --engine redis --endpoints quotes     # the redis engine, 32 in flight
     .venv/bin/python -m bench.instructions --inflight 32 --endpoints quotes      # the memory engine, the same way
+    .venv/bin/python -m bench.instructions --runtime robyn    # Robyn's sync hot handler (our side of it)
 
 A real `Hub` (market state, caches, key cache over SQLite, GCRA, metrics) is built in a temporary
 data dir with an enterprise key; each request goes through the runtime adapter's entry point
@@ -20,6 +21,12 @@ imports and the hub's construction cancel out; the hub's objects are frozen (`gc
 the measured requests, so a full collection of the heap cannot land in one run and not the other.
 Instruction counts do not depend on other load on the machine, so a regression shows even when
 wall-clock figures are noise (bench/README.md keeps one line per commit).
+
+`--runtime robyn` counts the Robyn adapter's side instead: each request is a call of the sync handler Robyn
+runs on actix's thread (`RobynRuntime.hot_handler(route)`, `static` for the static route) with a request built
+by Robyn's own `Request` class, so our Python and every getter call into Robyn's Rust objects are counted.
+What Robyn does after the handler returns (copying the response's header map and body into Rust, parsing
+each field again for actix) is not: `bench/robyn_bridge.py` measures that on a bare Robyn app.
 """
 
 from __future__ import annotations
@@ -80,13 +87,21 @@ class Proto:
         self.status, self.headers, self.body = status, headers, body
 
 
-def build(tmp: Path, engine: str = "memory", redis_url: str = "") -> tuple[Any, Any, str]:
-    """A hub with an enterprise key (cached), and its Granian adapter; its loop is the current event loop
-    (`--engine redis`: the Redis connections live on it), on a fresh Redis prefix."""
+ROBYN_ROUTES = {  # the route each endpoint is registered under in server/http/robyn_app.py (HOT_ROUTES)
+    "quotes": "/api/v1/quotes",
+    "kline": "/api/v1/*path",
+    "news": "/api/news",
+}
+
+
+def build(tmp: Path, engine: str = "memory", redis_url: str = "", runtime: str = "granian") -> tuple[Any, Any, str]:
+    """A hub with an enterprise key (cached), and its Granian adapter (or with `runtime="robyn"`, its
+    `RobynRuntime`); its loop is the current event loop (`--engine redis`: the Redis connections live on it), on
+    a fresh Redis prefix."""
     import uvloop
 
     from server.api.site.routes import SiteTasks
-    from server.config import EngineKind, Settings
+    from server.config import EngineKind, Runtime, Settings
     from server.http.edge import EdgeGate
     from server.http.granian_rsgi import RsgiAdapter
     from server.root import bench_static_body
@@ -98,14 +113,25 @@ def build(tmp: Path, engine: str = "memory", redis_url: str = "") -> tuple[Any, 
     data.mkdir()
     _, secret = KeyRepo(open_db(data)).create("enterprise", 1_000_000_000, "bench")
     public = 1_000_000_000  # /api/news: the per-IP public bucket never refuses
-    settings = Settings(data_dir=data, bench_static=True, public_rate=public)
+    kind = Runtime.ROBYN if runtime == "robyn" else Runtime.GRANIAN
+    settings = Settings(data_dir=data, bench_static=True, public_rate=public, runtime=kind)
     if engine == "redis":
         settings = Settings(data_dir=data, bench_static=True, engine=EngineKind.REDIS, redis_url=redis_url or REDIS_URL,
-                            redis_prefix=f"bench-instr-{os.getpid()}-{time.monotonic_ns()}:", public_rate=public)
+                            redis_prefix=f"bench-instr-{os.getpid()}-{time.monotonic_ns()}:", public_rate=public,
+                            runtime=kind)
     loop = uvloop.new_event_loop()
     asyncio.set_event_loop(loop)
     hub = build_node(settings)
-    adapter = RsgiAdapter(hub.app, EdgeGate(30.0, 8), bench_static_body(hub))
+    adapter: Any = RsgiAdapter(hub.app, EdgeGate(30.0, 8), bench_static_body(hub))
+    if runtime == "robyn":
+        from robyn.robyn import Response as RobynResponse
+
+        from server.http.robyn_app import RobynRuntime
+
+        adapter = RobynRuntime(settings)
+        adapter.app, adapter.loop = hub.app, loop
+        static = bench_static_body(hub) or b""
+        adapter.static_response = RobynResponse(200, {"content-type": "application/json"}, static)
 
     async def prepare() -> None:
         await hub.storage.open()
@@ -115,7 +141,8 @@ def build(tmp: Path, engine: str = "memory", redis_url: str = "") -> tuple[Any, 
             if isinstance(service, SiteTasks) and service.content is not None:
                 await service.content.refresh()
         # the first /api/news reads storage (awaits a reader thread): answered here, remembered from then on
-        await adapter.__rsgi__(Scope(PATHS["news"], {"host": "127.0.0.1:8000"}), Proto())
+        if runtime != "robyn":
+            await adapter.__rsgi__(Scope(PATHS["news"], {"host": "127.0.0.1:8000"}), Proto())
 
     loop.run_until_complete(prepare())
     return hub, adapter, secret
@@ -149,11 +176,46 @@ def requester(adapter: Any, path: str, secret: str, extra: dict[str, str] | None
     return call
 
 
-def run_requests(endpoint: str, count: int, engine: str, inflight: int, redis_url: str) -> None:
+def robyn_requester(runtime: Any, endpoint: str, secret: str) -> Any:
+    """One call: one request through the Robyn handler of `endpoint`, as actix's thread makes it (a sync call
+    returning the response Robyn then copies). The first request of each answer runs on the loop here (the
+    runtime's miss path hands it to the loop and waits, which would wait forever on a loop nobody runs)."""
+    from robyn.robyn import Headers as RobynHeaders
+    from robyn.robyn import QueryParams, Url
+    from robyn.robyn import Request as RobynRequest
+
+    path = PATHS[endpoint]
+    headers = RobynHeaders({})
+    for name, value in {"host": "127.0.0.1:8000", "x-service-key": secret}.items():
+        headers.set(name, value)
+    request = RobynRequest(QueryParams(), headers, {}, "", "GET", Url("http", "127.0.0.1", path), {}, {},
+                           identity=None, ip_addr="127.0.0.1", session=None)
+    handler = runtime.static if endpoint == "static" else runtime.hot_handler(ROBYN_ROUTES[endpoint])
+    if endpoint != "static":
+        answer = asyncio.get_event_loop().run_until_complete(runtime.handle(request))  # the pipeline remembers it
+        if answer.status_code != 200:
+            raise SystemExit(f"{path}: status {answer.status_code}")
+        hot = runtime.app.serve_hot("GET", path, "", headers, request)
+        if not isinstance(hot, tuple):
+            raise SystemExit(f"{path}: not answered by the hot path ({hot!r})")
+
+    def one() -> None:
+        handler(request)
+
+    one()
+    return one
+
+
+def run_requests(endpoint: str, count: int, engine: str, inflight: int, redis_url: str,
+                 runtime: str = "granian") -> None:
     """The callgrind child: build, warm up, then `count` requests (`count // inflight` calls of `inflight`)."""
     with tempfile.TemporaryDirectory(prefix="bench-instr-") as tmp:
-        hub, adapter, secret = build(Path(tmp), engine, redis_url)
-        one = requester(adapter, PATHS[endpoint], secret, inflight=inflight)
+        hub, adapter, secret = build(Path(tmp), engine, redis_url, runtime)
+        if runtime == "robyn":
+            one = robyn_requester(adapter, endpoint, secret)
+            inflight = 0
+        else:
+            one = requester(adapter, PATHS[endpoint], secret, inflight=inflight)
         per_call = max(1, inflight)
         count //= per_call
         for _ in range(200 // per_call + 1):
@@ -178,7 +240,8 @@ def run_requests(endpoint: str, count: int, engine: str, inflight: int, redis_ur
             client.close()
 
 
-def callgrind(endpoint: str, count: int, engine: str = "memory", inflight: int = 0, redis_url: str = "") -> int:
+def callgrind(endpoint: str, count: int, engine: str = "memory", inflight: int = 0, redis_url: str = "",
+              runtime: str = "granian") -> int:
     if shutil.which("valgrind") is None:
         raise SystemExit("valgrind is not installed: run ./scripts/install-bench-tools")
     with tempfile.TemporaryDirectory(prefix="bench-cg-") as tmp:
@@ -186,7 +249,7 @@ def callgrind(endpoint: str, count: int, engine: str = "memory", inflight: int =
         cmd = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}", "--dump-line=no", TOGGLE,
                "--compress-strings=no", sys.executable, "-m", "bench.instructions", "--child", endpoint,
                "--count", str(count), "--engine", engine, "--inflight", str(inflight),
-               "--redis-url", redis_url or REDIS_URL]
+               "--redis-url", redis_url or REDIS_URL, "--runtime", runtime]
         env = {**os.environ, "PYTHONHASHSEED": "0", "PYTHONMALLOC": "malloc"}
         proc = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, env=env, timeout=1800)
         if proc.returncode != 0:
@@ -198,9 +261,9 @@ def callgrind(endpoint: str, count: int, engine: str = "memory", inflight: int =
 
 
 def measure_callgrind(endpoints: list[str], base: int, delta: int, engine: str = "memory", inflight: int = 0,
-                      redis_url: str = "") -> dict[str, float]:
-    return {e: (callgrind(e, base + delta, engine, inflight, redis_url)
-                - callgrind(e, base, engine, inflight, redis_url)) / delta for e in endpoints}
+                      redis_url: str = "", runtime: str = "granian") -> dict[str, float]:
+    return {e: (callgrind(e, base + delta, engine, inflight, redis_url, runtime)
+                - callgrind(e, base, engine, inflight, redis_url, runtime)) / delta for e in endpoints}
 
 
 def measure_time(endpoints: list[str], number: int, repeat: int, engine: str = "memory", inflight: int = 0,
@@ -271,11 +334,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="requests run as tasks on the loop at once (0: one request by send(None))")
     parser.add_argument("--redis-url", default=REDIS_URL)
     parser.add_argument("--note", default="", help="--record: the row's note (after the engine and in-flight count)")
+    parser.add_argument("--runtime", choices=("granian", "robyn"), default="granian",
+                        help="whose adapter the requests go through (callgrind mode; robyn: the memory engine)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     inflight = args.inflight if args.inflight is not None else (32 if args.engine == "redis" else 0)
     if args.child:
-        run_requests(args.child, args.count, args.engine, inflight, args.redis_url)
+        run_requests(args.child, args.count, args.engine, inflight, args.redis_url, args.runtime)
         return 0
     endpoints = [e for e in args.endpoints.split(",") if e]
     if args.mode == "profile":
@@ -285,10 +350,14 @@ def main(argv: list[str] | None = None) -> int:
         figures = measure_time(endpoints, args.number, args.repeat, args.engine, inflight, args.redis_url)
         unit = "us CPU per request"
     else:
-        figures = measure_callgrind(endpoints, args.count, args.delta, args.engine, inflight, args.redis_url)
+        if args.runtime == "robyn" and (args.engine != "memory" or inflight):
+            parser.error("--runtime robyn counts the memory engine's synchronous path only")
+        figures = measure_callgrind(endpoints, args.count, args.delta, args.engine, inflight, args.redis_url,
+                                    args.runtime)
         unit = "instructions per request"
     if args.record and args.mode == "callgrind":
-        record(figures, f"engine={args.engine} inflight={inflight}" + (f" {args.note}" if args.note else ""))
+        note = f"engine={args.engine} inflight={inflight}" + (" runtime=robyn" if args.runtime == "robyn" else "")
+        record(figures, note + (f" {args.note}" if args.note else ""))
     if args.json:
         print(json.dumps({"mode": args.mode, "unit": unit, "figures": figures}))
     else:

@@ -10,6 +10,13 @@ and compares them with wrk (only 127.0.0.1, bounded runs):
 
 `--keep-thread-state` keeps the Python thread state of actix's thread (one PyGILState_Ensure never released,
 as server/http/robyn_app.py does): without it pyo3 makes and deletes one per call into Python.
+
+`--callgrind` counts instructions instead of timing (figures that do not move with the machine): the app runs
+under valgrind's callgrind, and for each kind of handler the whole process's user-space instructions of
+`--count` sequential keep-alive requests are read between a zeroed counter and a dump (`callgrind_control`),
+Robyn's Rust side included; the kernel's share is not counted:
+
+    .venv/bin/python bench/robyn_bridge.py --callgrind --keep-thread-state [--count 2000]
 """
 
 from __future__ import annotations
@@ -115,6 +122,18 @@ def serve(port: int, keep: bool) -> None:
     app.start(host="127.0.0.1", port=port)
 
 
+def callgrind_counts(kinds: list[str], count: int, keep: bool) -> dict[str, float]:
+    """User-space instructions per request of each kind, the whole Robyn process (see the module's docstring)."""
+    from bench.process_instructions import count_requests
+    from tests.conftest import free_port
+
+    port = free_port()
+    cmd = [sys.executable, __file__, "--serve", str(port), *(["--keep-thread-state"] if keep else [])]
+    figures = count_requests(cmd, port, {k: f"/{k}" for k in kinds}, count, env={"ROBYN_DEV": "false"},
+                             ready="/sync")
+    return {kind: c.total for kind, c in figures.items()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--duration", type=float, default=3)
@@ -123,10 +142,22 @@ def main() -> int:
     parser.add_argument("--json", action="store_true", help="also print the figures as one JSON line")
     parser.add_argument("--keep-thread-state", action="store_true",
                         help="keep actix's Python thread state, as our Robyn adapter does")
+    parser.add_argument("--callgrind", action="store_true", help="count instructions per request (valgrind)")
+    parser.add_argument("--count", type=int, default=2000, help="--callgrind: requests per kind")
+    parser.add_argument("--kinds", default="sync,sync-kept,sync-headers", help="--callgrind: the kinds counted")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve:
         serve(args.serve, args.keep_thread_state)
+        return 0
+    if args.callgrind:
+        counts = callgrind_counts([k for k in args.kinds.split(",") if k], args.count, args.keep_thread_state)
+        sync = counts.get("sync")
+        for kind, value in counts.items():
+            extra = f" ({value - sync:+,.0f} vs sync)" if sync is not None and kind != "sync" else ""
+            print(f"robyn {kind:12} handler: {value:,.0f} instructions per request{extra}")
+        if args.json:
+            print(json.dumps({"instructions": counts}))
         return 0
     require_wrk()
     from tests.conftest import free_port
