@@ -419,9 +419,10 @@ def recorded_instructions() -> list[dict[str, str]]:
 
 
 def measure_instructions(run: Run, fresh: bool) -> None:
-    # the last row of the default measurement (memory engine, one request at a time), not an engine-comparison row
-    recorded = [r for r in recorded_instructions() if "inflight=" not in r.get("note", "")
-                or "engine=memory inflight=0" in r.get("note", "")]
+    # the last row of the default measurement (memory engine, one request at a time, Granian's adapter), not an
+    # engine-comparison row nor a Robyn row (bench.instructions --runtime robyn)
+    recorded = [r for r in recorded_instructions() if "runtime=robyn" not in r.get("note", "")
+                and ("inflight=" not in r.get("note", "") or "engine=memory inflight=0" in r.get("note", ""))]
     run.instructions["recorded"] = recorded[-1] if recorded else None
     if not fresh:
         return

@@ -163,3 +163,40 @@ def test_ws_deflate_bench_counts_smaller_compressed_bytes() -> None:
     assert not raw["snapshot_compressed"] and dfl["snapshot_compressed"]
     assert dfl["snapshot_bytes"] < raw["snapshot_bytes"] / 2
     assert raw["compressed_frames_pct"] == 0 and dfl["compressed_frames_pct"] > 50
+
+
+def test_robyn_instruction_harness_answers_from_the_hot_path(tmp_path: Path) -> None:
+    """bench.instructions --runtime robyn without valgrind: each endpoint's calls are answered by the sync hot
+    handler with a kept response (a call handed to the loop would wait forever there, so a miss would hang: the
+    harness checks serve_hot answers before measuring), and the pipeline counts each of them."""
+    script = f"""
+import asyncio, sys
+from pathlib import Path
+sys.path.insert(0, {str(ROOT)!r})
+from bench.instructions import build, robyn_requester
+hub, runtime, secret = build(Path({str(tmp_path)!r}), runtime="robyn")
+for endpoint in ("quotes", "kline", "news", "static"):
+    one = robyn_requester(runtime, endpoint, secret)
+    for _ in range(50):
+        one()
+before = sum(h.count_ok[0] for q in runtime.app._hot.values() for h in q.values())
+one = robyn_requester(runtime, "quotes", secret)
+for _ in range(100):
+    one()
+after = sum(h.count_ok[0] for q in runtime.app._hot.values() for h in q.values())
+print(after - before)
+"""
+    out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
+    assert int(out.stdout.split()[-1]) >= 100  # every call (and the harness's own check) went through serve_hot
+
+
+def test_process_instructions_reads_a_callgrind_dump(tmp_path: Path) -> None:
+    """The dump parser: a function's own cost lines count, a call's inclusive cost line does not, and the copy
+    routines' share is reported apart."""
+    from bench.process_instructions import _self_costs
+
+    dump = tmp_path / "cg.out.1"
+    dump.write_text("events: Ir\nsummary: 160\n\nfn=handler\n1 40\ncfn=__memcpy_avx_unaligned_erms\ncalls=1 0\n"
+                    "2 100\n3 10\n\nfn=__memcpy_avx_unaligned_erms\n0 100\n\nfn=other\n+1 10\n")
+    assert _self_costs(dump) == (160, 100)
