@@ -54,11 +54,20 @@ export function zonedClock(iso, i18n, { date = false } = {}) {
   return zone ? `${text} ${zone}` : text;
 }
 
+// every field asked for explicitly, 24-hour: sv-SE's defaults wrote the hour after midnight as "0:48:35"
+const VIEWER_PARTS = new Intl.DateTimeFormat("en-US", {
+  year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit",
+  hourCycle: "h23", timeZoneName: "short",
+});
+
 /** The same instant in the viewer's own zone, for a tooltip: "Your time: 2026-11-22 18:11:25 UTC". */
 export function viewerTime(iso, i18n) {
   const d = new Date(iso ?? "");
   if (Number.isNaN(d.getTime())) return "";
-  const t = d.toLocaleString("sv-SE", { timeZoneName: "short" });
+  const p = Object.fromEntries(VIEWER_PARTS.formatToParts(d).map((part) => [part.type, part.value]));
+  const two = (v) => v.padStart(2, "0");
+  const hour = p.hour === "24" ? "00" : p.hour; // some engines write midnight as 24 even with h23
+  const t = `${p.year}-${two(p.month)}-${two(p.day)} ${two(hour)}:${two(p.minute)}:${two(p.second)} ${p.timeZoneName}`;
   return i18n.t("localTime", { t });
 }
 
