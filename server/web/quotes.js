@@ -54,7 +54,7 @@ export function zonedClock(iso, i18n, { date = false } = {}) {
   return zone ? `${text} ${zone}` : text;
 }
 
-// every field asked for explicitly, 24-hour: sv-SE's defaults wrote the hour after midnight as "0:48:35"
+// every field asked for explicitly, 24-hour: with only timeZoneName set, sv-SE wrote hours 0-9 as one digit ("9:05:09")
 const VIEWER_PARTS = new Intl.DateTimeFormat("en-US", {
   year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit", second: "2-digit",
   hourCycle: "h23", timeZoneName: "short",

@@ -126,19 +126,20 @@ def test_phone_screen_keeps_units_times_and_whole_numbers_at_390px(phone: Screen
 
 
 def test_the_viewers_time_is_written_the_same_at_every_hour_of_the_day(desk: Screen) -> None:
-    """Fixed instants, not the clock: the hour after midnight was written "0:48:35" (sv-SE's defaults in
-    Chromium), so the tooltip's format depended on when the test ran."""
+    """Fixed instants, not the clock: hours 0-9 were written with one digit ("0:48:35", sv-SE's defaults with
+    only timeZoneName set, in Chromium), so the tooltip's format depended on when the test ran."""
     page = desk.lang("en")
     out = page.evaluate("""async () => {
         const { viewerTime } = await import('/static/quotes.js');
         const i18n = { t: (key, vars) => `${key}|${vars.t}` };
         return ['2026-11-27T08:48:35+08:00', '2026-11-27T00:00:00Z', '2026-11-26T23:59:59.999Z',
-                '2026-03-01T09:05:07+08:00', '2026-07-04T12:00:00Z', 'not a time', null]
+                '2026-03-01T09:05:07+08:00', '2026-11-27T17:05:09+08:00', '2026-07-04T12:00:00Z', 'not a time',
+                null]
             .map((iso) => viewerTime(iso, i18n));
     }""")
     assert out == ["localTime|2026-11-27 00:48:35 UTC", "localTime|2026-11-27 00:00:00 UTC",
                    "localTime|2026-11-26 23:59:59 UTC", "localTime|2026-03-01 01:05:07 UTC",
-                   "localTime|2026-07-04 12:00:00 UTC", "", ""]
+                   "localTime|2026-11-27 09:05:09 UTC", "localTime|2026-07-04 12:00:00 UTC", "", ""]
 
 
 def test_times_carry_their_zone_and_the_viewers_time_on_hover_in_a_utc_browser(desk: Screen) -> None:
