@@ -122,7 +122,7 @@ def build(tmp: Path, engine: str = "memory", redis_url: str = "", runtime: str =
     loop = uvloop.new_event_loop()
     asyncio.set_event_loop(loop)
     hub = build_node(settings)
-    adapter: Any = RsgiAdapter(hub.app, EdgeGate(30.0, 8), bench_static_body(hub))
+    adapter: Any
     if runtime == "robyn":
         from robyn.robyn import Response as RobynResponse
 
@@ -132,6 +132,8 @@ def build(tmp: Path, engine: str = "memory", redis_url: str = "", runtime: str =
         adapter.app, adapter.loop = hub.app, loop
         static = bench_static_body(hub) or b""
         adapter.static_response = RobynResponse(200, {"content-type": "application/json"}, static)
+    else:
+        adapter = RsgiAdapter(hub.app, EdgeGate(30.0, 8), bench_static_body(hub))
 
     async def prepare() -> None:
         await hub.storage.open()

@@ -39,14 +39,6 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-PATHS = {
-    "static": "/__bench/static",
-    "quotes": "/api/v1/quotes",
-    "quote": "/api/v1/quotes/brent",
-    "kline": "/api/v1/kline/brent",
-    "market": "/api/market",
-    "news": "/api/news",
-}
 COPIES = ("memcpy", "memmove")  # glibc's copy routines: counted per byte by valgrind (rep movsb)
 START_S = 240.0  # start-up under valgrind takes tens of seconds
 
@@ -167,6 +159,7 @@ def _connect(port: int, path: str, headers: dict[str, str], proc: subprocess.Pop
 
 
 def our_server(runtime: str, paths: list[str], count: int) -> dict[str, Count]:
+    from bench.suite import OUR_PATHS
     from tests.conftest import free_port, run_cli
 
     with tempfile.TemporaryDirectory(prefix="bench-pcg-data-") as tmp:
@@ -180,14 +173,15 @@ def our_server(runtime: str, paths: list[str], count: int) -> dict[str, Count]:
         cmd = [sys.executable, "-m", "server", "serve", "--runtime", runtime, "--bench-static", "--port", str(port),
                "--ws-port", str(ws_port), "--data-dir", str(data), "--tick-interval-ms", "60000",
                "--market-refresh-s", "3600", "--public-rate", "1000000000", "--log-level", "warning"]
-        return count_requests(cmd, port, {p: PATHS[p] for p in paths}, count, {"X-SERVICE-Key": key},
-                              ready=PATHS["static"])
+        return count_requests(cmd, port, {p: OUR_PATHS[p] for p in paths}, count, {"X-SERVICE-Key": key},
+                              ready=OUR_PATHS["static"])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runtime", choices=("granian", "robyn"), default="robyn")
-    parser.add_argument("--paths", default="static,quotes,quote,kline,market,news")
+    parser.add_argument("--paths", default="static,quotes,quote,kline,market,news",
+                        help="names of bench/suite.py's OUR_PATHS")
     parser.add_argument("--count", type=int, default=2000, help="requests per path")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args(argv)
