@@ -156,7 +156,7 @@ def tick_log_round_trip(redis_url: str, n: int, gap_s: float = 0.02) -> dict[str
     i.e. what the redis engine adds before a tick is applied (script + XADD, XREAD wake-up, decode)."""
     from server.engine.redis_ticks import RedisTicks
     from server.market.catalogue import default_catalogue
-    from server.market.feed import Tick
+    from server.market.tick import Tick
 
     async def run() -> list[float]:
         ids = [inst.id for inst in default_catalogue().instruments]

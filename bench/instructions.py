@@ -87,9 +87,9 @@ class Proto:
         self.status, self.headers, self.body = status, headers, body
 
 
-ROBYN_ROUTES = {  # the route each endpoint is registered under in server/http/robyn_app.py (HOT_ROUTES)
+ROBYN_ROUTES = {  # the route each endpoint is registered under (server/http/robyn_app.py hot_routes)
     "quotes": "/api/v1/quotes",
-    "kline": "/api/v1/*path",
+    "kline": "/api/v1/kline/*path",
     "news": "/api/news",
 }
 
@@ -126,9 +126,10 @@ def build(tmp: Path, engine: str = "memory", redis_url: str = "", runtime: str =
     if runtime == "robyn":
         from robyn.robyn import Response as RobynResponse
 
-        from server.http.robyn_app import RobynRuntime
+        from server.http.robyn_app import Hub, RobynRuntime
 
-        adapter = RobynRuntime(settings)
+        hooks = Hub(hub.app, hub.start, lambda _http: hub.stop(), lambda: None, lambda *_: None)
+        adapter = RobynRuntime(settings, hooks)
         adapter.app, adapter.loop = hub.app, loop
         static = bench_static_body(hub) or b""
         adapter.static_response = RobynResponse(200, {"content-type": "application/json"}, static)

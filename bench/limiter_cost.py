@@ -27,23 +27,24 @@ import time
 import timeit
 import uuid
 from collections.abc import Awaitable, Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 import redis
 import uvloop
 
-from server.api.auth.keys import KeyCache
-from server.api.auth.limits import Gcra
-from server.api.core.pipeline import App
+from server.api.core.pipeline import App, build_app
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.config import Settings
+from server.core.limits import Gcra
 from server.core.metrics import HttpMetrics, Registry
 from server.engine.memory import MemoryLimiter
 from server.engine.redis_client import AutoPipeline
 from server.engine.redis_engine import connect
 from server.engine.redis_gcra import RedisGcra
 from server.store.db import open_db
+from server.store.key_cache import KeyCache
 from server.store.sqlite_repos import SqliteKeys
 from server.store.sqlite_sync import KeyRepo
 from server.store.storage import SqliteStorage
@@ -59,7 +60,8 @@ def _app(data_dir: Path, shared: RedisGcra | None) -> tuple[App, str]:
     keys = KeyCache(SqliteKeys(SqliteStorage(data_dir)), repo.active_by_hash())
     local = shared.local if shared is not None else Gcra()
     limiter = shared if shared is not None else MemoryLimiter(local, time.time)
-    return App(Settings(data_dir=data_dir), router, keys, HttpMetrics(Registry()), limiter, local), secret
+    return build_app(Settings(data_dir=data_dir), router, keys, HttpMetrics(Registry()), limiter, local, time.time,
+                     nullcontext()), secret
 
 
 def _memory(data_dir: Path, number: int, repeat: int) -> float:

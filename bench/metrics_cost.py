@@ -22,17 +22,18 @@ import argparse
 import tempfile
 import time
 import timeit
+from contextlib import nullcontext
 from pathlib import Path
 
-from server.api.auth.keys import KeyCache
-from server.api.auth.limits import Gcra
-from server.api.core.pipeline import App
+from server.api.core.pipeline import App, build_app
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.config import Settings
+from server.core.limits import Gcra
 from server.core.metrics import LATENCY_BUCKETS, HttpMetrics, Registry
 from server.engine.memory import MemoryLimiter
 from server.store.db import open_db
+from server.store.key_cache import KeyCache
 from server.store.sqlite_repos import SqliteKeys
 from server.store.sqlite_sync import KeyRepo
 from server.store.storage import SqliteStorage
@@ -50,7 +51,8 @@ def _app(data_dir: Path) -> tuple[App, Registry, str]:
     keys = KeyCache(SqliteKeys(SqliteStorage(data_dir)), repo.active_by_hash())  # the key is cached, as in the hub
     buckets = Gcra()
     limiter = MemoryLimiter(buckets, time.time)
-    return App(Settings(data_dir=data_dir), router, keys, HttpMetrics(registry), limiter, buckets), registry, secret
+    return build_app(Settings(data_dir=data_dir), router, keys, HttpMetrics(registry), limiter, buckets, time.time,
+                     nullcontext()), registry, secret
 
 
 def measure(number: int, repeat: int) -> dict[str, float]:

@@ -41,8 +41,8 @@ import redis
 import redis.asyncio
 import uvloop
 
-from server.api.auth.limits import Gcra
 from server.config import EngineKind, Settings
+from server.core.limits import Gcra
 from server.core.metrics import Registry
 from server.engine.redis_engine import RedisEngine
 from server.engine.redis_ticks import APPEND_LUA, APPEND_SHA, MAXLEN

@@ -21,7 +21,7 @@ from pathlib import Path
 from urllib.parse import parse_qs, unquote, urlsplit
 from zoneinfo import ZoneInfo
 
-from server.api.auth.limits import MAX_RATE
+from server.core.limits import MAX_RATE
 
 PLANS = ("free", "professional", "enterprise")
 BENCH_STATIC_PATH = "/__bench/static"
@@ -462,14 +462,6 @@ def _check_database(s: Settings) -> None:
         check_database_url(s.database_url)
     if not 1 <= s.database_pool <= 1000:
         raise ConfigError("--database-pool: must be from 1 to 1000")
-
-
-def redis_location(url: str) -> str:
-    """The Redis URL without its credentials, for messages and logs."""
-    parts = urlsplit(url)
-    if parts.scheme == "unix":
-        return f"unix://{parts.path}"
-    return f"{parts.scheme}://{parts.hostname or ''}:{parts.port or 6379}{parts.path}"
 
 
 def _check_notify(s: Settings) -> None:

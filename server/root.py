@@ -17,6 +17,7 @@ Order (docs/architecture.md explains each part):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import os
 import threading
@@ -26,31 +27,34 @@ from typing import Protocol
 
 import orjson
 
-from server.api.auth.keys import KeyCache
-from server.api.auth.limits import Gcra
 from server.api.auth.watch import KeyWatch
 from server.api.core.cache import VersionedCache
-from server.api.core.pipeline import App
+from server.api.core.pipeline import App, build_app
 from server.api.core.router import Router
 from server.api.docs.asyncapi import register_asyncapi
 from server.api.keyed import MarketApi
 from server.api.ops import OpsApi
 from server.api.site.routes import register_public_site
 from server.api.web import WebApi
-from server.bus import AppliedTicks
 from server.config import EngineKind, Runtime, Settings, settings_clock
 from server.core.client_ip import peer_host, robyn_peer
+from server.core.limits import Gcra
 from server.core.metrics import HttpMetrics, Registry
 from server.engine import Engine
-from server.feeds import make_feed
+from server.feeds import DemoSource, FeedSource, JsonlSource
 from server.lifecycle import HttpRuntime, shutdown
-from server.market.catalogue import default_catalogue
+from server.market.applied import AppliedTicks
+from server.market.catalogue import Catalogue, default_catalogue
 from server.market.history import TickHistory
 from server.market.inventory import InventoryBook
+from server.market.state import MarketState, build_demo_state
+from server.market.timefmt import trading_day
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
 from server.store.backend import open_repositories
-from server.store.repositories import Repositories
+from server.store.candle_book import CandleKeeper, load_candle_book
+from server.store.key_cache import KeyCache
+from server.store.repositories import Candles, Repositories
 from server.stream.messages import tick_frame
 from server.stream.service import StreamService
 from server.ticks import Housekeeping, TickPath
@@ -73,7 +77,7 @@ class Node:
 
     def __init__(self, settings: Settings, repos: Repositories, engine: Engine, app: App, ticks: TickPath,
                  core: list[Service], services: list[Service], keys: KeyCache, outbox: OutboxWorker,
-                 started: threading.Event) -> None:
+                 started: threading.Event, keeper: CandleKeeper | None) -> None:
         self.settings = settings
         self.repos, self.storage = repos, repos.storage
         self.engine, self.app, self.ticks = engine, app, ticks
@@ -81,6 +85,7 @@ class Node:
         self.keys, self.outbox = keys, outbox
         self.core, self.services = core, services
         self.started = started  # set once every part runs (/readyz)
+        self.keeper = keeper  # a live feed's daily candles (flushed at stop)
 
     async def start(self) -> None:
         await self.storage.open()  # PostgreSQL's async pool lives on this loop (no-op for SQLite)
@@ -111,7 +116,9 @@ class Node:
                 log.exception("stop failed")
         await self.engine.stop()
         try:
-            self.ticks.flush()  # the loop's work has stopped: waiting for the writer here delays nobody
+            self.ticks.close_feed()
+            if self.keeper is not None:  # the loop's work has stopped: waiting for the writer here delays nobody
+                self.keeper.flush()
         finally:
             await self.storage.aclose()
         log.info("hub stopped")
@@ -148,42 +155,62 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     buckets = Gcra()  # this hub's own buckets (and, on the redis engine, its fallback while Redis is away)
     engine = make_engine(settings, registry, buckets, clock, ids)
     epoch = engine.epoch(f"{int(clock())}-{os.urandom(3).hex()}")  # redis: the shared tick history's, if any
-    feed = make_feed(settings, catalogue, repos.candles, clock, epoch)
+    state, feed, keeper = make_market(settings, catalogue, repos.candles, clock, epoch)
     keys = KeyCache(repos.keys)  # filled by the key watch's start, before anything is served
     router = Router()
     robyn = settings.runtime is Runtime.ROBYN  # Robyn answers remembered bodies on actix's thread (a lock)
-    app = App(settings, router, keys, HttpMetrics(registry), engine.limiter, buckets, clock,
-              lock=threading.Lock() if robyn else None, parse_peer=robyn_peer if robyn else peer_host)
+    guard = threading.Lock() if robyn else contextlib.nullcontext()
+    app = build_app(settings, router, keys, HttpMetrics(registry), engine.limiter, buckets, clock, guard,
+                    robyn_peer if robyn else peer_host)
     history = TickHistory(len(ids), tick_frame)  # resumes (SPEC 7)
     applied = AppliedTicks()
-    ticks = TickPath(feed, engine.bus, engine.ticks, engine.history, history, applied, registry, epoch)
+    ticks = TickPath(state, feed, engine.bus, engine.ticks, engine.history, history, applied, registry, epoch)
     watch = KeyWatch(keys, engine.revocations)
     engine.revocations.subscribe(watch.on_revoked)
     started = threading.Event()  # set by Node.start once every part runs
-    MarketApi(ticks.state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock).register(router)
+    MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock).register(router)
     WebApi(settings).register(router)  # the dashboard at / and /static/..., /api/config
     OpsApi(settings, router, registry, repos.storage, lambda: started.is_set() and ticks.ready(), epoch,
            engine.node).register(router)
     outbox = OutboxWorker(settings, registry, repos.outbox, clock)
     tick_log = engine.ticks
     site = register_public_site(  # /api/... public-site routes; SPEC 12: evidence anchored by the lease holder
-        settings, router, repos, ticks.state, clock, app.check_bucket, shared=tick_log.shared,
+        settings, router, repos, state, clock, app.check_bucket, shared=tick_log.shared,
         may_anchor=lambda: tick_log.leading, registry=registry)
-    ticks.before_apply.append(site.snapshots.before_ticks)
-    stream = StreamService(settings, ticks.state, catalogue, epoch, registry, keys, buckets, history, clock)
+    applied.subscribe_before(site.snapshots.before_ticks)
+    stream = StreamService(settings, state, catalogue, epoch, registry, keys, buckets, history, clock)
     applied.subscribe(stream.core.on_ticks)
+    if keeper is not None:
+        applied.subscribe(keeper.on_ticks)
     watch.listeners.append(stream.on_revoked)
     register_asyncapi(router, settings)  # /asyncapi.json describes the stream
-    core: list[Service] = [watch, Housekeeping(ticks.state, buckets.store, clock), ticks]
-    return Node(settings, repos, engine, app, ticks, core, [outbox, site, stream], keys, outbox, started)
+    core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks]
+    return Node(settings, repos, engine, app, ticks, core, [outbox, site, stream], keys, outbox, started, keeper)
+
+
+def make_market(settings: Settings, catalogue: Catalogue, candles: Candles, clock: Callable[[], float],
+                epoch: str) -> tuple[MarketState, FeedSource, CandleKeeper | None]:
+    """The market state, the feed source that moves it and, for a live feed, the keeper of its daily candles."""
+    if settings.is_demo:
+        state, walk = build_demo_state(catalogue, settings.seed, clock())
+        return state, DemoSource(walk, settings.tick_interval_ms / 1000.0, clock), None
+    book = load_candle_book(catalogue, candles, trading_day(clock()))
+    state = MarketState(catalogue, book, demo=False, epoch=epoch)
+    feed = JsonlSource(catalogue, settings.feed_path or "-", clock, state.history_start)
+    return state, feed, CandleKeeper(catalogue, book, candles)
 
 
 async def start_up(settings: Settings) -> Node:
     """What both runtimes run before they accept connections: build, announce, start."""
     node = build(settings)
+    await start_built(node)
+    return node
+
+
+async def start_built(node: Node) -> None:
+    """Announce and start a built hub (Robyn builds it before its server starts, then starts it on its loop)."""
     announce(node)
     await node.start()
-    return node
 
 
 async def shut_down(node: Node, http: HttpRuntime) -> None:

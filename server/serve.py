@@ -16,8 +16,8 @@ import sys
 import uvloop
 
 from server.config import Runtime, Settings
-from server.lifecycle import on_signals
-from server.root import bench_static_body, shut_down, start_up
+from server.lifecycle import HttpRuntime, on_signals
+from server.root import bench_static_body, build, shut_down, start_built, start_up
 
 log = logging.getLogger("market.serve")
 MAX_OPEN_FILES = 1 << 20
@@ -32,9 +32,7 @@ def run(settings: Settings) -> int:
             return 1
     raise_open_files_limit()
     if settings.runtime is Runtime.ROBYN:
-        from server.http.robyn_app import run_robyn
-
-        return run_robyn(settings)
+        return _serve_robyn(settings)
     return uvloop.run(_serve_granian(settings))
 
 
@@ -63,6 +61,20 @@ def check_port_free(host: str, port: int) -> None:
             if exc.errno == errno.EADDRINUSE:
                 raise OSError(errno.EADDRINUSE, "address already in use") from exc
             raise
+
+
+def _serve_robyn(settings: Settings) -> int:
+    """Robyn's routes are fixed before it starts: the hub is built first (its router names the remembered routes)
+    and started on Robyn's loop by the startup handler."""
+    from server.http.robyn_app import Hub, run_robyn
+
+    node = build(settings)
+
+    async def stop(http: HttpRuntime) -> None:
+        await shut_down(node, http)
+
+    return run_robyn(settings, Hub(node.app, lambda: start_built(node), stop, lambda: bench_static_body(node),
+                                   on_signals))
 
 
 async def _serve_granian(settings: Settings) -> int:

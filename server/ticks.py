@@ -6,10 +6,13 @@ One way, each hop named (docs/architecture.md draws it):
 2. `on_feed` appends the batch to the engine's tick bus (`TickBus.append`: numbered, and on Redis shared);
 3. the bus hands every numbered batch back to `TickPath.on_batch` (memory: at once, in the same call;
    Redis: read from the stream, on every hub, the leader included);
-4. `on_batch` tells the `before_apply` observers (the public market snapshot closes a boundary there),
-   applies the batch to the `MarketState` (the single writer) and records it in the resume history;
+4. `on_batch` tells the `AppliedTicks` listeners a batch is coming (`before`: the public market snapshot closes
+   a refresh boundary there) and applies it to the `MarketState` (the single writer);
 5. the applied ticks go to the `AppliedTicks` listeners (the stream core frames them, records them in the
-   resume history and sends them).
+   resume history and sends them; a live feed's candle keeper writes closed days).
+
+The root builds the market state and the feed source; the feed only yields ticks, and the state changes only
+through its own methods (`apply`, `restore`, `roll`).
 
 At start the tick path continues from the engine's tick log (each instrument's seq and newest tick) and
 loads the resume history of ticks from before it (Redis: the stream's tail; memory: none). The feed runs
@@ -25,15 +28,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from server.api.auth.limits import LimiterStore
-from server.bus import AppliedTicks
 from server.core.background import cancel_and_wait
+from server.core.limits import LimiterStore
 from server.core.metrics import Registry
 from server.engine import Numbered, ResumeHistory, TickBus, TickLog
 from server.feeds import FeedSource, FeedSupervisor
-from server.market.feed import Tick
+from server.market.applied import AppliedTicks
 from server.market.history import TickHistory, logged_tick
 from server.market.state import AppliedTick, MarketState
+from server.market.tick import Tick
 
 log = logging.getLogger("market.ticks")
 
@@ -41,22 +44,20 @@ PRUNE_EVERY = 60  # housekeeping rounds (seconds) between prunes of the full rat
 
 
 class TickPath:
-    def __init__(self, feed: FeedSource, bus: TickBus, tick_log: TickLog, earlier: ResumeHistory,
-                 history: TickHistory, listeners: AppliedTicks, registry: Registry, epoch: str) -> None:
+    def __init__(self, state: MarketState, feed: FeedSource, bus: TickBus, tick_log: TickLog,
+                 earlier: ResumeHistory, history: TickHistory, listeners: AppliedTicks, registry: Registry,
+                 epoch: str) -> None:
         """`bus`, `tick_log`, `earlier`: the engine's seams; `history`: this hub's resume history (filled by the
-        stream core from every applied batch, and here from `earlier` at start); `listeners`: who gets applied
-        ticks."""
+        stream core from every applied batch, and here from `earlier` at start); `listeners`: who hears of
+        batches and gets applied ticks."""
         self.feed = feed
-        self.state: MarketState = feed.state
+        self.state = state
         self.bus = bus
         self.tick_log = tick_log
         self.earlier = earlier
         self.history = history
         self.listeners = listeners
         self.epoch = epoch
-        # called with a batch's newest tick time just before the batch is applied (the market snapshot
-        # closes a refresh boundary there: the same state on every hub)
-        self.before_apply: list[Callable[[float], None]] = []
         self.applied = registry.counter("market_ticks_applied_total", "Ticks applied to the market state.")
         for name in ("bad_lines", "unknown_ids"):
             registry.gauge(f"market_feed_{name}", f"Feed lines skipped ({name.replace('_', ' ')}).",
@@ -87,9 +88,9 @@ class TickPath:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
 
-    def flush(self) -> None:
-        """The feed's own state to storage (a jsonl feed's candles), once the loop's work has stopped."""
-        self.feed.flush()
+    def close_feed(self) -> None:
+        """The feed stops reading (once the loop's work has stopped)."""
+        self.feed.close()
 
     # --- the hops --------------------------------------------------------------------------------------------
     def on_feed(self, ticks: list[Tick]) -> None:
@@ -102,14 +103,10 @@ class TickPath:
 
     def on_batch(self, batch: Numbered) -> None:
         """Hop 4: a numbered batch from the bus, applied."""
-        self._before_apply([tick for tick, _ in batch])
-        self._publish(self.state.apply([tick for tick, _ in batch], [seq for _, seq in batch]))
-
-    def _before_apply(self, ticks: list[Tick]) -> None:
-        if ticks and self.before_apply:
-            newest = max(t.ts for t in ticks)
-            for observer in self.before_apply:
-                observer(newest)
+        ticks = [tick for tick, _ in batch]
+        if ticks:
+            self.listeners.before(ticks)
+        self._publish(self.state.apply(ticks, [seq for _, seq in batch]))
 
     def _publish(self, applied: list[AppliedTick]) -> None:
         if applied:
@@ -120,19 +117,11 @@ class TickPath:
     async def _join(self) -> None:
         """Continue every instrument's seq from the log, then read it (and compete for the feed lease)."""
         state, tick_log = self.state, self.tick_log
-        rows = {inst.id: row for row, inst in enumerate(state.catalogue.instruments)}
         seqs = await tick_log.load_seqs()
         last = await tick_log.last_ticks()  # the prices and times the other hubs show (volume counted there)
-        state.apply([Tick(t.row, t.price, t.ts, 0.0) for t, _ in last], [seq for _, seq in last])
         started = self.epoch.split("-", 1)[0]
-        if state.demo and started.isdigit():  # demo prices no tick moved yet: as of the history's start
-            untouched = np.ones(len(state.updated_ts), dtype=bool)  # (the epoch's), the same on every hub
-            untouched[[t.row for t, _ in last]] = False
-            state.updated_ts[untouched] = float(started)
-            state.updated = float(np.nanmax(state.updated_ts))
-        for inst_id, seq in seqs.items():
-            if inst_id in rows:
-                state.seq[rows[inst_id]] = seq
+        # demo prices no tick moved yet: as of the history's start (the epoch's), the same on every hub
+        state.restore(last, seqs, float(started) if state.demo and started.isdigit() else None)
         for batch in await self.earlier.tail(self.history.covered):  # resumes of ticks from before this hub
             self.history.add([logged_tick(state, tick, seq) for tick, seq in batch])
         self.bus.start(self.on_batch, self.on_lead)

@@ -25,7 +25,7 @@ from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.udf import UdfApi
 from server.core.errors import ApiError
-from server.market.candles import INTERVALS, INTRADAY_CAPACITY
+from server.market.intraday import INTERVALS, INTRADAY_CAPACITY
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState
 from server.market.timefmt import day_start, trading_days_back

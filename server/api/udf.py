@@ -30,8 +30,8 @@ from server.api.core.query import known_query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.core.errors import ApiError, udf_fields
-from server.market.candles import window
 from server.market.catalogue import Instrument
+from server.market.intraday import window
 from server.market.state import DAILY, MarketState
 
 PREFIX = "/api/v1/udf/"

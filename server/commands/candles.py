@@ -10,7 +10,7 @@ from typing import Any
 
 from server.commands.common import CommandError, command, db
 from server.market.catalogue import default_catalogue
-from server.store.candles import Candle
+from server.store.candle_rows import Candle
 
 # Imported candles show nowhere under the demo feed, which makes its own history: the operator is told,
 # on every import, which feed uses them and when (a server that is running loads them at its next start).

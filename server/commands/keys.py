@@ -6,9 +6,9 @@ import argparse
 import sys
 from typing import Any
 
-from server.api.auth.limits import MAX_RATE
 from server.commands.common import CommandError, command, db, print_json
 from server.config import DEFAULT_ENTERPRISE_RATE, PLANS, EngineKind, Settings, add_engine_args, engine_settings
+from server.core.limits import MAX_RATE
 
 
 def register(sub: Any) -> None:

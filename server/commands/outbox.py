@@ -14,7 +14,7 @@ from typing import Any
 from server.commands.common import CommandError, command, db, print_json
 from server.market.timefmt import iso
 from server.notify.channels import describe
-from server.notify.jobs import IllegalTransition, JobState
+from server.store.jobs import IllegalTransition, JobState
 from server.store.outbox import Job, JobNotFound
 
 

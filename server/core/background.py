@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import logging
 
-from server.store.storage import storage_unavailable
+from server.core.errors import storage_unavailable
 
 MAX_REASON = 200
 

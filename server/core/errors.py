@@ -7,12 +7,11 @@ error it is. WebSocket close codes live here too, as an IntEnum.
 
 from __future__ import annotations
 
+import sys
 from enum import IntEnum
 from typing import Any
 
 import orjson
-
-from server.api.core.types import Response
 
 # `type` is the relative reference /problems/<code> (RFC 9457 3.1.1 allows a URI reference): it resolves
 # against the URL that answered, so it points at this server's own page (server/api/docs/problem_pages.py)
@@ -83,13 +82,10 @@ class ApiError(Exception):
         doc.update(self.extra)
         return doc
 
-    def response(self) -> Response:
-        return Response(
-            self.status,
-            orjson.dumps(self.problem()),
-            "application/problem+json",
-            list(self.headers),
-        )
+    def body(self) -> bytes:
+        """The problem document as JSON bytes (the HTTP layer makes the response: its status, this body,
+        `application/problem+json` and `headers`)."""
+        return orjson.dumps(self.problem())
 
 
 UDF_PREFIX = "/api/v1/udf/"
@@ -116,3 +112,10 @@ class CloseCode(IntEnum):
     INTERNAL_ERROR = 1011
     KEY_REVOKED = 4001
     SLOW_CONSUMER = 4008
+
+
+def storage_unavailable(exc: BaseException) -> bool:
+    """The database cannot be reached or answer (PostgreSQL down, its pool out of connections for
+    the pool's wait): the client gets a 503 to retry, not a 500. psycopg is only looked up if it is loaded."""
+    psycopg = sys.modules.get("psycopg")
+    return psycopg is not None and isinstance(exc, psycopg.OperationalError)

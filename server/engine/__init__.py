@@ -32,9 +32,9 @@ import enum
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
-from server.api.auth.limits import Decision, Rate
 from server.config import EngineKind, ServiceUnreachable
-from server.market.feed import Tick
+from server.core.limits import Decision, Rate
+from server.market.tick import Tick
 
 RevocationListener = Callable[[set[str]], None]
 RateFields = tuple[tuple[str, str], ...]  # an allowed request's rate-limit header fields (Gcra.take)

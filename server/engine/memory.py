@@ -13,8 +13,8 @@ import asyncio
 import os
 from collections.abc import Callable
 
-from server.api.auth.limits import Decision, Gcra, Rate
 from server.config import EngineKind
+from server.core.limits import Decision, Gcra, Rate
 from server.engine import (
     Limiter,
     Numbered,
@@ -25,7 +25,7 @@ from server.engine import (
     TickBus,
     TickLog,
 )
-from server.market.feed import Tick
+from server.market.tick import Tick
 
 
 class MemoryLimiter:

@@ -19,8 +19,8 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
-from server.api.auth.limits import Gcra
 from server.config import EngineKind, Settings
+from server.core.limits import Gcra
 from server.core.metrics import Registry
 from server.core.redis_url import RedisTarget, parse_redis_url
 from server.engine import (

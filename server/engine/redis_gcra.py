@@ -30,7 +30,7 @@ from typing import Any
 from redis.asyncio import Redis
 from redis.exceptions import NoScriptError, RedisError
 
-from server.api.auth.limits import Decision, Gcra, Rate, shared_rate
+from server.core.limits import Decision, Gcra, Rate, shared_rate
 from server.core.metrics import Registry
 from server.engine import Pending, RateFields
 from server.engine.redis_client import AutoPipeline

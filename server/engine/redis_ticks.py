@@ -26,7 +26,7 @@ from redis.exceptions import NoScriptError, RedisError
 from server.core.redis_url import RedisTarget
 from server.engine import EngineUnavailable, settle
 from server.engine.redis_client import AutoPipeline, async_client, sync_client
-from server.market.feed import Tick
+from server.market.tick import Tick
 
 log = logging.getLogger("market.ticks")
 

@@ -1,41 +1,34 @@
 """Feed sources: the synthetic demo feed and a JSON-lines feed (file or stdin), and their supervisor.
 
-A source owns the market state it writes (single writer) and pushes each
-batch of ticks to the hub's callback; nothing else mutates the state. The
-``FeedSupervisor`` runs a source and restarts it when it fails, so a feed is
-never dead without the log, ``/readyz`` and the metrics saying so. The jsonl
-source's file-following reader thread is ``server.feeds.lines``.
+A source only yields batches of ticks (`batches()`, an async iterator); it owns no market state: the root
+builds the state and the tick path applies what the source yields. The ``FeedSupervisor`` runs a source and
+restarts it when it fails, so a feed is never dead without the log, ``/readyz`` and the metrics saying so. The
+jsonl source's file-following reader thread is ``server.feeds.lines``, its parser ``server.feeds.jsonl``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import logging
-import math
 import os
 import stat
-from collections.abc import Callable
-from datetime import date
+from collections.abc import AsyncGenerator, Callable
 from typing import Protocol
 
 import numpy as np
 
 from server.config import Settings
-from server.core.background import log_round_failure
+from server.feeds.jsonl import JsonlParser
 from server.feeds.lines import FeedReadError, LineReader
-from server.market.candles import CandleBook
 from server.market.catalogue import Catalogue
-from server.market.feed import JsonlParser, Tick
-from server.market.state import MarketState, build_demo_state
-from server.market.timefmt import day_start, trading_day, trading_days_back
-from server.store.db import storage_errors
-from server.store.repositories import Candles
+from server.market.demo import DemoWalk
+from server.market.tick import Tick
 
 log = logging.getLogger("market.feed")
 
 OnTicks = Callable[[list[Tick]], None]
-HISTORY_DAYS = 90
 CHUNKS_PER_STEP = 8  # chunks applied per loop step before yielding to other tasks
 
 
@@ -44,13 +37,15 @@ class FeedUnavailable(Exception):
 
 
 class FeedSource(Protocol):
-    state: MarketState
-
-    async def run(self, on_ticks: OnTicks) -> None: ...
+    def batches(self) -> AsyncGenerator[list[Tick], None]:
+        """The ticks, batch by batch; ends at the end of the input (stdin), raises when it cannot be read."""
+        ...
 
     def ready(self) -> bool: ...
 
-    def flush(self) -> None: ...
+    def close(self) -> None:
+        """Stop reading (at shutdown, once nothing runs the iterator any more)."""
+        ...
 
     def stats(self) -> dict[str, int]: ...
 
@@ -75,19 +70,11 @@ def check_feed_source(settings: Settings) -> None:
         raise FeedUnavailable(f"--feed {settings.feed}: cannot read {path}: {exc.strerror or exc}") from None
 
 
-def make_feed(
-    settings: Settings, catalogue: Catalogue, candles: Candles, clock: Callable[[], float], epoch: str
-) -> FeedSource:
-    if settings.is_demo:
-        return DemoSource(catalogue, settings, clock)
-    return JsonlSource(catalogue, settings.feed_path or "-", candles, clock, epoch)
-
-
 class FeedSupervisor:
     """Runs a feed source; a failure is logged with its cause and the source run again after a backoff.
 
     ``up`` is False from a failure until the source runs again (``/readyz`` answers 503 meanwhile);
-    ``on_restart`` is called once per restart (the restarts metric). A source whose ``run`` returns
+    ``on_restart`` is called once per restart (the restarts metric). A source whose ``batches`` end
     (stdin at EOF) has ended cleanly: it is not restarted and the last prices keep being served.
     """
 
@@ -114,7 +101,9 @@ class FeedSupervisor:
             started = loop.time()
             self.up = True
             try:
-                await self.feed.run(self.on_ticks)
+                async with contextlib.aclosing(self.feed.batches()) as batches:  # its reader stops on a failure
+                    async for batch in batches:
+                        self.on_ticks(batch)
             except asyncio.CancelledError:
                 self.up = False
                 raise
@@ -136,51 +125,49 @@ class FeedSupervisor:
 
 
 class DemoSource:
-    def __init__(self, catalogue: Catalogue, settings: Settings, clock: Callable[[], float]) -> None:
-        self.clock = clock
-        self.interval = settings.tick_interval_ms / 1000.0
-        self.state, self.feed = build_demo_state(catalogue, settings.seed, clock())
+    """The demo walk's next batch every tick interval (the walk's prices are the state's: see build_demo_state)."""
 
-    async def run(self, on_ticks: OnTicks) -> None:
+    def __init__(self, walk: DemoWalk, interval_s: float, clock: Callable[[], float]) -> None:
+        self.walk = walk
+        self.interval = interval_s
+        self.clock = clock
+
+    async def batches(self) -> AsyncGenerator[list[Tick], None]:
         loop = asyncio.get_running_loop()
         next_at = loop.time()
         while True:
             next_at += self.interval
             await asyncio.sleep(max(0.0, next_at - loop.time()))
-            on_ticks(self.feed.next_batch(self.clock(), self.interval))
+            yield self.walk.next_batch(self.clock(), self.interval)
 
     def ready(self) -> bool:
         return True
 
-    def flush(self) -> None:
+    def close(self) -> None:
         """The demo feed keeps nothing."""
 
     def resume_from(self, prices: np.ndarray) -> None:
-        self.feed.resume(prices)
+        self.walk.resume(prices)
 
     def stats(self) -> dict[str, int]:
         return {}
 
 
 class JsonlSource:
-    """Reads `{"id","price","ts","volume"?}` lines in a thread; the loop applies them in batches."""
+    """Reads `{"id","price","ts","volume"?}` lines in a thread and yields them in batches."""
 
-    def __init__(
-        self, catalogue: Catalogue, path: str, repo: Candles, clock: Callable[[], float], epoch: str
-    ) -> None:
-        self.catalogue = catalogue
+    def __init__(self, catalogue: Catalogue, path: str, clock: Callable[[], float],
+                 not_before: Callable[[], float]) -> None:
+        """`not_before`: the earliest tick time the market state keeps (older lines are bad lines)."""
         self.path = path
-        self.repo = repo
         self.clock = clock
+        self.not_before = not_before
         self.parser = JsonlParser(catalogue)
-        self.candles = load_candles(catalogue, repo, trading_day(clock()))
-        self.state = MarketState(catalogue, self.candles, demo=False, epoch=epoch)
         self.reader = LineReader(path)
         self.ticks_received = 0
-        self._persisted_day = self.candles.last_day()
 
-    async def run(self, on_ticks: OnTicks) -> None:
-        """Apply lines as they are read; returns at the end of stdin, raises when the file cannot be read."""
+    async def batches(self) -> AsyncGenerator[list[Tick], None]:
+        """Lines as they are read; ends at the end of stdin, raises when the file cannot be read."""
         loop = asyncio.get_running_loop()
         wake = asyncio.Event()
         self.reader.start(lambda: loop.call_soon_threadsafe(wake.set))
@@ -198,31 +185,18 @@ class JsonlSource:
                         return
                     if isinstance(chunk, Exception):
                         raise chunk
-                    await self._apply(chunk, on_ticks)
+                    ticks = self._parse(chunk)
+                    if ticks:
+                        yield ticks
                 await asyncio.sleep(0)  # a long backlog is applied in steps, not in one stall
-        except asyncio.CancelledError:
+        finally:
             self.reader.stop()
-            raise
 
-    async def _apply(self, lines: list[bytes], on_ticks: OnTicks) -> None:
-        now = self.clock()
-        not_before = day_start(self.candles.first_day()) if len(self.candles) else -math.inf
-        parse = self.parser.parse
+    def _parse(self, lines: list[bytes]) -> list[Tick]:
+        now, not_before, parse = self.clock(), self.not_before(), self.parser.parse
         ticks = [t for t in (parse(raw, now, not_before) for raw in lines) if t is not None]
-        if ticks:
-            self.ticks_received += len(ticks)
-            on_ticks(ticks)
-            await self._persist_closed()
-
-    async def _persist_closed(self) -> None:
-        """At a day's roll-over, upsert the candles we traded on the storage's writer (the loop only awaits it)."""
-        day = self.candles.last_day()
-        if day != self._persisted_day:
-            self._persisted_day = day
-            try:
-                await self.repo.upsert(export_candles(self.catalogue, self.candles))
-            except storage_errors() as exc:  # the next roll-over or the final flush retries
-                log_round_failure(log, "persisting closed candles", exc)
+        self.ticks_received += len(ticks)
+        return ticks
 
     def ready(self) -> bool:
         return self.reader.failing is None
@@ -233,43 +207,8 @@ class JsonlSource:
     def resume_from(self, prices: np.ndarray) -> None:
         """Prices come from the lines; the hub drops lines the previous leader already published."""
 
-    def flush(self) -> None:
-        """Persist the candles this process traded (closed ones and today's, upserted); at shutdown."""
+    def close(self) -> None:
         self.reader.stop()
-        self.repo.upsert_blocking(export_candles(self.catalogue, self.candles))
 
 
-def load_candles(catalogue: Catalogue, repo: Candles, today: date) -> CandleBook:
-    """The last 90 trading days from storage; a day without a stored candle is unopened at the previous close."""
-    days = trading_days_back(today, HISTORY_DAYS)
-    n = len(catalogue.instruments)
-    grid = np.full((5, n, len(days)), np.nan)
-    col = {d: i for i, d in enumerate(days)}
-    for inst_id, day, o, h, lo, c, v in repo.since_blocking(days[0]):  # start-up: before the server accepts
-        row = catalogue.index.get(inst_id)
-        if row is not None and day in col:
-            grid[:, row, col[day]] = (o, h, lo, c, v)
-    _carry_close(grid)
-    book = CandleBook(n, HISTORY_DAYS)
-    book.load_history(days, grid[0], grid[1], grid[2], grid[3], grid[4])
-    return book
-
-
-def _carry_close(grid: np.ndarray) -> None:
-    """A day without a stored candle carries the previous close (open/high/low stay NaN, volume 0).
-
-    The candle book reads such a day as flat at that close; it is never written back to storage.
-    """
-    for j in range(1, grid.shape[2]):
-        missing = np.isnan(grid[3, :, j])
-        grid[3, missing, j] = grid[3, missing, j - 1]
-    grid[4] = np.nan_to_num(grid[4])
-
-
-def export_candles(catalogue: Catalogue, book: CandleBook) -> list[tuple[str, date, float, float, float, float, float]]:
-    """The candles this process applied ticks to: never a flat fill over an imported candle."""
-    ids = [inst.id for inst in catalogue.instruments]
-    return [(ids[row], day, o, h, lo, c, v) for row, day, (o, h, lo, c, v) in book.ticked_candles()]
-
-
-__all__ = ["FeedReadError", "FeedSource", "FeedSupervisor", "FeedUnavailable", "LineReader", "make_feed"]
+__all__ = ["FeedReadError", "FeedSource", "FeedSupervisor", "FeedUnavailable", "LineReader"]

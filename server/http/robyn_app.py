@@ -44,7 +44,8 @@ import ctypes
 import logging
 import os
 import sys
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from threading import get_ident
 from typing import Any, NoReturn, TypeVar
 from urllib.parse import unquote
@@ -53,12 +54,11 @@ import uvloop
 from robyn.robyn import FunctionInfo, Headers, HttpMethod, Server, SocketHeld
 from robyn.robyn import Response as RobynResponse
 
-from server.api.core.pipeline import MAX_BODY, App, HotFields, HotReply, Variant
+from server.api.core.answers import HotFields, HotReply, Variant
+from server.api.core.pipeline import MAX_BODY, App
 from server.api.core.types import Request, Response
 from server.config import BENCH_STATIC_PATH, Settings
 from server.http.edge import EdgeGate, shutting_down
-from server.lifecycle import on_signals
-from server.root import Node, bench_static_body, shut_down, start_up
 
 log = logging.getLogger("market.robyn")
 
@@ -68,10 +68,6 @@ METHODS: tuple[HttpMethod, ...] = (  # type: ignore[assignment]
     HttpMethod.OPTIONS, HttpMethod.TRACE, HttpMethod.CONNECT,
 )
 TOO_LARGE = bytes(MAX_BODY + 1)  # stands for any body over the limit
-# the versioned (remembered) GET routes: everything under /api/v1, the public market snapshot, news and research;
-# the parameterless ones also as exact routes (Robyn's router prefers them), whose handlers know their path
-HOT_ROUTES = ("/api/v1/quotes", "/api/v1/spreads", "/api/v1/inventory", "/api/v1/*path", "/api/market",
-              "/api/market/*path", "/api/news", "/api/research")
 T = TypeVar("T")
 BRIDGE_TIMEOUT_S = 60.0  # a request handed from actix's thread to the loop: longer than any handler runs
 # actix worker threads. One: handle_sync's kept responses (Prebuilt) are set and returned on that thread alone
@@ -79,21 +75,34 @@ WORKERS = 1
 REQUEST_ID = "x-request-id"
 
 
-def run_robyn(settings: Settings) -> int:
+@dataclass(frozen=True, slots=True)
+class Hub:
+    """What the adapter is handed to run a built hub (server/serve.py makes it: adapters never import the root)."""
+
+    app: App
+    start: Callable[[], Awaitable[None]]  # announce and start the parts, on Robyn's loop before it accepts
+    stop: Callable[[Any], Awaitable[None]]  # the shutdown order (server/lifecycle.py), given this runtime
+    static_body: Callable[[], bytes | None]  # --bench-static's body once started, or None
+    on_signals: Callable[[asyncio.AbstractEventLoop, Callable[[], None]], None]
+
+
+def run_robyn(settings: Settings, hub: Hub) -> int:
     """Serve until SIGTERM/SIGINT, then exit the process (0, or 1 if the hub failed to start)."""
     # Robyn's Rust side logs every request's query parameters at DEBUG (logger robyn.types.multimap), and a
     # query string may hold a key (SPEC 7: never logged): Robyn's loggers stay at INFO whatever --log-level.
     robyn_log = logging.getLogger("robyn")
     robyn_log.setLevel(max(logging.INFO, robyn_log.getEffectiveLevel()))
-    runtime = RobynRuntime(settings)
+    runtime = RobynRuntime(settings, hub)
     server = Server()
     handler = FunctionInfo(runtime.handle, True, 1, {"request": None}, {})
     for method in METHODS:
         for route in ("/", "/*path"):
             server.add_route(method, route, handler, False)
-    # the keyed market-data GETs: a sync handler, on actix's thread, answers remembered bodies without the
-    # hand-over to the event loop (App.serve_hot under App.lock); anything else it hands to the loop and waits
-    for route in HOT_ROUTES:
+    # the remembered GETs (the router's versioned routes): a sync handler, on actix's thread, answers remembered
+    # bodies without the hand-over to the event loop (App.serve_hot under the lock); anything else it hands to the
+    # loop and waits. A parameterless route is an exact Robyn route (preferred by its router), whose handler knows
+    # its path; a templated one is its literal head + `*path`
+    for route in hot_routes(hub.app.router.remembered_patterns()):
         server.add_route(METHODS[0], route, FunctionInfo(runtime.hot_handler(route), False, 1, {"request": None}, {}),
                          False)
     if settings.bench_static:
@@ -106,10 +115,21 @@ def run_robyn(settings: Settings) -> int:
     _exit(runtime.exit_code)
 
 
+def hot_routes(patterns: list[str]) -> list[str]:
+    """Robyn's routes for the router's remembered patterns: exact ones as they are, `/a/{id}/b` as `/a/*path`."""
+    routes: list[str] = []
+    for pattern in patterns:
+        head, brace, _ = pattern.partition("{")
+        route = head.rstrip("/") + "/*path" if brace else pattern
+        if route not in routes:
+            routes.append(route)
+    return routes
+
+
 class RobynRuntime:
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, hub: Hub) -> None:
         self.settings = settings
-        self.node: Node | None = None
+        self.hub = hub
         self.app: App | None = None
         self.static_response: RobynResponse | None = None
         self.exit_code = 0
@@ -122,18 +142,18 @@ class RobynRuntime:
         """Runs on Robyn's loop, on the main thread, before actix accepts connections."""
         loop = asyncio.get_running_loop()
         try:
-            node = await start_up(self.settings)  # its App has the lock handle_sync needs (built for Robyn)
+            await self.hub.start()  # its App has the lock handle_sync needs (built for Robyn)
         except Exception:
             log.exception("the hub failed to start")
             self.exit_code = 1
             loop.stop()
             return
-        self.node, self.app = node, node.app
+        self.app = self.hub.app
         self.loop = loop
-        body = bench_static_body(node)
+        body = self.hub.static_body()
         if body is not None:
             self.static_response = RobynResponse(200, {"content-type": "application/json"}, body)
-        on_signals(loop, self.begin_shutdown)
+        self.hub.on_signals(loop, self.begin_shutdown)
 
     async def handle(self, request: Any) -> RobynResponse:
         app = self.app
@@ -146,7 +166,7 @@ class RobynRuntime:
         return _response(resp)
 
     def hot_handler(self, route: str) -> Callable[[Any], RobynResponse]:
-        """The sync handler of one of HOT_ROUTES (GET only), on actix's thread. A remembered answer costs no
+        """The sync handler of one of the remembered routes (GET only), on actix's thread. A remembered answer costs no
         hand-over to the event loop; a miss (first request of a data version, unknown key, 429, 400...) runs
         `handle` on the loop and waits for it. Every getter of Robyn's request is a call into Rust, so only what
         serve_hot needs is read: the path of an exact route is the route itself (and Robyn makes no path
@@ -168,13 +188,8 @@ class RobynRuntime:
                         path = unquote(path)
                 pairs = request.query_params.multi_items()
                 query = "&".join([f"{k}={v}" for k, v in pairs if k or v]) if pairs else ""
-                lock = app.lock
-                assert lock is not None
-                lock.acquire()  # Robyn's header map answers .get(lower-case name) itself: no copy into a dict
-                try:
+                with app.guard:  # the hub's lock (Robyn's header map answers .get(lower-case name) itself)
                     hot = app.serve_hot("GET", path, query, request.headers, request)
-                finally:
-                    lock.release()
                 if hot is not None and not isinstance(hot, tuple):  # the shared limiter: its check runs on the loop
                     hot = runtime._on_loop(runtime._awaited(hot), loop)
                 if hot is not None:
@@ -229,9 +244,8 @@ class RobynRuntime:
             self._stopping = asyncio.get_running_loop().create_task(self._shutdown())
 
     async def _shutdown(self) -> None:
-        assert self.node is not None
         try:
-            await shut_down(self.node, self)
+            await self.hub.stop(self)
         except Exception:
             log.exception("shutdown failed")
         asyncio.get_running_loop().stop()

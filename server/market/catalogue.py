@@ -275,10 +275,6 @@ class Catalogue:
     def rows_of_kind(self, kind: str) -> list[int]:
         return list(self._by_kind.get(kind, ()))
 
-    def rows_of_category(self, category_id: str) -> list[int]:
-        return [self.index[iid] for iid in self.category_index[category_id].instrument_ids]
-
-
 def default_catalogue() -> Catalogue:
     instruments = tuple(_instrument(row) for row in _ROWS)
     return Catalogue(instruments, _categories(instruments))

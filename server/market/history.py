@@ -24,8 +24,8 @@ from array import array
 from collections import deque
 from collections.abc import Callable, Sequence
 
-from server.market.feed import Tick
 from server.market.state import AppliedTick, MarketState
+from server.market.tick import Tick
 
 MIN_TICKS = 1000  # SPEC 7: at least the last 1,000 ticks ...
 MIN_AGE_S = 600.0  # ... or 10 minutes per instrument, whichever is more

@@ -1,7 +1,7 @@
 """The market state: current prices, per-instrument sequence numbers, candles.
 
-Single writer: only ``apply`` and ``roll`` change it, and each change bumps
-``version`` so readers can cache serialised views per version. Views return
+Single writer: only ``apply``, ``restore`` and ``roll`` change it, and each change bumps
+``version`` so readers can cache serialised views per version. Nothing outside writes its fields. Views return
 plain dicts and lists ready for orjson; they never mutate anything.
 
 Ticks are attributed to ``trading_day(tick.ts)``; a late tick whose trading day
@@ -24,12 +24,14 @@ from datetime import date
 import numpy as np
 import orjson
 
-from server.market.candles import CandleBook, IntradayBook, bucket_iso, joined, session_start, window
 from server.market.catalogue import Catalogue
-from server.market.feed import DemoFeed, Tick
+from server.market.daily import CandleBook
+from server.market.demo import DemoWalk
+from server.market.intraday import IntradayBook, bucket_iso, joined, session_start, window
 from server.market.inventory import InventoryBook
 from server.market.spreads import SpreadCalculator
-from server.market.timefmt import iso, trading_day
+from server.market.tick import Tick
+from server.market.timefmt import day_start, iso, trading_day
 
 _DAY_OFFSET_S = 8 * 3600
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
@@ -124,6 +126,26 @@ class MarketState:
         change = tick.price - prev if math.isfinite(prev) else 0.0
         return AppliedTick(row, self._ids[row], tick.price, round(change, self._decimals[row]), tick.ts, seq)
 
+    def restore(self, last: list[tuple[Tick, int]], seqs: dict[str, int], untouched_at: float | None) -> None:
+        """Continue from a shared tick log (a hub joining others, or restarting on Redis): each instrument's newest
+        tick as every hub shows it (its volume was counted there), every instrument's seq, and for a demo state the
+        time of the prices no tick has moved yet (`untouched_at`: the same on every hub)."""
+        self.apply([Tick(t.row, t.price, t.ts, 0.0) for t, _ in last], [seq for _, seq in last])
+        if untouched_at is not None:
+            untouched = np.ones(len(self.updated_ts), dtype=bool)
+            untouched[[t.row for t, _ in last]] = False
+            self.updated_ts[untouched] = untouched_at
+            self.updated = float(np.nanmax(self.updated_ts))
+        for inst_id, seq in seqs.items():
+            row = self.catalogue.index.get(inst_id)
+            if row is not None:
+                self.seq[row] = seq
+        self.version += 1
+
+    def history_start(self) -> float:
+        """The earliest tick time the state keeps (the first held trading day's start); -inf with no history."""
+        return day_start(self.candles.first_day()) if len(self.candles) else -math.inf
+
     def roll(self, now: float) -> bool:
         """Roll candles to ``trading_day(now)``; True (and a new version) if anything changed."""
         if self.candles.roll_to(trading_day(now)):
@@ -175,9 +197,6 @@ class MarketState:
 
     def quotes(self, rows: list[int]) -> list[dict]:
         return [self.quote(row) for row in rows]
-
-    def snapshot_quotes(self, rows: list[int]) -> list[dict]:
-        return self.quotes(rows)
 
     def kline(self, row: int, days: int) -> list[dict]:
         return self.candles.series(row, days, self._decimals[row])
@@ -251,12 +270,12 @@ class MarketState:
 
 def build_demo_state(
     catalogue: Catalogue, seed: int, now: float, capacity: int = 90
-) -> tuple[MarketState, DemoFeed]:
-    """Demo feed plus a state whose history ends in today's live candle at the live price.
+) -> tuple[MarketState, DemoWalk]:
+    """The demo walk plus a state whose history ends in today's live candle at the live price.
 
     The intraday rings are seeded from the daily history (each day's buckets aggregate to its candle),
     ending at ``now`` in the live price; the live candle keeps the volume of the elapsed session."""
-    feed = DemoFeed(catalogue, seed)
+    feed = DemoWalk(catalogue, seed)
     history = feed.history(trading_day(now), capacity)
     days, o, h, low, c, v = history
     buckets, v[:, -1] = feed.intraday_history(history, now)

@@ -39,7 +39,6 @@ def local_date(ts: float) -> date:
     return date.fromordinal(_EPOCH_ORDINAL + int((ts + _OFFSET_S) // 86400))
 
 
-
 def next_weekday(day: date) -> date:
     """The day itself on Mon-Fri, else the following Monday."""
     wd = day.weekday()
@@ -70,17 +69,6 @@ def is_weekday(day: date) -> bool:
     return day.weekday() < _SATURDAY
 
 
-def weekdays_between(after: date, until: date) -> list[date]:
-    """Mon-Fri dates d with after < d <= until, ascending."""
-    out: list[date] = []
-    day = after + timedelta(days=1)
-    while day <= until:
-        if day.weekday() < _SATURDAY:
-            out.append(day)
-        day += timedelta(days=1)
-    return out
-
-
 def trading_days_back(end: date, n: int) -> list[date]:
     """The ``n`` Mon-Fri dates ending at ``end`` (inclusive), ascending."""
     if not is_weekday(end):
@@ -97,6 +85,3 @@ def trading_days_back(end: date, n: int) -> list[date]:
     return out
 
 
-def local_datetime(ts: float) -> datetime:
-    """Zone-aware local datetime (uses the real TZ database)."""
-    return datetime.fromtimestamp(ts, TZ)

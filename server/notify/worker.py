@@ -29,15 +29,17 @@ from typing import Protocol
 from server.config import Settings
 from server.core.background import log_round_failure
 from server.core.background import reason as failure_reason
+from server.core.errors import storage_unavailable
 from server.core.metrics import Registry
 from server.notify.channels import EMAIL, configured_channels, describe, scrub, sensitive_strings
-from server.notify.jobs import Backoff, DeliveryFailed, IllegalTransition, JobState
+from server.notify.jobs import Backoff, DeliveryFailed
 from server.notify.mail import MailSender
 from server.notify.webhook import WebhookSender
 from server.store.db import storage_errors
+from server.store.jobs import IllegalTransition, JobState
 from server.store.outbox import Job
 from server.store.repositories import Outbox
-from server.store.storage import StorageClosed, storage_unavailable
+from server.store.storage import StorageClosed
 
 log = logging.getLogger("market.notify")
 

@@ -13,12 +13,13 @@ from datetime import date
 from pathlib import Path
 from typing import Any, Protocol
 
-from server.evidence import Block, EvidenceLog
-from server.notify.jobs import JobState
-from server.store.candles import Candle
+from server.core.keys import ApiKey
+from server.evidence import Block
+from server.store.candle_rows import Candle
 from server.store.content import ContentItem
 from server.store.db import open_db
-from server.store.keys import ApiKey
+from server.store.evidence_sqlite import EvidenceLog
+from server.store.jobs import JobState
 from server.store.outbox import Job
 from server.store.receipts import ImportResult, ReceiptData, ReceiptStatus
 from server.store.sqlite_sync import CandleRepo, ContentRepo, KeyRepo, OutboxRepo, ReceiptRepo, UserRepo

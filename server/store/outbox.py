@@ -1,4 +1,4 @@
-"""Outbox jobs: one row per (record, channel), moved between states by the table in notify.jobs.
+"""Outbox jobs: one row per (record, channel), moved between states by the table in store.jobs.
 
 Every state change is one UPDATE guarded by `state IN (allowed predecessors)`,
 so two processes (the hub's worker and `outbox retry`) can never move a job
@@ -17,7 +17,7 @@ from typing import Any
 
 import orjson
 
-from server.notify.jobs import (
+from server.store.jobs import (
     TRANSITIONS,
     JobState,
 )

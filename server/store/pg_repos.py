@@ -29,13 +29,13 @@ from psycopg import AsyncConnection, Connection
 from psycopg.rows import DictRow, dict_row
 from psycopg_pool import AsyncConnectionPool, ConnectionPool
 
+from server.core.keys import ApiKey, key_from_row
 from server.evidence import Block
-from server.notify.jobs import CLAIMABLE, TRANSITIONS, IllegalTransition, JobState, Retry
-from server.store.candles import CHUNK as CANDLE_CHUNK
-from server.store.candles import Candle
+from server.store.candle_rows import CHUNK as CANDLE_CHUNK
+from server.store.candle_rows import Candle
 from server.store.content import CONTENT_COLUMNS, ContentKind, item_view
 from server.store.errors import UnstorableValue
-from server.store.keys import ApiKey, key_from_row
+from server.store.jobs import CLAIMABLE, TRANSITIONS, IllegalTransition, JobState, Retry
 from server.store.outbox import (
     JOB_COLUMNS,
     MAX_ERROR_CHARS,

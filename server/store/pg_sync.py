@@ -21,14 +21,14 @@ from typing import Any
 import psycopg
 from psycopg.rows import DictRow
 
+from server.core.keys import ApiKey, hash_key, key_from_row, new_key
 from server.evidence.ledger import Block, BlockRow, HashChain, block_values
 from server.evidence.log import MerkleLog
-from server.notify.jobs import RETRYABLE, TRANSITIONS, IllegalTransition, JobState
-from server.store.candles import CHUNK as CANDLE_CHUNK
-from server.store.candles import Candle
+from server.store.candle_rows import CHUNK as CANDLE_CHUNK
+from server.store.candle_rows import Candle
 from server.store.content import CONTENT_COLUMNS, IMPORT_CHUNK, ContentItem, content_values
 from server.store.errors import UnstorableValue
-from server.store.keys import ApiKey, hash_key, key_from_row, new_key
+from server.store.jobs import RETRYABLE, TRANSITIONS, IllegalTransition, JobState
 from server.store.outbox import Job, JobNotFound, job_from_row, predecessors, states_in
 from server.store.pg_locks import DEMO_KEY_LOCK, EVIDENCE_LOCK, RECEIPTS_LOCK, lock_sql
 from server.store.receipts import (

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any, Protocol
 
+from server.core.keys import ApiKey
 from server.evidence import Block
-from server.notify.jobs import JobState, Retry
-from server.store.candles import Candle
+from server.store.candle_rows import Candle
 from server.store.content import ContentKind
-from server.store.keys import ApiKey
+from server.store.jobs import JobState, Retry
 from server.store.outbox import Job
 from server.store.records import Accepted, Cooperation, Inquiry
 from server.store.users import User

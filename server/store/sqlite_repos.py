@@ -12,11 +12,12 @@ from collections.abc import Callable, Sequence
 from datetime import date
 from typing import Any
 
-from server.evidence import Block, EvidenceLog
-from server.notify.jobs import JobState, Retry
-from server.store.candles import Candle
+from server.core.keys import ApiKey
+from server.evidence import Block
+from server.store.candle_rows import Candle
 from server.store.content import ContentKind
-from server.store.keys import ApiKey
+from server.store.evidence_sqlite import EvidenceLog
+from server.store.jobs import JobState, Retry
 from server.store.outbox import Job
 from server.store.records import ChannelSpec, RecordsService, RecordWrite
 from server.store.repositories import Repositories

@@ -16,12 +16,12 @@ from contextlib import AbstractContextManager
 from datetime import date
 from typing import Any
 
-from server.evidence import EvidenceLog
-from server.notify.jobs import BACKLOG, CLAIMABLE, RETRYABLE, TRANSITIONS, IllegalTransition, JobState, Retry
-from server.store.candles import CHUNK, Candle
+from server.core.keys import ApiKey, hash_key, key_from_row, new_key
+from server.store.candle_rows import CHUNK, Candle
 from server.store.content import CONTENT_COLUMNS, IMPORT_CHUNK, ContentItem, ContentKind, content_values, item_view
 from server.store.errors import integrity_errors
-from server.store.keys import ApiKey, hash_key, key_from_row, new_key
+from server.store.evidence_sqlite import EvidenceLog
+from server.store.jobs import BACKLOG, CLAIMABLE, RETRYABLE, TRANSITIONS, IllegalTransition, JobState, Retry
 from server.store.outbox import (
     JOB_COLUMNS,
     MAX_ERROR_CHARS,
@@ -92,10 +92,6 @@ class KeyRepo:
     def active_by_hash(self) -> dict[str, ApiKey]:
         rows = self.conn.execute("SELECT * FROM api_keys WHERE revoked_at IS NULL")
         return {r["key_hash"]: key_from_row(r) for r in rows}
-
-    def revoked_ids(self) -> set[str]:
-        return {r[0] for r in self.conn.execute("SELECT id FROM api_keys WHERE revoked_at IS NOT NULL")}
-
 
 class UserRepo:
     def __init__(self, conn: sqlite3.Connection) -> None:

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-import sys
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -39,13 +38,6 @@ READERS = 2
 
 class StorageClosed(RuntimeError):
     """A call after `close()` (shutdown already released the connections)."""
-
-
-def storage_unavailable(exc: BaseException) -> bool:
-    """The database cannot be reached or answer (PostgreSQL down, its pool out of connections for
-    POOL_WAIT_S): the client gets a 503 to retry, not a 500. psycopg is only looked up if it is loaded."""
-    psycopg = sys.modules.get("psycopg")
-    return psycopg is not None and isinstance(exc, psycopg.OperationalError)
 
 
 class SqliteStorage:

@@ -35,7 +35,7 @@ from datetime import date
 import numpy as np
 import orjson
 
-from server.market.candles import INTERVALS, bucket_iso
+from server.market.intraday import INTERVALS, bucket_iso
 from server.market.state import DAILY, AppliedTick, MarketState
 from server.stream.wire import text_frame
 

@@ -29,15 +29,15 @@ from dataclasses import dataclass
 from time import perf_counter
 from typing import Any, Protocol
 
-from server.api.auth.limits import Gcra
 from server.core.client_ip import client_address
 from server.core.errors import ApiError, CloseCode
+from server.core.keys import ApiKey
+from server.core.limits import Gcra
 from server.core.metrics import Registry
 from server.market.catalogue import Catalogue
 from server.market.history import TickHistory
 from server.market.state import AppliedTick, MarketState
 from server.market.timefmt import iso
-from server.store.keys import ApiKey
 from server.stream import messages as msg
 from server.stream.candles import GRACE_S, CandleFrames, K
 from server.stream.handshake import Refusal, decide

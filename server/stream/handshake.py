@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, urlsplit
 
 from server.core.errors import ApiError
-from server.store.keys import ApiKey
+from server.core.keys import ApiKey
 
 WS_PATH = "/ws/quotes"
 KEY_HEADER = "X-SERVICE-Key"

@@ -15,14 +15,14 @@ from collections.abc import Callable
 
 import aiofastnet
 
-from server.api.auth.keys import KeyCache
-from server.api.auth.limits import Gcra
 from server.config import Settings
 from server.core.errors import CloseCode
+from server.core.limits import Gcra
 from server.core.metrics import Registry
 from server.market.catalogue import Catalogue
 from server.market.history import TickHistory
 from server.market.state import MarketState
+from server.store.key_cache import KeyCache
 from server.stream.clock import run_clock
 from server.stream.connection import CLOSE_TIMEOUT_S, StreamConnection
 from server.stream.core import StreamCore, StreamLimits, StreamMetrics

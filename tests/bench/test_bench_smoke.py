@@ -179,11 +179,11 @@ for endpoint in ("quotes", "kline", "news", "static"):
     one = robyn_requester(runtime, endpoint, secret)
     for _ in range(50):
         one()
-before = sum(h.count_ok[0] for q in runtime.app._hot.values() for h in q.values())
+before = sum(h.count_ok[0] for q in runtime.app.answers.by_path.values() for h in q.values())
 one = robyn_requester(runtime, "quotes", secret)
 for _ in range(100):
     one()
-after = sum(h.count_ok[0] for q in runtime.app._hot.values() for h in q.values())
+after = sum(h.count_ok[0] for q in runtime.app.answers.by_path.values() for h in q.values())
 print(after - before)
 """
     out = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)

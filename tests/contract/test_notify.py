@@ -33,9 +33,9 @@ from aiosmtpd.smtp import AuthResult, LoginPassword
 from server.config import Settings, Webhook
 from server.core.metrics import Registry
 from server.notify.channels import configured_channels
-from server.notify.jobs import JobState
 from server.notify.worker import OutboxWorker
 from server.store.db import open_db
+from server.store.jobs import JobState
 from server.store.records import Cooperation, Inquiry
 from server.store.sqlite_repos import SqliteOutbox
 from server.store.sqlite_sync import OutboxRepo, RecordRepo

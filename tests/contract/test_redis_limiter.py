@@ -11,21 +11,22 @@ import logging
 import math
 import time
 from collections.abc import Iterator
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
 
-from server.api.auth.keys import KeyCache
-from server.api.auth.limits import Gcra, shared_rate
-from server.api.core.pipeline import App
+from server.api.core.pipeline import App, build_app
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.config import EngineKind, Settings
+from server.core.limits import Gcra, shared_rate
 from server.core.metrics import HttpMetrics, Registry
 from server.engine.redis_client import AutoPipeline
 from server.engine.redis_engine import RedisEngine, connect
 from server.engine.redis_gcra import RedisGcra
 from server.store.db import open_db
+from server.store.key_cache import KeyCache
 from server.store.sqlite_repos import SqliteKeys
 from server.store.sqlite_sync import KeyRepo
 from server.store.storage import SqliteStorage
@@ -144,7 +145,7 @@ def _app(data_dir: Path, settings: Settings, shared: RedisGcra) -> App:
     router = Router()
     router.add("GET", "/api/v1/quotes", lambda req: Response(200, b"{}"), Access.KEYED, name="quotes")
     keys = KeyCache(SqliteKeys(SqliteStorage(data_dir)), KeyRepo(open_db(data_dir)).active_by_hash())
-    return App(settings, router, keys, HttpMetrics(Registry()), shared, shared.local)
+    return build_app(settings, router, keys, HttpMetrics(Registry()), shared, shared.local, time.time, nullcontext())
 
 
 def test_two_apps_share_one_bucket(redis_url: str, prefix: str, tmp_path: Path) -> None:
@@ -166,7 +167,7 @@ def test_two_apps_share_one_bucket(redis_url: str, prefix: str, tmp_path: Path) 
         assert statuses == [200] * 6 + [429, 429]
         assert remaining == ["5", "4", "3", "2", "1", "0", "0", "0"]
         for app in (a, b):
-            await app.limiter.client.aclose()  # type: ignore[attr-defined]
+            await app.admission.limiter.client.aclose()  # type: ignore[attr-defined]
 
     asyncio.run(scenario())
 

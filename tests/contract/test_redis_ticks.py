@@ -20,7 +20,7 @@ from websockets.asyncio.client import ClientConnection, connect
 
 from server.engine import EngineUnavailable, redis_ticks
 from server.engine.redis_ticks import SEQ_JUMP, RedisTicks
-from server.market.feed import Tick
+from server.market.tick import Tick
 from tests.conftest import ServerProcess, free_port, free_ports
 from tests.redis_service import OwnRedis, redis_prefix, require_redis
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from server.api.auth.keys import KeyCache
-from server.store.keys import ApiKey, hash_key
+from server.core.keys import ApiKey, hash_key
+from server.store.key_cache import KeyCache
 from server.store.sqlite_repos import SqliteKeys
 from server.store.sqlite_sync import KeyRepo
 from server.store.storage import SqliteStorage

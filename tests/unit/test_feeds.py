@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from server.feeds import FeedReadError, FeedSupervisor, LineReader
-from server.market.feed import Tick
+from server.market.tick import Tick
 
 WAIT_S = 5.0
 
@@ -197,11 +197,11 @@ class FailingOnce:
         self.runs = 0
         self.running = asyncio.Event()
 
-    async def run(self, on_ticks) -> None:  # type: ignore[no-untyped-def]
+    async def batches(self):  # type: ignore[no-untyped-def]
         self.runs += 1
         if self.runs == 1:
             raise OverflowError("date value out of range")
-        on_ticks([Tick(0, 1.0, 0.0)])
+        yield [Tick(0, 1.0, 0.0)]
         self.running.set()
         await asyncio.Event().wait()
 

@@ -33,7 +33,7 @@ def test_a_304_from_the_pipeline_leaves_the_200_remembered(tmp_path: Path) -> No
         first = await app.handle(_get("/api/market", **{"accept-encoding": "identity"}))
         assert first.status == 200
         etag = dict(first.headers)["etag"]
-        app._hot.clear()  # as if the version had moved since: nothing remembered for this path
+        app.answers.by_path.clear()  # as if the version had moved since: nothing remembered for this path
         inm = {"if-none-match": etag, "accept-encoding": "identity"}
         again = await app.handle(_get("/api/market", **inm))
         assert again.status == 304 and again.body == b"" and again.content_type is None

@@ -1,4 +1,9 @@
-"""No import cycle anywhere in `server/` (issue 19 item 1): the import graph, built with `ast`, is acyclic.
+"""No import cycle anywhere in `server/` (issue 19 item 1), and every import points down the layers (issue 33).
+
+The layers, lowest first (docs/architecture.md draws them): `core` < `config` < `market`, `evidence` < `engine`,
+`store` < `stream`, `feeds`, `notify` < `api` < `http` < the root (the top-level modules: root, serve, cli,
+commands, workers, lifecycle, ticks, ...). A module imports its own part and parts of lower layers only: two parts
+of one layer know nothing of each other. The root may import anything.
 
 Every import statement counts, wherever it is: at module level, inside a function (a lazy import is
 still a dependency; it only moves the failure to run time), and under `if TYPE_CHECKING:` (a type-only
@@ -65,6 +70,61 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
                 path.append(nxt)
                 stack.append(iter(sorted(graph[nxt])))
     return None
+
+
+LAYERS: dict[str, int] = {
+    "core": 0,
+    "config": 1,  # imports no part it configures
+    "market": 2, "evidence": 2,
+    "engine": 3, "store": 3,
+    "stream": 4, "feeds": 4, "notify": 4,
+    "api": 5,
+    "http": 6,
+}
+ROOT = 7  # every other top-level module or package of server/
+
+
+def part(module: str) -> str:
+    """`server.api.core.router` -> `api`; a top-level module (`server.root`) is its own part."""
+    pieces = module.split(".")
+    return pieces[1] if len(pieces) > 1 else ""
+
+
+def upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    """Every import of a module of the same or a higher layer's other part, as `a -> b` (the root's excepted)."""
+    found = []
+    for module, targets in sorted(graph.items()):
+        rank = LAYERS.get(part(module), ROOT)
+        if rank == ROOT:
+            continue
+        for target in sorted(targets):
+            other = LAYERS.get(part(target), ROOT)
+            if other > rank or (other == rank and part(target) != part(module)):
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def test_imports_point_down_the_layers() -> None:
+    graph = import_graph()
+    assert {part(m) for m in graph} >= set(LAYERS)  # every layer is there to check
+    assert upward_imports(graph) == []
+
+
+def test_the_layer_check_names_an_upward_import(tmp_path: Path) -> None:
+    """The check can fail: a store module importing notify (same layer, other part) and engine importing api (up)
+    are both named; store importing core (down) is not."""
+    pkg = tmp_path / "server"
+    for name in ("core", "store", "notify", "engine", "api"):
+        (pkg / name).mkdir(parents=True)
+        (pkg / name / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "core" / "limits.py").write_text("")
+    (pkg / "notify" / "jobs.py").write_text("")
+    (pkg / "api" / "routes.py").write_text("")
+    (pkg / "store" / "outbox.py").write_text("from server.notify.jobs import x\nfrom server.core import limits\n")
+    (pkg / "engine" / "gcra.py").write_text("def f():\n    from server.api.routes import g\n")
+    assert upward_imports(import_graph(pkg)) == [
+        "server.engine.gcra -> server.api.routes", "server.store.outbox -> server.notify.jobs"]
 
 
 def test_server_has_no_import_cycle() -> None:

@@ -3,7 +3,7 @@ from datetime import date, timedelta
 import numpy as np
 import pytest
 
-from server.market.candles import CandleBook
+from server.market.daily import CandleBook
 from server.market.timefmt import trading_days_back
 
 FRI = date(2026, 11, 20)

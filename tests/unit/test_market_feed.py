@@ -4,8 +4,10 @@ import numpy as np
 import orjson
 import pytest
 
+from server.feeds.jsonl import JsonlParser
 from server.market.catalogue import default_catalogue
-from server.market.feed import DemoFeed, JsonlParser, Tick
+from server.market.demo import DemoWalk
+from server.market.tick import Tick
 
 CAT = default_catalogue()
 END = date(2026, 11, 23)
@@ -13,13 +15,13 @@ WTI_TS = datetime.fromisoformat("2026-11-21T02:15:30.123+00:00").timestamp()
 
 
 def batches(seed: int, k: int = 20) -> list[list[Tick]]:
-    feed = DemoFeed(CAT, seed)
+    feed = DemoWalk(CAT, seed)
     return [feed.next_batch(1_795_000_000.0 + i * 0.25, 0.25) for i in range(k)]
 
 
 def test_same_seed_same_batches_and_history() -> None:
     assert batches(7) == batches(7)
-    h1, h2 = DemoFeed(CAT, 7).history(END), DemoFeed(CAT, 7).history(END)
+    h1, h2 = DemoWalk(CAT, 7).history(END), DemoWalk(CAT, 7).history(END)
     assert h1[0] == h2[0]
     for a, b in zip(h1[1:], h2[1:], strict=True):
         np.testing.assert_array_equal(a, b)
@@ -27,12 +29,12 @@ def test_same_seed_same_batches_and_history() -> None:
 
 def test_different_seed_differs() -> None:
     assert batches(7) != batches(8)
-    assert not np.array_equal(DemoFeed(CAT, 7).live_prices(), DemoFeed(CAT, 8).live_prices())
-    assert not np.array_equal(DemoFeed(CAT, 7).history(END)[4], DemoFeed(CAT, 8).history(END)[4])
+    assert not np.array_equal(DemoWalk(CAT, 7).live_prices(), DemoWalk(CAT, 8).live_prices())
+    assert not np.array_equal(DemoWalk(CAT, 7).history(END)[4], DemoWalk(CAT, 8).history(END)[4])
 
 
 def test_history_joins_live_price_and_is_consistent() -> None:
-    feed = DemoFeed(CAT, 11)
+    feed = DemoWalk(CAT, 11)
     days, o, h, low, c, v = feed.history(END, 90)
     assert len(days) == 90 and days[-1] == END
     assert o.shape == (len(CAT.instruments), 90)
@@ -44,7 +46,7 @@ def test_history_joins_live_price_and_is_consistent() -> None:
 
 
 def test_live_prices_near_base_and_rounded() -> None:
-    feed = DemoFeed(CAT, 3)
+    feed = DemoWalk(CAT, 3)
     prices = feed.live_prices()
     base = np.array([i.base_price for i in CAT.instruments])
     assert (np.abs(prices / base - 1) < 0.2).all()
@@ -53,7 +55,7 @@ def test_live_prices_near_base_and_rounded() -> None:
 
 
 def test_batches_move_a_subset_with_realistic_steps() -> None:
-    feed = DemoFeed(CAT, 5)
+    feed = DemoWalk(CAT, 5)
     before = feed.live_prices()
     n = len(CAT.instruments)
     for i in range(50):

@@ -8,18 +8,18 @@ from datetime import date, datetime, timedelta
 import numpy as np
 import pytest
 
-from server.market.candles import (
+from server.market.catalogue import default_catalogue
+from server.market.daily import CandleBook
+from server.market.intraday import (
     INTERVALS,
     INTRADAY_CAPACITY,
-    CandleBook,
     IntradayBook,
     IntradayRing,
     bucket_iso,
     session_start,
 )
-from server.market.catalogue import default_catalogue
-from server.market.feed import Tick
 from server.market.state import MarketState, build_demo_state
+from server.market.tick import Tick
 from server.market.timefmt import TZ, day_start, iso, trading_days_back
 
 CAT = default_catalogue()
@@ -185,7 +185,7 @@ def test_kept_candle_texts_are_the_formatted_candles_byte_for_byte_as_the_ring_m
     orjson.dumps(format(...)) of the same columns."""
     import orjson
 
-    from server.market.candles import joined
+    from server.market.intraday import joined
 
     ring = IntradayRing(2, 60, capacity=50)
     rng = np.random.default_rng(7)

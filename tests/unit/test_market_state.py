@@ -5,10 +5,10 @@ import numpy as np
 import orjson
 import pytest
 
-from server.market.candles import CandleBook
 from server.market.catalogue import default_catalogue
-from server.market.feed import Tick
+from server.market.daily import CandleBook
 from server.market.state import MarketState, build_demo_state
+from server.market.tick import Tick
 from server.market.timefmt import TZ, iso, trading_days_back
 
 CAT = default_catalogue()

@@ -10,8 +10,9 @@ import pytest
 
 from server.config import Settings, Webhook
 from server.notify.channels import Channel, configured_channels, scrub, sensitive_strings
-from server.notify.jobs import TRANSITIONS, Backoff, IllegalTransition, JobState, transition
+from server.notify.jobs import Backoff
 from server.store.db import open_db, transaction
+from server.store.jobs import TRANSITIONS, IllegalTransition, JobState, transition
 from server.store.outbox import JobNotFound
 from server.store.records import Cooperation
 from server.store.sqlite_sync import OutboxRepo, RecordRepo

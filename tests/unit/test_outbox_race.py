@@ -18,9 +18,10 @@ import pytest
 
 from server.config import Settings
 from server.core.metrics import Registry
-from server.notify.jobs import DeliveryFailed, JobState, Retry
+from server.notify.jobs import DeliveryFailed
 from server.notify.worker import OutboxWorker, Sender
 from server.store.db import open_db
+from server.store.jobs import JobState, Retry
 from server.store.outbox import Job
 from server.store.sqlite_repos import SqliteOutbox
 from server.store.sqlite_sync import OutboxRepo

@@ -11,8 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from server.evidence import EvidenceLog
 from server.store.db import open_db
+from server.store.evidence_sqlite import EvidenceLog
 from server.store.receipts import (
     TRANSITIONS,
     IllegalTransition,

@@ -15,8 +15,8 @@ from server.api.site.fields import int_params
 from server.api.site.market import MarketSnapshots
 from server.core.errors import ApiError
 from server.market.catalogue import default_catalogue
-from server.market.feed import Tick
 from server.market.state import build_demo_state
+from server.market.tick import Tick
 from server.store.db import open_db
 from server.store.records import Cooperation, Inquiry, new_record_id
 from server.store.sqlite_sync import OutboxRepo, RecordRepo

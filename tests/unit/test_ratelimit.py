@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from server.api.auth.limits import MAX_RATE, Gcra, MemoryStore, bounded_rate
+from server.core.limits import MAX_RATE, Gcra, MemoryStore, bounded_rate
 
 
 def test_burst_of_n_then_refusal() -> None:

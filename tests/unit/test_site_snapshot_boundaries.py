@@ -11,8 +11,9 @@ import orjson
 
 from server.api.site.market import GRACE_S, MarketSnapshots
 from server.market.catalogue import default_catalogue
-from server.market.feed import DemoFeed, Tick
+from server.market.demo import DemoWalk
 from server.market.state import MarketState, build_demo_state
+from server.market.tick import Tick
 from server.market.timefmt import iso
 
 REFRESH = 60.0
@@ -34,7 +35,7 @@ def _state() -> MarketState:
 
 
 def _batches(n: int, first_ts: float, step: float) -> list[list[Tick]]:
-    feed = DemoFeed(default_catalogue(), 7)
+    feed = DemoWalk(default_catalogue(), 7)
     return [feed.next_batch(first_ts + i * step, step) for i in range(n)]
 
 

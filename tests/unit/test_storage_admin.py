@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from server.notify.jobs import IllegalTransition
 from server.store.admin import AdminRepos, open_admin
 from server.store.content import ContentItem, ContentKind, Localised
+from server.store.jobs import IllegalTransition
 from server.store.outbox import JobNotFound
 from server.store.receipts import ReceiptConflict, ReceiptData, ReceiptStatus
 from server.store.users import DuplicateEmail

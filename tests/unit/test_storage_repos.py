@@ -17,12 +17,13 @@ from typing import Any
 
 import pytest
 
-from server.evidence import EvidenceLog
-from server.notify.jobs import Backoff, JobState
+from server.core.keys import hash_key
+from server.notify.jobs import Backoff
 from server.store.content import ContentKind
 from server.store.db import DB_NAME, open_db
 from server.store.errors import UnstorableValue
-from server.store.keys import hash_key
+from server.store.evidence_sqlite import EvidenceLog
+from server.store.jobs import JobState
 from server.store.pg_repos import PgStorage, pg_repositories
 from server.store.pg_sync import PgKeyRepo
 from server.store.receipts import ReceiptConflict, ReceiptData, ReceiptStatus

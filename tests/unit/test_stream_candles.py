@@ -11,10 +11,10 @@ import orjson
 import pytest
 
 from server.core.metrics import Registry
-from server.market.candles import CandleBook
 from server.market.catalogue import default_catalogue
-from server.market.feed import Tick
+from server.market.daily import CandleBook
 from server.market.state import MarketState
+from server.market.tick import Tick
 from server.market.timefmt import TZ
 from server.stream import messages as msg
 from server.stream.candles import GRACE_S, CandleFrames, K

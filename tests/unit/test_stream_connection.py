@@ -14,13 +14,13 @@ import pytest
 import uvloop
 from websockets.asyncio.client import connect
 
-from server.api.auth.limits import Gcra
 from server.config import Settings
+from server.core.keys import ApiKey
+from server.core.limits import Gcra
 from server.core.metrics import Registry
 from server.market.catalogue import default_catalogue
 from server.market.history import TickHistory
 from server.market.state import build_demo_state
-from server.store.keys import ApiKey
 from server.stream.connection import CLOSE_TIMEOUT_S
 from server.stream.core import StreamLimits
 from server.stream.messages import tick_frame

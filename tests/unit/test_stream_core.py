@@ -10,10 +10,10 @@ import pytest
 from websockets.frames import Frame, Opcode
 
 from server.core.errors import CloseCode
+from server.core.keys import ApiKey
 from server.core.metrics import Registry
 from server.market.catalogue import default_catalogue
 from server.market.state import AppliedTick
-from server.store.keys import ApiKey
 from server.stream.core import StreamCore, StreamLimits, StreamMetrics
 from server.stream.session import Session
 from server.stream.states import SessionState

@@ -7,7 +7,7 @@ from enum import Enum
 import pytest
 
 from server.core.transitions import IllegalTransition, Transitions
-from server.notify.jobs import TRANSITIONS as JOBS
+from server.store.jobs import TRANSITIONS as JOBS
 from server.store.receipts import TRANSITIONS as RECEIPTS
 from server.stream.states import ALLOWED as SESSIONS
 

@@ -12,10 +12,10 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from server.api.auth.keys import KeyCache
 from server.core.background import cancel_and_wait, log_round_failure
 from server.engine import RevocationChannel
 from server.store.db import storage_errors
+from server.store.key_cache import KeyCache
 from server.store.storage import StorageClosed
 
 log = logging.getLogger("market.keys")

@@ -106,6 +106,10 @@ class Router:
             if route.name in names and route.method == "GET":
                 route.version = version
 
+    def remembered_patterns(self) -> list[str]:
+        """The patterns of the GET routes whose answers the pipeline remembers (a runtime may serve them apart)."""
+        return [route.pattern for route in self.routes() if route.version is not None]
+
     def routes(self) -> list[Route]:
         entries = [*self._exact.values(), *self._templated]
         return [r for e in entries for m, r in e.methods.items() if not (m == "HEAD" and r.method == "GET")]

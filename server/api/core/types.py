@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 from urllib.parse import parse_qsl
 
+from server.core.errors import ApiError
+
 
 class Headers(Protocol):
     """Read access to request headers by lower-case name (a dict, or a runtime's own header map)."""
@@ -57,3 +59,8 @@ class Response:
         if self.content_type is None:
             return self.headers
         return [("content-type", self.content_type), *self.headers]
+
+
+def problem_response(error: ApiError) -> Response:
+    """An `ApiError` as its RFC 9457 problem response (the error knows its status; this layer, the response)."""
+    return Response(error.status, error.body(), "application/problem+json", list(error.headers))

@@ -11,11 +11,10 @@ import time
 from collections.abc import Callable, Iterable
 from contextlib import AbstractContextManager
 
+from server.evidence.ledger import Block, BlockRow, HashChain, Ledger, block_values
+from server.evidence.log import MerkleLog
 from server.store.schema import EVIDENCE_BLOCKS_SQLITE, EVIDENCE_LOG_SQLITE
 from server.store.sqlite_tx import joined_transaction, transaction
-
-from .ledger import Block, BlockRow, HashChain, Ledger, block_values
-from .log import MerkleLog
 
 
 class LocalLedger(HashChain):

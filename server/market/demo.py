@@ -1,23 +1,21 @@
-"""Price sources: the seeded synthetic demo feed and the JSON-lines parser.
+"""The demo market: a seeded geometric random walk per instrument, its ticks and its synthetic history.
 
-Both are pure: the demo feed takes the clock as an argument and owns a numpy
-Generator derived from its seed; the parser turns one line into a ``Tick``.
+Pure: it takes the clock as an argument and owns a numpy Generator derived from its seed
+(server/feeds/ runs it as the demo feed source).
 """
 
 from __future__ import annotations
 
 import functools
 import math
-from dataclasses import dataclass
-from datetime import date, datetime, timedelta
-from typing import Any, TypeGuard
+from datetime import date, timedelta
 
 import numpy as np
-import orjson
 
-from server.market.candles import INTERVALS, session_start
 from server.market.catalogue import Catalogue
-from server.market.timefmt import TZ, day_start, trading_days_back
+from server.market.intraday import INTERVALS, session_start
+from server.market.tick import Tick
+from server.market.timefmt import day_start, trading_days_back
 
 # Seconds of continuous trading that one ``daily_vol`` is spread over. Using a
 # single session (rather than 24 h) keeps tick-to-tick moves visible on screen;
@@ -26,8 +24,6 @@ TRADING_DAY_SECONDS = 4 * 3600.0
 # Pull of the live price back to its starting level, per second (half-life ~ 2.4 days).
 MEAN_REVERSION_PER_S = 1.0 / (5 * 86400.0)
 MOVE_FRACTION = (0.10, 0.40)
-# A tick stamped further ahead of the clock than this is a bad line (SPEC 10).
-MAX_FUTURE_S = 300.0
 
 # Intraday history: path points per base bucket (open, two inside, close); a session's base bucket is
 # the shortest interval whose ring reaches it (1m for the last 1,000 minutes, ..., 1h for older ones).
@@ -38,14 +34,6 @@ History = tuple[list[date], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.n
 Buckets = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
-@dataclass(slots=True)
-class Tick:
-    row: int
-    price: float
-    ts: float
-    volume: float = 0.0
-
-
 def _round_rows(values: np.ndarray, decimals: np.ndarray) -> np.ndarray:
     """Round each row (axis 0) of ``values`` to its instrument's decimals."""
     scale = 10.0 ** decimals.astype(np.float64)
@@ -53,7 +41,7 @@ def _round_rows(values: np.ndarray, decimals: np.ndarray) -> np.ndarray:
     return np.round(values * scale.reshape(shape)) / scale.reshape(shape)
 
 
-class DemoFeed:
+class DemoWalk:
     """Seeded geometric random walk calibrated per instrument."""
 
     def __init__(self, catalogue: Catalogue, seed: int) -> None:
@@ -213,77 +201,3 @@ def _coarsen(buckets: Buckets, seconds: int) -> Buckets:
     return (keys[first][None, :].repeat(t.shape[0], axis=0) * seconds, o[:, first],
             np.maximum.reduceat(h, first, axis=1), np.minimum.reduceat(low, first, axis=1), c[:, last],
             np.add.reduceat(v, first, axis=1))
-
-
-def _is_number(value: Any) -> TypeGuard[int | float]:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _parse_ts(value: Any, now: float) -> float | None:
-    if value is None:
-        return now
-    if _is_number(value):
-        return float(value) if math.isfinite(value) else None
-    if isinstance(value, str):
-        try:
-            parsed = datetime.fromisoformat(value)
-            if parsed.tzinfo is None:
-                parsed = parsed.replace(tzinfo=TZ)
-            return parsed.timestamp()
-        except (ValueError, OverflowError, OSError):  # "0001-01-01" in +08:00 is before year 1 in UTC
-            return None
-    return None
-
-
-class JsonlParser:
-    """Parses ``{"id","price","ts"?,"volume"?}`` lines; counts what it rejects.
-
-    ``bad_lines`` counts malformed lines (bad JSON, wrong types, non-positive or
-    non-finite price, negative volume, unparseable ts, a ts before ``not_before``
-    (the oldest candle held) or more than ``MAX_FUTURE_S`` after ``now``);
-    ``unknown_ids`` counts well-formed lines whose id is not in the catalogue.
-    Blank lines are ignored. A missing ts means "now"; a naive ISO 8601 ts is
-    read as Asia/Shanghai. ``ts`` is epoch seconds: epoch milliseconds land
-    tens of thousands of years ahead and are rejected like any other future ts.
-    """
-
-    def __init__(self, catalogue: Catalogue) -> None:
-        self.index = catalogue.index
-        self.bad_lines = 0
-        self.unknown_ids = 0
-        self.accepted = 0
-
-    def parse(self, line: bytes | str, now: float, not_before: float = -math.inf) -> Tick | None:
-        if not line.strip():
-            return None
-        tick = self._parse(line, now)
-        if tick is not None and not not_before <= tick.ts <= now + MAX_FUTURE_S:
-            return self._bad()
-        if tick is not None:
-            self.accepted += 1
-        return tick
-
-    def _bad(self) -> Tick | None:
-        self.bad_lines += 1
-        return None
-
-    def _parse(self, line: bytes | str, now: float) -> Tick | None:
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return self._bad()
-        if not isinstance(obj, dict):
-            return self._bad()
-        iid, price, volume = obj.get("id"), obj.get("price"), obj.get("volume", 0.0)
-        if not isinstance(iid, str) or not _is_number(price) or not _is_number(volume):
-            return self._bad()
-        if not (math.isfinite(price) and price > 0) or not (math.isfinite(volume) and volume >= 0):
-            return self._bad()
-        ts = _parse_ts(obj.get("ts"), now)
-        if ts is None:
-            return self._bad()
-        row = self.index.get(iid.strip().lower())
-        if row is None:
-            self.unknown_ids += 1
-            return None
-        return Tick(row, float(price), ts, float(volume))

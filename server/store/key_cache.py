@@ -14,7 +14,7 @@ key created afterwards is found by the next `load`.
 
 from __future__ import annotations
 
-from server.store.keys import ApiKey, hash_key
+from server.core.keys import ApiKey, hash_key
 from server.store.repositories import Keys
 
 MAX_MISSING = 10_000
