@@ -144,7 +144,7 @@ class MarketApi:
         if "days" in query:
             days = _count("days", query["days"], MAX_DAYS, MAX_DAYS)
             return self._cached(("kline", row, interval, limit, days), lambda: self._envelope(
-                id=inst_id, interval=interval, series=orjson.Fragment(self.state.kline_range_json(
+                id=inst_id, interval=interval, series=orjson.Fragment(self.state.ranges.json(
                     row, interval, self._since_trading_days(days), math.inf, limit, False)[0])))
         return self._cached(("kline", row, interval, limit), lambda: self._envelope(
             id=inst_id, interval=interval,
@@ -171,7 +171,7 @@ class MarketApi:
         earliest = "from" in query
 
         def build() -> bytes:
-            series, nxt = self.state.kline_range_json(row, interval, start, end, limit, earliest)
+            series, nxt = self.state.ranges.json(row, interval, start, end, limit, earliest)
             return self._envelope(id=inst_id, interval=interval, series=orjson.Fragment(series), next=nxt)
 
         return self._cached(("kline-range", row, interval, start, end, limit, earliest), build)

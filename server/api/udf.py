@@ -32,7 +32,8 @@ from server.api.core.types import Request, Response
 from server.core.errors import ApiError, udf_fields
 from server.market.catalogue import Instrument
 from server.market.intraday import window
-from server.market.state import DAILY, MarketState
+from server.market.ranges import DAILY
+from server.market.state import MarketState
 
 PREFIX = "/api/v1/udf/"
 # UDF resolution -> /kline interval; "D" is the older spelling of "1D" (accepted, not advertised)
@@ -140,7 +141,7 @@ class UdfApi:
 
     def _bars(self, row: int, interval: str, start: float, end: float, countback: int | None) -> bytes:
         shift = _DAY_OFFSET_S if interval == DAILY else 0
-        starts, cols = self.state.held_candles(row, interval)
+        starts, cols = self.state.ranges.held(row, interval)
         # UDF's closed [from, to] on UDF times: [from - shift, to - shift + 1) on /kline's starts (whole seconds)
         lo_s, hi_s = start - shift, math.floor(end) - shift + 1
         if countback is None:
@@ -151,7 +152,7 @@ class UdfApi:
             if countback is not None or lo == 0:
                 return _NO_DATA
             return orjson.dumps({"s": "no_data", "nextTime": int(starts[lo - 1]) + shift})
-        series = self.state.format_candles(row, interval, cols[lo:hi])
+        series = self.state.ranges.format(row, interval, cols[lo:hi])
         return orjson.dumps({
             "s": "ok", "t": (starts[lo:hi] + shift).tolist(),
             "o": [c["o"] for c in series], "h": [c["h"] for c in series], "l": [c["l"] for c in series],

@@ -1,6 +1,6 @@
 """Daily OHLCV candles in numpy ring buffers, one shared trading-day axis.
 
-Invariant: only ``apply_tick``, ``apply_ticks``, ``roll_to`` and
+Invariant: only ``apply_tick``, ``roll_to`` and
 ``load_history`` mutate the buffers. Every instrument has exactly one candle
 per trading day (Mon-Fri), so all rows share the ``days`` column; the last
 column is the live candle, the others are closed.
@@ -130,24 +130,6 @@ class CandleBook:
         self.q[row, col] = seq
         self.ticked[row, col] = True
 
-    def apply_ticks(self, rows: np.ndarray, prices: np.ndarray, volumes: np.ndarray, day: date) -> None:
-        """Vectorised ``apply_tick`` for ticks in time order; rows may repeat."""
-        if len(rows) == 0:
-            return
-        self.roll_to(day)
-        col = self._col(0)
-        rows = np.asarray(rows, dtype=np.intp)
-        prices = np.asarray(prices, dtype=np.float64)
-        uniq, first = np.unique(rows, return_index=True)
-        unopened = np.isnan(self.o[uniq, col])
-        self.o[uniq[unopened], col] = prices[first[unopened]]
-        np.fmax.at(self.h[:, col], rows, prices)
-        np.fmin.at(self.l[:, col], rows, prices)
-        np.add.at(self.v[:, col], rows, np.asarray(volumes, dtype=np.float64))
-        rev_uniq, rev_first = np.unique(rows[::-1], return_index=True)
-        self.c[rev_uniq, col] = prices[::-1][rev_first]
-        self.ticked[uniq, col] = True
-
     # --- reading -------------------------------------------------------------
     def last_day(self) -> date:
         if self.count == 0:
@@ -171,13 +153,6 @@ class CandleBook:
         if self.count >= 2:
             return float(self.c[row, self._col(1)])
         return float(self.o[row, self._col(0)]) if self.count else float("nan")
-
-    def prev_closes(self) -> np.ndarray:
-        if self.count >= 2:
-            return self.c[:, self._col(1)].copy()
-        if self.count == 1:
-            return self.o[:, self._col(0)].copy()
-        return np.full(self.n, np.nan)
 
     def live_arrays(self) -> Arrays5:
         """Copies of the live candle's (o, h, l, c, v), each shaped (n,)."""

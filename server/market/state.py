@@ -22,20 +22,18 @@ from dataclasses import dataclass
 from datetime import date
 
 import numpy as np
-import orjson
 
 from server.market.catalogue import Catalogue
 from server.market.daily import CandleBook
 from server.market.demo import DemoWalk
-from server.market.intraday import IntradayBook, bucket_iso, joined, session_start, window
+from server.market.intraday import IntradayBook, session_start
 from server.market.inventory import InventoryBook
+from server.market.ranges import CandleRanges
 from server.market.spreads import SpreadCalculator
 from server.market.tick import Tick
 from server.market.timefmt import day_start, iso, trading_day
 
 _DAY_OFFSET_S = 8 * 3600
-_EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
-DAILY = "1d"
 
 
 @dataclass(slots=True)
@@ -83,6 +81,7 @@ class MarketState:
         self._ids = [inst.id for inst in catalogue.instruments]
         self._decimals = [inst.decimals for inst in catalogue.instruments]
         self._spreads = SpreadCalculator(catalogue)
+        self.ranges = CandleRanges(candles, self.intraday, self._decimals)  # range queries (SPEC 14)
         self._day_key = -1
         self._day = date.min
         self._session_day = date.min
@@ -208,49 +207,6 @@ class MarketState:
     def kline_intraday_json(self, row: int, interval: str, limit: int) -> bytes:
         """``orjson.dumps(kline_intraday(...))``, byte for byte, from the buckets' kept texts."""
         return self.intraday.series_json(interval, row, limit, self._decimals[row])
-
-    def held_candles(self, row: int, interval: str) -> tuple[np.ndarray, np.ndarray]:
-        """(starts, columns) of every candle of ``row`` held for ``interval``, ascending: the bucket start in epoch
-        seconds, for 1d the trading day's 00:00 Asia/Shanghai (the instant its ``YYYY-MM-DD`` names)."""
-        if interval == DAILY:
-            ordinals, cols = self.candles.held(row)
-            return (ordinals.astype(np.int64) - _EPOCH_ORDINAL) * 86400 - _DAY_OFFSET_S, cols
-        return self.intraday.rings[interval].held(row)
-
-    def format_candles(self, row: int, interval: str, cols: np.ndarray) -> list[dict]:
-        """The served candles at these columns (the same format as the plain /kline series)."""
-        if interval == DAILY:
-            return self.candles.format(row, cols.tolist(), self._decimals[row])
-        return self.intraday.rings[interval].format(row, cols, self._decimals[row])
-
-    def kline_range(self, row: int, interval: str, start: float, end: float, limit: int,
-                    earliest: bool) -> tuple[list[dict], str | None]:
-        """Candles with start <= bucket start < end (SPEC 14): the earliest ``limit`` and the ``t`` of the first one
-        left out (``earliest``), or the latest ``limit`` and None."""
-        starts, cols = self.held_candles(row, interval)
-        lo, hi, nxt = window(starts, start, end, limit, earliest)
-        series = self.format_candles(row, interval, cols[lo:hi])
-        return series, self._next(interval, starts, cols, nxt)
-
-    def kline_range_json(self, row: int, interval: str, start: float, end: float, limit: int,
-                         earliest: bool) -> tuple[bytes, str | None]:
-        """``kline_range`` with the series as its JSON (``orjson.dumps`` of it, byte for byte): intraday candles from
-        the buckets' kept texts (a bucket's text is built once; only the newest can change), daily ones dumped."""
-        starts, cols = self.held_candles(row, interval)
-        lo, hi, nxt = window(starts, start, end, limit, earliest)
-        if interval == DAILY:
-            series = orjson.dumps(self.format_candles(row, interval, cols[lo:hi]))
-        else:
-            series = joined(self.intraday.rings[interval].texts(row, cols[lo:hi], self._decimals[row]))
-        return series, self._next(interval, starts, cols, nxt)
-
-    def _next(self, interval: str, starts: np.ndarray, cols: np.ndarray, nxt: int | None) -> str | None:
-        """The ``t`` of the candle at index ``nxt`` of ``held_candles`` (a range's ``next``), None for None."""
-        if nxt is None:
-            return None
-        if interval == DAILY:
-            return date.fromordinal(int(self.candles.days[cols[nxt]])).isoformat()
-        return bucket_iso(starts[nxt:nxt + 1])[0]
 
     def spreads(self) -> list[dict]:
         return self._spreads.compute(self.prices)

@@ -36,7 +36,8 @@ import numpy as np
 import orjson
 
 from server.market.intraday import INTERVALS, bucket_iso
-from server.market.state import DAILY, AppliedTick, MarketState
+from server.market.ranges import DAILY
+from server.market.state import AppliedTick, MarketState
 from server.stream.wire import text_frame
 
 CANDLE_INTERVALS: tuple[str, ...] = (*INTERVALS, DAILY)  # 1m, 5m, 15m, 1h, 1d

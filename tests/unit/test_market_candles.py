@@ -77,7 +77,8 @@ def test_ticked_marks_only_candles_with_ticks() -> None:
     assert book.ticked_candles() == []  # loaded history is not ours to write back
     wed = MON + timedelta(days=2)
     book.apply_tick(1, 44.0, 1.0, MON)
-    book.apply_ticks(np.array([0, 0]), np.array([60.0, 61.0]), np.array([1.0, 2.0]), wed)
+    book.apply_tick(0, 60.0, 1.0, wed)
+    book.apply_tick(0, 61.0, 2.0, wed)
     assert book.ticked_candles() == [(1, MON, (44.0, 44.0, 44.0, 44.0, 1.0)),
                                      (0, wed, (60.0, 61.0, 60.0, 61.0, 3.0))]
 
@@ -114,19 +115,6 @@ def test_ring_wraps_keeps_90_ascending_weekdays() -> None:
     assert days == trading_days_back(days[-1], 90)
     assert len(book.series(0, 90, 2)) == 90
     assert len(book.series(0, 5, 2)) == 5
-
-
-def test_apply_ticks_vectorised_matches_scalar() -> None:
-    rows = np.array([0, 1, 0, 0, 1])
-    prices = np.array([70.0, 20.0, 10.0, 65.0, 55.0])
-    vols = np.array([1.0, 2.0, 3.0, 4.0, 5.0])
-    a, b = book_with_history(), book_with_history()
-    a.apply_ticks(rows, prices, vols, MON)
-    for r, p, v in zip(rows, prices, vols, strict=True):
-        b.apply_tick(int(r), float(p), float(v), MON)
-    assert a.live(0) == b.live(0) == (70.0, 70.0, 10.0, 65.0, 8.0)
-    assert a.live(1) == b.live(1)
-    np.testing.assert_array_equal(a.prev_closes(), b.prev_closes())
 
 
 def test_empty_book_first_tick_opens_candle() -> None:

@@ -108,46 +108,57 @@ def build_asyncapi(settings: Settings) -> dict[str, Any]:
         "servers": {"local": {"host": f"{settings.host}:{settings.ws_port}", "protocol": "ws",
                               "security": [{"$ref": "#/components/securitySchemes/headerKey"},
                                            {"$ref": "#/components/securitySchemes/queryKey"}]}},
-        "channels": {"quotes": {
-            "address": "/ws/quotes",
-            "messages": messages,
-            "bindings": {"ws": {
-                "method": "GET",
-                "headers": obj([], **{"X-SERVICE-Key": {"type": "string", "description": (
-                    "A professional or enterprise API key (non-browser clients: it stays out of URLs and so "
-                    "out of proxy logs). When sent, it is the key and the query's key is ignored.")}}),
-                "query": obj([], key={"type": "string", "description": (
-                    "A professional or enterprise API key, for browsers (which cannot set handshake headers).")}),
-            }},
-            "x-handshake-refusals": {
-                "description": "A refused handshake is an HTTP response with an RFC 9457 "
-                               "application/problem+json body {type, title, status, detail, code}.",
-                "schema": ref("Problem"),
-                "statuses": REFUSALS,
-            },
-            "x-close-codes": {str(int(code)): text for code, text in CLOSE_CODE_MEANINGS.items()},
-        }},
-        "operations": {
-            "receiveServerMessages": {"action": "receive", "channel": {"$ref": "#/channels/quotes"},
-                                      "summary": "What the server sends.",
-                                      "messages": [msg[m] for m in SERVER_MESSAGES]},
-            "subscribe": {"action": "send", "channel": {"$ref": "#/channels/quotes"},
-                          "messages": [msg["Subscribe"]],
-                          "reply": {"channel": {"$ref": "#/channels/quotes"},
-                                    "messages": [msg["Subscribed"], msg["Snapshot"], msg["CandleFrame"],
-                                                 msg["Error"]]}},
-            "unsubscribe": {"action": "send", "channel": {"$ref": "#/channels/quotes"},
-                            "messages": [msg["Unsubscribe"]],
-                            "reply": {"channel": {"$ref": "#/channels/quotes"},
-                                      "messages": [msg["Subscribed"], msg["Snapshot"], msg["Error"]]}},
-            "ping": {"action": "send", "channel": {"$ref": "#/channels/quotes"}, "messages": [msg["Ping"]],
-                     "reply": {"channel": {"$ref": "#/channels/quotes"}, "messages": [msg["Pong"]]}},
-        },
+        "channels": {"quotes": _channel(messages)},
+        "operations": _operations(msg),
         "components": {
             "schemas": closure(*STREAM, "Problem"),
             "securitySchemes": {"headerKey": {"type": "httpApiKey", "name": "X-SERVICE-Key", "in": "header"},
                                 "queryKey": {"type": "httpApiKey", "name": "key", "in": "query"}},
         },
+    }
+
+
+def _channel(messages: dict[str, Any]) -> dict[str, Any]:
+    """/ws/quotes: its messages, the handshake's key, its refusals and close codes."""
+    return {
+        "address": "/ws/quotes",
+        "messages": messages,
+        "bindings": {"ws": {
+            "method": "GET",
+            "headers": obj([], **{"X-SERVICE-Key": {"type": "string", "description": (
+                "A professional or enterprise API key (non-browser clients: it stays out of URLs and so "
+                "out of proxy logs). When sent, it is the key and the query's key is ignored.")}}),
+            "query": obj([], key={"type": "string", "description": (
+                "A professional or enterprise API key, for browsers (which cannot set handshake headers).")}),
+        }},
+        "x-handshake-refusals": {
+            "description": "A refused handshake is an HTTP response with an RFC 9457 "
+                           "application/problem+json body {type, title, status, detail, code}.",
+            "schema": ref("Problem"),
+            "statuses": REFUSALS,
+        },
+        "x-close-codes": {str(int(code)): text for code, text in CLOSE_CODE_MEANINGS.items()},
+    }
+
+
+def _operations(msg: dict[str, Any]) -> dict[str, Any]:
+    """What the server sends, and each client message with the replies it gets."""
+    q = {"$ref": "#/channels/quotes"}
+    return {
+        "receiveServerMessages": {"action": "receive", "channel": q,
+                                  "summary": "What the server sends.",
+                                  "messages": [msg[m] for m in SERVER_MESSAGES]},
+        "subscribe": {"action": "send", "channel": q,
+                      "messages": [msg["Subscribe"]],
+                      "reply": {"channel": q,
+                                "messages": [msg["Subscribed"], msg["Snapshot"], msg["CandleFrame"],
+                                             msg["Error"]]}},
+        "unsubscribe": {"action": "send", "channel": q,
+                        "messages": [msg["Unsubscribe"]],
+                        "reply": {"channel": q,
+                                  "messages": [msg["Subscribed"], msg["Snapshot"], msg["Error"]]}},
+        "ping": {"action": "send", "channel": q, "messages": [msg["Ping"]],
+                 "reply": {"channel": q, "messages": [msg["Pong"]]}},
     }
 
 
