@@ -1,7 +1,8 @@
 """Running the hub on either runtime, with SIGTERM/SIGINT handled the same way on both.
 
-Both runtimes start the hub with `server.root.start_up` and stop it with `server.root.shut_down` (server/lifecycle.py's
-order, bounded by 5 s); this module is the Granian adapter's entry and the checks before either runs.
+Both runtimes start the hub with `server.root` (`start_up`; Robyn: `build`, then `start_built` on its loop) and stop
+it with `server.root.shut_down` (server/lifecycle.py's order, bounded by its SHUTDOWN_BUDGET_S); this module is the
+entry of both adapters and the checks before either runs.
 """
 
 from __future__ import annotations

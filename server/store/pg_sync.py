@@ -84,7 +84,7 @@ class PgKeyRepo:
         return key, secret
 
     def create_demo_key(self) -> str | None:
-        """As on SQLite (server/store/keys.py); the lock makes two hubs starting together create one key."""
+        """As on SQLite (server/store/sqlite_sync.py); the lock makes two hubs starting together create one key."""
         with locked(self.conn, DEMO_KEY_LOCK):
             if self.conn.execute("SELECT 1 FROM meta WHERE key = 'demo_key'").fetchone():
                 return None
