@@ -1,0 +1,73 @@
+"""Plain-data views of a venue clock for the HTTP layer: the calendar and TradingView UDF fields.
+
+Everything returns dicts, lists and strings ready for JSON; nothing here serialises.
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime, timedelta
+from typing import Any
+
+from server.market.venue_clock import VenueClock
+
+MAX_CALENDAR_DAYS = 366
+
+
+class CalendarRangeError(ValueError):
+    """A calendar range the API answers with 400 (the message says why)."""
+
+
+def iso(ts_ms: int, clock: VenueClock) -> str:
+    """ISO 8601 with the venue's offset, seconds precision."""
+    return clock.local(ts_ms).isoformat(timespec="seconds")
+
+
+def calendar(clock: VenueClock, start: date, end: date) -> dict[str, Any]:
+    """``{venue, from, to, days: [{date, sessions: [{start, end}]}], holidays: [{date, name}]}``,
+    both ends included, at most 366 days."""
+    if end < start:
+        raise CalendarRangeError("'to' is before 'from'")
+    if (end - start).days + 1 > MAX_CALENDAR_DAYS:
+        raise CalendarRangeError(f"at most {MAX_CALENDAR_DAYS} days per calendar request")
+    days = [
+        {"date": day.isoformat(),
+         "sessions": [{"start": iso(w.start_ms, clock), "end": iso(w.end_ms, clock)} for w in clock.windows(day)]}
+        for day in clock.trading_days(start, end)
+    ]
+    return {"venue": clock.venue.id, "from": start.isoformat(), "to": end.isoformat(),
+            "days": days, "holidays": holidays(clock, start, end)}
+
+
+def holidays(clock: VenueClock, start: date, end: date) -> list[dict[str, str]]:
+    """Weekdays in the range on which the venue does not trade, with the closure's name."""
+    out: list[dict[str, str]] = []
+    day = start
+    while day <= end:
+        name = clock.days.holiday_name(day)
+        if name is not None:
+            out.append({"date": day.isoformat(), "name": name})
+        day += timedelta(days=1)
+    return out
+
+
+def _hhmm(dt: datetime) -> str:
+    return dt.strftime("%H%M")
+
+
+def udf_session(clock: VenueClock, reference: date) -> str:
+    """TradingView's ``session``: the template's windows as HHMM-HHMM in the venue zone, night first
+    (e.g. "2100-0230,0900-1015,1030-1130,1330-1500"), read off the template as laid out for the
+    trading day ``reference`` (or the next one that has the full template, within 60 days)."""
+    full = len(clock.template.night) + len(clock.template.day)
+    day = reference
+    for _ in range(60):
+        windows = clock.sessions(day)
+        if len(windows) == full:
+            return ",".join(f"{_hhmm(a)}-{_hhmm(b)}" for a, b in windows)
+        day += timedelta(days=1)
+    raise ValueError(f"venue {clock.venue.id}: no full session within 60 days of {reference}")
+
+
+def session_holidays(clock: VenueClock, start: date, end: date) -> str:
+    """TradingView's ``session_holidays``: comma-separated YYYYMMDD weekdays without trading."""
+    return ",".join(h["date"].replace("-", "") for h in holidays(clock, start, end))
