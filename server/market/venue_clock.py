@@ -158,7 +158,8 @@ class VenueClock:
         previous = self.previous_trading_day(day) if self.template.night else None
         if previous is not None and night_held(previous, day) and day not in self.days.notices.night_cancelled:
             out.extend(self._window(previous, spec, day) for spec in self.template.night)
-        out.extend(self._window(day, spec, day) for spec in self.template.day)
+        specs = self.template.monday if self.template.monday and day.weekday() == 0 else self.template.day
+        out.extend(self._window(day, spec, day) for spec in specs)
         return tuple(out)
 
     def _window(self, anchor: date, spec: WindowSpec, day: date) -> Window:

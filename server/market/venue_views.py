@@ -5,10 +5,11 @@ Everything returns dicts, lists and strings ready for JSON; nothing here seriali
 
 from __future__ import annotations
 
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Any
 
 from server.market.venue_clock import VenueClock
+from server.market.venues import WindowSpec
 
 MAX_CALENDAR_DAYS = 366
 
@@ -50,22 +51,20 @@ def holidays(clock: VenueClock, start: date, end: date) -> list[dict[str, str]]:
     return out
 
 
-def _hhmm(dt: datetime) -> str:
-    return dt.strftime("%H%M")
+def _spans(specs: tuple[WindowSpec, ...]) -> str:
+    return ",".join(f"{start.replace(':', '')}-{end.replace(':', '')}" for _, start, _, end in specs)
 
 
-def udf_session(clock: VenueClock, reference: date) -> str:
+def udf_session(clock: VenueClock) -> str:
     """TradingView's ``session``: the template's windows as HHMM-HHMM in the venue zone, night first
-    (e.g. "2100-0230,0900-1015,1030-1130,1330-1500"), read off the template as laid out for the
-    trading day ``reference`` (or the next one that has the full template, within 60 days)."""
-    full = len(clock.template.night) + len(clock.template.day)
-    day = reference
-    for _ in range(60):
-        windows = clock.sessions(day)
-        if len(windows) == full:
-            return ",".join(f"{_hhmm(a)}-{_hhmm(b)}" for a, b in windows)
-        day += timedelta(days=1)
-    raise ValueError(f"venue {clock.venue.id}: no full session within 60 days of {reference}")
+    (e.g. "2100-0230,0900-1015,1030-1130,1330-1500"); a window whose end is not after its start runs
+    overnight from the day before, as TradingView reads it. A different Monday (ICE's Sunday-evening
+    open) is added in TradingView's per-weekday form, "0100-2300|2300-2300:2"."""
+    template = clock.template
+    text = _spans(template.night + template.day)
+    if template.monday:
+        text += f"|{_spans(template.night + template.monday)}:2"
+    return text
 
 
 def session_holidays(clock: VenueClock, start: date, end: date) -> str:

@@ -45,6 +45,7 @@ class SessionTemplate:
     id: str
     day: tuple[WindowSpec, ...]
     night: tuple[WindowSpec, ...] = ()
+    monday: tuple[WindowSpec, ...] = ()  # replaces ``day`` on Mondays when given (ICE's Sunday-evening open)
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,8 +76,8 @@ SESSIONS: dict[str, SessionTemplate] = {t.id: t for t in (
     SessionTemplate("cn-night-2300", _CN_DAY, ((0, "21:00", 0, "23:00"),)),
     # INE crude oil (SC): night 21:00-02:30 the next calendar day
     SessionTemplate("cn-night-0230", _CN_DAY, ((0, "21:00", 1, "02:30"),)),
-    # ICE Futures Europe Brent: 01:00-23:00 London
-    SessionTemplate("ice-eu", ((0, "01:00", 0, "23:00"),)),
+    # ICE Futures Europe Brent: 01:00-23:00 London, opening at 23:00 on Sundays
+    SessionTemplate("ice-eu", ((0, "01:00", 0, "23:00"),), monday=((-1, "23:00", 0, "23:00"),)),
     # CME Globex energy: 17:00 the day before to 16:00 Chicago, a 60-minute halt each day
     SessionTemplate("cme-globex", ((-1, "17:00", 0, "16:00"),)),
     # ICE Endex Dutch TTF: 08:00-18:00 Amsterdam

@@ -142,10 +142,15 @@ def test_status_open_break_closed(methanol: VenueClock) -> None:
 def test_ice_futures_europe_across_london_dst(book: VenueBook) -> None:
     brent = book.for_instrument("brent")
     assert brent.windows(date(2026, 3, 27))[0].start_ms == ms(2026, 3, 27, 1, 0, tz=UTC)  # GMT
-    assert brent.windows(date(2026, 3, 30))[0].start_ms == ms(2026, 3, 30, 0, 0, tz=UTC)  # BST
+    assert brent.windows(date(2026, 3, 31))[0].start_ms == ms(2026, 3, 31, 0, 0, tz=UTC)  # 01:00 BST
+    # Monday opens at 23:00 on Sunday: 2026-03-29 is the day the clocks go forward
+    assert brent.windows(date(2026, 3, 30))[0].start_ms == ms(2026, 3, 29, 22, 0, tz=UTC)
+    assert brent.windows(date(2026, 3, 30))[0].end_ms == ms(2026, 3, 30, 22, 0, tz=UTC)
+    assert brent.status(ms(2026, 3, 29, 22, 30, tz=UTC)) is MarketStatus.OPEN
     assert brent.trading_day(ms(2026, 3, 30, 22, 30, tz=UTC)) == date(2026, 3, 31)  # 23:30 BST
     assert brent.trading_day(ms(2026, 3, 27, 22, 30, tz=UTC)) == date(2026, 3, 27)  # 22:30 GMT
     assert brent.windows(date(2026, 10, 23))[0].end_ms == ms(2026, 10, 23, 22, 0, tz=UTC)
+    assert brent.windows(date(2026, 10, 26))[0].start_ms == ms(2026, 10, 25, 23, 0, tz=UTC)  # GMT again
     assert brent.windows(date(2026, 10, 26))[0].end_ms == ms(2026, 10, 26, 23, 0, tz=UTC)
     assert brent.trading_day(ms(2026, 10, 26, 22, 30, tz=UTC)) == date(2026, 10, 26)
     assert not brent.is_trading_day(date(2026, 4, 3))  # Good Friday
