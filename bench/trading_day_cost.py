@@ -25,8 +25,8 @@ from collections.abc import Callable
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
+from server.market.tick_tables import HOUR_MS
 from server.market.venue_book import VenueBook
-from server.market.venue_clock import HOUR_MS
 
 
 def _cpu_model() -> str:

@@ -43,8 +43,15 @@ class DayCalendar:
             else date.fromisoformat(venue.rules_known_until or "9999-12-31")
         self.known_until: date = max(base, self.notices.known_until or base)
         self._said_unknown = False
+        self._open: dict[date, bool] = {}
 
     def is_trading_day(self, day: date) -> bool:
+        known = self._open.get(day)
+        if known is None:
+            known = self._open[day] = self._decide(day)
+        return known
+
+    def _decide(self, day: date) -> bool:
         if day in self.notices.closures:
             return False
         if day in self.notices.openings:

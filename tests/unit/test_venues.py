@@ -14,8 +14,9 @@ import chinese_calendar
 import pytest
 
 from server.market.catalogue import default_catalogue
+from server.market.tick_tables import GRACE_MS
 from server.market.venue_book import VenueBook
-from server.market.venue_clock import GRACE_MS, MarketStatus, VenueClock
+from server.market.venue_clock import MarketStatus, VenueClock
 from server.market.venues import INSTRUMENT_VENUES, VENUES, Publication, validate
 
 SH = ZoneInfo("Asia/Shanghai")
