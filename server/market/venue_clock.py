@@ -83,11 +83,21 @@ class VenueClock:
         return out
 
     def previous_trading_day(self, day: date) -> date | None:
-        for back in range(1, 62):
-            candidate = day - timedelta(days=back)
-            if self.days.is_trading_day(candidate):
-                return candidate
-        return None
+        """The last trading day before ``day`` (None if there is none within 62 days)."""
+        return next((d for d in (day - timedelta(days=k) for k in range(1, 63)) if self.is_trading_day(d)), None)
+
+    def trading_days_back(self, end: date, n: int) -> list[date]:
+        """The ``n`` trading days ending at ``end`` (or at the last trading day before it), ascending:
+        the days of a daily-candle history (SPEC 16: none on a shut day, none missing)."""
+        if n < 0:
+            raise ValueError("n must be >= 0")
+        out: list[date] = []
+        day: date | None = end if self.is_trading_day(end) else self.previous_trading_day(end)
+        while day is not None and len(out) < n:
+            out.append(day)
+            day = self.previous_trading_day(day)
+        out.reverse()
+        return out
 
     def sessions(self, day: date) -> list[tuple[datetime, datetime]]:
         """The windows of trading day ``day`` as aware datetimes in the venue zone (night first)."""

@@ -39,6 +39,20 @@ def calendar(clock: VenueClock, start: date, end: date) -> dict[str, Any]:
             "days": days, "holidays": holidays(clock, start, end)}
 
 
+def venue_summary(clock: VenueClock, now_ms: int, known_until: date, instruments: list[str]) -> dict[str, Any]:
+    """One item of ``GET /api/v1/venues``: ``{id, name, timeZone, publication, status, tradingDay, nextOpen,
+    nextClose, calendarKnownUntil, instruments}`` (instants ISO 8601 with the venue's offset, or null)."""
+    next_open, next_close = clock.next_open(now_ms), clock.next_close(now_ms)
+    return {
+        "id": clock.venue.id, "name": dict(clock.venue.name), "timeZone": clock.venue.zone,
+        "publication": clock.venue.publication.value, "status": clock.status(now_ms).value,
+        "tradingDay": clock.trading_day(now_ms).isoformat(),
+        "nextOpen": None if next_open is None else iso(next_open, clock),
+        "nextClose": None if next_close is None else iso(next_close, clock),
+        "calendarKnownUntil": known_until.isoformat(), "instruments": list(instruments),
+    }
+
+
 def holidays(clock: VenueClock, start: date, end: date) -> list[dict[str, str]]:
     """Weekdays in the range on which the venue does not trade, with the closure's name."""
     out: list[dict[str, str]] = []

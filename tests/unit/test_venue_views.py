@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
+from zoneinfo import ZoneInfo
 
 import pytest
 
 from server.market.venue_book import VenueBook
-from server.market.venue_views import CalendarRangeError, calendar, session_holidays, udf_session
+from server.market.venue_views import CalendarRangeError, calendar, session_holidays, udf_session, venue_summary
 
 
 @pytest.fixture(scope="module")
@@ -75,3 +76,15 @@ def test_a_run_time_file_adds_closures_and_cancels_a_night(tmp_path: Path) -> No
     assert len(zce.sessions(date(2026, 12, 3))) == 4
     assert calendar(zce, date(2026, 12, 30), date(2026, 12, 30))["holidays"] == [
         {"date": "2026-12-30", "name": "Exchange notice"}]
+
+
+def test_venue_summary_on_a_saturday(book: VenueBook) -> None:
+    ids = book.instruments_of("zce", ["methanol", "brent", "urea", "pta"])
+    saturday_noon = int(datetime(2026, 11, 28, 12, 0, tzinfo=ZoneInfo("Asia/Shanghai")).timestamp()) * 1000
+    doc = venue_summary(book.clock("zce"), saturday_noon, book.known_until("zce"), ids)
+    assert doc == {
+        "id": "zce", "name": {"zh": "郑州商品交易所", "en": "Zhengzhou Commodity Exchange"},
+        "timeZone": "Asia/Shanghai", "publication": "continuous", "status": "closed", "tradingDay": "2026-11-30",
+        "nextOpen": "2026-11-30T09:00:00+08:00", "nextClose": "2026-11-30T10:15:00+08:00",
+        "calendarKnownUntil": "2026-12-31", "instruments": ["methanol", "urea", "pta"],
+    }

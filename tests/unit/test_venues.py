@@ -17,6 +17,7 @@ from server.market.catalogue import default_catalogue
 from server.market.tick_tables import GRACE_MS
 from server.market.venue_book import VenueBook
 from server.market.venue_clock import MarketStatus, VenueClock
+from server.market.venue_feed import in_session, prints_between
 from server.market.venues import INSTRUMENT_VENUES, VENUES, Publication, validate
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -250,3 +251,34 @@ def test_past_the_known_calendar_weekdays_are_assumed_and_said_once(caplog: pyte
     lines = [r for r in caplog.records if "zce" in r.getMessage()]
     assert len(lines) == 1
     assert "2026-12-31" in lines[0].getMessage() and "weekdays assumed" in lines[0].getMessage()
+
+
+# --- what a feed and a candle history ask ------------------------------------------
+
+def test_trading_days_back_skip_shut_days(methanol: VenueClock, book: VenueBook) -> None:
+    assert methanol.trading_days_back(date(2026, 10, 10), 4) == [
+        date(2026, 9, 29), date(2026, 9, 30), date(2026, 10, 8), date(2026, 10, 9)]
+    assert methanol.trading_days_back(date(2026, 10, 8), 0) == []
+    wti = book.for_instrument("wti")  # CME trades through National Day
+    assert wti.trading_days_back(date(2026, 10, 7), 3) == [date(2026, 10, 5), date(2026, 10, 6), date(2026, 10, 7)]
+    with pytest.raises(ValueError):
+        methanol.trading_days_back(date(2026, 10, 8), -1)
+
+
+def test_assessments_print_once_at_their_time_and_futures_move_in_session(book: VenueBook) -> None:
+    cfr = book.for_instrument("methanol-cfr")
+    week = prints_between(cfr, ms(2026, 9, 28, 0, 0), ms(2026, 10, 9, 23, 59))
+    assert week == [(ms(2026, 9, 28, 17, 0), date(2026, 9, 28)), (ms(2026, 9, 29, 17, 0), date(2026, 9, 29)),
+                    (ms(2026, 9, 30, 17, 0), date(2026, 9, 30)), (ms(2026, 10, 8, 17, 0), date(2026, 10, 8)),
+                    (ms(2026, 10, 9, 17, 0), date(2026, 10, 9))]
+    assert prints_between(cfr, ms(2026, 9, 28, 17, 0), ms(2026, 9, 29, 16, 59)) == []
+    cp = book.for_instrument("cp-propane")
+    riyadh = ZoneInfo("Asia/Riyadh")
+    assert prints_between(cp, ms(2026, 10, 15, 0, 0), ms(2026, 12, 15, 0, 0)) == [
+        (ms(2026, 10, 31, 15, 30, tz=riyadh), date(2026, 11, 1)),
+        (ms(2026, 11, 30, 15, 30, tz=riyadh), date(2026, 12, 1))]
+    assert prints_between(book.for_instrument("methanol"), ms(2026, 9, 28, 0, 0), ms(2026, 10, 9, 0, 0)) == []
+    methanol = book.for_instrument("methanol")
+    assert in_session(methanol, ms(2026, 11, 24, 9, 30))
+    assert not in_session(methanol, ms(2026, 11, 24, 12, 0))
+    assert not in_session(methanol, ms(2026, 11, 28, 9, 30))
