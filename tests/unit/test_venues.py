@@ -91,6 +91,28 @@ def test_mid_autumn_friday_and_dragon_boat_are_shut(methanol: VenueClock) -> Non
     assert methanol.status(ms(2026, 6, 19, 10, 0)) is MarketStatus.CLOSED
 
 
+@pytest.mark.parametrize(("evening", "belongs_to", "next_open"), [
+    # Spring Festival 2026-02-15..23 (Saturday 02-14 and 02-28 are make-up workdays: exchanges shut)
+    ((2026, 2, 13, 21, 30), date(2026, 2, 24), (2026, 2, 24, 9, 0)),
+    # Qingming: Monday 2026-04-06 shut; Friday 04-03 has no night session (the gap is Sat, Sun, Mon)
+    ((2026, 4, 3, 21, 30), date(2026, 4, 7), (2026, 4, 7, 9, 0)),
+    # Labour Day 2026-05-01..05: Thursday 04-30 has no night session
+    ((2026, 4, 30, 21, 30), date(2026, 5, 6), (2026, 5, 6, 9, 0)),
+    # the first ordinary evening after it has one again
+    ((2026, 5, 6, 21, 30), date(2026, 5, 7), (2026, 5, 7, 9, 0)),
+])
+def test_no_night_session_before_a_holiday(
+    book: VenueBook, evening: tuple[int, ...], belongs_to: date, next_open: tuple[int, ...],
+) -> None:
+    for instrument in ("sc", "methanol", "pp", "fu"):
+        clock = book.for_instrument(instrument)
+        assert clock.trading_day(ms(*evening)) == belongs_to, instrument
+        held = belongs_to == date(2026, 5, 7)
+        assert clock.status(ms(*evening)) is (MarketStatus.OPEN if held else MarketStatus.CLOSED), instrument
+        if not held:
+            assert clock.next_open(ms(*evening)) == ms(*next_open), instrument
+
+
 def test_sc_night_session_past_midnight(book: VenueBook) -> None:
     sc = book.for_instrument("sc")
     assert sc.trading_day(ms(2026, 11, 23, 21, 30)) == date(2026, 11, 24)
@@ -228,7 +250,7 @@ def test_lookup_table_matches_the_definition(book: VenueBook, instrument: str) -
         assert clock.trading_day(ts) == _by_definition(clock, ts), ts
 
 
-@pytest.mark.parametrize("venue", ["shfe", "ine", "dce", "zce"])
+@pytest.mark.parametrize("venue", ["shfe", "ine", "dce", "zce", "spot-ec", "spot-cfr-cn"])
 def test_chinese_trading_days_equal_chinese_calendar(book: VenueBook, venue: str) -> None:
     start, end = date(2026, 8, 1), date(2026, 10, 29)  # 90 days holding Mid-Autumn and National Day
     expected = [start + timedelta(days=i) for i in range(90)
@@ -282,3 +304,14 @@ def test_assessments_print_once_at_their_time_and_futures_move_in_session(book: 
     assert in_session(methanol, ms(2026, 11, 24, 9, 30))
     assert not in_session(methanol, ms(2026, 11, 24, 12, 0))
     assert not in_session(methanol, ms(2026, 11, 28, 9, 30))
+
+
+def test_every_chinese_instruments_90_day_history_equals_chinese_calendar(book: VenueBook) -> None:
+    end = date(2026, 10, 29)
+    span = [end - timedelta(days=k) for k in range(89, -1, -1)]
+    expected = [d for d in span if chinese_calendar.is_workday(d) and d.weekday() < 5]
+    chinese = [iid for iid, (venue, _) in INSTRUMENT_VENUES.items()
+               if venue in ("shfe", "ine", "dce", "zce", "spot-ec", "spot-cfr-cn")]
+    assert len(chinese) == 28
+    for iid in chinese:
+        assert book.for_instrument(iid).trading_days_back(end, len(expected)) == expected, iid
