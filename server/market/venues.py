@@ -13,14 +13,18 @@ A session template is a list of windows relative to a trading day D. A window is
   on the evening of P, Friday for a Monday) and are held only when the calendar days
   strictly between P and D are none or exactly a Saturday and a Sunday (SPEC 16).
 
+The tables are read-only mappings (``MappingProxyType``): data, not state.
+
 Invariant: the windows of one template, laid out for one trading day, are ordered and do
 not overlap, and every window ends at or before the trading-day close plus the grace.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from types import MappingProxyType
 
 Localised = dict[str, str]
 WindowSpec = tuple[int, str, int, str]
@@ -69,7 +73,7 @@ def _l(zh: str, en: str) -> Localised:
 
 _CN_DAY: tuple[WindowSpec, ...] = ((0, "09:00", 0, "10:15"), (0, "10:30", 0, "11:30"), (0, "13:30", 0, "15:00"))
 
-SESSIONS: dict[str, SessionTemplate] = {t.id: t for t in (
+SESSIONS: Mapping[str, SessionTemplate] = MappingProxyType({t.id: t for t in (
     # Chinese commodity futures: day session only (ZCE urea)
     SessionTemplate("cn-day", _CN_DAY),
     # most energy and chemical products on SHFE, INE, DCE and ZCE: night 21:00-23:00
@@ -91,11 +95,11 @@ SESSIONS: dict[str, SessionTemplate] = {t.id: t for t in (
     SessionTemplate("fx-24x5", ((-1, "17:00", 0, "17:00"),)),
     # CFETS onshore RMB FX: 09:30 to 03:00 the next calendar day
     SessionTemplate("cfets", ((0, "09:30", 1, "03:00"),)),
-)}
+)})
 
 _CN_HOURS = "docs/venues.md#chinese-futures-exchanges"
 
-VENUES: dict[str, VenueSpec] = {v.id: v for v in (
+VENUES: Mapping[str, VenueSpec] = MappingProxyType({v.id: v for v in (
     VenueSpec("shfe", _l("上海期货交易所", "Shanghai Futures Exchange"), "Asia/Shanghai",
               Publication.CONTINUOUS, CalendarKind.PRC, (0, "15:00"), "cn-night-2300", sources=(_CN_HOURS,)),
     VenueSpec("ine", _l("上海国际能源交易中心", "Shanghai International Energy Exchange"), "Asia/Shanghai",
@@ -137,10 +141,10 @@ VENUES: dict[str, VenueSpec] = {v.id: v for v in (
               rules_known_until="9999-12-31"),
     VenueSpec("cfets", _l("中国外汇交易中心", "CFETS onshore FX"), "Asia/Shanghai",
               Publication.CONTINUOUS, CalendarKind.PRC_WORKDAYS, (1, "03:00"), "cfets"),
-)}
+)})
 
 # instrument id -> (venue id, session template id when it differs from the venue's default)
-INSTRUMENT_VENUES: dict[str, tuple[str, str]] = {
+INSTRUMENT_VENUES: Mapping[str, tuple[str, str]] = MappingProxyType({
     "brent": ("ice-eu", ""), "wti": ("cme", ""), "sc": ("ine", ""), "dubai": ("spot-me", ""),
     "oman": ("gme", ""), "fu": ("shfe", ""), "fo380-sg": ("spot-sg", ""), "lu": ("ine", "cn-night-2300"),
     "gasoil-sg": ("spot-sg", ""), "rbob": ("cme", ""), "naphtha-cfrj": ("spot-sg", ""),
@@ -155,7 +159,7 @@ INSTRUMENT_VENUES: dict[str, tuple[str, str]] = {
     "urea": ("zce", "cn-day"), "usdcny": ("cfets", ""), "usdcnh": ("fx", ""), "eurcny": ("cfets", ""),
     "usdjpy": ("fx", ""), "jpycny": ("cfets", ""), "gbpcny": ("cfets", ""), "eurusd": ("fx", ""),
     "hkdcny": ("cfets", ""),
-}
+})
 
 
 def session_of(instrument_id: str) -> str:
