@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-from server.market.venue_clock import MarketStatus, VenueClock
+from server.market.venue_clock import BREAK_MAX_MS, MarketStatus, VenueClock
 from server.market.venues import Publication
 
 
@@ -28,3 +28,21 @@ def prints_between(clock: VenueClock, after_ms: int, until_ms: int) -> list[tupl
     first = clock.local_date(after_ms) - timedelta(days=1)
     days = clock.trading_days(first, clock.local_date(until_ms) + timedelta(days=2))
     return [(w.end_ms, w.day) for d in days for w in clock.windows(d) if after_ms < w.end_ms <= until_ms]
+
+
+def status_changes(clock: VenueClock, after_ms: int, until_ms: int) -> list[tuple[int, MarketStatus]]:
+    """The instants in ``(after_ms, until_ms]`` at which the clock's status changes, with the new
+    status: a window's start opens, its end breaks (the next window starts within 3 h) or closes.
+    What the WebSocket ``status`` frame announces (SPEC 16)."""
+    out: list[tuple[int, MarketStatus]] = []
+    windows = clock.windows_after(after_ms)
+    current = next(windows, None)
+    while current is not None and current.start_ms <= until_ms:
+        following = next(windows, None)
+        if after_ms < current.start_ms:
+            out.append((current.start_ms, MarketStatus.OPEN))
+        if after_ms < current.end_ms <= until_ms:
+            short = following is not None and following.start_ms - current.end_ms < BREAK_MAX_MS
+            out.append((current.end_ms, MarketStatus.BREAK if short else MarketStatus.CLOSED))
+        current = following
+    return out

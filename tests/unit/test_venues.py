@@ -17,7 +17,7 @@ from server.market.catalogue import default_catalogue
 from server.market.tick_tables import GRACE_MS
 from server.market.venue_book import VenueBook
 from server.market.venue_clock import MarketStatus, VenueClock
-from server.market.venue_feed import in_session, prints_between
+from server.market.venue_feed import in_session, prints_between, status_changes
 from server.market.venues import INSTRUMENT_VENUES, VENUES, Publication, validate
 
 SH = ZoneInfo("Asia/Shanghai")
@@ -315,3 +315,20 @@ def test_every_chinese_instruments_90_day_history_equals_chinese_calendar(book: 
     assert len(chinese) == 28
     for iid in chinese:
         assert book.for_instrument(iid).trading_days_back(end, len(expected)) == expected, iid
+
+
+def test_status_changes_for_the_websocket_status_frame(book: VenueBook) -> None:
+    methanol = book.for_instrument("methanol")
+    changes = status_changes(methanol, ms(2026, 11, 24, 8, 0), ms(2026, 11, 25, 0, 0))
+    o, b, c = MarketStatus.OPEN, MarketStatus.BREAK, MarketStatus.CLOSED
+    assert changes == [(ms(2026, 11, 24, 9, 0), o), (ms(2026, 11, 24, 10, 15), b), (ms(2026, 11, 24, 10, 30), o),
+                       (ms(2026, 11, 24, 11, 30), b), (ms(2026, 11, 24, 13, 30), o), (ms(2026, 11, 24, 15, 0), c),
+                       (ms(2026, 11, 24, 21, 0), o), (ms(2026, 11, 24, 23, 0), c)]
+    # inside a window at the start: no open announced for it, its end is
+    assert status_changes(methanol, ms(2026, 11, 24, 9, 30), ms(2026, 11, 24, 10, 20)) == [
+        (ms(2026, 11, 24, 10, 15), b)]
+    # the evening before National Day: nothing until 2026-10-08 09:00
+    assert status_changes(methanol, ms(2026, 9, 30, 15, 30), ms(2026, 10, 8, 9, 0)) == [(ms(2026, 10, 8, 9, 0), o)]
+    wti = book.for_instrument("wti")  # CME's daily halt is a break; Friday 16:00 CT closes
+    assert status_changes(wti, ms(2026, 11, 26, 0, 0, tz=UTC), ms(2026, 11, 28, 0, 0, tz=UTC)) == [
+        (ms(2026, 11, 26, 23, 0, tz=UTC), o), (ms(2026, 11, 27, 22, 0, tz=UTC), c)]
