@@ -12,18 +12,31 @@ notices are fixed when the clock is built), so a reader never sees a wrong value
 from __future__ import annotations
 
 from bisect import bisect_right
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import date, timedelta
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from server.market.venue_clock import VenueClock
+from typing import Protocol
 
 HOUR_MS = 3_600_000
 MINUTE_MS = 60_000
 GRACE_MS = 60_000  # the closing tick: stamped at a window's end, counted in it
 _CHUNK_MS = 32 * 24 * HOUR_MS
 _MARGIN = timedelta(days=45)  # > the longest gap between two trading days (a month for monthly prices)
+
+
+class _Span(Protocol):
+    @property
+    def start_ms(self) -> int: ...
+    @property
+    def end_ms(self) -> int: ...
+
+
+class Clock(Protocol):
+    """What the tables read from a venue clock (``server.market.venue_clock.VenueClock``)."""
+
+    def trading_days(self, start: date, end: date) -> list[date]: ...
+    def windows(self, day: date) -> Sequence[_Span]: ...
+    def close_ms(self, day: date) -> int: ...
+    def local_date(self, ts_ms: int) -> date: ...
 
 
 class _Split:
@@ -37,7 +50,7 @@ class _Split:
 
 
 class TickTables:
-    def __init__(self, clock: VenueClock) -> None:
+    def __init__(self, clock: Clock) -> None:
         self.clock = clock
         self.hours: dict[int, date | _Split] = {}
         self.closing: dict[int, tuple[int, int]] = {}  # minute -> (window end, end of its grace)
