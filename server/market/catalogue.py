@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from server.market.venues import INSTRUMENT_VENUES, VENUES, session_of
+
 Localised = dict[str, str]
 
 KINDS = ("oil", "chem", "fx")
@@ -29,6 +31,9 @@ class Instrument:
     base_price: float
     daily_vol: float
     volume_base: float
+    venue: str = ""  # a server.market.venues.VENUES id (SPEC 16)
+    session: str = ""  # the session template its ticks follow (night hours differ per product)
+    publication: str = "continuous"  # continuous, daily (an assessment) or monthly (Saudi CP)
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,10 +239,12 @@ _CATEGORY_NAMES: tuple[tuple[str, Localised], ...] = (
 def _instrument(row: _Row) -> Instrument:
     iid, kind, cat, (nzh, nen), (szh, sen), unit_key, dec, base, vol, volume = row
     unit, currency, price_unit = _UNITS[unit_key]
+    venue = INSTRUMENT_VENUES[iid][0]
     return Instrument(
         id=iid, kind=kind, category=cat, name=_l(nzh, nen), source=_l(szh, sen),
         unit=dict(unit), currency=currency, price_unit=price_unit, decimals=dec,
         base_price=base, daily_vol=vol, volume_base=float(volume),
+        venue=venue, session=session_of(iid), publication=VENUES[venue].publication.value,
     )
 
 
@@ -268,6 +275,9 @@ class Catalogue:
         seen = [iid for cat in self.categories for iid in cat.instrument_ids]
         if sorted(seen) != sorted(self.index):
             raise ValueError("every instrument must belong to exactly one category")
+        unplaced = [inst.id for inst in self.instruments if not inst.venue]
+        if unplaced:
+            raise ValueError(f"instruments without a venue: {', '.join(unplaced)}")
 
     def __len__(self) -> int:
         return len(self.instruments)

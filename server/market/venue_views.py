@@ -1,0 +1,86 @@
+"""Plain-data views of a venue clock for the HTTP layer: the calendar and TradingView UDF fields.
+
+Everything returns dicts, lists and strings ready for JSON; nothing here serialises.
+"""
+
+from __future__ import annotations
+
+from datetime import date, timedelta
+from typing import Any
+
+from server.market.venue_clock import VenueClock
+from server.market.venues import WindowSpec
+
+MAX_CALENDAR_DAYS = 366
+
+
+class CalendarRangeError(ValueError):
+    """A calendar range the API answers with 400 (the message says why)."""
+
+
+def iso(ts_ms: int, clock: VenueClock) -> str:
+    """ISO 8601 with the venue's offset, seconds precision."""
+    return clock.local(ts_ms).isoformat(timespec="seconds")
+
+
+def calendar(clock: VenueClock, start: date, end: date) -> dict[str, Any]:
+    """``{venue, from, to, days: [{date, sessions: [{start, end}]}], holidays: [{date, name}]}``,
+    both ends included, at most 366 days."""
+    if end < start:
+        raise CalendarRangeError("'to' is before 'from'")
+    if (end - start).days + 1 > MAX_CALENDAR_DAYS:
+        raise CalendarRangeError(f"at most {MAX_CALENDAR_DAYS} days per calendar request")
+    days = [
+        {"date": day.isoformat(),
+         "sessions": [{"start": iso(w.start_ms, clock), "end": iso(w.end_ms, clock)} for w in clock.windows(day)]}
+        for day in clock.trading_days(start, end)
+    ]
+    return {"venue": clock.venue.id, "from": start.isoformat(), "to": end.isoformat(),
+            "days": days, "holidays": holidays(clock, start, end)}
+
+
+def venue_summary(clock: VenueClock, now_ms: int, known_until: date, instruments: list[str]) -> dict[str, Any]:
+    """One item of ``GET /api/v1/venues``: ``{id, name, timeZone, publication, status, tradingDay, nextOpen,
+    nextClose, calendarKnownUntil, instruments}`` (instants ISO 8601 with the venue's offset, or null)."""
+    next_open, next_close = clock.next_open(now_ms), clock.next_close(now_ms)
+    return {
+        "id": clock.venue.id, "name": dict(clock.venue.name), "timeZone": clock.venue.zone,
+        "publication": clock.venue.publication.value, "status": clock.status(now_ms).value,
+        "tradingDay": clock.trading_day(now_ms).isoformat(),
+        "nextOpen": None if next_open is None else iso(next_open, clock),
+        "nextClose": None if next_close is None else iso(next_close, clock),
+        "calendarKnownUntil": known_until.isoformat(), "instruments": list(instruments),
+    }
+
+
+def holidays(clock: VenueClock, start: date, end: date) -> list[dict[str, str]]:
+    """Weekdays in the range on which the venue does not trade, with the closure's name."""
+    out: list[dict[str, str]] = []
+    day = start
+    while day <= end:
+        name = clock.days.holiday_name(day)
+        if name is not None:
+            out.append({"date": day.isoformat(), "name": name})
+        day += timedelta(days=1)
+    return out
+
+
+def _spans(specs: tuple[WindowSpec, ...]) -> str:
+    return ",".join(f"{start.replace(':', '')}-{end.replace(':', '')}" for _, start, _, end in specs)
+
+
+def udf_session(clock: VenueClock) -> str:
+    """TradingView's ``session``: the template's windows as HHMM-HHMM in the venue zone, night first
+    (e.g. "2100-0230,0900-1015,1030-1130,1330-1500"); a window whose end is not after its start runs
+    overnight from the day before, as TradingView reads it. A different Monday (ICE's Sunday-evening
+    open) is added in TradingView's per-weekday form, "0100-2300|2300-2300:2"."""
+    template = clock.template
+    text = _spans(template.night + template.day)
+    if template.monday:
+        text += f"|{_spans(template.night + template.monday)}:2"
+    return text
+
+
+def session_holidays(clock: VenueClock, start: date, end: date) -> str:
+    """TradingView's ``session_holidays``: comma-separated YYYYMMDD weekdays without trading."""
+    return ",".join(h["date"].replace("-", "") for h in holidays(clock, start, end))

@@ -1,0 +1,90 @@
+"""The calendar endpoint's data and TradingView's session fields, on fixed dates."""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from pathlib import Path
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from server.market.venue_book import VenueBook
+from server.market.venue_views import CalendarRangeError, calendar, session_holidays, udf_session, venue_summary
+
+
+@pytest.fixture(scope="module")
+def book() -> VenueBook:
+    return VenueBook.load()
+
+
+def test_calendar_lists_trading_days_sessions_and_holidays(book: VenueBook) -> None:
+    doc = calendar(book.clock("ine"), date(2026, 9, 28), date(2026, 10, 9))
+    assert (doc["venue"], doc["from"], doc["to"]) == ("ine", "2026-09-28", "2026-10-09")
+    assert [d["date"] for d in doc["days"]] == ["2026-09-28", "2026-09-29", "2026-09-30", "2026-10-08", "2026-10-09"]
+    tuesday = doc["days"][1]["sessions"]
+    assert tuesday[0] == {"start": "2026-09-28T21:00:00+08:00", "end": "2026-09-29T02:30:00+08:00"}
+    assert tuesday[-1] == {"start": "2026-09-29T13:30:00+08:00", "end": "2026-09-29T15:00:00+08:00"}
+    assert doc["days"][3]["sessions"][0]["start"] == "2026-10-08T09:00:00+08:00"  # no night before it
+    assert [h["date"] for h in doc["holidays"]] == [f"2026-10-0{d}" for d in (1, 2, 5, 6, 7)]
+    assert {h["name"] for h in doc["holidays"]} == {"National Day"}
+
+
+def test_calendar_range_limits(book: VenueBook) -> None:
+    clock = book.clock("dce")
+    assert len(calendar(clock, date(2026, 1, 1), date(2026, 12, 31))["days"]) == 242  # 261 weekdays less 19 holidays
+    with pytest.raises(CalendarRangeError, match="366"):
+        calendar(clock, date(2025, 1, 1), date(2026, 1, 2))
+    with pytest.raises(CalendarRangeError, match="before"):
+        calendar(clock, date(2026, 2, 1), date(2026, 1, 1))
+
+
+def test_calendar_offsets_follow_dst(book: VenueBook) -> None:
+    doc = calendar(book.clock("cme"), date(2026, 3, 6), date(2026, 3, 9))
+    assert doc["days"][0]["sessions"] == [{"start": "2026-03-05T17:00:00-06:00", "end": "2026-03-06T16:00:00-06:00"}]
+    assert doc["days"][1]["sessions"] == [{"start": "2026-03-08T17:00:00-05:00", "end": "2026-03-09T16:00:00-05:00"}]
+
+
+@pytest.mark.parametrize(("instrument", "session"), [
+    ("sc", "2100-0230,0900-1015,1030-1130,1330-1500"),
+    ("methanol", "2100-2300,0900-1015,1030-1130,1330-1500"),
+    ("urea", "0900-1015,1030-1130,1330-1500"),
+    ("wti", "1700-1600"),
+    ("brent", "0100-2300|2300-2300:2"),
+    ("ttf", "0800-1800"),
+    ("methanol-cfr", "1630-1700"),
+    ("jkm", "1600-1630"),
+])
+def test_udf_session(book: VenueBook, instrument: str, session: str) -> None:
+    assert udf_session(book.for_instrument(instrument)) == session
+
+
+def test_udf_session_holidays(book: VenueBook) -> None:
+    text = session_holidays(book.clock("zce"), date(2026, 6, 1), date(2026, 10, 31))
+    assert text == "20260619,20260925,20261001,20261002,20261005,20261006,20261007"
+
+
+def test_a_run_time_file_adds_closures_and_cancels_a_night(tmp_path: Path) -> None:
+    extra = tmp_path / "notices.toml"
+    extra.write_text(
+        '[[closure]]\nvenue = ["dce", "zce"]\ndate = 2026-12-30\nname = "Exchange notice"\n'
+        '[[night_cancelled]]\nvenue = "zce"\ndate = 2026-12-02\n', encoding="utf-8")
+    book = VenueBook.load(extra)
+    assert not book.clock("dce").is_trading_day(date(2026, 12, 30))
+    assert book.clock("shfe").is_trading_day(date(2026, 12, 30))
+    zce = book.clock("zce")
+    assert len(zce.sessions(date(2026, 12, 2))) == 3
+    assert len(zce.sessions(date(2026, 12, 3))) == 4
+    assert calendar(zce, date(2026, 12, 30), date(2026, 12, 30))["holidays"] == [
+        {"date": "2026-12-30", "name": "Exchange notice"}]
+
+
+def test_venue_summary_on_a_saturday(book: VenueBook) -> None:
+    ids = book.instruments_of("zce", ["methanol", "brent", "urea", "pta"])
+    saturday_noon = int(datetime(2026, 11, 28, 12, 0, tzinfo=ZoneInfo("Asia/Shanghai")).timestamp()) * 1000
+    doc = venue_summary(book.clock("zce"), saturday_noon, book.known_until("zce"), ids)
+    assert doc == {
+        "id": "zce", "name": {"zh": "郑州商品交易所", "en": "Zhengzhou Commodity Exchange"},
+        "timeZone": "Asia/Shanghai", "publication": "continuous", "status": "closed", "tradingDay": "2026-11-30",
+        "nextOpen": "2026-11-30T09:00:00+08:00", "nextClose": "2026-11-30T10:15:00+08:00",
+        "calendarKnownUntil": "2026-12-31", "instruments": ["methanol", "urea", "pta"],
+    }
