@@ -34,6 +34,7 @@ from server.api.core.router import Router
 from server.api.docs.asyncapi import register_asyncapi
 from server.api.keyed import MarketApi
 from server.api.ops import OpsApi
+from server.api.reference import ReferenceApi
 from server.api.site.routes import register_public_site
 from server.api.web import WebApi
 from server.config import EngineKind, Runtime, Settings, settings_clock
@@ -49,6 +50,8 @@ from server.market.history import TickHistory
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state
 from server.market.timefmt import trading_day
+from server.market.venue_book import VenueBook
+from server.market.venue_clock import VenueClock
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
 from server.store.backend import open_repositories
@@ -155,7 +158,9 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     buckets = Gcra()  # this hub's own buckets (and, on the redis engine, its fallback while Redis is away)
     engine = make_engine(settings, registry, buckets, clock, ids)
     epoch = engine.epoch(f"{int(clock())}-{os.urandom(3).hex()}")  # redis: the shared tick history's, if any
-    state, feed, keeper = make_market(settings, catalogue, repos.candles, clock, epoch)
+    venues = VenueBook.load(None)  # every venue's sessions and holidays (SPEC 16)
+    clocks = [venues.for_instrument(inst.id) for inst in catalogue.instruments]
+    state, feed, keeper = make_market(settings, catalogue, repos.candles, clock, epoch, clocks)
     keys = KeyCache(repos.keys)  # filled by the key watch's start, before anything is served
     router = Router()
     robyn = settings.runtime is Runtime.ROBYN  # Robyn answers remembered bodies on actix's thread (a lock)
@@ -169,6 +174,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     engine.revocations.subscribe(watch.on_revoked)
     started = threading.Event()  # set by Node.start once every part runs
     MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock).register(router)
+    ReferenceApi(catalogue, venues, clock).register(router)  # instruments, venues, calendars (SPEC 16)
     WebApi(settings).register(router)  # the dashboard at / and /static/..., /api/config
     OpsApi(settings, router, registry, repos.storage, lambda: started.is_set() and ticks.ready(), epoch,
            engine.node).register(router)
@@ -189,13 +195,13 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
 
 
 def make_market(settings: Settings, catalogue: Catalogue, candles: Candles, clock: Callable[[], float],
-                epoch: str) -> tuple[MarketState, FeedSource, CandleKeeper | None]:
+                epoch: str, clocks: list[VenueClock]) -> tuple[MarketState, FeedSource, CandleKeeper | None]:
     """The market state, the feed source that moves it and, for a live feed, the keeper of its daily candles."""
     if settings.is_demo:
-        state, walk = build_demo_state(catalogue, settings.seed, clock())
+        state, walk = build_demo_state(catalogue, settings.seed, clock(), clocks=clocks)
         return state, DemoSource(walk, settings.tick_interval_ms / 1000.0, clock), None
     book = load_candle_book(catalogue, candles, trading_day(clock()))
-    state = MarketState(catalogue, book, demo=False, epoch=epoch)
+    state = MarketState(catalogue, book, demo=False, epoch=epoch, clocks=clocks)
     feed = JsonlSource(catalogue, settings.feed_path or "-", clock, state.history_start)
     return state, feed, CandleKeeper(catalogue, book, candles)
 

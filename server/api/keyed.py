@@ -29,6 +29,7 @@ from server.market.intraday import INTERVALS, INTRADAY_CAPACITY
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState
 from server.market.timefmt import day_start, trading_days_back
+from server.market.venue_views import iso as venue_iso
 
 MAX_IDS = 100
 MAX_DAYS = 90
@@ -62,7 +63,9 @@ class MarketApi:
         # each answer is a function of (path, query, data version): the pipeline remembers it per version
         v = self._data_version
         router.add("GET", "/api/v1/quotes", self.quotes, Access.KEYED, name="quotes", version=v)
-        router.add("GET", "/api/v1/quotes/{id}", self.quote, Access.KEYED, name="quote", version=v)
+        # a single quote says whether its market is open now: remembered per data version and minute (every
+        # session window starts and ends on a minute)
+        router.add("GET", "/api/v1/quotes/{id}", self.quote, Access.KEYED, name="quote", version=self._quote_version)
         router.add("GET", "/api/v1/kline/{id}", self.kline, Access.KEYED, name="kline", version=v)
         router.add("GET", "/api/v1/spreads", self.spreads, Access.KEYED, name="spreads", version=v)
         router.add("GET", "/api/v1/inventory", self.inventory_items, Access.KEYED, name="inventory", version=v)
@@ -70,6 +73,9 @@ class MarketApi:
 
     def _data_version(self) -> object:
         return self.state.version
+
+    def _quote_version(self) -> object:
+        return self.state.version, int(self.clock() // 60)
 
     def _cached(self, key: tuple[Any, ...], build: Any) -> Response:
         return Response(200, self.cache.get(key, self.state.version, build))
@@ -120,7 +126,17 @@ class MarketApi:
     def quote(self, req: Request) -> Response:
         _query(req, NO_PARAMS)
         row = self._row(req)
-        return self._cached(("quote", row), lambda: orjson.dumps(self.state.quote_extended(row)))
+        return Response(200, orjson.dumps({**self.state.quote_extended(row), **self._market_status(row)}))
+
+    def _market_status(self, row: int) -> dict[str, Any]:
+        """SPEC 16: `marketStatus` (open, break, closed) of the instrument's venue now, `nextOpen`, `nextClose`."""
+        if not self.state.clocks:
+            return {}
+        clock, now_ms = self.state.clocks[row], int(self.clock() * 1000)
+        next_open, next_close = clock.next_open(now_ms), clock.next_close(now_ms)
+        return {"marketStatus": clock.status(now_ms).value,
+                "nextOpen": None if next_open is None else venue_iso(next_open, clock),
+                "nextClose": None if next_close is None else venue_iso(next_close, clock)}
 
     def kline(self, req: Request) -> Response:
         query = _query(req, KLINE_PARAMS)
@@ -128,7 +144,11 @@ class MarketApi:
         interval = query.get("interval", DAILY)
         if interval not in KLINE_INTERVALS:
             raise _param("interval", f"interval must be one of {', '.join(KLINE_INTERVALS)}")
-        inst_id = self.catalogue.instruments[row].id
+        inst = self.catalogue.instruments[row]
+        inst_id = inst.id
+        if interval != DAILY and inst.publication != "continuous":
+            every = "day" if inst.publication == "daily" else "month"
+            raise _param("interval", f"{inst_id} is published once a {every}: it has daily candles only (interval=1d)")
         if "from" in query or "to" in query:
             return self._kline_range(row, inst_id, interval, query)
         # days and limit apply to every interval, together too (the OpenAPI document cannot say "only with 1d",

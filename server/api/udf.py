@@ -21,6 +21,7 @@ import math
 import re
 import time
 from collections.abc import Callable
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import orjson
@@ -34,6 +35,8 @@ from server.market.catalogue import Instrument
 from server.market.intraday import window
 from server.market.ranges import DAILY
 from server.market.state import MarketState
+from server.market.venue_clock import VenueClock
+from server.market.venue_views import session_holidays, udf_session
 
 PREFIX = "/api/v1/udf/"
 # UDF resolution -> /kline interval; "D" is the older spelling of "1D" (accepted, not advertised)
@@ -47,6 +50,8 @@ _DAY_OFFSET_S = 8 * 3600  # a daily bar's UDF time (00:00 UTC of its date) minus
 _SECONDS = re.compile(r"-?[0-9]{1,12}")
 _COUNT = re.compile(r"[0-9]{1,6}")
 _NO_DATA = orjson.dumps({"s": "no_data"})
+HOLIDAYS_BEHIND_DAYS = 366  # session_holidays covers the year behind and the year ahead (a chart scrolls back)
+HOLIDAYS_AHEAD_DAYS = 366
 
 CONFIG_PARAMS: frozenset[str] = frozenset()
 SYMBOLS_PARAMS = frozenset({"symbol"})
@@ -60,7 +65,10 @@ class UdfApi:
         self.cache = cache
         self.clock = clock
         self.catalogue = state.catalogue
-        self._symbols = {inst.id: orjson.dumps(symbol_info(inst)) for inst in self.catalogue.instruments}
+        today = datetime.fromtimestamp(clock(), UTC).date()
+        clocks = state.clocks or (None,) * len(self.catalogue.instruments)
+        self._symbols = {inst.id: orjson.dumps(symbol_info(inst, venue, today))
+                         for inst, venue in zip(self.catalogue.instruments, clocks, strict=True)}
         self._config = orjson.dumps(config())
 
     def register(self, router: Router) -> None:
@@ -119,6 +127,10 @@ class UdfApi:
         interval = RESOLUTIONS.get(resolution)
         if interval is None:
             raise _param("resolution", f"resolution must be one of {', '.join(SUPPORTED_RESOLUTIONS)}")
+        inst = self.catalogue.instruments[row]
+        if interval != DAILY and inst.publication != "continuous":
+            every = "day" if inst.publication == "daily" else "month"
+            raise _param("resolution", f"{inst.id} is published once a {every}: resolution must be 1D")
         end = _seconds(query, "to")
         countback = None
         start: float
@@ -185,27 +197,35 @@ def config() -> dict[str, Any]:
     }
 
 
-def symbol_info(inst: Instrument) -> dict[str, Any]:
-    return {
+def symbol_info(inst: Instrument, clock: VenueClock | None, today: date) -> dict[str, Any]:
+    """TradingView's symbol: with its venue's real session, zone and holidays of the year ahead (SPEC 16); a
+    daily or monthly publication has no intraday bars."""
+    continuous = inst.publication == "continuous"
+    info: dict[str, Any] = {
         "name": inst.id,
         "ticker": inst.id,
         "description": inst.name["en"],
         "type": TYPES[inst.kind],
-        "session": "24x7",
-        "timezone": "Asia/Shanghai",
+        "session": "24x7" if clock is None else udf_session(clock),
+        "timezone": "Asia/Shanghai" if clock is None else clock.venue.zone,
         "exchange": inst.source["en"],
         "listed_exchange": inst.source["en"],
         "minmov": 1,
         "pricescale": 10 ** inst.decimals,
-        "has_intraday": True,
+        "has_intraday": continuous,
         "has_daily": True,
-        "intraday_multipliers": ["1", "5", "15", "60"],
-        "supported_resolutions": SUPPORTED_RESOLUTIONS,
+        "supported_resolutions": SUPPORTED_RESOLUTIONS if continuous else ["1D"],
         "volume_precision": 0,
-        "data_status": "streaming",
+        "data_status": "streaming" if continuous else "endofday",
         "currency_code": inst.currency,
         "unit": inst.price_unit,
     }
+    if continuous:
+        info["intraday_multipliers"] = ["1", "5", "15", "60"]
+    if clock is not None:
+        info["session_holidays"] = session_holidays(clock, today - timedelta(days=HOLIDAYS_BEHIND_DAYS),
+                                                    today + timedelta(days=HOLIDAYS_AHEAD_DAYS))
+    return info
 
 
 def _static_version() -> object:

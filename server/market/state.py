@@ -18,6 +18,7 @@ toward the live daily candle). README "Decisions" states the rule.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -32,6 +33,7 @@ from server.market.ranges import CandleRanges
 from server.market.spreads import SpreadCalculator
 from server.market.tick import Tick
 from server.market.timefmt import day_start, iso, trading_day
+from server.market.venue_clock import VenueClock
 
 _DAY_OFFSET_S = 8 * 3600
 
@@ -61,11 +63,16 @@ class MarketState:
     def __init__(
         self, catalogue: Catalogue, candles: CandleBook, demo: bool, epoch: str,
         inventory: InventoryBook | None = None, intraday: IntradayBook | None = None,
+        clocks: Sequence[VenueClock] = (),
     ) -> None:
+        """`clocks`: each instrument's venue clock, in row order (a quote's `tradingDay`; SPEC 16)."""
         n = len(catalogue.instruments)
         if candles.n != n:
             raise ValueError("candle book and catalogue disagree on the instrument count")
         self.catalogue = catalogue
+        self.clocks = tuple(clocks)
+        if self.clocks and len(self.clocks) != n:
+            raise ValueError("venue clocks and catalogue disagree on the instrument count")
         self.candles = candles
         self.demo = demo
         self.epoch = epoch
@@ -177,7 +184,15 @@ class MarketState:
             "unit": inst.unit,
             "currency": inst.currency,
             "updated": iso(ts) if math.isfinite(ts) else None,
+            "venue": inst.venue,
+            "tradingDay": self._trading_day_of(row, ts),
         }
+
+    def _trading_day_of(self, row: int, ts: float) -> str | None:
+        """The trading day (of the instrument's venue) its newest tick belongs to; None before the first."""
+        if not self.clocks or not math.isfinite(ts):
+            return None
+        return self.clocks[row].trading_day(int(ts * 1000)).isoformat()
 
     def quote_extended(self, row: int) -> dict:
         dec = self._decimals[row]
@@ -225,7 +240,7 @@ class MarketState:
 
 
 def build_demo_state(
-    catalogue: Catalogue, seed: int, now: float, capacity: int = 90
+    catalogue: Catalogue, seed: int, now: float, capacity: int = 90, clocks: Sequence[VenueClock] = (),
 ) -> tuple[MarketState, DemoWalk]:
     """The demo walk plus a state whose history ends in today's live candle at the live price.
 
@@ -241,7 +256,7 @@ def build_demo_state(
     for name, arrays in buckets.items():
         intraday.rings[name].load(*arrays)
     state = MarketState(catalogue, candles, demo=True, epoch=f"demo-{seed}-{int(now)}",
-                        inventory=InventoryBook(catalogue, seed), intraday=intraday)
+                        inventory=InventoryBook(catalogue, seed), intraday=intraday, clocks=clocks)
     state.updated_ts[:] = now
     state.updated = now
     return state, feed

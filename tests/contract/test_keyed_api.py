@@ -13,7 +13,7 @@ from tests.conftest import ServerProcess, run_cli
 
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?\+08:00$")
 QUOTE_FIELDS = {"id", "kind", "name", "price", "priceText", "change", "changePct", "source", "unit",
-                "currency", "updated"}
+                "currency", "updated", "venue", "tradingDay"}
 
 
 def _problem(resp: httpx.Response, status: int, code: str) -> dict:

@@ -24,7 +24,7 @@ from tests.conftest import RUNTIMES, ServerProcess, run_cli
 
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}\+08:00$")
 QUOTE_FIELDS = {"id", "kind", "name", "price", "priceText", "change", "changePct", "source", "unit",
-                "currency", "updated"}
+                "currency", "updated", "venue", "tradingDay"}
 TICK_FIELDS = {"type", "id", "price", "change", "ts", "seq"}
 SLOW_CLOSE_S = 1.0
 ALL_IDS = [inst.id for inst in default_catalogue().instruments]

@@ -15,7 +15,7 @@ CAT = default_catalogue()
 METHANOL = CAT.index["methanol"]
 BRENT = CAT.index["brent"]
 QUOTE_KEYS = {"id", "kind", "name", "price", "priceText", "change", "changePct", "source", "unit",
-              "currency", "updated"}
+              "currency", "updated", "venue", "tradingDay"}
 
 
 def at(y: int, mo: int, d: int, h: int = 10) -> float:

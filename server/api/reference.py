@@ -1,0 +1,121 @@
+"""Reference data (SPEC 16): the instruments, their venues, each venue's state now and its calendar.
+
+- `GET /api/v1/instruments` and `/{id}`: what each instrument is, where it trades, how often it is published and
+  which candle intervals it has (a daily or monthly publication has no intraday candles).
+- `GET /api/v1/venues`: every venue with its status now (open, break, closed), trading day, next open and close,
+  how far ahead its calendar is known and its instruments.
+- `GET /api/v1/venues/{id}/calendar?from=&to=`: each trading day in the range (both dates included, at most 366
+  days) with its session windows, and the weekdays it is shut.
+
+The instrument answers never change while the hub runs; the venue list changes with the clock (remembered per
+minute: every session window starts and ends on a minute); a calendar range is fixed once the hub has started.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date
+from typing import Any
+
+import orjson
+
+from server.api.core.query import known_query
+from server.api.core.router import Access, Router
+from server.api.core.types import Request, Response
+from server.core.errors import ApiError
+from server.market.catalogue import Catalogue, Instrument
+from server.market.intraday import INTERVALS
+from server.market.venue_book import VenueBook
+from server.market.venue_views import CalendarRangeError, calendar, venue_summary
+
+DAILY = "1d"
+NO_PARAMS: frozenset[str] = frozenset()
+CALENDAR_PARAMS = frozenset({"from", "to"})
+MAX_CALENDAR_DAYS = 366
+
+
+def intervals_of(inst: Instrument) -> list[str]:
+    """The candle intervals an instrument has: every one for a continuous market, only 1d for a publication."""
+    return [*INTERVALS, DAILY] if inst.publication == "continuous" else [DAILY]
+
+
+def instrument_view(inst: Instrument) -> dict[str, Any]:
+    return {"id": inst.id, "kind": inst.kind, "name": inst.name, "source": inst.source, "unit": inst.unit,
+            "currency": inst.currency, "decimals": inst.decimals, "venue": inst.venue,
+            "publication": inst.publication, "intervals": intervals_of(inst)}
+
+
+class ReferenceApi:
+    def __init__(self, catalogue: Catalogue, venues: VenueBook, clock: Callable[[], float]) -> None:
+        self.catalogue = catalogue
+        self.venues = venues
+        self.clock = clock
+        self._instruments = {inst.id: orjson.dumps(instrument_view(inst)) for inst in catalogue.instruments}
+        self._all = orjson.dumps({"instruments": [instrument_view(inst) for inst in catalogue.instruments]})
+        self._ids = [inst.id for inst in catalogue.instruments]
+
+    def register(self, router: Router) -> None:
+        fixed, minute = _fixed, self._minute
+        router.add("GET", "/api/v1/instruments", self.instruments, Access.KEYED, name="instruments", version=fixed)
+        router.add("GET", "/api/v1/instruments/{id}", self.instrument, Access.KEYED, name="instrument",
+                   version=fixed)
+        router.add("GET", "/api/v1/venues", self.venue_list, Access.KEYED, name="venues", version=minute)
+        router.add("GET", "/api/v1/venues/{id}/calendar", self.calendar, Access.KEYED, name="venue-calendar",
+                   version=fixed)
+
+    def _minute(self) -> object:
+        return int(self.clock() // 60)
+
+    def instruments(self, req: Request) -> Response:
+        known_query(req, NO_PARAMS)
+        return Response(200, self._all)
+
+    def instrument(self, req: Request) -> Response:
+        known_query(req, NO_PARAMS)
+        body = self._instruments.get(req.path_params["id"])
+        if body is None:
+            raise ApiError("not_found", f"Unknown instrument id {req.path_params['id']!r}.")
+        return Response(200, body)
+
+    def venue_list(self, req: Request) -> Response:
+        known_query(req, NO_PARAMS)
+        now_ms = int(self.clock() * 1000)
+        venues = [venue_summary(self.venues.clock(vid), now_ms, self.venues.known_until(vid),
+                                self.venues.instruments_of(vid, self._ids))
+                  for vid in self.venues.venues]
+        return Response(200, orjson.dumps({"venues": venues}))
+
+    def calendar(self, req: Request) -> Response:
+        query = known_query(req, CALENDAR_PARAMS)
+        venue_id = req.path_params["id"]
+        if venue_id not in self.venues.venues:
+            raise ApiError("not_found", f"Unknown venue id {venue_id!r}.")
+        start, end = _date(query, "from"), _date(query, "to")
+        if (end - start).days + 1 > MAX_CALENDAR_DAYS:
+            raise _param("to", f"a calendar spans at most {MAX_CALENDAR_DAYS} days (from and to both included)")
+        try:
+            return Response(200, orjson.dumps(calendar(self.venues.clock(venue_id), start, end)))
+        except CalendarRangeError as exc:
+            raise _param("to", str(exc)) from None
+
+
+def _fixed() -> object:
+    return 0
+
+
+def _date(query: dict[str, str], field: str) -> date:
+    raw = query.get(field, "").strip()
+    if not raw:
+        raise _param(field, f"{field} is required (YYYY-MM-DD)")
+    try:
+        return date.fromisoformat(raw) if len(raw) == 10 else _bad_date(field)
+    except ValueError:
+        return _bad_date(field)
+
+
+def _bad_date(field: str) -> date:
+    raise _param(field, f"{field} must be a date (YYYY-MM-DD)")
+
+
+def _param(field: str, message: str) -> ApiError:
+    return ApiError("invalid_parameter", message, errors=[{"field": field, "message": message}])
