@@ -13,7 +13,6 @@ import time
 from collections.abc import Iterator
 from contextlib import nullcontext
 from datetime import datetime
-from pathlib import Path
 
 import httpx
 import pytest
