@@ -15,7 +15,7 @@ import sys
 
 import uvloop
 
-from server.config import Runtime, Settings
+from server.config import HttpSettings, Runtime, Settings
 from server.lifecycle import on_signals
 from server.root import bench_static_body, shut_down, start_up
 
@@ -70,7 +70,7 @@ async def _serve_granian(settings: Settings) -> int:
 
     node = await start_up(settings)
     open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    runtime = GranianRuntime(node.app, settings, open_files, bench_static_body(node))
+    runtime = GranianRuntime(node.app, settings.group(HttpSettings), open_files, bench_static_body(node))
     stop = asyncio.Event()
     failure: list[BaseException | None] = []
 

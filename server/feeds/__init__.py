@@ -21,7 +21,7 @@ from typing import Protocol
 
 import numpy as np
 
-from server.config import Settings
+from server.config import FeedSettings
 from server.core.background import log_round_failure
 from server.feeds.lines import FeedReadError, LineReader
 from server.market.candles import CandleBook
@@ -59,7 +59,7 @@ class FeedSource(Protocol):
         ...
 
 
-def check_feed_source(settings: Settings) -> None:
+def check_feed_source(settings: FeedSettings) -> None:
     """Raise FeedUnavailable (one line for the operator) when a jsonl file cannot be opened at start."""
     path = settings.feed_path
     if path is None or path == "-":
@@ -76,7 +76,7 @@ def check_feed_source(settings: Settings) -> None:
 
 
 def make_feed(
-    settings: Settings, catalogue: Catalogue, candles: Candles, clock: Callable[[], float], epoch: str
+    settings: FeedSettings, catalogue: Catalogue, candles: Candles, clock: Callable[[], float], epoch: str
 ) -> FeedSource:
     if settings.is_demo:
         return DemoSource(catalogue, settings, clock)
@@ -136,7 +136,7 @@ class FeedSupervisor:
 
 
 class DemoSource:
-    def __init__(self, catalogue: Catalogue, settings: Settings, clock: Callable[[], float]) -> None:
+    def __init__(self, catalogue: Catalogue, settings: FeedSettings, clock: Callable[[], float]) -> None:
         self.clock = clock
         self.interval = settings.tick_interval_ms / 1000.0
         self.state, self.feed = build_demo_state(catalogue, settings.seed, clock())
