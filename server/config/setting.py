@@ -90,7 +90,7 @@ def env_default(flag: str) -> str | None:
     return os.environ.get(env_name(flag))
 
 
-def add_option(parser: argparse.ArgumentParser | Any, f: Field[Any], flag: str) -> None:
+def add_option(parser: argparse.ArgumentParser, f: Field[Any], flag: str) -> None:
     """The argparse option of one field; its dest is the field's name."""
     spec = spec_of(f)
     help_text = spec.help if spec.help is not None else argparse.SUPPRESS
