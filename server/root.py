@@ -37,7 +37,19 @@ from server.api.ops import OpsApi
 from server.api.reference import ReferenceApi
 from server.api.site.routes import register_public_site
 from server.api.web import WebApi
-from server.config import EngineKind, Runtime, Settings, settings_clock
+from server.config import (
+    EngineKind,
+    EngineSettings,
+    FeedSettings,
+    HttpSettings,
+    NotifySettings,
+    ProcessSettings,
+    Runtime,
+    Settings,
+    StorageSettings,
+    StreamSettings,
+    settings_clock,
+)
 from server.core.client_ip import peer_host, robyn_peer
 from server.core.limits import Gcra
 from server.core.metrics import HttpMetrics, Registry
@@ -132,7 +144,7 @@ class Node:
         await self.stop_core()
 
 
-def make_engine(settings: Settings, registry: Registry, local: Gcra, clock: Callable[[], float],
+def make_engine(settings: EngineSettings, registry: Registry, local: Gcra, clock: Callable[[], float],
                 ids: list[str]) -> Engine:
     """The engine, chosen once (the only place that reads `settings.engine`). `local`: this hub's own buckets
     (on Redis, its fallback while Redis is away); `ids`: the instrument ids in row order (a shared log's names)."""
@@ -146,21 +158,24 @@ def make_engine(settings: Settings, registry: Registry, local: Gcra, clock: Call
 
 
 def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
-    """Every part of a hub, wired; nothing runs until `Node.start`."""
-    clock = clock or settings_clock(settings)
+    """Every part of a hub, wired; nothing runs until `Node.start`. A part is handed the settings group it reads
+    (`group(NotifySettings)`...); the App, the stream and the public site still take the whole `Settings`."""
+    group = settings.group
+    clock = clock or settings_clock(group(ProcessSettings))
     registry = Registry()
     catalogue = default_catalogue()
     ids = [inst.id for inst in catalogue.instruments]
     # SQLite on its own threads, or PostgreSQL over an async pool; every call from the loop is awaited
     # (docs/storage.md). A committed record wakes the outbox worker (built below, with the outbox repository).
-    channels = [(c.kind, c.target) for c in configured_channels(settings)]
-    repos = open_repositories(settings, channels, clock, lambda: outbox.wake())
+    notify = group(NotifySettings)
+    channels = [(c.kind, c.target) for c in configured_channels(notify)]
+    repos = open_repositories(group(StorageSettings), channels, clock, lambda: outbox.wake())
     buckets = Gcra()  # this hub's own buckets (and, on the redis engine, its fallback while Redis is away)
-    engine = make_engine(settings, registry, buckets, clock, ids)
+    engine = make_engine(group(EngineSettings), registry, buckets, clock, ids)
     epoch = engine.epoch(f"{int(clock())}-{os.urandom(3).hex()}")  # redis: the shared tick history's, if any
     venues = VenueBook.load(None)  # every venue's sessions and holidays (SPEC 16)
     clocks = [venues.for_instrument(inst.id) for inst in catalogue.instruments]
-    state, feed, keeper = make_market(settings, catalogue, repos.candles, clock, epoch, clocks)
+    state, feed, keeper = make_market(group(FeedSettings), catalogue, repos.candles, clock, epoch, clocks)
     keys = KeyCache(repos.keys)  # filled by the key watch's start, before anything is served
     router = Router()
     robyn = settings.runtime is Runtime.ROBYN  # Robyn answers remembered bodies on actix's thread (a lock)
@@ -175,10 +190,11 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     started = threading.Event()  # set by Node.start once every part runs
     MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock).register(router)
     ReferenceApi(catalogue, venues, clock).register(router)  # instruments, venues, calendars (SPEC 16)
-    WebApi(settings).register(router)  # the dashboard at / and /static/..., /api/config
-    OpsApi(settings, router, registry, repos.storage, lambda: started.is_set() and ticks.ready(), epoch,
-           engine.node).register(router)
-    outbox = OutboxWorker(settings, registry, repos.outbox, clock)
+    http, stream_settings = group(HttpSettings), group(StreamSettings)
+    WebApi(http, group(FeedSettings), stream_settings).register(router)  # the dashboard at /, /static/..., /api/config
+    OpsApi(http, group(ProcessSettings), router, registry, repos.storage,
+           lambda: started.is_set() and ticks.ready(), epoch, engine.node).register(router)
+    outbox = OutboxWorker(notify, registry, repos.outbox, clock)
     tick_log = engine.ticks
     site = register_public_site(  # /api/... public-site routes; SPEC 12: evidence anchored by the lease holder
         settings, router, repos, state, clock, app.check_bucket, shared=tick_log.shared,
@@ -189,12 +205,12 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     if keeper is not None:
         applied.subscribe(keeper.on_ticks)
     watch.listeners.append(stream.on_revoked)
-    register_asyncapi(router, settings)  # /asyncapi.json describes the stream
+    register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
     core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks]
     return Node(settings, repos, engine, app, ticks, core, [outbox, site, stream], keys, outbox, started, keeper)
 
 
-def make_market(settings: Settings, catalogue: Catalogue, candles: Candles, clock: Callable[[], float],
+def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, clock: Callable[[], float],
                 epoch: str, clocks: list[VenueClock]) -> tuple[MarketState, FeedSource, CandleKeeper | None]:
     """The market state, the feed source that moves it and, for a live feed, the keeper of its daily candles."""
     if settings.is_demo:

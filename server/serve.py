@@ -16,7 +16,7 @@ import sys
 
 import uvloop
 
-from server.config import Runtime, Settings
+from server.config import HttpSettings, Runtime, Settings
 from server.lifecycle import HttpRuntime, on_signals
 from server.root import bench_static_body, build, shut_down, start_built, start_up
 
@@ -83,7 +83,7 @@ async def _serve_granian(settings: Settings) -> int:
 
     node = await start_up(settings)
     open_files = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    runtime = GranianRuntime(node.app, settings, open_files, bench_static_body(node))
+    runtime = GranianRuntime(node.app, settings.group(HttpSettings), open_files, bench_static_body(node))
     stop = asyncio.Event()
     failure: list[BaseException | None] = []
 

@@ -21,7 +21,7 @@ from server.api.core.encoding import etag_matches
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.docs.problem_pages import ProblemPages
-from server.config import Settings
+from server.config import FeedSettings, HttpSettings, StreamSettings
 from server.core.errors import ApiError
 
 WEB_ROOT = Path(__file__).resolve().parent.parent / "web"
@@ -92,12 +92,11 @@ def versioned_index(files: dict[str, StaticFile]) -> StaticFile:
 
 
 class WebApi:
-    def __init__(self, settings: Settings, root: Path = WEB_ROOT) -> None:
+    def __init__(self, http: HttpSettings, feed: FeedSettings, stream: StreamSettings, root: Path = WEB_ROOT) -> None:
         self.files = load_files(root)
         self.index = versioned_index(self.files)
         self.docs_page = versioned_page(self.files, "docs.html") if "docs.html" in self.files else None
-        config = {"wsPort": settings.ws_port, "wsPath": WS_PATH, "demo": settings.is_demo,
-                  "heartbeatS": settings.heartbeat_s}
+        config = {"wsPort": http.ws_port, "wsPath": WS_PATH, "demo": feed.is_demo, "heartbeatS": stream.heartbeat_s}
         self.config = orjson.dumps(config)
         self.problems = ProblemPages()
         # browsers ask for /favicon.ico on pages that name no icon (the JSON docs, problem pages): the SVG icon,

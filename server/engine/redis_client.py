@@ -12,7 +12,9 @@
   connection opened by the library (its `Connection`: connect, AUTH/HELLO, SELECT, TLS, Sentinel
   discovery); then the connection's transport delivers to a small asyncio protocol that feeds hiredis's
   `Reader` (the library's own parser), and commands are packed by `hiredis.pack_command`. What this module
-  adds is only the scheduling: no RESP code of ours.
+  adds is only the scheduling: no RESP code of ours. The transport is handed over by subclasses of
+  redis-py's public connection classes (`_HandOver`): the streams they read are the ones
+  `AbstractConnection` keeps for its subclasses, and nothing outside them touches a private attribute.
 
 Why auto-pipelining over the library's connection and not `Redis.evalsha`: a redis-py command costs a
 pool checkout, a retry wrapper, a timeout context and a response callback, per call; a keyed request
@@ -39,11 +41,17 @@ from redis.asyncio.connection import (
     AbstractConnection,
     Connection,
     ConnectionPool,
+    DefaultParser,
     SSLConnection,
     UnixDomainSocketConnection,
 )
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import Sentinel, SentinelConnectionPool
+from redis.asyncio.sentinel import (
+    Sentinel,
+    SentinelConnectionPool,
+    SentinelManagedConnection,
+    SentinelManagedSSLConnection,
+)
 from redis.backoff import NoBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import InvalidResponse, ReadOnlyError, RedisError, ResponseError
@@ -101,10 +109,10 @@ def _pool(t: RedisTarget, timeout: float | None, connect_timeout: float, size: i
                                                                 "retry": Retry(NoBackoff(), 0)})
         return _SentinelPool(t.service, sentinel, ssl=t.tls, max_connections=size, timeout=wait, **kwargs)
     if t.path is not None:
-        return BlockingConnectionPool(connection_class=UnixDomainSocketConnection, path=t.path,
-                                      max_connections=size, timeout=wait, **kwargs)
-    return BlockingConnectionPool(connection_class=SSLConnection if t.tls else Connection, host=t.host,
-                                  port=t.port, max_connections=size, timeout=wait, **kwargs)
+        kwargs.setdefault("connection_class", UnixDomainSocketConnection)
+        return BlockingConnectionPool(path=t.path, max_connections=size, timeout=wait, **kwargs)
+    kwargs.setdefault("connection_class", SSLConnection if t.tls else Connection)
+    return BlockingConnectionPool(host=t.host, port=t.port, max_connections=size, timeout=wait, **kwargs)
 
 
 def async_client(url: str | RedisTarget, timeout: float, size: int = POOL_SIZE) -> Redis:
@@ -133,13 +141,64 @@ def sync_client(url: str | RedisTarget, timeout: float = 2.0) -> Iterator[redis.
             sentinel.close()
 
 
+class _HandOver(AbstractConnection):
+    """A redis-py connection that, once the library's own `connect()` has run (TLS, AUTH/HELLO, SELECT, on
+    Sentinel the master's address), gives its transport to a protocol of ours. It reads the stream pair
+    that redis-py's `AbstractConnection` declares (`__slots__`) for its subclasses, which its own
+    `Connection._connect` and `UnixDomainSocketConnection._connect` fill: the one place this module relies
+    on the library's insides, checked by tests/contract/test_redis_client.py against real servers."""
+
+    async def hand_over(self, protocol: asyncio.Protocol) -> bytes:
+        """Point the open transport at `protocol`; the bytes the library's stream had already buffered."""
+        reader, writer = self._reader, self._writer
+        if reader is None or writer is None:
+            raise RedisConnectionError("Redis connection lost while connecting")
+        writer.transport.set_protocol(protocol)
+        reader.feed_eof()  # the stream gets nothing more: reading it now returns only what it holds
+        return await reader.read()
+
+    def transport(self) -> asyncio.Transport:
+        if self._writer is None:
+            raise RedisConnectionError("Redis connection is not open")
+        return cast(asyncio.Transport, self._writer.transport)
+
+
+class _TcpHandOver(_HandOver, Connection):
+    pass
+
+
+class _TlsHandOver(_HandOver, SSLConnection):
+    pass
+
+
+class _UnixHandOver(_HandOver, UnixDomainSocketConnection):
+    pass
+
+
+class _SentinelHandOver(_HandOver, SentinelManagedConnection):
+    pass
+
+
+class _SentinelTlsHandOver(_HandOver, SentinelManagedSSLConnection):
+    pass
+
+
+def _hand_over_class(t: RedisTarget) -> type[_HandOver]:
+    """The connection class of `t`'s kind (what redis-py's pools would pick), able to hand over its transport."""
+    if t.sentinel:
+        return _SentinelTlsHandOver if t.tls else _SentinelHandOver
+    if t.path is not None:
+        return _UnixHandOver
+    return _TlsHandOver if t.tls else _TcpHandOver
+
+
 class _Session(asyncio.Protocol):
     """One connection, once the library has opened it (TLS, AUTH/HELLO, SELECT, on Sentinel the master's
     address): its transport then delivers to this protocol, where hiredis's `Reader` (the parser the library
     itself uses) cuts the bytes into replies, each handed to the next owed future. No reader task, no stream
     layers: a reply is handed over in the callback that received its bytes."""
 
-    def __init__(self, pipeline: AutoPipeline, conn: AbstractConnection) -> None:
+    def __init__(self, pipeline: AutoPipeline, conn: _HandOver) -> None:
         self.pipeline = pipeline
         self.conn = conn
         self.owed: deque[asyncio.Future[Any]] = deque()
@@ -147,13 +206,15 @@ class _Session(asyncio.Protocol):
         self.watchdog: asyncio.TimerHandle | None = None
         self.broken = False
         self.demotion_is_loss = pipeline.target.sentinel  # READONLY from a Sentinel master: it was demoted
-        writer, reader = cast(Any, conn)._writer, cast(Any, conn)._reader
-        self.transport: asyncio.Transport = writer.transport
-        # error replies become the library's exception classes (NoScriptError, ReadOnlyError, ...)
-        self.parser = hiredis.Reader(protocolError=InvalidResponse, replyError=cast(Any, conn)._parser.parse_error,
+        self.transport = conn.transport()
+        # error replies become the library's exception classes (NoScriptError, ReadOnlyError, ...): the
+        # parser class's public `parse_error`, as the library's hiredis parser passes it to its Reader
+        self.parser = hiredis.Reader(protocolError=InvalidResponse, replyError=DefaultParser.parse_error,
                                      notEnoughData=_MORE)
-        left = bytes(reader._buffer)  # nothing is owed yet; bytes already buffered would be a protocol error
-        self.transport.set_protocol(self)
+
+    async def start(self) -> None:
+        """Take the transport over from the library's stream."""
+        left = await self.conn.hand_over(self)  # nothing is owed yet: bytes already buffered are a protocol error
         if left:
             self.data_received(left)
 
@@ -209,7 +270,8 @@ class AutoPipeline:
         # also waiting for whatever else runs on the loop: a caller off the request path can allow more
         self.connect_timeout = connect_timeout or timeout * (4 if self.target.sentinel else 1)
         # socket_timeout None: no timeout context per reply; the watchdog bounds every wait instead
-        self._pool = _pool(self.target, None, self.connect_timeout, 1, protocol=2)
+        self._pool = _pool(self.target, None, self.connect_timeout, 1, protocol=2,
+                           connection_class=_hand_over_class(self.target))
         self._queued: list[tuple[tuple[Any, ...], asyncio.Future[Any]]] = []
         self._scheduled = False
         self._connecting: asyncio.Task[None] | None = None
@@ -257,7 +319,7 @@ class AutoPipeline:
             self._break(session, exc)
 
     async def _connect(self) -> None:
-        conn = self._pool.make_connection()
+        conn = cast(_HandOver, self._pool.make_connection())
         try:
             try:
                 await asyncio.wait_for(conn.connect(), self.connect_timeout)
@@ -265,7 +327,10 @@ class AutoPipeline:
                 raise RedisTimeoutError(f"no answer from Redis in {self.connect_timeout} s while connecting") from None
             if self._closed:
                 raise RedisConnectionError("the Redis client is closed")
-            self._session = _Session(self, conn)
+            session = _Session(self, conn)
+            await session.start()
+            if not session.broken:  # buffered bytes nobody asked for broke it: the next flush connects again
+                self._session = session
         except BaseException as exc:
             with contextlib.suppress(Exception):
                 await conn.disconnect(nowait=True)

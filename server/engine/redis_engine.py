@@ -19,7 +19,7 @@ from redis.asyncio import Redis
 from redis.asyncio.client import PubSub
 from redis.exceptions import RedisError
 
-from server.config import EngineKind, Settings
+from server.config import EngineKind, EngineSettings
 from server.core.limits import Gcra
 from server.core.metrics import Registry
 from server.core.redis_url import RedisTarget, parse_redis_url
@@ -160,7 +160,7 @@ class RedisRevocations:
 class RedisEngine:
     kind = EngineKind.REDIS
 
-    def __init__(self, settings: Settings, registry: Registry, local: Gcra, clock: Callable[[], float],
+    def __init__(self, settings: EngineSettings, registry: Registry, local: Gcra, clock: Callable[[], float],
                  ids: list[str]) -> None:
         self.settings = settings
         self.target = parse_redis_url(settings.redis_url)  # checked by config validation before this runs

@@ -19,7 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
-from server.config import Settings
+from server.config import FeedSettings
 from server.feeds.jsonl import JsonlParser
 from server.feeds.lines import FeedReadError, LineReader
 from server.market.catalogue import Catalogue
@@ -54,7 +54,7 @@ class FeedSource(Protocol):
         ...
 
 
-def check_feed_source(settings: Settings) -> None:
+def check_feed_source(settings: FeedSettings) -> None:
     """Raise FeedUnavailable (one line for the operator) when a jsonl file cannot be opened at start."""
     path = settings.feed_path
     if path is None or path == "-":

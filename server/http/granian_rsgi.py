@@ -13,7 +13,7 @@ from granian.server.embed import Server
 
 from server.api.core.pipeline import MAX_BODY, App
 from server.api.core.types import Request, Response
-from server.config import BENCH_STATIC_PATH, Settings
+from server.config import BENCH_STATIC_PATH, HttpSettings
 from server.core.client_ip import peer_host
 from server.http.edge import EdgeGate, shutting_down
 
@@ -125,7 +125,7 @@ def backpressure(open_files: int) -> int:
 class GranianRuntime:
     """Embedded Granian serving the app inside the hub's event loop."""
 
-    def __init__(self, app: App, settings: Settings, open_files: int, static_body: bytes | None = None) -> None:
+    def __init__(self, app: App, settings: HttpSettings, open_files: int, static_body: bytes | None = None) -> None:
         self.gate = EdgeGate(settings.body_timeout_s, settings.uploads_per_ip)
         self.server = Server(
             RsgiAdapter(app, self.gate, static_body),

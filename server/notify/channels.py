@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from urllib.parse import unquote, urlsplit
 
-from server.config import Settings
+from server.config import NotifySettings
 
 EMAIL = "email"
 
@@ -27,7 +27,7 @@ class Channel:
         return describe(self.kind, self.target)
 
 
-def configured_channels(settings: Settings) -> tuple[Channel, ...]:
+def configured_channels(settings: NotifySettings) -> tuple[Channel, ...]:
     """E-mail when both --smtp-url and --notify-email are set, plus one channel per --webhook."""
     channels: list[Channel] = []
     if settings.smtp_url and settings.notify_email:
@@ -63,7 +63,7 @@ def scrub(text: str, sensitive: Iterable[str] = ()) -> str:
     return text
 
 
-def sensitive_strings(settings: Settings) -> tuple[str, ...]:
+def sensitive_strings(settings: NotifySettings) -> tuple[str, ...]:
     """Everything of the channel configuration that must never reach a log line or a stored error."""
     out: list[str] = []
     for w in settings.webhooks:

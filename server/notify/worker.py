@@ -26,7 +26,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from server.config import Settings
+from server.config import NotifySettings
 from server.core.background import log_round_failure
 from server.core.background import reason as failure_reason
 from server.core.errors import storage_unavailable
@@ -76,7 +76,7 @@ class OutboxMetrics:
 
 
 class OutboxWorker:
-    def __init__(self, settings: Settings, registry: Registry, outbox: Outbox,
+    def __init__(self, settings: NotifySettings, registry: Registry, outbox: Outbox,
                  clock: Callable[[], float] = time.time, rng: Callable[[], float] = random.random,
                  poll_s: float = POLL_S) -> None:
         """`outbox`: the repository of the hub's storage (the worker never opens storage of its own)."""

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from server.config import Settings
+from server.config import StorageSettings
 from server.store.records import ChannelSpec
 from server.store.repositories import Repositories
 from server.store.sqlite_repos import sqlite_repositories
 from server.store.storage import SqliteStorage
 
 
-def open_repositories(settings: Settings, channels: Sequence[ChannelSpec], clock: Callable[[], float],
+def open_repositories(settings: StorageSettings, channels: Sequence[ChannelSpec], clock: Callable[[], float],
                       wake: Callable[[], None]) -> Repositories:
     """The hub's repositories. PostgreSQL is migrated here (start-up, before anything is served)."""
     if settings.database_url:

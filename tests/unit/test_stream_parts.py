@@ -167,7 +167,7 @@ def test_text_frame_header(size: int) -> None:
 # --- AsyncAPI ------------------------------------------------------------------------------
 
 def test_asyncapi_describes_messages_ops_close_codes_and_refusals() -> None:
-    doc = build_asyncapi(Settings())
+    doc = build_asyncapi(Settings(), Settings())  # its http and stream groups
     assert doc["asyncapi"].startswith("3.")
     channel = doc["channels"]["quotes"]
     assert channel["address"] == "/ws/quotes"

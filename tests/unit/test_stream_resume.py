@@ -141,7 +141,7 @@ def test_asyncapi_documents_resume_and_the_header_key() -> None:
     from server.api.docs.asyncapi import build_asyncapi
     from server.config import Settings
 
-    doc = build_asyncapi(Settings())
+    doc = build_asyncapi(Settings(), Settings())  # its http and stream groups
     schemas = doc["components"]["schemas"]
     assert {"since", "epoch"} <= set(schemas["Subscribe"]["properties"])
     assert "recovered" in schemas["Subscribed"]["properties"] and "seqs" in schemas["Snapshot"]["required"]

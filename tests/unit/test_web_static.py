@@ -48,7 +48,8 @@ def test_index_versions_exact_vendor_urls_only(tmp_path: Path) -> None:
 
 
 def test_handlers_answer_304_and_404_and_config() -> None:
-    api = WebApi(Settings(ws_port=9123))
+    settings = Settings(ws_port=9123)
+    api = WebApi(settings, settings, settings)  # its http, feed and stream groups
     page = api.page(Request("GET", "/"))
     assert page.status == 200 and page.content_type == "text/html; charset=utf-8"
     etag = dict(page.headers)["etag"]

@@ -16,7 +16,7 @@ import orjson
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.docs.schemas import STREAM, closure, obj, ref
-from server.config import Settings
+from server.config import HttpSettings, StreamSettings
 from server.core.errors import CloseCode
 
 CLOSE_CODE_MEANINGS: dict[CloseCode, str] = {
@@ -83,7 +83,7 @@ SERVER_MESSAGES = ("Snapshot", "Tick", "CandleFrame", "Heartbeat", "Subscribed",
 CLIENT_MESSAGES = ("Subscribe", "Unsubscribe", "Ping")
 
 
-def build_asyncapi(settings: Settings) -> dict[str, Any]:
+def build_asyncapi(http: HttpSettings, stream: StreamSettings) -> dict[str, Any]:
     messages = {name: {"name": name.lower(), "contentType": "application/json", "summary": MESSAGE_DOCS[name],
                        "payload": ref(name)}
                 for name in (*SERVER_MESSAGES, *CLIENT_MESSAGES)}
@@ -100,12 +100,12 @@ def build_asyncapi(settings: Settings) -> dict[str, Any]:
                            "connection is dropped. Resume after reconnect: subscribe with since/epoch "
                            "(see the Subscribe message). Live candles: subscribe with candles (the CandleFrame "
                            "message). "
-                           f"Heartbeats every {settings.heartbeat_s:g} s (0: off; the Heartbeat message). "
+                           f"Heartbeats every {stream.heartbeat_s:g} s (0: off; the Heartbeat message). "
                            "The key goes in the X-SERVICE-Key handshake header "
                            "(non-browser clients) or the key query parameter (browsers); the server never "
                            "logs the query string.",
         },
-        "servers": {"local": {"host": f"{settings.host}:{settings.ws_port}", "protocol": "ws",
+        "servers": {"local": {"host": f"{http.host}:{http.ws_port}", "protocol": "ws",
                               "security": [{"$ref": "#/components/securitySchemes/headerKey"},
                                            {"$ref": "#/components/securitySchemes/queryKey"}]}},
         "channels": {"quotes": _channel(messages)},
@@ -162,8 +162,8 @@ def _operations(msg: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def register_asyncapi(router: Router, settings: Settings) -> None:
-    body = orjson.dumps(build_asyncapi(settings))
+def register_asyncapi(router: Router, http: HttpSettings, stream: StreamSettings) -> None:
+    body = orjson.dumps(build_asyncapi(http, stream))
 
     def asyncapi(req: Request) -> Response:
         return Response(200, body)

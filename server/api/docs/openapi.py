@@ -19,7 +19,7 @@ from server.api.keyed import DEFAULT_LIMIT as KLINE_DEFAULT_LIMIT
 from server.api.keyed import KLINE_INTERVALS, MAX_DAYS, MAX_IDS
 from server.api.keyed import MAX_LIMIT as KLINE_MAX_LIMIT
 from server.api.site.content import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET
-from server.config import Settings
+from server.config import HttpSettings
 from server.core.errors import ERROR_KINDS
 from server.market.catalogue import KINDS, default_catalogue
 from server.store.receipts import RECEIPT_NO_PATTERN
@@ -347,7 +347,7 @@ TAGS: list[S] = [
 ]
 
 
-def build_openapi(router: Router, settings: Settings) -> S:
+def build_openapi(router: Router, settings: HttpSettings) -> S:
     paths: S = {}
     for route in router.routes():
         if route.method == "HEAD":
