@@ -28,8 +28,7 @@ from server.core.errors import ApiError
 from server.market.intraday import INTERVALS, INTRADAY_CAPACITY
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState
-from server.market.timefmt import day_start, trading_days_back
-from server.market.venue_views import iso as venue_iso
+from server.market.timefmt import day_start, iso, trading_days_back
 
 MAX_IDS = 100
 MAX_DAYS = 90
@@ -135,8 +134,8 @@ class MarketApi:
         clock, now_ms = self.state.clocks[row], int(self.clock() * 1000)
         next_open, next_close = clock.next_open(now_ms), clock.next_close(now_ms)
         return {"marketStatus": clock.status(now_ms).value,
-                "nextOpen": None if next_open is None else venue_iso(next_open, clock),
-                "nextClose": None if next_close is None else venue_iso(next_close, clock)}
+                "nextOpen": None if next_open is None else iso(next_open / 1000),
+                "nextClose": None if next_close is None else iso(next_close / 1000)}
 
     def kline(self, req: Request) -> Response:
         query = _query(req, KLINE_PARAMS)

@@ -104,8 +104,8 @@ def _fixed() -> object:
 
 
 def _date(query: dict[str, str], field: str) -> date:
-    raw = query.get(field, "").strip()
-    if not raw:
+    raw = query.get(field, "")
+    if not raw.strip():
         raise _param(field, f"{field} is required (YYYY-MM-DD)")
     try:
         return date.fromisoformat(raw) if len(raw) == 10 else _bad_date(field)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from datetime import date, timedelta
 from typing import Any
 
+from server.market.timefmt import iso as shanghai_iso
 from server.market.venue_clock import VenueClock
 from server.market.venues import WindowSpec
 
@@ -41,14 +42,15 @@ def calendar(clock: VenueClock, start: date, end: date) -> dict[str, Any]:
 
 def venue_summary(clock: VenueClock, now_ms: int, known_until: date, instruments: list[str]) -> dict[str, Any]:
     """One item of ``GET /api/v1/venues``: ``{id, name, timeZone, publication, status, tradingDay, nextOpen,
-    nextClose, calendarKnownUntil, instruments}`` (instants ISO 8601 with the venue's offset, or null)."""
+    nextClose, calendarKnownUntil, instruments}`` (instants in +08:00 as every timestamp of the API, or null; a
+    calendar's session windows are in the venue's own offset)."""
     next_open, next_close = clock.next_open(now_ms), clock.next_close(now_ms)
     return {
         "id": clock.venue.id, "name": dict(clock.venue.name), "timeZone": clock.venue.zone,
         "publication": clock.venue.publication.value, "status": clock.status(now_ms).value,
         "tradingDay": clock.trading_day(now_ms).isoformat(),
-        "nextOpen": None if next_open is None else iso(next_open, clock),
-        "nextClose": None if next_close is None else iso(next_close, clock),
+        "nextOpen": None if next_open is None else shanghai_iso(next_open / 1000),
+        "nextClose": None if next_close is None else shanghai_iso(next_close / 1000),
         "calendarKnownUntil": known_until.isoformat(), "instruments": list(instruments),
     }
 

@@ -235,12 +235,16 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/static/vendor/{file}": "/static/vendor/swagger-ui.css", "/problems/{code}": "/problems/not_found",
         "/api/v1/udf/symbols": "/api/v1/udf/symbols?symbol=brent",
         "/api/v1/udf/history": "/api/v1/udf/history?symbol=brent&resolution=60&to=2000000000&countback=5",
+        "/api/v1/instruments/{id}": "/api/v1/instruments/sc",
+        "/api/v1/venues/{id}/calendar": "/api/v1/venues/zce/calendar?from=2026-09-28&to=2026-10-09",
     }
     not_found = {
         "/api/v1/quotes/{id}": "/api/v1/quotes/zzz", "/api/v1/kline/{id}": "/api/v1/kline/zzz",
         "/api/market/{id}": "/api/market/zzz", "/api/receipt/{receiptNo}": "/api/receipt/WR-XX-999999",
         "/api/verify-anchor": "/api/verify-anchor?hash=" + "ab" * 32, "/static/{file}": "/static/nope.js",
         "/static/vendor/{file}": "/static/vendor/nope.js", "/problems/{code}": "/problems/nope",
+        "/api/v1/instruments/{id}": "/api/v1/instruments/zzz",
+        "/api/v1/venues/{id}/calendar": "/api/v1/venues/zzz/calendar?from=2026-09-28&to=2026-10-09",
     }
     bad = {
         "/api/v1/quotes": "/api/v1/quotes?kind=metals", "/api/v1/kline/{id}": "/api/v1/kline/brent?days=0",
@@ -253,6 +257,9 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/udf/config": "/api/v1/udf/config?x=1", "/api/v1/udf/time": "/api/v1/udf/time?x=1",
         "/api/v1/udf/search": "/api/v1/udf/search?limit=0", "/api/v1/udf/symbols": "/api/v1/udf/symbols?symbol=zzz",
         "/api/v1/udf/history": "/api/v1/udf/history?symbol=brent&resolution=2&to=1",
+        "/api/v1/venues/{id}/calendar": "/api/v1/venues/zce/calendar?from=2026-01-01&to=2027-06-30",
+        "/api/v1/instruments": "/api/v1/instruments?kind=oil", "/api/v1/instruments/{id}": "/api/v1/instruments/sc?x=1",
+        "/api/v1/venues": "/api/v1/venues?status=open",
     }
     creds = {"email": "schema-check@example.com", "password": "correct horse"}
     check(http.post("/api/auth/register", json={**creds, "name": "Li Lei", "company": None}), "/api/auth/register")
@@ -439,7 +446,7 @@ def test_post_bodies_agree_with_their_request_schemas(http: httpx.Client, spec: 
 
 def test_query_parameters_agree_with_their_schemas(api: ServerProcess, http: httpx.Client, spec: S) -> None:
     key = {"X-SERVICE-Key": api.demo_key}
-    paths = {"/api/v1/kline/{id}": "/api/v1/kline/brent"}
+    paths = {"/api/v1/kline/{id}": "/api/v1/kline/brent", "/api/v1/venues/{id}/calendar": "/api/v1/venues/zce/calendar"}
     # a parameter that applies only together with another (kline's limit: intraday intervals only)
     # and one bounded by another (UDF history: from <= to, so any from the schema allows is tried with the
     # latest to it allows)

@@ -78,10 +78,11 @@ def test_a_quote_names_its_venue_and_the_trading_day_of_its_tick(venue_server: h
 def test_a_single_quote_says_whether_its_market_is_open(venue_server: httpx.Client) -> None:
     methanol = venue_server.get("/api/v1/quotes/methanol").json()
     assert methanol["marketStatus"] == "open"  # 10:05: the first morning window (09:00-10:15)
-    assert methanol["nextClose"] == "2026-10-08T10:15:00+08:00"
-    assert methanol["nextOpen"] == "2026-10-08T10:30:00+08:00"  # after the 10:15-10:30 break
+    assert methanol["nextClose"] == "2026-10-08T10:15:00.000+08:00"
+    assert methanol["nextOpen"] == "2026-10-08T10:30:00.000+08:00"  # after the 10:15-10:30 break
     brent = venue_server.get("/api/v1/quotes/brent").json()
-    assert brent["marketStatus"] == "open" and brent["nextClose"] == "2026-10-08T23:00:00+01:00"
+    # 23:00 in London (BST, +01:00), answered in +08:00 as every timestamp of the API
+    assert brent["marketStatus"] == "open" and brent["nextClose"] == "2026-10-09T06:00:00.000+08:00"
 
 
 def test_venues_list_status_and_calendar_horizon(venue_server: httpx.Client) -> None:

@@ -22,6 +22,7 @@ from server.api.site.content import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET
 from server.config import HttpSettings
 from server.core.errors import ERROR_KINDS
 from server.market.catalogue import KINDS, default_catalogue
+from server.market.venues import VENUES
 from server.store.receipts import RECEIPT_NO_PATTERN
 
 RATE_HEADERS: dict[str, S] = {
@@ -133,7 +134,8 @@ OPERATIONS: dict[tuple[str, str], S] = {
         "responses": {**ok("QuoteList"), "400": problem("unknown kind or unknown/too many ids")},
     },
     ("GET", "/api/v1/quotes/{id}"): {
-        "summary": "One quote with today's open/high/low, previous close, volume and seq", "tags": ["market data"],
+        "summary": "One quote with today's open/high/low, previous close, volume and seq, and whether its venue is "
+                   "open now (marketStatus, nextOpen, nextClose)", "tags": ["market data"],
         "parameters": [ID], "responses": {**ok("QuoteExtended"), "404": problem("unknown instrument")},
     },
     ("GET", "/api/v1/kline/{id}"): {
@@ -171,6 +173,32 @@ OPERATIONS: dict[tuple[str, str], S] = {
                       "404": problem("unknown instrument")},
     },
     **UDF_OPERATIONS,
+    ("GET", "/api/v1/instruments"): {
+        "summary": "Reference data: every instrument with its venue, publication and candle intervals",
+        "tags": ["reference data"], "responses": ok("InstrumentList"),
+    },
+    ("GET", "/api/v1/instruments/{id}"): {
+        "summary": "One instrument's reference data", "tags": ["reference data"], "parameters": [ID],
+        "responses": {**ok("Instrument"), "404": problem("unknown instrument")},
+    },
+    ("GET", "/api/v1/venues"): {
+        "summary": "Every venue: its status now, trading day, next open and close, calendar horizon, instruments",
+        "tags": ["reference data"], "responses": ok("VenueList"),
+    },
+    ("GET", "/api/v1/venues/{id}/calendar"): {
+        "summary": "A venue's trading days with their session windows, and the weekdays it is shut",
+        "tags": ["reference data"],
+        "parameters": [param("id", "path", {"type": "string", "enum": list(VENUES), "examples": ["zce"]},
+                             "venue id (GET /api/v1/venues)"),
+                       param("from", "query", {"type": "string", "format": "date", "examples": ["2026-09-28"]},
+                             "first date (YYYY-MM-DD), included", required=True),
+                       param("to", "query", {"type": "string", "format": "date", "examples": ["2026-10-09"]},
+                             "last date (YYYY-MM-DD), included; at most 366 days after from", required=True)],
+        "responses": {**ok("VenueCalendar"),
+                      "400": problem("from or to missing or not a date, to before from, more than 366 days "
+                                     "(invalid_parameter, errors[].field names it)"),
+                      "404": problem("unknown venue")},
+    },
     ("GET", "/api/v1/spreads"): {
         "summary": "Domestic prices against CFR China import parity (methanol, PTA, PP, PE, PVC)",
         "tags": ["market data"], "responses": ok("SpreadList"),
@@ -335,6 +363,8 @@ def _operation(method: str, pattern: str, access: Access, name: str) -> S:
 TAGS: list[S] = [
     {"name": "market data", "description": "Keyed (header X-SERVICE-Key): quotes, candles, spreads, inventories. "
                                            "Live ticks: WebSocket /ws/quotes, described in /asyncapi.json"},
+    {"name": "reference data", "description": "Keyed: instruments, venues, their sessions, trading days and "
+                                              "holidays (SPEC 16)"},
     {"name": "TradingView UDF", "description": "Keyed: the TradingView UDF datafeed (SPEC 14) over the same candles "
                                                "as /api/v1/kline; errors add UDF's s and errmsg to the problem"},
     {"name": "public site", "description": "The public site's market snapshot, news and research (no key)"},
