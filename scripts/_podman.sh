@@ -100,3 +100,17 @@ ensure_python_image() {
 }
 
 image_size_mb() { podman image inspect --format '{{.Size}}' "$1" | awk '{printf "%.0f", $1/1000000}'; }
+
+# Stand-ins for compose.yaml's haproxy, redis and postgres images, from Debian packages
+# (deploy/podman/*.Containerfile), named localhost/market-standin/NAME:bookworm.
+ensure_standins() {
+  ensure_debian_image
+  local name t
+  for name in haproxy redis postgres; do
+    podman image exists "localhost/market-standin/$name:bookworm" && continue
+    t=$(now)
+    build_local "localhost/market-standin/$name:bookworm" "$ROOT/deploy/podman/$name.Containerfile" \
+      "$ROOT/deploy/podman" -q >/dev/null
+    echo "  localhost/market-standin/$name:bookworm built in $(took "$t") s" >&2
+  done
+}
