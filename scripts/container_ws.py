@@ -19,6 +19,8 @@ import time
 
 from websockets.asyncio.client import connect
 
+SILENCE_S = 10.5  # two heartbeat periods (--heartbeat-s 5) and a margin
+
 
 def fail(msg: str, **extra: object) -> None:
     print(json.dumps({"ok": False, "error": msg, **extra}), flush=True)
@@ -50,6 +52,7 @@ class Client:
         self.first_tick_after_kill: float | None = None
         self.max_gap = 0.0
         self.dropped_at: float | None = None
+        self.drop = ""
         self.resumed_at: float | None = None
         self.recovered: bool | None = None
         self.reconnect_attempts = 0
@@ -79,12 +82,16 @@ class Client:
             self.ids = [q["id"] for q in first["quotes"]]
             self.ready.set()
             try:
-                async for raw in ws:
-                    m = json.loads(raw)
+                while True:
+                    # SPEC 14: two missed heartbeats (5 s apart) mean a dead stream. A hub whose container
+                    # is killed sends no FIN or RST: without this its clients would wait on silence.
+                    m = json.loads(await asyncio.wait_for(ws.recv(), SILENCE_S))
                     if m.get("type") == "tick":
                         self.on_tick(m, killed.result() if killed.done() else None)
-            except Exception:  # noqa: BLE001 - the hub behind this connection died
-                pass
+            except TimeoutError:
+                self.drop = "silence"
+            except Exception as exc:  # noqa: BLE001 - the hub behind this connection died
+                self.drop = type(exc).__name__
         self.dropped_at = time.time()
         kill_at = await killed
         deadline = time.time() + 30
@@ -126,7 +133,10 @@ async def failover(url: str, key: str, n: int, sync_dir: str) -> None:
     await asyncio.sleep(2)  # live ticks on every connection before the kill
     print("READY", flush=True)
     marker = os.path.join(sync_dir, "killed")
+    give_up = time.time() + 60
     while not os.path.exists(marker):
+        if time.time() > give_up:
+            fail(f"{marker} never appeared")
         await asyncio.sleep(0.05)
     await asyncio.sleep(0.05)
     killed.set_result(float(open(marker).read().strip()))
@@ -144,6 +154,8 @@ async def failover(url: str, key: str, n: int, sync_dir: str) -> None:
     report = [{
         "client": c.n,
         "dropped": c.dropped_at is not None and c.dropped_at > kill_at - 1,
+        "drop": c.drop,
+        "dropped_after_s": round(c.dropped_at - kill_at, 2) if c.dropped_at else None,
         "recovered": c.recovered,
         "reconnect_attempts": c.reconnect_attempts,
         "resumed_after_s": round(c.resumed_at - kill_at, 2) if c.resumed_at else None,
