@@ -25,10 +25,12 @@ took() { printf '%.1f' "$(echo "$(now) - $1" | bc)"; }
 preflight() {
   [ "$(id -u)" = 0 ] || die "needs root (rootful podman, debootstrap): run it with sudo"
   local missing=() c
-  for c in podman debootstrap runc newuidmap bc curl "$@"; do
+  for c in podman debootstrap runc newuidmap bc curl python3 "$@"; do
     command -v "$c" >/dev/null 2>&1 || missing+=("$c")
   done
-  [ ${#missing[@]} = 0 ] || die "missing ${missing[*]}: apt-get install podman buildah runc debootstrap uidmap podman-compose bc curl"
+  # netavark + aardvark-dns: container networks with name resolution (compose's service names)
+  [ -x /usr/lib/podman/aardvark-dns ] || missing+=(aardvark-dns)
+  [ ${#missing[@]} = 0 ] || die "missing ${missing[*]}: apt-get install podman buildah runc debootstrap uidmap netavark aardvark-dns podman-compose bc curl python3"
 }
 
 # The Debian mirror apt already uses (deb822 "URIs:" or one-line "deb" entries), not the security one.
