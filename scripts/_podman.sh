@@ -60,11 +60,11 @@ ensure_debian_image() {
   mirror=$(debian_mirror); sec=$(debian_security_mirror)
   echo "  debootstrap bookworm from $mirror" >&2
   debootstrap --variant=minbase --include=ca-certificates bookworm "$rootfs" "$mirror" >"$rootfs.log" 2>&1 \
-    || { tail -20 "$rootfs.log" >&2; die "debootstrap failed (log: $rootfs.log)"; }
+    || { tail -20 "$rootfs.log" >&2; rm -rf "$rootfs"; die "debootstrap failed (log: $rootfs.log)"; }
   rm -f "$rootfs.log"
   if compgen -G '/usr/local/share/ca-certificates/*.crt' >/dev/null; then
     cp /usr/local/share/ca-certificates/*.crt "$rootfs/usr/local/share/ca-certificates/"
-    chroot "$rootfs" update-ca-certificates >/dev/null
+    chroot "$rootfs" update-ca-certificates >/dev/null 2>&1
   fi
   cat >"$rootfs/etc/apt/sources.list" <<EOF
 deb $mirror bookworm main
@@ -77,7 +77,8 @@ EOF
   tar -C "$rootfs" -c . | podman import \
     --change 'ENV PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin' \
     --change 'ENV LANG=C.UTF-8' \
-    --change 'CMD ["bash"]' - "$DEBIAN_IMAGE" >/dev/null
+    --change 'CMD ["bash"]' - "$DEBIAN_IMAGE" >"$rootfs.log" 2>&1 || { cat "$rootfs.log" >&2; rm -rf "$rootfs"; die "podman import failed"; }
+  rm -f "$rootfs.log"
   rm -rf "$rootfs"
   echo "  $DEBIAN_IMAGE built in $(took "$t") s" >&2
 }
@@ -97,7 +98,9 @@ ensure_python_image() {
   podman image exists "$PYTHON_IMAGE" && return 0
   ensure_debian_image
   local t; t=$(now)
-  build_local "$PYTHON_IMAGE" "$ROOT/deploy/podman/python-base.Containerfile" "$ROOT/deploy/podman" -q >/dev/null
+  build_local "$PYTHON_IMAGE" "$ROOT/deploy/podman/python-base.Containerfile" "$ROOT/deploy/podman" -q 2>&1 >/dev/null \
+    | grep -v '^debconf: delaying' >&2 || true
+  podman image exists "$PYTHON_IMAGE" || die "building $PYTHON_IMAGE failed"
   echo "  $PYTHON_IMAGE built in $(took "$t") s" >&2
 }
 
@@ -112,7 +115,8 @@ ensure_standins() {
     podman image exists "localhost/market-standin/$name:bookworm" && continue
     t=$(now)
     build_local "localhost/market-standin/$name:bookworm" "$ROOT/deploy/podman/$name.Containerfile" \
-      "$ROOT/deploy/podman" -q >/dev/null
+      "$ROOT/deploy/podman" -q 2>&1 >/dev/null | grep -v '^debconf: delaying' >&2 || true
+    podman image exists "localhost/market-standin/$name:bookworm" || die "building the $name stand-in failed"
     echo "  localhost/market-standin/$name:bookworm built in $(took "$t") s" >&2
   done
 }
