@@ -16,6 +16,7 @@ import json
 import os
 import sys
 import time
+from pathlib import Path
 
 from websockets.asyncio.client import connect
 
@@ -36,8 +37,17 @@ async def snapshot(url: str, key: str) -> None:
         while tick is None:
             m = json.loads(await asyncio.wait_for(ws.recv(), 10))
             tick = m if m.get("type") == "tick" else None
-        print(json.dumps({"ok": True, "quotes": len(msg["quotes"]), "epoch": msg.get("epoch"),
-                          "first_tick": {k: tick[k] for k in ("id", "seq")}}), flush=True)
+        print(
+            json.dumps(
+                {
+                    "ok": True,
+                    "quotes": len(msg["quotes"]),
+                    "epoch": msg.get("epoch"),
+                    "first_tick": {k: tick[k] for k in ("id", "seq")},
+                }
+            ),
+            flush=True,
+        )
 
 
 class Client:
@@ -90,7 +100,7 @@ class Client:
                         self.on_tick(m, killed.result() if killed.done() else None)
             except TimeoutError:
                 self.drop = "silence"
-            except Exception as exc:  # noqa: BLE001 - the hub behind this connection died
+            except Exception as exc:  # the hub behind this connection died
                 self.drop = type(exc).__name__
         self.dropped_at = time.time()
         kill_at = await killed
@@ -100,14 +110,15 @@ class Client:
             try:
                 ws = await connect(self.url, additional_headers=headers, open_timeout=5)
                 break
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # refused or timed out: the entry point may still try the dead hub
                 self.refusals.append(type(exc).__name__ + ": " + str(exc)[:120])
                 if time.time() > deadline:
                     raise
                 await asyncio.sleep(0.2)
         async with ws:
-            await ws.send(json.dumps({"op": "subscribe", "ids": self.ids, "since": self.seqs,
-                                      "epoch": self.epoch, "reqId": 1}))
+            await ws.send(
+                json.dumps({"op": "subscribe", "ids": self.ids, "since": self.seqs, "epoch": self.epoch, "reqId": 1})
+            )
             async for raw in ws:  # drop what precedes the ack (opening snapshot, live ticks)
                 m = json.loads(raw)
                 if m.get("type") == "subscribed" and m.get("reqId") == 1:
@@ -139,36 +150,53 @@ async def failover(url: str, key: str, n: int, sync_dir: str) -> None:
             fail(f"{marker} never appeared")
         await asyncio.sleep(0.05)
     await asyncio.sleep(0.05)
-    killed.set_result(float(open(marker).read().strip()))
+    killed.set_result(float(Path(marker).read_text().strip()))
     kill_at = killed.result()
     deadline = time.time() + 40
     while time.time() < deadline:
-        if all(c.ticks_after_kill >= 20 and c.last_tick_at > kill_at for c in clients) or \
-                any(t.done() and t.exception() for t in tasks):
+        if all(c.ticks_after_kill >= 20 and c.last_tick_at > kill_at for c in clients) or any(
+            t.done() and t.exception() for t in tasks
+        ):
             break
         await asyncio.sleep(0.1)
     for t in tasks:
         if not t.done():
             t.cancel()
     errors = [repr(t.exception()) for t in tasks if t.done() and not t.cancelled() and t.exception()]
-    report = [{
-        "client": c.n,
-        "dropped": c.dropped_at is not None and c.dropped_at > kill_at - 1,
-        "drop": c.drop,
-        "dropped_after_s": round(c.dropped_at - kill_at, 2) if c.dropped_at else None,
-        "recovered": c.recovered,
-        "reconnect_attempts": c.reconnect_attempts,
-        "resumed_after_s": round(c.resumed_at - kill_at, 2) if c.resumed_at else None,
-        "ticks_after_kill": c.ticks_after_kill,
-        "tick_pause_s": round(c.max_gap, 2),
-        "seq_gaps": c.gaps[:5],
-        "refusals": c.refusals[:3],
-    } for c in clients]
-    dropped = [r for r in report if r["dropped"]]
-    ok = (not errors and bool(dropped) and all(r["recovered"] is True for r in dropped)
-          and all(r["ticks_after_kill"] >= 20 and not r["seq_gaps"] for r in report))
-    print(json.dumps({"ok": ok, "errors": errors, "clients": report,
-                      "max_tick_pause_s": max(r["tick_pause_s"] for r in report)}), flush=True)
+    report = [
+        {
+            "client": c.n,
+            "dropped": c.dropped_at is not None and c.dropped_at > kill_at - 1,
+            "drop": c.drop,
+            "dropped_after_s": round(c.dropped_at - kill_at, 2) if c.dropped_at else None,
+            "recovered": c.recovered,
+            "reconnect_attempts": c.reconnect_attempts,
+            "resumed_after_s": round(c.resumed_at - kill_at, 2) if c.resumed_at else None,
+            "ticks_after_kill": c.ticks_after_kill,
+            "tick_pause_s": round(c.max_gap, 2),
+            "seq_gaps": c.gaps[:5],
+            "refusals": c.refusals[:3],
+        }
+        for c in clients
+    ]
+    dropped = [c for c in clients if c.dropped_at is not None and c.dropped_at > kill_at - 1]
+    ok = (
+        not errors
+        and bool(dropped)
+        and all(c.recovered is True for c in dropped)
+        and all(c.ticks_after_kill >= 20 and not c.gaps for c in clients)
+    )
+    print(
+        json.dumps(
+            {
+                "ok": ok,
+                "errors": errors,
+                "clients": report,
+                "max_tick_pause_s": round(max(c.max_gap for c in clients), 2),
+            }
+        ),
+        flush=True,
+    )
     sys.exit(0 if ok else 1)
 
 
