@@ -27,6 +27,7 @@ from typing import Protocol
 
 import orjson
 
+from server.api.auth.tokens import TokenService, load_external_key, load_secret
 from server.api.auth.watch import KeyWatch
 from server.api.core.cache import VersionedCache
 from server.api.core.pipeline import App, build_app
@@ -168,8 +169,9 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     # SQLite on its own threads, or PostgreSQL over an async pool; every call from the loop is awaited
     # (docs/storage.md). A committed record wakes the outbox worker (built below, with the outbox repository).
     notify = group(NotifySettings)
-    channels = [(c.kind, c.target) for c in configured_channels(notify)]
-    repos = open_repositories(group(StorageSettings), channels, clock, lambda: outbox.wake())
+    channels = configured_channels(notify)  # the outbox writes a job per channel; the worker delivers on them
+    repos = open_repositories(group(StorageSettings), [(c.kind, c.target) for c in channels], clock,
+                              lambda: outbox.wake())
     buckets = Gcra()  # this hub's own buckets (and, on the redis engine, its fallback while Redis is away)
     engine = make_engine(group(EngineSettings), registry, buckets, clock, ids)
     epoch = engine.epoch(f"{int(clock())}-{os.urandom(3).hex()}")  # redis: the shared tick history's, if any
@@ -194,11 +196,14 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     WebApi(http, group(FeedSettings), stream_settings).register(router)  # the dashboard at /, /static/..., /api/config
     OpsApi(http, group(ProcessSettings), router, registry, repos.storage,
            lambda: started.is_set() and ticks.ready(), epoch, engine.node).register(router)
-    outbox = OutboxWorker(notify, registry, repos.outbox, clock)
+    outbox = OutboxWorker(notify, registry, repos.outbox, channels, clock)
     tick_log = engine.ticks
+    tokens = TokenService(load_secret(settings.jwt_secret, settings.data_dir),
+                          load_external_key(settings.jwt_public_key), clock)  # the accounts' JWTs (SPEC 8)
     site = register_public_site(  # /api/... public-site routes; SPEC 12: evidence anchored by the lease holder
-        settings, router, repos, state, clock, app.check_bucket, shared=tick_log.shared,
-        may_anchor=lambda: tick_log.leading, registry=registry)
+        router, repos, state, tokens, clock, app.check_bucket, refresh_s=settings.market_refresh_s,
+        inquiry_rate=settings.inquiry_rate, shared=tick_log.shared, may_anchor=lambda: tick_log.leading,
+        registry=registry)
     applied.subscribe_before(site.snapshots.before_ticks)
     stream = StreamService(settings, state, catalogue, epoch, registry, keys, buckets, history, clock)
     applied.subscribe(stream.core.on_ticks)

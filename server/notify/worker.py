@@ -23,7 +23,7 @@ import functools
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Protocol
 
 from server.config import NotifySettings
@@ -31,7 +31,7 @@ from server.core.background import log_round_failure
 from server.core.background import reason as failure_reason
 from server.core.errors import storage_unavailable
 from server.core.metrics import Registry
-from server.notify.channels import EMAIL, configured_channels, describe, scrub, sensitive_strings
+from server.notify.channels import EMAIL, Channel, describe, scrub, sensitive_strings
 from server.notify.jobs import Backoff, DeliveryFailed
 from server.notify.mail import MailSender
 from server.notify.webhook import WebhookSender
@@ -76,15 +76,16 @@ class OutboxMetrics:
 
 
 class OutboxWorker:
-    def __init__(self, settings: NotifySettings, registry: Registry, outbox: Outbox,
+    def __init__(self, settings: NotifySettings, registry: Registry, outbox: Outbox, channels: Sequence[Channel],
                  clock: Callable[[], float] = time.time, rng: Callable[[], float] = random.random,
                  poll_s: float = POLL_S) -> None:
-        """`outbox`: the repository of the hub's storage (the worker never opens storage of its own)."""
+        """`outbox`: the repository of the hub's storage (the worker never opens storage of its own); `channels`:
+        the configured channels (the root made them once, for the outbox's jobs too)."""
         self.settings = settings
         self.clock = clock
         self.rng = rng
         self.poll_s = poll_s
-        self.channels = configured_channels(settings)
+        self.channels = tuple(channels)
         self.backoff = Backoff(settings.outbox_base_s, BACKOFF_CAP_S, settings.outbox_max_attempts)
         self.sensitive = sensitive_strings(settings)
         self.metrics = OutboxMetrics(registry, self)

@@ -219,7 +219,7 @@ def worker_for(settings: Settings, registry: Registry, poll_s: float) -> OutboxW
     closed after the test)."""
     storage = SqliteStorage(settings.data_dir)
     _STORAGES.append(storage)
-    return OutboxWorker(settings, registry, SqliteOutbox(storage), poll_s=poll_s)
+    return OutboxWorker(settings, registry, SqliteOutbox(storage), configured_channels(settings), poll_s=poll_s)
 
 
 @pytest.fixture(autouse=True)

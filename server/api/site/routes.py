@@ -15,14 +15,13 @@ import inspect
 import logging
 from collections.abc import Callable
 
-from server.api.auth.tokens import TokenService, load_external_key, load_secret
+from server.api.auth.tokens import TokenService
 from server.api.core.router import Router
 from server.api.site.accounts import Accounts, BearerAuth
 from server.api.site.content import ContentVersion, SiteContentApi
 from server.api.site.evidence import SiteEvidenceApi
 from server.api.site.market import MarketSnapshots, SiteMarketApi
 from server.api.site.records import BucketCheck, SiteRecordsApi
-from server.config import Settings
 from server.core.background import log_round_failure
 from server.core.metrics import Registry
 from server.evidence.log import ANCHOR_BATCH
@@ -37,21 +36,21 @@ ANCHOR_INTERVAL_S = 5.0
 MAX_BATCHES_PER_ROUND = 1000  # bounded; a bigger backlog continues next round
 
 
-def register_public_site(settings: Settings, router: Router, repos: Repositories, state: MarketState,
-                         clock: Callable[[], float], check_bucket: BucketCheck, *, shared: bool,
-                         may_anchor: Callable[[], bool], registry: Registry | None = None) -> SiteTasks:
+def register_public_site(router: Router, repos: Repositories, state: MarketState, tokens: TokenService,
+                         clock: Callable[[], float], check_bucket: BucketCheck, *, refresh_s: float,
+                         inquiry_rate: int, shared: bool, may_anchor: Callable[[], bool],
+                         registry: Registry) -> SiteTasks:
     """Add the public-site routes to `router`; returns the site's service (snapshot refresh, anchoring), whose
-    `snapshots.before_ticks` the composition root puts on the tick path. `shared`: other hubs serve this market
-    too; `may_anchor`: whether this hub anchors evidence now (SPEC 12: the feed lease holder only)."""
-    s = settings
-    tokens = TokenService(load_secret(s.jwt_secret, s.data_dir), load_external_key(s.jwt_public_key), clock)
-    snapshots = MarketSnapshots(state, s.market_refresh_s, clock, shared=shared)
+    `snapshots.before_ticks` the composition root has listen to the applied ticks. `tokens`: the accounts' JWTs
+    (the root reads the secret); `shared`: other hubs serve this market too; `may_anchor`: whether this hub
+    anchors evidence now (SPEC 12: the feed lease holder only)."""
+    snapshots = MarketSnapshots(state, refresh_s, clock, shared=shared)
     content = SiteContentApi(repos.content, registry)  # its reads and version on /metrics (`registry`)
     apis = (
         SiteMarketApi(snapshots),
         content,
         Accounts(repos.users, tokens),
-        SiteRecordsApi(repos.records, BearerAuth(tokens, repos.users), check_bucket, s.inquiry_rate),
+        SiteRecordsApi(repos.records, BearerAuth(tokens, repos.users), check_bucket, inquiry_rate),
         SiteEvidenceApi(repos.receipts, repos.evidence),
     )
     for api in apis:
