@@ -34,8 +34,9 @@ def width_ms(interval: str, t: int) -> int:
 
 
 def test_rebuild_ohlcv_per_bucket() -> None:
-    ticks: list[Tick] = [("brent", T0, 1, 10.0, 1.0), ("wti", T0 + 1, 1, 5.0, 2.0), ("brent", T0 + 30_000, 2, 12.0, 1.0),
-                         ("brent", T0 + 59_999, 3, 9.0, 1.0), ("brent", T0 + 60_000, 4, 11.0, 3.0)]
+    ticks: list[Tick] = [("brent", T0, 1, 10.0, 1.0), ("wti", T0 + 1, 1, 5.0, 2.0),
+                         ("brent", T0 + 30_000, 2, 12.0, 1.0), ("brent", T0 + 59_999, 3, 9.0, 1.0),
+                         ("brent", T0 + 60_000, 4, 11.0, 3.0)]
     out = rebuild_candles(ticks, bucket_start, trading_day)
     m1 = out["1m"]
     assert m1[("brent", T0)].row() == ("brent", T0, 10.0, 12.0, 9.0, 9.0, 3.0) and m1[("brent", T0)].seq == 3
