@@ -6,9 +6,9 @@ server/store/archive_pg.py); like the repositories of server/store/sqlite_sync.p
 
 - `submit(ticks)` is called on the event loop (or any thread): it appends to an in-memory buffer under a lock and
   returns at once; it never touches the database.
-- the writer thread commits the buffer at least every `interval_s` (1 s) and as soon as it holds `batch` ticks
-  (group commit: one transaction per round). A tick is durable once its round committed, so a `kill -9` loses at
-  most the last second of ticks.
+- the writer thread commits the buffer every `interval_s` (0.5 s) and as soon as it holds `batch` ticks (group
+  commit: one transaction per round). A tick is durable once its round committed: it waits at most `interval_s`
+  plus one commit (~0.1 s for 50,000 ticks on SQLite), so a `kill -9` loses at most the last second of ticks.
 - a failed commit (disk full, database locked, PostgreSQL gone) logs one line, keeps the ticks in the buffer (in
   order, ahead of newer ones), marks the writer not `writable` and retries every `retry_s`; the first commit that
   succeeds again logs one line and clears the flag. The database rolls the failed transaction back: nothing half
@@ -81,7 +81,7 @@ class ArchiveStats:
 class ArchiveWriter:
     """Group commits of submitted ticks on a dedicated thread (see the module docstring)."""
 
-    def __init__(self, open_archive: Callable[[], TickArchive], *, interval_s: float = 1.0, batch: int = 50_000,
+    def __init__(self, open_archive: Callable[[], TickArchive], *, interval_s: float = 0.5, batch: int = 50_000,
                  retry_s: float = 1.0, max_buffered: int = 5_000_000, size_every_s: float = 10.0,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._open_archive = open_archive
