@@ -22,7 +22,7 @@ import psycopg
 from psycopg.rows import DictRow, tuple_row
 
 from server.store.archive import Tick
-from server.store.candle_store import CHUNK, Bar, Page, check_interval, check_limit, page_of
+from server.store.candle_store import CHUNK, INTERVALS, Bar, Page, check_limit, page_of, table
 from server.store.pg import connect
 from server.store.pg_locks import lock_sql
 
@@ -34,13 +34,13 @@ PG_HISTORY_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS archive_ticks (id text NOT NULL, ts bigint NOT NULL, seq bigint NOT NULL, "
     "price double precision NOT NULL, volume double precision NOT NULL, PRIMARY KEY (id, ts, seq)) "
     "PARTITION BY RANGE (ts)",
-    "CREATE TABLE IF NOT EXISTS bars (interval text NOT NULL, id text NOT NULL, t bigint NOT NULL, "
-    "o double precision NOT NULL, h double precision NOT NULL, l double precision NOT NULL, "
-    "c double precision NOT NULL, v double precision NOT NULL, PRIMARY KEY (interval, id, t))",
+    *(f"CREATE TABLE IF NOT EXISTS bars_{interval} (id text NOT NULL, t bigint NOT NULL, o double precision "
+      "NOT NULL, h double precision NOT NULL, l double precision NOT NULL, c double precision NOT NULL, "
+      "v double precision NOT NULL, PRIMARY KEY (id, t))" for interval in INTERVALS),
     "CREATE TABLE IF NOT EXISTS history_ids (id text PRIMARY KEY)",
 )
-UPSERT_BAR = ("INSERT INTO bars (interval, id, t, o, h, l, c, v) VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
-              "ON CONFLICT (interval, id, t) DO UPDATE SET o = EXCLUDED.o, h = EXCLUDED.h, l = EXCLUDED.l, "
+UPSERT_BAR = ("INSERT INTO {table} (id, t, o, h, l, c, v) VALUES (%s, %s, %s, %s, %s, %s, %s) "
+              "ON CONFLICT (id, t) DO UPDATE SET o = EXCLUDED.o, h = EXCLUDED.h, l = EXCLUDED.l, "
               "c = EXCLUDED.c, v = EXCLUDED.v")
 
 
@@ -48,7 +48,7 @@ def ensure_history_schema(conn: psycopg.Connection[Any]) -> None:
     with conn.transaction():
         conn.execute(lock_sql(HISTORY_LOCK))
         for statement in PG_HISTORY_SCHEMA:
-            conn.execute(statement)  # type: ignore[arg-type]
+            conn.execute(statement)
 
 
 def partition_name(day: date) -> str:
@@ -100,7 +100,7 @@ class PgTickArchive:
             for day in sorted(missing):
                 start = day_ms(day)
                 self.conn.execute(f"CREATE TABLE IF NOT EXISTS {partition_name(day)} PARTITION OF archive_ticks "
-                                  f"FOR VALUES FROM ({start}) TO ({start + DAY_MS})")  # type: ignore[arg-type]
+                                  f"FOR VALUES FROM ({start}) TO ({start + DAY_MS})")
         self._partitions |= missing
 
     def read(self, inst: str, start_ms: int, end_ms: int) -> Iterator[Tick]:
@@ -138,12 +138,12 @@ class PgTickArchive:
             self.conn.execute(lock_sql(HISTORY_LOCK))
             for name, day in self.partitions():
                 if day_ms(day) + DAY_MS <= before_ms:
-                    row = self.conn.execute(f"SELECT COUNT(*) AS n FROM {name}").fetchone()  # type: ignore
+                    row = self.conn.execute(f"SELECT COUNT(*) AS n FROM {name}").fetchone()
                     deleted += int(row["n"]) if row else 0
-                    self.conn.execute(f"DROP TABLE {name}")  # type: ignore[arg-type]
+                    self.conn.execute(f"DROP TABLE {name}")
                     self._partitions.discard(day)
                 elif day_ms(day) < before_ms:
-                    cur = self.conn.execute(f"DELETE FROM {name} WHERE ts < %s", (before_ms,))  # type: ignore
+                    cur = self.conn.execute(f"DELETE FROM {name} WHERE ts < %s", (before_ms,))
                     deleted += cur.rowcount
         return deleted
 
@@ -164,43 +164,41 @@ class PgCandleStore:
         ensure_history_schema(self.conn)
 
     def put_closed(self, interval: str, rows: Sequence[Bar]) -> None:
-        check_interval(interval)
+        sql = UPSERT_BAR.format(table=table(interval))
         for at in range(0, len(rows), CHUNK):
             chunk = rows[at:at + CHUNK]
             with self.conn.transaction(), self.conn.cursor() as cur:
-                cur.executemany(UPSERT_BAR, [(interval, *r) for r in chunk])
+                cur.executemany(sql, chunk)
                 note_ids(self.conn, {r[0] for r in chunk})
 
     def range(self, interval: str, inst: str, start: int, end: int, limit: int) -> Page:
-        rows = self.conn.execute("SELECT id, t, o, h, l, c, v FROM bars WHERE interval = %s AND id = %s AND t >= %s "
-                                 "AND t < %s ORDER BY t LIMIT %s",
-                                 (check_interval(interval), inst, start, end, check_limit(limit) + 1)).fetchall()
+        sql = (f"SELECT id, t, o, h, l, c, v FROM {table(interval)} WHERE id = %s AND t >= %s AND t < %s "
+               "ORDER BY t LIMIT %s")
+        rows = self.conn.execute(sql, (inst, start, end, check_limit(limit) + 1)).fetchall()
         return page_of([_bar(r) for r in rows], limit)
 
     def latest(self, interval: str, inst: str, end: int, limit: int) -> list[Bar]:
-        rows = self.conn.execute("SELECT id, t, o, h, l, c, v FROM bars WHERE interval = %s AND id = %s AND t < %s "
-                                 "ORDER BY t DESC LIMIT %s",
-                                 (check_interval(interval), inst, end, check_limit(limit))).fetchall()
+        rows = self.conn.execute(f"SELECT id, t, o, h, l, c, v FROM {table(interval)} WHERE id = %s AND t < %s "
+                                 "ORDER BY t DESC LIMIT %s", (inst, end, check_limit(limit))).fetchall()
         return [_bar(r) for r in reversed(rows)]
 
     def earliest(self, interval: str, inst: str) -> int | None:
-        row = self.conn.execute("SELECT MIN(t) AS t FROM bars WHERE interval = %s AND id = %s",
-                                (check_interval(interval), inst)).fetchone()
+        row = self.conn.execute(f"SELECT MIN(t) AS t FROM {table(interval)} WHERE id = %s",
+                                (inst,)).fetchone()
         return None if row is None or row["t"] is None else int(row["t"])
 
     def read_all(self, interval: str, start: int, end: int) -> Iterator[Bar]:
-        check_interval(interval)
+        name = table(interval)
         with self.conn.transaction(), self.conn.cursor(name="bars_read") as cur:
             cur.itersize = READ_CHUNK
-            cur.execute("SELECT id, t, o, h, l, c, v FROM bars WHERE interval = %s AND t >= %s AND t < %s "
-                        "ORDER BY id, t", (interval, start, end))
+            cur.execute(f"SELECT id, t, o, h, l, c, v FROM {name} WHERE t >= %s AND t < %s "
+                        "ORDER BY id, t", (start, end))
             for row in cur:
                 yield _bar(row)
 
     def prune(self, interval: str, before: int) -> int:
         with self.conn.transaction():
-            cur = self.conn.execute("DELETE FROM bars WHERE interval = %s AND t < %s",
-                                    (check_interval(interval), before))
+            cur = self.conn.execute(f"DELETE FROM {table(interval)} WHERE t < %s", (before,))
             return cur.rowcount
 
     def close(self) -> None:

@@ -188,10 +188,15 @@ def bar_of(row: list[str], interval: str, known: Container[str],
     inst = row[0].strip()
     if inst not in known:
         raise ValueError(f"unknown instrument {inst[:40]!r}")
-    t = parse_instant(row[1], dates=True)
-    o, h, lo, c, v = (_number(x, name) for x, name in zip(row[2:], "ohlcv", strict=True))
-    if not (0 < lo <= min(o, c) and h >= max(o, c) and v >= 0):
-        raise ValueError("prices must satisfy 0 < l <= o,c <= h and v >= 0")
+    text = row[1]
+    t = int(text) if text.isdigit() else parse_instant(text, dates=True)  # epoch ms: the fast path of a big import
+    try:
+        o, h, lo, c, v = float(row[2]), float(row[3]), float(row[4]), float(row[5]), float(row[6])
+    except ValueError:
+        raise ValueError("o, h, l, c, v must be numbers") from None
+    # NaN fails every comparison, so it is refused here too; inf fails h's finiteness check
+    if not (0 < lo <= o <= h and lo <= c <= h and v >= 0 and h < math.inf and v < math.inf):
+        raise ValueError("prices must satisfy 0 < l <= o,c <= h and v >= 0, all finite")
     return (inst, _bucket(interval, t, bucket_start), o, h, lo, c, v)
 
 

@@ -2,7 +2,7 @@
 
 A bar is `(id, t, o, h, l, c, v)` with `t` the bucket's start in epoch ms (for 1d: the start of the trading
 day, as the caller's `bucket_start` says). `CandleStore` is one connection's view, used by one thread like the
-archive (SQLite: the `bars` table of the history file, server/store/archive_sqlite.py; PostgreSQL:
+archive (SQLite: the tables `bars_1m` ... `bars_1d` of the history file, server/store/archive_sqlite.py; PostgreSQL:
 server/store/archive_pg.py). Writes are upserts: storing a bucket again (a restart, a re-run import) replaces it.
 
 `range` pages forward from `start` (SPEC 14 `from`): the earliest `limit` bars with start <= t < end and the `t`
@@ -28,6 +28,11 @@ CHUNK = 10_000  # bars per write transaction: an import never holds the write lo
 class Page:
     rows: list[Bar]  # ascending t
     next: int | None  # t of the first bar of the range left out (pass it as the next start), None: none left
+
+
+def table(interval: str) -> str:
+    """The interval's table (`bars_1m` ...): the name is built only from a checked interval."""
+    return f"bars_{check_interval(interval)}"
 
 
 def check_interval(interval: str) -> str:
@@ -78,46 +83,41 @@ class SqliteCandleStore:
         self.conn = open_history(data_dir, readonly)
 
     def put_closed(self, interval: str, rows: Sequence[Bar]) -> None:
-        check_interval(interval)
+        sql = f"INSERT OR REPLACE INTO {table(interval)} (id, t, o, h, l, c, v) VALUES (?, ?, ?, ?, ?, ?, ?)"
         for at in range(0, len(rows), CHUNK):
             chunk = rows[at:at + CHUNK]
             with write_tx(self.conn):
-                self.conn.executemany("INSERT OR REPLACE INTO bars (interval, id, t, o, h, l, c, v) "
-                                      "VALUES (?, ?, ?, ?, ?, ?, ?, ?)", [(interval, *r) for r in chunk])
+                self.conn.executemany(sql, chunk)
                 note_ids(self.conn, (r[0] for r in chunk))
 
     def range(self, interval: str, inst: str, start: int, end: int, limit: int) -> Page:
-        rows = self.conn.execute("SELECT id, t, o, h, l, c, v FROM bars WHERE interval = ? AND id = ? AND t >= ? "
-                                 "AND t < ? ORDER BY t LIMIT ?",
-                                 (check_interval(interval), inst, start, end, check_limit(limit) + 1)).fetchall()
+        rows = self.conn.execute(f"SELECT id, t, o, h, l, c, v FROM {table(interval)} WHERE id = ? AND t >= ? "
+                                 "AND t < ? ORDER BY t LIMIT ?", (inst, start, end, check_limit(limit) + 1)).fetchall()
         return page_of(_bars(rows), limit)
 
     def latest(self, interval: str, inst: str, end: int, limit: int) -> list[Bar]:
-        rows = self.conn.execute("SELECT id, t, o, h, l, c, v FROM bars WHERE interval = ? AND id = ? AND t < ? "
-                                 "ORDER BY t DESC LIMIT ?",
-                                 (check_interval(interval), inst, end, check_limit(limit))).fetchall()
+        rows = self.conn.execute(f"SELECT id, t, o, h, l, c, v FROM {table(interval)} WHERE id = ? AND t < ? "
+                                 "ORDER BY t DESC LIMIT ?", (inst, end, check_limit(limit))).fetchall()
         return _bars(reversed(rows))
 
     def earliest(self, interval: str, inst: str) -> int | None:
-        row = self.conn.execute("SELECT MIN(t) FROM bars WHERE interval = ? AND id = ?",
-                                (check_interval(interval), inst)).fetchone()
+        row = self.conn.execute(f"SELECT MIN(t) FROM {table(interval)} WHERE id = ?", (inst,)).fetchone()
         return None if row is None or row[0] is None else int(row[0])
 
     def read_all(self, interval: str, start: int, end: int) -> Iterator[Bar]:
-        check_interval(interval)
+        name = table(interval)
         for inst in [r[0] for r in self.conn.execute("SELECT id FROM history_ids ORDER BY id")]:
-            cur = self.conn.execute("SELECT id, t, o, h, l, c, v FROM bars WHERE interval = ? AND id = ? "
-                                    "AND t >= ? AND t < ? ORDER BY t", (interval, inst, start, end))
+            cur = self.conn.execute(f"SELECT id, t, o, h, l, c, v FROM {name} WHERE id = ? AND t >= ? AND t < ? "
+                                    "ORDER BY t", (inst, start, end))
             while rows := cur.fetchmany(5000):
                 yield from _bars(rows)
 
     def prune(self, interval: str, before: int) -> int:
-        check_interval(interval)
+        name = table(interval)
         deleted = 0
         for inst in [r[0] for r in self.conn.execute("SELECT id FROM history_ids")]:
             with write_tx(self.conn):
-                deleted += self.conn.execute("DELETE FROM bars WHERE interval = ? AND id = ? AND t < ?",
-                                             (interval, inst, before)).rowcount
+                deleted += self.conn.execute(f"DELETE FROM {name} WHERE id = ? AND t < ?", (inst, before)).rowcount
         return deleted
 
     def close(self) -> None:
