@@ -117,14 +117,16 @@ def test_import_candles(tmp_path: Path) -> None:
     f = tmp_path / "c.csv"
     lines = ["id,t,o,h,l,c,v", f"brent,{T0},1,2,0.5,1.5,10", f"brent,{T0 + 1},1,2,0.5,1.5,10",
              "brent,2026-09-21T22:15:00+08:00,1,2,0.5,1.5,10", "brent,x,1,2,0.5,1.5,10",
-             f"brent,{T0},1,0.9,0.5,1.5,10", "gold,2026-09-21,1,2,0.5,1.5,1"]
+             f"brent,{T0},1,0.9,0.5,1.5,10", "gold,2026-09-21,1,2,0.5,1.5,1", f"brent,{T0},nan,2,0.5,1.5,1",
+             f"brent,{T0},1,inf,0.5,1.5,1", f"brent,{T0},1,2,0.5,1.5,x"]
     lines += [f"brent,{T0},1,2"] * (MAX_NAMED + 5)
     f.write_text("\n".join(lines) + "\n")
     s = SqliteCandleStore(tmp_path / "d")
     r = import_candles(s, "1m", f, KNOWN, chunk=1)
-    assert r.rows == 2 and r.bad == 4 + MAX_NAMED + 5 and len(r.errors) == MAX_NAMED
+    assert r.rows == 2 and r.bad == 7 + MAX_NAMED + 5 and len(r.errors) == MAX_NAMED
     assert r.errors[0] == "line 3: t is not the start of a 1m bucket"
     assert "bad time" in r.errors[1] and "0 < l <=" in r.errors[2] and "unknown instrument" in r.errors[3]
+    assert "all finite" in r.errors[4] and "all finite" in r.errors[5] and "must be numbers" in r.errors[6]
     assert [row[1] for row in s.range("1m", "brent", 0, 2**62, 10).rows] == [T0, T0 + 60_000]
     d = tmp_path / "d.csv"
     d.write_text("brent,2026-09-21,1,2,0.5,1.5,10\n")
