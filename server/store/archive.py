@@ -95,6 +95,7 @@ class ArchiveWriter:
         self._stopping = False
         self._stats = ArchiveStats(True, 0, 0, 0, 0, 0, None, None, 0.0, 0.0, 0)
         self._size_at = 0.0
+        self._stop = threading.Event()  # set by close(): ends a retry wait
         self._opened = threading.Event()
         self._open_error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="archive-writer", daemon=True)
@@ -143,6 +144,7 @@ class ArchiveWriter:
         with self._lock:
             self._stopping = True
             self._lock.notify_all()
+        self._stop.set()
         self._thread.join(timeout)
         if not flushed:
             log.error("archive: closed with %d ticks not committed (the archive could not be written)",
@@ -183,13 +185,10 @@ class ArchiveWriter:
             batch = self._buffer[: self._batch]
             if not batch:
                 return not self._stopping
-        ok = self._commit(archive, batch)
-        if not ok:
-            with self._lock:
-                if self._stopping:
-                    return False
-                self._lock.wait(self._retry_s)
-        return True
+        if self._commit(archive, batch):
+            return True
+        # wait out the outage: not woken by submit/flush (a full buffer would otherwise retry on every batch)
+        return not self._stop.wait(self._retry_s)
 
     def _commit(self, archive: TickArchive, batch: list[Tick]) -> bool:
         started = time.perf_counter()
