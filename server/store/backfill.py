@@ -16,7 +16,7 @@ import csv
 import gzip
 import io
 import math
-from collections.abc import Callable, Container, Iterator
+from collections.abc import Callable, Collection, Container, Iterator
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -25,6 +25,7 @@ from typing import IO
 import orjson
 
 from server.store.archive import Tick, TickArchive
+from server.store.backfill_fast import NotClean, clean_bar_blocks
 from server.store.candle_store import Bar, CandleStore, check_interval
 
 MAX_NAMED = 100
@@ -212,10 +213,27 @@ def _bucket(interval: str, t: int, bucket_start: Callable[[str, int], int] | Non
     return t
 
 
-def import_candles(store: CandleStore, interval: str, path: Path, known: Container[str],
+def import_candles(store: CandleStore, interval: str, path: Path, known: Collection[str],
                    bucket_start: Callable[[str, int], int] | None = None, chunk: int = 10_000) -> ImportReport:
-    """Upsert the CSV's good bars of `interval` into `store`, `chunk` per transaction."""
+    """Upsert the CSV's good bars of `interval` into `store`, `chunk` per transaction.
+
+    A clean file (epoch-ms times, every row good) is parsed by Arrow's CSV reader a block at a time
+    (server/store/backfill_fast.py: ~2x faster); at the first block that is not clean the file is read again row
+    by row, which names every bad row (the bars already written are written again: upserts, idempotent)."""
     check_interval(interval)
+    report = ImportReport()
+    try:
+        for batch in clean_bar_blocks(path, interval, known, bucket_start):
+            store.put_closed(interval, batch)
+            report.rows += len(batch)
+        return report
+    except NotClean:
+        pass
+    return _import_candle_rows(store, interval, path, known, bucket_start, chunk)
+
+
+def _import_candle_rows(store: CandleStore, interval: str, path: Path, known: Container[str],
+                        bucket_start: Callable[[str, int], int] | None, chunk: int) -> ImportReport:
     report = ImportReport()
     batch: list[Bar] = []
     with _open_text(path) as fh:

@@ -137,3 +137,29 @@ def test_import_candles(tmp_path: Path) -> None:
     with pytest.raises(OSError):
         import_candles(s, "1m", tmp_path / "missing.csv", KNOWN)
     s.close()
+
+
+def test_clean_candle_file_takes_the_fast_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from server.store import backfill_fast
+
+    rows = [f"{i},{T0 + k * 60_000},1,2,0.5,1.5,{k}" for i in ("brent", "wti") for k in range(500)]
+    clean = tmp_path / "clean.csv.gz"
+    with gzip.open(clean, "wt") as fh:
+        fh.write("id,t,o,h,l,c,v\n" + "\n".join(rows) + "\n")
+    blocks = list(backfill_fast.clean_bar_blocks(clean, "1m", KNOWN, None))
+    assert sum(map(len, blocks)) == 1000 and blocks[0][0] == ("brent", T0, 1.0, 2.0, 0.5, 1.5, 0.0)
+    fast = SqliteCandleStore(tmp_path / "fast")
+    assert (import_candles(fast, "1m", clean, KNOWN).rows, fast.latest("1m", "wti", 2**62, 1)[0][6]) == (1000, 499)
+    monkeypatch.setattr(backfill_fast, "BLOCK", 4096)  # a bad row in a later block: the row path names it
+    late_bad = tmp_path / "late.csv"
+    late_bad.write_text("\n".join([*rows, f"brent,{T0},1,2,3,1.5,1", *rows[:5]]) + "\n")
+    s = SqliteCandleStore(tmp_path / "slow")
+    r = import_candles(s, "1m", late_bad, KNOWN)
+    assert (r.rows, r.bad) == (1005, 1) and r.errors[0].startswith("line 1001: prices must satisfy")
+    hourly = tmp_path / "hourly.csv"
+    hourly.write_text(f"brent,{T0 + 60_000},1,2,0.5,1.5,1\n")
+    with pytest.raises(backfill_fast.NotClean):
+        list(backfill_fast.clean_bar_blocks(hourly, "1h", KNOWN, bucket_start))
+    assert import_candles(s, "1d", hourly, KNOWN, bucket_start).rows == 1
+    fast.close()
+    s.close()
