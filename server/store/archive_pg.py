@@ -115,8 +115,13 @@ class PgTickArchive:
         return held_ids(self.conn)
 
     def last(self) -> tuple[int, int] | None:
-        row = self.conn.execute("SELECT ts, seq FROM archive_ticks ORDER BY ts DESC, seq DESC LIMIT 1").fetchone()
-        return None if row is None else (int(row["ts"]), int(row["seq"]))
+        best: tuple[int, int] | None = None
+        for inst in self.instruments():  # the key leads with id: one index descent per instrument and partition
+            row = self.conn.execute("SELECT ts, seq FROM archive_ticks WHERE id = %s ORDER BY ts DESC, seq DESC "
+                                    "LIMIT 1", (inst,)).fetchone()
+            if row is not None and (best is None or (row["ts"], row["seq"]) > best):
+                best = (int(row["ts"]), int(row["seq"]))
+        return best
 
     def earliest(self, inst: str) -> int | None:
         row = self.conn.execute("SELECT MIN(ts) AS t FROM archive_ticks WHERE id = %s", (inst,)).fetchone()
