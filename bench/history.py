@@ -1,6 +1,7 @@
 """Issue 31's figures for the durable history (server/store/archive*.py, candle_store.py, backfill.py, flatfiles.py).
 
     taskset -c 0 .venv/bin/python -m bench.history ingest   # ArchiveWriter: 50k ticks/s offered for 30 s
+    taskset -c 0 .venv/bin/python -m bench.history ingest --pg postgresql://postgres@127.0.0.1:5432/wt31_bench
     taskset -c 0 .venv/bin/python -m bench.history paging   # a year of 1m bars paged 1,000 at a time
     taskset -c 0 .venv/bin/python -m bench.history import   # a year of 1m candles for 40 instruments (CSV)
     taskset -c 0 .venv/bin/python -m bench.history flatfiles  # a day of ticks for 40 instruments: extra RSS
@@ -57,7 +58,12 @@ def bench_ingest(root: Path, args: argparse.Namespace) -> None:
     """Offer `rate` ticks a second in 10 slices a second (as a feed's batches arrive) for `seconds`; the writer
     thread commits them. Reports what was committed, the largest lag and the process's CPU per tick."""
     load0 = f"{os.getloadavg()[0]:.2f}"
-    writer = ArchiveWriter(lambda: SqliteTickArchive(root))
+    if args.pg:
+        from server.store.archive_pg import PgTickArchive
+
+        writer = ArchiveWriter(lambda: PgTickArchive(args.pg))
+    else:
+        writer = ArchiveWriter(lambda: SqliteTickArchive(root))
     ids = [f"inst{i:02d}" for i in range(40)]
     seqs = dict.fromkeys(ids, 0)
     slice_n = args.rate // 10
@@ -197,6 +203,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["ingest", "paging", "import", "flatfiles"])
     p.add_argument("--dir", default=None)
+    p.add_argument("--pg", default=None, help="ingest: a PostgreSQL URL (an empty database of the bench's own)")
     p.add_argument("--rate", type=int, default=50_000, help="ingest: ticks offered per second")
     p.add_argument("--seconds", type=int, default=30, help="ingest: for how long")
     p.add_argument("--instruments", type=int, default=40, help="paging/import: instruments")
