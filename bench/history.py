@@ -177,6 +177,10 @@ def bench_flatfiles(root: Path, args: argparse.Namespace) -> None:
     total = per_inst * 40
     candles = SqliteCandleStore(root / "data")
     gc.collect()
+    before_import = rss_kib()
+    import pyarrow.parquet  # noqa: F401  (loaded once per process: its own cost, reported apart)
+
+    print(f"importing pyarrow.parquet: +{(rss_kib() - before_import) / 1024:.1f} MiB RSS (once per process)")
     for fmt in ("csv.gz", "parquet"):
         reset_peak()
         base = rss_kib()

@@ -3,7 +3,8 @@
 Datasets: `ticks` (columns `id,ts,seq,price,volume`, `ts` ISO 8601 with the +08:00 offset), `candles-1m` and
 `candles-1d` (`id,t,o,h,l,c,v`, `t` as in `/kline`: ISO 8601 for 1m, the trading day's date for 1d). Rows come
 by instrument, then time. The producers stream: rows are pulled from the archive's cursors and written in
-batches (`BATCH` rows at a time for Parquet, line by line through gzip for CSV), so memory stays bounded
+batches (`BATCH` rows at a time into Arrow, `ROW_GROUP` rows per Parquet row group; line by line through gzip
+for CSV), so memory stays bounded
 whatever the day's size (bench/flatfiles_rss.py).
 
 `day_file(...)` returns the day's file, producing it on first use into `<root>/<dataset>/<day>.<fmt>` (written
@@ -33,7 +34,8 @@ from server.store.candle_store import CandleStore
 
 DATASETS = ("ticks", "candles-1m", "candles-1d")
 FORMATS = ("csv.gz", "parquet")
-BATCH = 50_000  # rows per Parquet row group (and per in-memory batch)
+BATCH = 10_000  # rows converted from Python at a time (Python's objects are what memory goes to)
+ROW_GROUP = 100_000  # rows per Parquet row group
 HEADERS = {"ticks": ("id", "ts", "seq", "price", "volume"), "candles-1m": ("id", "t", "o", "h", "l", "c", "v"),
            "candles-1d": ("id", "t", "o", "h", "l", "c", "v")}
 
@@ -96,23 +98,27 @@ def _arrow_schema(dataset: str) -> Any:
 
 
 def write_parquet(dataset: str, rows: Iterable[tuple], out: Path, trading_day: Callable[[int], date]) -> int:
-    """Rows as Parquet (zstd), BATCH rows per row group; returns the row count."""
+    """Rows as Parquet (zstd), converted BATCH rows at a time, ROW_GROUP rows per row group; returns the count."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
     schema = _arrow_schema(dataset)
     daily = dataset == "candles-1d"
     n = 0
+    pending: list[Any] = []  # Arrow batches of the row group being gathered (~30 bytes a row)
     with pq.ParquetWriter(out, schema, compression="zstd") as writer:
         for batch in _batches(rows, BATCH):
             cols = list(zip(*batch, strict=True))
             if daily:
                 cols[1] = tuple(trading_day(ms) for ms in cols[1])
             arrays = [pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)]
-            writer.write_batch(pa.record_batch(arrays, schema=schema))
+            pending.append(pa.record_batch(arrays, schema=schema))
             n += len(batch)
-        if n == 0:
-            writer.write_table(schema.empty_table())
+            if len(pending) * BATCH >= ROW_GROUP:
+                writer.write_table(pa.Table.from_batches(pending, schema), row_group_size=ROW_GROUP)
+                pending = []
+        if pending or n == 0:
+            writer.write_table(pa.Table.from_batches(pending, schema) if pending else schema.empty_table())
     return n
 
 
