@@ -83,3 +83,14 @@ def test_candles_on_postgres(url: str) -> None:
     with pytest.raises(ValueError):
         s.put_closed("7m", rows)
     s.close()
+
+
+def test_history_threads_on_postgres(url: str) -> None:
+    from server.store.history import History
+
+    h = History.postgres(url, interval_s=0.02)
+    h.submit_ticks(ticks(20))
+    h.write_blocking(lambda c, a: c.put_closed("5m", [("brent", T0, 1, 2, 0.5, 1.5, 3)]))
+    assert h.writer.flush(5.0)
+    assert h.read_blocking(lambda c, a: (a.last(), c.earliest("5m", "brent"))) == ((T0 + 190, 20), T0)
+    assert h.close()
