@@ -5,11 +5,13 @@ dropped by retention, idempotent appends, streamed reads, paged candle ranges. O
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from server.store.archive import ArchiveWriter, Tick
 from server.store.archive_pg import DAY_MS, PgCandleStore, PgTickArchive, partition_day, partition_name
+from server.store.backfill import import_candles, import_ticks
 from server.store.candle_store import Bar
 from tests.pg_service import pg_schema
 
@@ -94,3 +96,17 @@ def test_history_threads_on_postgres(url: str) -> None:
     assert h.writer.flush(5.0)
     assert h.read_blocking(lambda c, a: (a.last(), c.earliest("5m", "brent"))) == ((T0 + 190, 20), T0)
     assert h.close()
+
+
+def test_backfill_into_postgres(url: str, tmp_path: Path) -> None:
+    root = tmp_path
+    (root / "t.csv").write_text(f"id,ts,seq,price,volume\nbrent,{T0},1,80,1\nbrent,{T0 + 1},2,81,1\ngold,{T0},1,1,1\n")
+    (root / "c.csv").write_text(f"brent,{T0 - T0 % 60_000},1,2,0.5,1.5,3\nbrent,{T0 - T0 % 60_000 + 1},1,2,0.5,1.5,3\n")
+    a, s = PgTickArchive(url), PgCandleStore(url)
+    r = import_ticks(a, root / "t.csv", {"brent"})
+    assert (r.rows, r.bad, r.errors) == (2, 1, ["line 4: unknown instrument 'gold'"])
+    assert [t[2] for t in a.read("brent", 0, 2**62)] == [1, 2]
+    r = import_candles(s, "1m", root / "c.csv", {"brent"})
+    assert (r.rows, r.bad) == (1, 1) and s.earliest("1m", "brent") == T0 - T0 % 60_000
+    a.close()
+    s.close()
