@@ -111,3 +111,16 @@ def test_iter_file_chunks(tmp_path: Path) -> None:
     parts = list(iter_file(f, r.start, r.end, chunk=512))
     assert b"".join(parts) == body[100:2000] and max(map(len, parts)) == 512
     assert b"".join(iter_file(f, 2500)) == body[2500:]
+
+
+def test_csv_quotes_as_csv_writer_would(tmp_path: Path) -> None:
+    rows = [('odd,"id', T0, 1, 1.5, 2.0), ("plain", T0 + 1, 2, 1e-07, 3.0)]
+    info = day_file(tmp_path, "ticks", DAY, "csv.gz", lambda: iter(rows))
+    text = gzip.decompress(file_path(tmp_path, "ticks", DAY, "csv.gz").read_bytes()).decode()
+    expected = io.StringIO()
+    w = csv.writer(expected, lineterminator="\n")
+    w.writerow(["id", "ts", "seq", "price", "volume"])
+    w.writerows([(r[0], "2026-09-21T22:14:00.000+08:00" if r[1] == T0 else "2026-09-21T22:14:00.001+08:00", *r[2:])
+                 for r in rows])
+    assert text == expected.getvalue() and info.rows == 2
+    assert next(csv.reader(io.StringIO(text.splitlines()[1])))[0] == 'odd,"id'
