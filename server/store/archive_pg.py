@@ -76,12 +76,24 @@ class PgTickArchive:
     """`TickArchive` over one PostgreSQL connection (autocommit; each call its own transaction)."""
 
     def __init__(self, url: str) -> None:
+        self.url = url
         self.conn = connect(url)
         ensure_history_schema(self.conn)
-        self._partitions: set[date] = set()  # known to exist (never forgotten: a dropped one is before any append)
+        self._partitions: set[date] = set()  # known to exist (forgotten when an insert finds one missing)
 
     def append(self, ticks: Sequence[Tick]) -> None:
+        """As the protocol says. After a lost connection (PostgreSQL restarted, failed over) the next call
+        connects again, so the writer's retry succeeds once PostgreSQL is back."""
+        if self.conn.closed or self.conn.broken:
+            self.conn = connect(self.url)
         self._ensure_partitions({partition_day(t[1]) for t in ticks})
+        try:
+            self._insert(ticks)
+        except psycopg.errors.CheckViolation:  # "no partition ... found for row": dropped by retention meanwhile
+            self._partitions.clear()
+            raise
+
+    def _insert(self, ticks: Sequence[Tick]) -> None:
         with self.conn.transaction():
             self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS tick_in (id text, ts bigint, seq bigint, "
                               "price double precision, volume double precision) ON COMMIT DELETE ROWS")

@@ -7,6 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from server.store.archive import ArchiveWriter, Tick
@@ -110,3 +111,39 @@ def test_backfill_into_postgres(url: str, tmp_path: Path) -> None:
     assert (r.rows, r.bad) == (1, 1) and s.earliest("1m", "brent") == T0 - T0 % 60_000
     a.close()
     s.close()
+
+
+def test_writer_survives_a_lost_connection(url: str) -> None:
+    from server.store.pg import connect
+
+    archives: list[PgTickArchive] = []
+
+    def open_archive() -> PgTickArchive:
+        archives.append(PgTickArchive(url))
+        return archives[-1]
+
+    w = ArchiveWriter(open_archive, interval_s=0.02, retry_s=0.05)
+    w.submit(ticks(10))
+    assert w.flush(5.0)
+    with connect(url) as admin:  # PostgreSQL drops the writer's connection (a restart, a failover)
+        admin.execute("SELECT pg_terminate_backend(%s)", (archives[0].conn.info.backend_pid,))
+    w.submit(ticks(10, seq0=11, t0=T0 + 1000))
+    assert w.flush(10.0)
+    s = w.stats()
+    assert s.committed == 20 and s.writable and s.failures >= 1
+    w.close()
+    a = PgTickArchive(url)
+    assert [t[2] for t in a.read("brent", 0, 2**62)] == list(range(1, 21))
+    a.close()
+
+
+def test_partition_dropped_under_the_writer_is_made_again(url: str) -> None:
+    a, pruner = PgTickArchive(url), PgTickArchive(url)
+    a.append(ticks(1))
+    pruner.prune(T0 + 2 * DAY_MS)  # drops the partition a's cache still lists
+    with pytest.raises(psycopg.errors.CheckViolation, match="no partition"):
+        a.append(ticks(1))
+    a.append(ticks(1))  # the retry finds the cache cleared and makes the partition
+    assert len(list(a.read("brent", 0, 2**62))) == 1
+    a.close()
+    pruner.close()
