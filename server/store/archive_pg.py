@@ -72,20 +72,35 @@ def held_ids(conn: psycopg.Connection[DictRow]) -> list[str]:
     return [r["id"] for r in conn.execute("SELECT id FROM history_ids ORDER BY id").fetchall()]
 
 
-class PgTickArchive:
-    """`TickArchive` over one PostgreSQL connection (autocommit; each call its own transaction)."""
+class PgConnection:
+    """One autocommit connection, made again on first use after it was lost (PostgreSQL restarted or failed
+    over): the archive writer's retry and the history's reader threads recover without a restart."""
 
     def __init__(self, url: str) -> None:
         self.url = url
         self.conn = connect(url)
         ensure_history_schema(self.conn)
+
+    def live(self) -> psycopg.Connection[DictRow]:
+        if self.conn.closed or self.conn.broken:
+            self.conn = connect(self.url)
+        return self.conn
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+class PgTickArchive(PgConnection):
+    """`TickArchive` over one PostgreSQL connection (autocommit; each call its own transaction)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(url)
         self._partitions: set[date] = set()  # known to exist (forgotten when an insert finds one missing)
 
     def append(self, ticks: Sequence[Tick]) -> None:
         """As the protocol says. After a lost connection (PostgreSQL restarted, failed over) the next call
         connects again, so the writer's retry succeeds once PostgreSQL is back."""
-        if self.conn.closed or self.conn.broken:
-            self.conn = connect(self.url)
+        self.live()
         self._ensure_partitions({partition_day(t[1]) for t in ticks})
         try:
             self._insert(ticks)
@@ -116,6 +131,7 @@ class PgTickArchive:
         self._partitions |= missing
 
     def read(self, inst: str, start_ms: int, end_ms: int) -> Iterator[Tick]:
+        self.live()
         with self.conn.transaction(), self.conn.cursor(name="archive_read", row_factory=tuple_row) as cur:
             cur.itersize = READ_CHUNK  # a server-side cursor: bounded memory whatever the range
             cur.execute("SELECT id, ts, seq, price, volume FROM archive_ticks WHERE id = %s AND ts >= %s "
@@ -124,9 +140,11 @@ class PgTickArchive:
                 yield (row[0], int(row[1]), int(row[2]), float(row[3]), float(row[4]))
 
     def instruments(self) -> list[str]:
+        self.live()
         return held_ids(self.conn)
 
     def last(self) -> tuple[int, int] | None:
+        self.live()
         best: tuple[int, int] | None = None
         for inst in self.instruments():  # the key leads with id: one index descent per instrument and partition
             row = self.conn.execute("SELECT ts, seq FROM archive_ticks WHERE id = %s ORDER BY ts DESC, seq DESC "
@@ -136,10 +154,12 @@ class PgTickArchive:
         return best
 
     def earliest(self, inst: str) -> int | None:
+        self.live()
         row = self.conn.execute("SELECT MIN(ts) AS t FROM archive_ticks WHERE id = %s", (inst,)).fetchone()
         return None if row is None or row["t"] is None else int(row["t"])
 
     def partitions(self) -> list[tuple[str, date]]:
+        self.live()
         rows = self.conn.execute("SELECT c.relname AS name FROM pg_inherits i JOIN pg_class c ON c.oid = i.inhrelid "
                                  "WHERE i.inhparent = 'archive_ticks'::regclass ORDER BY 1").fetchall()
         out = []
@@ -150,6 +170,7 @@ class PgTickArchive:
 
     def prune(self, before_ms: int) -> int:
         """Drop the partitions wholly before `before_ms`; delete the older rows of the one that straddles it."""
+        self.live()
         deleted = 0
         with self.conn.transaction():
             self.conn.execute(lock_sql(HISTORY_LOCK))
@@ -165,22 +186,16 @@ class PgTickArchive:
         return deleted
 
     def size_bytes(self) -> int:
+        self.live()
         row = self.conn.execute("SELECT COALESCE(SUM(pg_total_relation_size(i.inhrelid)), 0) AS n FROM pg_inherits i "
                                 "WHERE i.inhparent = 'archive_ticks'::regclass").fetchone()
         return int(row["n"]) if row else 0
 
-    def close(self) -> None:
-        self.conn.close()
-
-
-class PgCandleStore:
+class PgCandleStore(PgConnection):
     """`CandleStore` over one PostgreSQL connection."""
 
-    def __init__(self, url: str) -> None:
-        self.conn = connect(url)
-        ensure_history_schema(self.conn)
-
     def put_closed(self, interval: str, rows: Sequence[Bar]) -> None:
+        self.live()
         sql = UPSERT_BAR.format(table=table(interval))
         for at in range(0, len(rows), CHUNK):
             chunk = rows[at:at + CHUNK]
@@ -189,22 +204,26 @@ class PgCandleStore:
                 note_ids(self.conn, {r[0] for r in chunk})
 
     def range(self, interval: str, inst: str, start: int, end: int, limit: int) -> Page:
+        self.live()
         sql = (f"SELECT id, t, o, h, l, c, v FROM {table(interval)} WHERE id = %s AND t >= %s AND t < %s "
                "ORDER BY t LIMIT %s")
         rows = self.conn.execute(sql, (inst, start, end, check_limit(limit) + 1)).fetchall()
         return page_of([_bar(r) for r in rows], limit)
 
     def latest(self, interval: str, inst: str, end: int, limit: int) -> list[Bar]:
+        self.live()
         rows = self.conn.execute(f"SELECT id, t, o, h, l, c, v FROM {table(interval)} WHERE id = %s AND t < %s "
                                  "ORDER BY t DESC LIMIT %s", (inst, end, check_limit(limit))).fetchall()
         return [_bar(r) for r in reversed(rows)]
 
     def earliest(self, interval: str, inst: str) -> int | None:
+        self.live()
         row = self.conn.execute(f"SELECT MIN(t) AS t FROM {table(interval)} WHERE id = %s",
                                 (inst,)).fetchone()
         return None if row is None or row["t"] is None else int(row["t"])
 
     def read_all(self, interval: str, start: int, end: int) -> Iterator[Bar]:
+        self.live()
         name = table(interval)
         with self.conn.transaction(), self.conn.cursor(name="bars_read") as cur:
             cur.itersize = READ_CHUNK
@@ -214,6 +233,7 @@ class PgCandleStore:
                 yield _bar(row)
 
     def prune(self, interval: str, before: int) -> int:
+        self.live()
         with self.conn.transaction():
             cur = self.conn.execute(f"DELETE FROM {table(interval)} WHERE t < %s", (before,))
             return cur.rowcount
@@ -224,4 +244,3 @@ class PgCandleStore:
 
 def _bar(r: DictRow) -> Bar:
     return (r["id"], int(r["t"]), float(r["o"]), float(r["h"]), float(r["l"]), float(r["c"]), float(r["v"]))
-

@@ -147,3 +147,16 @@ def test_partition_dropped_under_the_writer_is_made_again(url: str) -> None:
     assert len(list(a.read("brent", 0, 2**62))) == 1
     a.close()
     pruner.close()
+
+
+def test_candle_reader_reconnects(url: str) -> None:
+    from server.store.pg import connect
+
+    s = PgCandleStore(url)
+    s.put_closed("1h", [("brent", T0, 1, 2, 0.5, 1.5, 3)])
+    with connect(url) as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (s.conn.info.backend_pid,))
+    with pytest.raises(psycopg.OperationalError):
+        s.earliest("1h", "brent")  # the call that finds the connection gone fails (a 503 to retry)
+    assert s.earliest("1h", "brent") == T0  # the next one connects again
+    s.close()
