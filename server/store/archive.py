@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -89,7 +90,7 @@ class ArchiveWriter:
         self._max_buffered, self._size_every_s, self._clock = max_buffered, size_every_s, clock
         self._lock = threading.Condition()
         self._buffer: list[Tick] = []
-        self._oldest: float | None = None  # clock() when the oldest buffered tick was accepted
+        self._arrivals: deque[list[float]] = deque()  # [ticks, clock() when accepted] per submit still buffered
         self._submitted = 0  # ticks accepted, ever
         self._done = 0  # ticks committed, ever
         self._stopping = False
@@ -116,8 +117,7 @@ class ArchiveWriter:
                 if not self._stopping:
                     self._stats = _replace(self._stats, dropped=self._stats.dropped + len(ticks))
                 return False
-            if not self._buffer:
-                self._oldest = self._clock()
+            self._arrivals.append([len(ticks), self._clock()])
             self._buffer.extend(ticks)
             self._submitted += len(ticks)
             if len(self._buffer) >= self._batch:
@@ -153,7 +153,7 @@ class ArchiveWriter:
 
     def stats(self) -> ArchiveStats:
         with self._lock:
-            lag = 0.0 if self._oldest is None else max(0.0, self._clock() - self._oldest)
+            lag = max(0.0, self._clock() - self._arrivals[0][1]) if self._arrivals else 0.0
             return _replace(self._stats, buffered=len(self._buffer), lag_s=lag)
 
     @property
@@ -200,7 +200,7 @@ class ArchiveWriter:
         took = time.perf_counter() - started
         with self._lock:
             del self._buffer[: len(batch)]
-            self._oldest = self._clock() if self._buffer else None
+            self._forget_arrivals(len(batch))
             self._done += len(batch)
             if not self._stats.writable:
                 log.warning("archive: writable again; %d ticks committed after the failure", len(batch))
@@ -211,6 +211,17 @@ class ArchiveWriter:
             self._lock.notify_all()
         self._maybe_refresh_size(archive)
         return True
+
+    def _forget_arrivals(self, n: int) -> None:
+        """Drop the arrival records of the `n` oldest ticks (just committed); under `_lock`."""
+        while n > 0 and self._arrivals:
+            first = self._arrivals[0]
+            if first[0] <= n:
+                n -= int(first[0])
+                self._arrivals.popleft()
+            else:
+                first[0] -= n
+                n = 0
 
     def _failed(self, exc: Exception) -> None:
         with self._lock:

@@ -250,3 +250,20 @@ def test_kill_9_keeps_every_committed_tick(tmp_path: Path) -> None:
     seqs = [t[2] for t in a.read("brent", 0, 2**62)]
     assert len(seqs) >= 10_000 and seqs == list(range(1, len(seqs) + 1))  # a prefix: no gap, nothing torn
     a.close()
+
+
+def test_lag_is_the_age_of_the_oldest_uncommitted_tick(tmp_path: Path) -> None:
+    now = [100.0]
+    w = ArchiveWriter(lambda: FlakyArchive(SqliteTickArchive(tmp_path), 10**9), interval_s=0.01,  # type: ignore
+                      retry_s=0.01, clock=lambda: now[0])
+    assert w.stats().lag_s == 0.0
+    w.submit(ticks(3))
+    now[0] = 101.5
+    w.submit(ticks(2, seq0=4))
+    now[0] = 102.0
+    assert w.stats().lag_s == 2.0 and w.stats().buffered == 5
+    w._forget_arrivals(4)  # the first submit and one tick of the second committed
+    assert w.stats().lag_s == 0.5
+    w._forget_arrivals(1)
+    assert w.stats().lag_s == 0.0
+    w.close(timeout=0.1)
