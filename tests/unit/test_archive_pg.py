@@ -75,7 +75,7 @@ def test_candles_on_postgres(url: str) -> None:
     s = PgCandleStore(url)
     rows: list[Bar] = [("brent", T0 + k * 60_000, 1.0, 2.0, 0.5, 1.5, float(k)) for k in range(25)]
     s.put_closed("1m", rows)
-    s.put_closed("1m", [("brent", T0, 9.0, 9.0, 9.0, 9.0, 9.0)])
+    s.put_closed("1m", [("brent", T0, 8.0, 8.0, 8.0, 8.0, 8.0), ("brent", T0, 9.0, 9.0, 9.0, 9.0, 9.0)])  # last wins
     page = s.range("1m", "brent", T0, T0 + 10**9, 10)
     assert len(page.rows) == 10 and page.rows[0][2] == 9.0 and page.next == rows[10][1]
     assert s.range("1m", "brent", rows[20][1], T0 + 10**9, 10).next is None
