@@ -4,6 +4,7 @@
     taskset -c 0 .venv/bin/python -m bench.history ingest --pg postgresql://postgres@127.0.0.1:5432/wt31_bench
     taskset -c 0 .venv/bin/python -m bench.history paging   # a year of 1m bars paged 1,000 at a time
     taskset -c 0 .venv/bin/python -m bench.history import   # a year of 1m candles for 40 instruments (CSV)
+    taskset -c 0 .venv/bin/python -m bench.history import --instruments 1 --pg postgresql://.../wt31_bench
     taskset -c 0 .venv/bin/python -m bench.history flatfiles  # a day of ticks for 40 instruments: extra RSS
 
 Everything goes to a temporary data dir (`--dir` to choose where), removed at the end.
@@ -138,7 +139,12 @@ def bench_import(root: Path, args: argparse.Namespace) -> None:
         for inst in sorted(known):
             fh.writelines(f"{b[0]},{b[1]},{b[2]},{b[3]},{b[4]},{b[5]},{b[6]:.0f}\n" for b in bars_of(inst, 365, rng))
     size = csv_path.stat().st_size
-    store = SqliteCandleStore(root / "data")
+    if args.pg:
+        from server.store.archive_pg import PgCandleStore
+
+        store: SqliteCandleStore | PgCandleStore = PgCandleStore(args.pg)
+    else:
+        store = SqliteCandleStore(root / "data")
     t, cpu0 = time.perf_counter(), time.process_time()
     report = import_candles(store, "1m", csv_path, known)
     wall, cpu = time.perf_counter() - t, time.process_time() - cpu0
@@ -207,7 +213,7 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("what", choices=["ingest", "paging", "import", "flatfiles"])
     p.add_argument("--dir", default=None)
-    p.add_argument("--pg", default=None, help="ingest: a PostgreSQL URL (an empty database of the bench's own)")
+    p.add_argument("--pg", default=None, help="ingest, import: a PostgreSQL URL (an empty database of the bench's own)")
     p.add_argument("--rate", type=int, default=50_000, help="ingest: ticks offered per second")
     p.add_argument("--seconds", type=int, default=30, help="ingest: for how long")
     p.add_argument("--instruments", type=int, default=40, help="paging/import: instruments")
