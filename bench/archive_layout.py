@@ -2,7 +2,9 @@
 
 - sqlite-pk:     one SQLite (WAL) table, WITHOUT ROWID, PRIMARY KEY (id, ts, seq)   (the clustered key)
 - sqlite-rowid:  one SQLite (WAL) table with a rowid, plus an index on (id, ts, seq)
-- duckdb:        one DuckDB table, appended from an Arrow batch per commit (optional: skipped when not installed)
+- duckdb:        one DuckDB table, appended from an Arrow batch per commit (optional: DuckDB is not a project
+                 dependency, as the measurement chose SQLite; `.venv/bin/pip install duckdb==2.0.0` to include it,
+                 else the row says skipped)
 - parquet:       one Parquet segment (zstd) per commit, a range read opens the segments whose span overlaps
 
 Each commit is one second of ticks (`--rate` ticks, the group commit of server/store/archive.py); the ticks of
