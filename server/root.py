@@ -64,7 +64,6 @@ from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state
 from server.market.timefmt import trading_day
 from server.market.venue_book import VenueBook
-from server.market.venue_clock import VenueClock
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
 from server.store.backend import open_repositories
@@ -176,14 +175,10 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     engine = make_engine(group(EngineSettings), registry, buckets, clock, ids)
     epoch = engine.epoch(f"{int(clock())}-{os.urandom(3).hex()}")  # redis: the shared tick history's, if any
     venues = VenueBook.load(None)  # every venue's sessions and holidays (SPEC 16)
-    clocks = [venues.for_instrument(inst.id) for inst in catalogue.instruments]
-    state, feed, keeper = make_market(group(FeedSettings), catalogue, repos.candles, clock, epoch, clocks)
+    state, feed, keeper = make_market(group(FeedSettings), catalogue, repos.candles, clock, epoch, venues)
     keys = KeyCache(repos.keys)  # filled by the key watch's start, before anything is served
     router = Router()
-    robyn = settings.runtime is Runtime.ROBYN  # Robyn answers remembered bodies on actix's thread (a lock)
-    guard = threading.Lock() if robyn else contextlib.nullcontext()
-    app = build_app(settings, router, keys, HttpMetrics(registry), engine.limiter, buckets, clock, guard,
-                    robyn_peer if robyn else peer_host)
+    app = make_app(settings, router, keys, registry, engine, buckets, clock)
     history = TickHistory(len(ids), tick_frame)  # resumes (SPEC 7)
     applied = AppliedTicks()
     ticks = TickPath(state, feed, engine.bus, engine.ticks, engine.history, history, applied, registry, epoch)
@@ -197,12 +192,11 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     OpsApi(http, group(ProcessSettings), router, registry, repos.storage,
            lambda: started.is_set() and ticks.ready(), epoch, engine.node).register(router)
     outbox = OutboxWorker(notify, registry, repos.outbox, channels, clock)
-    tick_log = engine.ticks
-    tokens = TokenService(load_secret(settings.jwt_secret, settings.data_dir),
-                          load_external_key(settings.jwt_public_key), clock)  # the accounts' JWTs (SPEC 8)
+    tokens = TokenService(load_secret(settings.jwt_secret, settings.data_dir),  # the accounts' JWTs (SPEC 8)
+                          load_external_key(settings.jwt_public_key), clock)
     site = register_public_site(  # /api/... public-site routes; SPEC 12: evidence anchored by the lease holder
         router, repos, state, tokens, clock, app.check_bucket, refresh_s=settings.market_refresh_s,
-        inquiry_rate=settings.inquiry_rate, shared=tick_log.shared, may_anchor=lambda: tick_log.leading,
+        inquiry_rate=settings.inquiry_rate, shared=engine.ticks.shared, may_anchor=lambda: engine.ticks.leading,
         registry=registry)
     applied.subscribe_before(site.snapshots.before_ticks)
     stream = StreamService(settings, state, catalogue, epoch, registry, keys, buckets, history, clock)
@@ -215,9 +209,19 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     return Node(settings, repos, engine, app, ticks, core, [outbox, site, stream], keys, outbox, started, keeper)
 
 
+def make_app(settings: Settings, router: Router, keys: KeyCache, registry: Registry, engine: Engine, buckets: Gcra,
+             clock: Callable[[], float]) -> App:
+    """The HTTP pipeline, with the runtime's guard: Robyn answers remembered bodies on actix's thread (a lock)."""
+    robyn = settings.runtime is Runtime.ROBYN
+    guard = threading.Lock() if robyn else contextlib.nullcontext()
+    return build_app(settings, router, keys, HttpMetrics(registry), engine.limiter, buckets, clock, guard,
+                     robyn_peer if robyn else peer_host)
+
+
 def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, clock: Callable[[], float],
-                epoch: str, clocks: list[VenueClock]) -> tuple[MarketState, FeedSource, CandleKeeper | None]:
+                epoch: str, venues: VenueBook) -> tuple[MarketState, FeedSource, CandleKeeper | None]:
     """The market state, the feed source that moves it and, for a live feed, the keeper of its daily candles."""
+    clocks = [venues.for_instrument(inst.id) for inst in catalogue.instruments]
     if settings.is_demo:
         state, walk = build_demo_state(catalogue, settings.seed, clock(), clocks=clocks)
         return state, DemoSource(walk, settings.tick_interval_ms / 1000.0, clock), None

@@ -17,6 +17,7 @@ UDF's conventions, where they differ from /kline's (docs/charting.md):
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import time
@@ -73,15 +74,12 @@ class UdfApi:
 
     def register(self, router: Router) -> None:
         static = _static_version  # config, symbols and search answers never change while the hub runs
-        data = self._data_version
+        data = functools.partial(getattr, self.state, "version")  # no Python frame per remembered answer
         router.add("GET", PREFIX + "config", self.config, Access.KEYED, name="udf-config", version=static)
         router.add("GET", PREFIX + "symbols", self.symbols, Access.KEYED, name="udf-symbols", version=static)
         router.add("GET", PREFIX + "search", self.search, Access.KEYED, name="udf-search", version=static)
         router.add("GET", PREFIX + "history", self.history, Access.KEYED, name="udf-history", version=data)
         router.add("GET", PREFIX + "time", self.time, Access.KEYED, name="udf-time")
-
-    def _data_version(self) -> object:
-        return self.state.version
 
     # --- endpoints ---------------------------------------------------------------------------------------------
     def config(self, req: Request) -> Response:

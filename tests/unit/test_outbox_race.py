@@ -122,8 +122,8 @@ def test_a_job_claimed_again_before_its_last_attempt_finished_is_sent_once_at_a_
         repo = GatedOutbox(storage)
         sender = ScriptedSender()
         # rng 0: a failed attempt is due again at once, so the worker's next round claims it
-        worker = ScriptedWorker(sender, Settings(data_dir=data_dir), Registry(), outbox=repo, channels=(), rng=lambda: 0.0,
-                                poll_s=0.05)
+        worker = ScriptedWorker(sender, Settings(data_dir=data_dir), Registry(), outbox=repo, channels=(),
+                                rng=lambda: 0.0, poll_s=0.05)
         await worker.start()
         try:
             await asyncio.wait_for(repo.second_claim_round_done.wait(), 10)
