@@ -57,6 +57,14 @@ def _serve(ns: argparse.Namespace) -> int:
         check_feed_source(settings)  # a missing jsonl file: one line and exit 1, before anything starts
     except FeedUnavailable as exc:
         raise CommandError(str(exc)) from None
+    if settings.calendar_file is not None:  # a bad notice names its file, entry and field: one line, exit 2
+        from server.market.calendar_notices import CalendarFileError
+        from server.market.venue_book import VenueBook
+
+        try:
+            VenueBook.load(settings.calendar_file)
+        except CalendarFileError as exc:
+            raise ConfigError(f"--calendar-file: {exc}") from None
     _check_engine(settings)
     if settings.database_url:
         _check_database(settings.database_url)

@@ -39,6 +39,7 @@ from server.api.reference import ReferenceApi
 from server.api.site.routes import register_public_site
 from server.api.web import WebApi
 from server.config import (
+    DemoHours,
     EngineKind,
     EngineSettings,
     FeedSettings,
@@ -174,7 +175,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     buckets = Gcra()  # this hub's own buckets (and, on the redis engine, its fallback while Redis is away)
     engine = make_engine(group(EngineSettings), registry, buckets, clock, ids)
     epoch = engine.epoch(f"{int(clock())}-{os.urandom(3).hex()}")  # redis: the shared tick history's, if any
-    venues = VenueBook.load(None)  # every venue's sessions and holidays (SPEC 16)
+    venues = VenueBook.load(settings.calendar_file)  # every venue's sessions and holidays (SPEC 16)
     state, feed, keeper = make_market(group(FeedSettings), catalogue, repos.candles, clock, epoch, venues)
     keys = KeyCache(repos.keys)  # filled by the key watch's start, before anything is served
     router = Router()
@@ -224,7 +225,8 @@ def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, 
     clocks = [venues.for_instrument(inst.id) for inst in catalogue.instruments]
     if settings.is_demo:
         state, walk = build_demo_state(catalogue, settings.seed, clock(), clocks=clocks)
-        return state, DemoSource(walk, settings.tick_interval_ms / 1000.0, clock), None
+        hours = clocks if settings.demo_hours is DemoHours.SESSIONS else None
+        return state, DemoSource(walk, settings.tick_interval_ms / 1000.0, clock, hours), None
     book = load_candle_book(catalogue, candles, trading_day(clock()))
     state = MarketState(catalogue, book, demo=False, epoch=epoch, clocks=clocks)
     feed = JsonlSource(catalogue, settings.feed_path or "-", clock, state.history_start)

@@ -17,6 +17,7 @@ from server.config.groups import (
     MAX_RATE,
     MAX_WORKERS,
     AuthSettings,
+    DemoHours,
     EngineKind,
     EngineSettings,
     FeedSettings,
@@ -51,7 +52,8 @@ from server.config.settings import (
 
 __all__ = [
     "BENCH_STATIC_PATH", "DEFAULT_ENTERPRISE_RATE", "GROUPS", "LOG_LEVELS", "MAX_RATE", "MAX_WORKERS", "PLANS",
-    "WEBHOOK_KINDS", "AuthSettings", "ConfigError", "EngineKind", "EngineSettings", "FeedSettings", "Group",
+    "WEBHOOK_KINDS", "AuthSettings", "ConfigError", "DemoHours", "EngineKind", "EngineSettings", "FeedSettings",
+    "Group",
     "HttpSettings", "LimitSettings", "NotifySettings", "ProcessSettings", "Runtime", "ServiceUnreachable",
     "Settings", "SiteSettings", "StorageSettings", "StreamSettings", "Webhook", "add_data_dir", "add_engine_args",
     "add_serve_args", "check_command_flags", "check_database_url", "check_engine", "check_redis_url",

@@ -42,6 +42,13 @@ class Runtime(StrEnum):
     ROBYN = "robyn"
 
 
+class DemoHours(StrEnum):
+    """When the demo feed moves an instrument (SPEC 16): while its venue is in session, or all the time."""
+
+    SESSIONS = "sessions"
+    ALWAYS = "always"
+
+
 class EngineKind(StrEnum):
     """Where the state several hubs must share lives (SPEC 12): this process only, or Redis."""
 
@@ -88,6 +95,12 @@ class HttpSettings(Group):
             raise ConfigError("--ws-port: must differ from --port")
 
 
+def _readable_file(path: Path | None) -> str | None:
+    if path is not None and not path.is_file():
+        return f"{path} is not a readable file"
+    return None
+
+
 @dataclass(frozen=True)
 class FeedSettings(Group):
     """Where ticks come from: the feed source (server/feeds/)."""
@@ -96,6 +109,12 @@ class FeedSettings(Group):
     seed: int = setting(42, "seed of the demo feed", parse=integer)
     tick_interval_ms: int = setting(250, "demo feed tick interval", parse=integer,
                                     check=between(10, 60_000, "must be between 10 and 60000"))
+    demo_hours: DemoHours = setting(DemoHours.SESSIONS, "sessions (default: an instrument moves only while its "
+                                    "venue is in session; an assessment prints once a day) or always (load tests)",
+                                    parse=choice(DemoHours))
+    calendar_file: Path | None = setting(None, "a TOML file of exchange notices (holidays, cancelled night "
+                                         "sessions) extending the repository's (docs/venues.md)", parse=Path,
+                                         check=_readable_file)
 
     @property
     def feed_path(self) -> str | None:

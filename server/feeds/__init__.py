@@ -14,7 +14,7 @@ import errno
 import logging
 import os
 import stat
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Sequence
 from typing import Protocol
 
 import numpy as np
@@ -25,6 +25,9 @@ from server.feeds.lines import FeedReadError, LineReader
 from server.market.catalogue import Catalogue
 from server.market.demo import DemoWalk
 from server.market.tick import Tick
+from server.market.venue_clock import VenueClock
+from server.market.venue_feed import in_session, prints_between
+from server.market.venues import Publication
 
 log = logging.getLogger("market.feed")
 
@@ -125,12 +128,20 @@ class FeedSupervisor:
 
 
 class DemoSource:
-    """The demo walk's next batch every tick interval (the walk's prices are the state's: see build_demo_state)."""
+    """The demo walk's next batch every tick interval (the walk's prices are the state's: see build_demo_state).
 
-    def __init__(self, walk: DemoWalk, interval_s: float, clock: Callable[[], float]) -> None:
+    With `hours` (SPEC 16, `--demo-hours sessions`): a continuous instrument moves only while its venue is in
+    session, and an assessment or monthly price prints once, at its publication time (the walk's price then).
+    Without (`--demo-hours always`, for load tests): every instrument may move on every tick."""
+
+    def __init__(self, walk: DemoWalk, interval_s: float, clock: Callable[[], float],
+                 hours: Sequence[VenueClock] | None) -> None:
         self.walk = walk
         self.interval = interval_s
         self.clock = clock
+        self.hours = hours
+        self._published = [i for i, c in enumerate(hours or ()) if c.venue.publication is not Publication.CONTINUOUS]
+        self._last_ms = int(clock() * 1000)
 
     async def batches(self) -> AsyncGenerator[list[Tick], None]:
         loop = asyncio.get_running_loop()
@@ -138,7 +149,26 @@ class DemoSource:
         while True:
             next_at += self.interval
             await asyncio.sleep(max(0.0, next_at - loop.time()))
-            yield self.walk.next_batch(self.clock(), self.interval)
+            now = self.clock()
+            batch = self.walk.next_batch(now, self.interval)
+            if self.hours is not None:
+                batch = self.in_hours(batch, int(now * 1000))
+            if batch:
+                yield batch
+
+    def in_hours(self, batch: list[Tick], now_ms: int) -> list[Tick]:
+        """The walk's ticks of instruments in session, plus the publications due since the last batch."""
+        hours, after = self.hours, self._last_ms
+        assert hours is not None
+        self._last_ms = now_ms
+        out = [t for t in batch
+               if hours[t.row].venue.publication is Publication.CONTINUOUS and in_session(hours[t.row], now_ms)]
+        if self._published:
+            prices = self.walk.live_prices()
+            for row in self._published:
+                out += [Tick(row, float(prices[row]), at / 1000, 1.0)
+                        for at, _ in prints_between(hours[row], after, now_ms)]
+        return out
 
     def ready(self) -> bool:
         return True
