@@ -10,7 +10,6 @@ Each endpoint names the query parameters it defines; any other is a 400
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import time
@@ -61,8 +60,7 @@ class MarketApi:
 
     def register(self, router: Router) -> None:
         # each answer is a function of (path, query, data version): the pipeline remembers it per version
-        # the state's version, read by a C-level call (no Python frame: this runs on every remembered answer)
-        v = functools.partial(getattr, self.state, "version")
+        v = self._data_version
         router.add("GET", "/api/v1/quotes", self.quotes, Access.KEYED, name="quotes", version=v)
         # a single quote says whether its market is open now: remembered per data version and minute (every
         # session window starts and ends on a minute)
@@ -71,6 +69,10 @@ class MarketApi:
         router.add("GET", "/api/v1/spreads", self.spreads, Access.KEYED, name="spreads", version=v)
         router.add("GET", "/api/v1/inventory", self.inventory_items, Access.KEYED, name="inventory", version=v)
         UdfApi(self.state, self.cache, self.clock).register(router)  # TradingView's datafeed (SPEC 14)
+
+
+    def _data_version(self) -> object:
+        return self.state.version
 
     def _quote_version(self) -> object:
         return self.state.version, int(self.clock() // 60)

@@ -17,7 +17,6 @@ UDF's conventions, where they differ from /kline's (docs/charting.md):
 
 from __future__ import annotations
 
-import functools
 import math
 import re
 import time
@@ -74,7 +73,7 @@ class UdfApi:
 
     def register(self, router: Router) -> None:
         static = _static_version  # config, symbols and search answers never change while the hub runs
-        data = functools.partial(getattr, self.state, "version")  # no Python frame per remembered answer
+        data = self._data_version
         router.add("GET", PREFIX + "config", self.config, Access.KEYED, name="udf-config", version=static)
         router.add("GET", PREFIX + "symbols", self.symbols, Access.KEYED, name="udf-symbols", version=static)
         router.add("GET", PREFIX + "search", self.search, Access.KEYED, name="udf-search", version=static)
@@ -82,6 +81,10 @@ class UdfApi:
         router.add("GET", PREFIX + "time", self.time, Access.KEYED, name="udf-time")
 
     # --- endpoints ---------------------------------------------------------------------------------------------
+
+    def _data_version(self) -> object:
+        return self.state.version
+
     def config(self, req: Request) -> Response:
         _query(req, CONFIG_PARAMS)
         return Response(200, self._config)
