@@ -46,12 +46,12 @@ sys.path.insert(0, str(ROOT))
 
 from server.core.metrics import Registry  # noqa: E402
 from server.market.catalogue import default_catalogue  # noqa: E402
-from server.market.history import TickHistory  # noqa: E402
 from server.market.state import AppliedTick  # noqa: E402
 from server.market.timefmt import iso  # noqa: E402
 from server.store.keys import ApiKey  # noqa: E402
 from server.stream.core import StreamCore, StreamLimits, StreamMetrics  # noqa: E402
 from server.stream.messages import tick_frame, tick_payload  # noqa: E402
+from server.stream.resume_history import TickHistory  # noqa: E402
 from server.stream.wire import text_frame  # noqa: E402
 
 CAT = default_catalogue()

@@ -45,13 +45,13 @@ from server.engine import Engine
 from server.feeds import make_feed
 from server.lifecycle import HttpRuntime, shutdown
 from server.market.catalogue import default_catalogue
-from server.market.history import TickHistory
 from server.market.inventory import InventoryBook
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
 from server.store.backend import open_repositories
 from server.store.repositories import Repositories
 from server.stream.messages import tick_frame
+from server.stream.resume_history import TickHistory
 from server.stream.service import StreamService
 from server.ticks import Housekeeping, TickPath
 

@@ -32,8 +32,8 @@ from server.core.metrics import Registry
 from server.engine import Numbered, ResumeHistory, TickBus, TickLog
 from server.feeds import FeedSource, FeedSupervisor
 from server.market.feed import Tick
-from server.market.history import TickHistory, logged_tick
 from server.market.state import AppliedTick, MarketState
+from server.stream.resume_history import TickHistory, logged_tick
 
 log = logging.getLogger("market.ticks")
 

@@ -1,5 +1,5 @@
 """The stream clock: candle runs (whole seconds + GRACE_S) and heartbeats (multiples of --heartbeat-s) on the
-server's clock, so every hub runs them in the same phase (server/stream/candles.py)."""
+server's clock, so every hub runs them in the same phase (server/stream/candle_frames.py)."""
 
 from __future__ import annotations
 

@@ -34,16 +34,16 @@ from server.core.client_ip import client_address
 from server.core.errors import ApiError, CloseCode
 from server.core.metrics import Registry
 from server.market.catalogue import Catalogue
-from server.market.history import TickHistory
 from server.market.state import AppliedTick, MarketState
 from server.market.timefmt import iso
 from server.store.keys import ApiKey
 from server.stream import messages as msg
-from server.stream.candles import GRACE_S, CandleFrames, K
+from server.stream.candle_frames import GRACE_S, CandleFrames, K
 from server.stream.handshake import Refusal, decide
 from server.stream.messages import Payload
 from server.stream.outbuf import OutBuffer
 from server.stream.registry import Group, SubscriptionRegistry
+from server.stream.resume_history import TickHistory
 from server.stream.session import Session
 from server.stream.states import SessionState
 from server.stream.wire import PING_FRAME, text_frame

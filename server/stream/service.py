@@ -21,11 +21,11 @@ from server.config import Settings
 from server.core.errors import CloseCode
 from server.core.metrics import Registry
 from server.market.catalogue import Catalogue
-from server.market.history import TickHistory
 from server.market.state import MarketState
 from server.stream.clock import run_clock
 from server.stream.connection import CLOSE_TIMEOUT_S, StreamConnection
 from server.stream.core import StreamCore, StreamLimits, StreamMetrics
+from server.stream.resume_history import TickHistory
 
 log = logging.getLogger("market.stream")
 BACKLOG = 4096

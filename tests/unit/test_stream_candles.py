@@ -17,7 +17,7 @@ from server.market.feed import Tick
 from server.market.state import MarketState
 from server.market.timefmt import TZ
 from server.stream import messages as msg
-from server.stream.candles import GRACE_S, CandleFrames, K
+from server.stream.candle_frames import GRACE_S, CandleFrames, K
 from server.stream.core import StreamCore, StreamLimits, StreamMetrics
 from server.stream.outbuf import OutBuffer
 from tests.unit.test_stream_core import KEYS, Sink

@@ -18,12 +18,12 @@ from server.api.auth.limits import Gcra
 from server.config import Settings
 from server.core.metrics import Registry
 from server.market.catalogue import default_catalogue
-from server.market.history import TickHistory
 from server.market.state import build_demo_state
 from server.store.keys import ApiKey
 from server.stream.connection import CLOSE_TIMEOUT_S
 from server.stream.core import StreamLimits
 from server.stream.messages import tick_frame
+from server.stream.resume_history import TickHistory
 from server.stream.service import StreamService
 
 KEY = ApiKey("key_t", "professional", None, None, 0.0, None)

@@ -7,10 +7,10 @@ from typing import Any
 import orjson
 import pytest
 
-from server.market.history import TickHistory
 from server.market.state import AppliedTick
 from server.stream import messages as msg
 from server.stream.messages import tick_frame
+from server.stream.resume_history import TickHistory
 from tests.unit.test_stream_core import IDS, Sink, make_core, open_session, tick
 
 
