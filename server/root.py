@@ -52,7 +52,7 @@ from server.store.backend import open_repositories
 from server.store.repositories import Repositories
 from server.stream.messages import tick_frame
 from server.stream.resume_history import TickHistory
-from server.stream.service import StreamService
+from server.stream.service import StreamService, stream_limits
 from server.ticks import Housekeeping, TickPath
 
 log = logging.getLogger("market.hub")
@@ -170,8 +170,9 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
         settings, router, repos, ticks.state, clock, app.check_bucket, shared=tick_log.shared,
         may_anchor=lambda: tick_log.leading, registry=registry)
     ticks.before_apply.append(site.snapshots.before_ticks)
-    stream = StreamService(settings, ticks.state, catalogue, epoch, registry, keys, buckets, history, clock)
-    applied.subscribe(stream.core.on_ticks)
+    stream = StreamService(settings, ticks.state, catalogue, epoch, registry, keys, buckets, history, clock,
+                           stream_limits(settings))
+    applied.subscribe(stream.core.fanout.on_ticks)
     watch.listeners.append(stream.on_revoked)
     register_asyncapi(router, settings)  # /asyncapi.json describes the stream
     core: list[Service] = [watch, Housekeeping(ticks.state, buckets.store, clock), ticks]
