@@ -216,17 +216,11 @@ class CandleFrames:
         deferred = False
         live_day = int(state.candles.days[state.candles.live_column()]) if len(state.candles) else None
         seqs = state.seq
-        updated = state.updated_ts
         for ch in sorted(self.active):
             row, k = divmod(ch, K)
             bucket = self.bucket[ch]
             assert bucket is not None
-            if k == DAILY_K:
-                ended = bucket != live_day
-            else:
-                end = bucket + self.rings[k].seconds
-                ended = end <= now - GRACE_S and (updated[row] >= now - LIVE_S or seqs[row] == self._seen_seq[row])
-            if ended:
+            if self._ended(row, k, bucket, now, live_day):
                 frame = self._final(row, k, bucket)
                 if frame is not None:
                     out.append((ch, frame))
@@ -234,31 +228,48 @@ class CandleFrames:
                     self.rings[k].seal(row, bucket + self.rings[k].seconds)
                 self._reset(ch)
                 continue
-            latest = self.latest[ch]
-            pending = self.pending[ch]
-            send: tuple[int, Values] | None = None
-            if pending and pending[0][0] <= threshold:
-                send = pending[0]
-            elif latest is not None and not self.latest_sent[ch] and latest[0] <= threshold:
-                send = latest
-            if send is not None:
-                if self.sent_second[ch] == second:  # a late run sent in this second already
-                    deferred = True
-                    continue
-                if send is latest:
-                    self.latest_sent[ch] = True
-                else:
-                    del pending[0]
-                self.sent_second[ch] = second
-                if wanted is not None and not wanted[ch]:
-                    self.last_frame[ch] = None  # not built: `current` builds it from the book when asked
-                    continue
-                frame = self._frame(row, k, bucket, send[1], False)
-                self.last_frame[ch] = frame
-                out.append((ch, frame))
+            deferred |= self._non_final(ch, bucket, threshold, second, wanted, out)
         self._seen_seq = np.array(seqs, dtype=np.int64, copy=True)
         self.deferred_to = second + 1 + DEFER_S if deferred else None
         return out
+
+    def _ended(self, row: int, k: int, bucket: int, now: float, live_day: int | None) -> bool:
+        """Is the channel's open bucket over by the clock? A daily one when the book rolled past its day; an
+        intraday one GRACE_S after its end, if its instrument is live or had no tick since the previous run."""
+        if k == DAILY_K:
+            return bucket != live_day
+        state = self.state
+        end = bucket + self.rings[k].seconds
+        return end <= now - GRACE_S and (state.updated_ts[row] >= now - LIVE_S or state.seq[row] == self._seen_seq[row])
+
+    def _non_final(self, ch: int, bucket: int, threshold: int, second: int, wanted: Sequence[object] | None,
+                   out: list[tuple[int, bytes]]) -> bool:
+        """The channel's non-final frame of its oldest unsent completed second, appended to ``out`` (not built
+        when ``wanted`` says nobody holds the channel). True: deferred (a late run sent in this second already)."""
+        latest = self.latest[ch]
+        pending = self.pending[ch]
+        send: tuple[int, Values] | None = None
+        if pending and pending[0][0] <= threshold:
+            send = pending[0]
+        elif latest is not None and not self.latest_sent[ch] and latest[0] <= threshold:
+            send = latest
+        if send is None:
+            return False
+        if self.sent_second[ch] == second:  # a late run sent in this second already
+            return True
+        if send is latest:
+            self.latest_sent[ch] = True
+        else:
+            del pending[0]
+        self.sent_second[ch] = second
+        if wanted is not None and not wanted[ch]:
+            self.last_frame[ch] = None  # not built: `current` builds it from the book when asked
+            return False
+        row, k = divmod(ch, K)
+        frame = self._frame(row, k, bucket, send[1], False)
+        self.last_frame[ch] = frame
+        out.append((ch, frame))
+        return False
 
     def current(self, ch: int) -> bytes | None:
         """The frame sent right after an ack: the open bucket's last shared frame, or one built now."""

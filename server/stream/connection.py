@@ -184,7 +184,7 @@ class StreamConnection(asyncio.Protocol):
         assert session is not None
         if self._key_task is None:  # the first pass (a second one follows a key load)
             forwarded = ",".join(request.headers.get_all("X-Forwarded-For")) or None  # repeated: one list
-            refusal = self.core.sessions.admit_peer(session, self._peer_ip(), forwarded, self.clock())
+            refusal = self.core.sessions.admit_peer(session, _peer_ip(self.transport), forwarded, self.clock())
             if refusal is not None:
                 self._send_problem(refusal.error)
                 return
@@ -235,20 +235,8 @@ class StreamConnection(asyncio.Protocol):
         self._handshake(request)
         self._process()
 
-    def _peer_ip(self) -> str:
-        peer = self.transport.get_extra_info("peername") if self.transport is not None else None
-        return str(peer[0]) if peer else ""
-
     def _send_problem(self, error: ApiError) -> None:
-        body = orjson.dumps(error.problem())
-        headers = Headers([
-            ("Date", email.utils.formatdate(usegmt=True)),
-            ("Connection", "close"),
-            ("Content-Type", "application/problem+json"),
-            ("Content-Length", str(len(body))),
-            *error.headers,
-        ])
-        self.proto.send_response(Response(error.status, error.title, headers, body))
+        self.proto.send_response(_problem_response(error))
 
     # --- output ------------------------------------------------------------------
     def _flush(self) -> None:
@@ -290,6 +278,24 @@ class StreamConnection(asyncio.Protocol):
     def abort(self) -> None:
         if self.transport is not None:
             self.transport.abort()
+
+
+def _peer_ip(transport: asyncio.Transport | None) -> str:
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    return str(peer[0]) if peer else ""
+
+
+def _problem_response(error: ApiError) -> Response:
+    """A refused handshake's HTTP response: the problem document, and the connection closes after it."""
+    body = orjson.dumps(error.problem())
+    headers = Headers([
+        ("Date", email.utils.formatdate(usegmt=True)),
+        ("Connection", "close"),
+        ("Content-Type", "application/problem+json"),
+        ("Content-Length", str(len(body))),
+        *error.headers,
+    ])
+    return Response(error.status, error.title, headers, body)
 
 
 def _frames_write(transport: asyncio.Transport) -> Callable[[bytes], object]:
