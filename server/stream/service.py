@@ -3,7 +3,7 @@
 Runs on the hub's event loop (granian path: our own uvloop; robyn path:
 Robyn's loop, entered through its startup handler), so it shares the market
 state and the tick bus with the HTTP handlers without locks. The composition
-root (server/root.py) subscribes `core.on_ticks` to the applied-tick bus and
+root (server/root.py) subscribes `core.fanout.on_ticks` to the applied-tick bus and
 `on_revoked` to the key watch.
 """
 
