@@ -5,7 +5,7 @@
 
 Rows (printed as `name: value`):
 
-- `resume replay 1000 (core)`: the real `StreamCore.on_text` for `{"op":"subscribe","ids":["brent"],
+- `resume replay 1000 (core)`: the real `core.messages.on_text` for `{"op":"subscribe","ids":["brent"],
   "since":{"brent":N-1000},"epoch":E}` against a `TickHistory` holding N ticks of every one of the
   49 instruments: parse, validate, build the ack and the replay, write it (into a bytearray, as a
   transport buffers what the kernel does not take at once). Median and p99 of R runs, in us.
