@@ -11,6 +11,7 @@ figure (mostly the kernel's send path) hides in its noise.
     taskset -c 0 .venv/bin/python bench/fanout_core.py              # 1,000 sessions
     taskset -c 0 .venv/bin/python bench/fanout_core.py --conns 5000
     taskset -c 0 .venv/bin/python bench/fanout_core.py --tree /tmp/base   # another checkout of the repository
+    valgrind --tool=callgrind .venv/bin/python bench/fanout_core.py --batches 300   # instructions, not noise
 
 `--tree` measures another checkout with this same script (it also drives the StreamCore of before issue 33's
 split, whose methods were on the core itself), so a change is compared at the same CPU, round by round.
@@ -29,7 +30,7 @@ from typing import Any
 BATCHES = 3000
 
 
-def measure(conns: int) -> float:
+def measure(conns: int, batches: int = BATCHES) -> float:
     from server.api.auth.limits import Gcra
     from server.core.metrics import Registry
     from server.market.candles import CandleBook
@@ -56,7 +57,7 @@ def measure(conns: int) -> float:
     start = 1_800_000_000.0
     cpu = 0.0
     frames = 0
-    for b in range(BATCHES):
+    for b in range(batches):
         ts = start + b * 0.061
         ticks = []
         for row in rnd.sample(range(n), rnd.randint(5, 20)):
@@ -68,7 +69,7 @@ def measure(conns: int) -> float:
         on_clock(ts)
         cpu += time.process_time() - t0
         frames += len(applied) * conns
-    return cpu * 1e9 / frames
+    return cpu * 1e9 / frames if frames else float("nan")  # --conns 0: the batches' cost without sessions
 
 
 def _parts(stream_core: Any, state: Any, catalogue: Any, key: Any, buckets: Any, registry: Any,
@@ -95,11 +96,12 @@ def _parts(stream_core: Any, state: Any, catalogue: Any, key: Any, buckets: Any,
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--conns", type=int, default=1000)
+    parser.add_argument("--batches", type=int, default=BATCHES, help="fewer under callgrind")
     parser.add_argument("--tree", type=Path, default=Path(__file__).resolve().parent.parent,
                         help="the checkout whose server/ to measure (default: this one)")
     args = parser.parse_args()
     sys.path.insert(0, str(args.tree.resolve()))
-    ns = measure(args.conns)
+    ns = measure(args.conns, args.batches)
     print(f"fan-out in process, {args.conns} sessions ({args.tree}): {ns:.2f} ns CPU per delivered frame")
 
 
