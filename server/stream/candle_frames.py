@@ -215,61 +215,60 @@ class CandleFrames:
         second = math.floor(now)
         deferred = False
         live_day = int(state.candles.days[state.candles.live_column()]) if len(state.candles) else None
-        seqs = state.seq
+        seqs, updated, seen = state.seq, state.updated_ts, self._seen_seq
         for ch in sorted(self.active):
             row, k = divmod(ch, K)
             bucket = self.bucket[ch]
             assert bucket is not None
-            if self._ended(row, k, bucket, now, live_day):
-                frame = self._final(row, k, bucket)
-                if frame is not None:
-                    out.append((ch, frame))
-                if k != DAILY_K:
-                    self.rings[k].seal(row, bucket + self.rings[k].seconds)
-                self._reset(ch)
+            if k == DAILY_K:
+                ended = bucket != live_day
+            else:
+                end = bucket + self.rings[k].seconds
+                ended = end <= now - GRACE_S and (updated[row] >= now - LIVE_S or seqs[row] == seen[row])
+            if ended:
+                self._close(ch, row, k, bucket, out)
                 continue
-            deferred |= self._non_final(ch, bucket, threshold, second, wanted, out)
+            latest = self.latest[ch]
+            pending = self.pending[ch]
+            if pending and pending[0][0] <= threshold:
+                send: tuple[int, Values] = pending[0]
+            elif latest is not None and not self.latest_sent[ch] and latest[0] <= threshold:
+                send = latest
+            else:
+                continue
+            if self.sent_second[ch] == second:  # a late run sent in this second already
+                deferred = True
+            else:
+                self._non_final(ch, bucket, send, send is latest, second, wanted, out)
         self._seen_seq = np.array(seqs, dtype=np.int64, copy=True)
         self.deferred_to = second + 1 + DEFER_S if deferred else None
         return out
 
-    def _ended(self, row: int, k: int, bucket: int, now: float, live_day: int | None) -> bool:
-        """Is the channel's open bucket over by the clock? A daily one when the book rolled past its day; an
-        intraday one GRACE_S after its end, if its instrument is live or had no tick since the previous run."""
-        if k == DAILY_K:
-            return bucket != live_day
-        state = self.state
-        end = bucket + self.rings[k].seconds
-        return end <= now - GRACE_S and (state.updated_ts[row] >= now - LIVE_S or state.seq[row] == self._seen_seq[row])
+    def _close(self, ch: int, row: int, k: int, bucket: int, out: list[tuple[int, bytes]]) -> None:
+        """The channel's bucket ended by the clock: its final frame (appended to ``out``), its ring sealed."""
+        frame = self._final(row, k, bucket)
+        if frame is not None:
+            out.append((ch, frame))
+        if k != DAILY_K:
+            self.rings[k].seal(row, bucket + self.rings[k].seconds)
+        self._reset(ch)
 
-    def _non_final(self, ch: int, bucket: int, threshold: int, second: int, wanted: Sequence[object] | None,
-                   out: list[tuple[int, bytes]]) -> bool:
-        """The channel's non-final frame of its oldest unsent completed second, appended to ``out`` (not built
-        when ``wanted`` says nobody holds the channel). True: deferred (a late run sent in this second already)."""
-        latest = self.latest[ch]
-        pending = self.pending[ch]
-        send: tuple[int, Values] | None = None
-        if pending and pending[0][0] <= threshold:
-            send = pending[0]
-        elif latest is not None and not self.latest_sent[ch] and latest[0] <= threshold:
-            send = latest
-        if send is None:
-            return False
-        if self.sent_second[ch] == second:  # a late run sent in this second already
-            return True
-        if send is latest:
+    def _non_final(self, ch: int, bucket: int, send: tuple[int, Values], is_latest: bool, second: int,
+                   wanted: Sequence[object] | None, out: list[tuple[int, bytes]]) -> None:
+        """Send ``send`` (the oldest unsent completed second's values) as the channel's non-final frame, appended
+        to ``out``; not built when ``wanted`` says nobody holds the channel (`current` builds it when asked)."""
+        if is_latest:
             self.latest_sent[ch] = True
         else:
-            del pending[0]
+            del self.pending[ch][0]
         self.sent_second[ch] = second
         if wanted is not None and not wanted[ch]:
-            self.last_frame[ch] = None  # not built: `current` builds it from the book when asked
-            return False
+            self.last_frame[ch] = None
+            return
         row, k = divmod(ch, K)
         frame = self._frame(row, k, bucket, send[1], False)
         self.last_frame[ch] = frame
         out.append((ch, frame))
-        return False
 
     def current(self, ch: int) -> bytes | None:
         """The frame sent right after an ack: the open bucket's last shared frame, or one built now."""
