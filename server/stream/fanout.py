@@ -70,7 +70,12 @@ class FanOut:
                 conflated += session.out.hold(items)
                 if beat is not None:
                     session.out.hold_last(beat)
-        self._count(delivered, conflated, beats_sent)
+        if delivered:
+            self.metrics.delivered.inc(amount=delivered)
+        if conflated:
+            self.metrics.conflated.inc(amount=conflated)
+        if beats_sent:
+            self.metrics.heartbeats.inc(amount=beats_sent)
         if beats:
             self.beats.send(beats)  # groups this batch did not touch: their heartbeat alone
         if self.candles is not None:
@@ -79,14 +84,6 @@ class FanOut:
                 self.candle_frames(finals)
         if touched:
             self.metrics.fanout.observe(perf_counter() - started)
-
-    def _count(self, delivered: int, conflated: int, beats_sent: int) -> None:
-        if delivered:
-            self.metrics.delivered.inc(amount=delivered)
-        if conflated:
-            self.metrics.conflated.inc(amount=conflated)
-        if beats_sent:
-            self.metrics.heartbeats.inc(amount=beats_sent)
 
     def candle_frames(self, frames: list[tuple[int, bytes]]) -> None:
         """Candle frames out as ticks go: each built once, joined once per subscription group, one write per

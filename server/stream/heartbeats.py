@@ -47,8 +47,10 @@ class Heartbeats:
 
     def on_clock(self, now: float) -> None:
         """The waiting frames no tick batch came to carry, then the beat due at ``now``."""
-        if self._waiting is not None and now >= self._due:
-            self.send(self.take())
+        beats = self._waiting
+        if beats is not None and now >= self._due:
+            self.take()
+            self.send(beats)
         beat = self.limits.heartbeat_s
         if beat > 0 and now >= self._next:
             first = self._next == -math.inf
@@ -58,8 +60,9 @@ class Heartbeats:
 
     def build(self, ts: float, now: float) -> None:
         """The beat of ``ts``: one frame per subscription group, built now; they wait for the next tick batch."""
-        if self._waiting is not None:  # the previous beat found no batch within its wait
-            self.send(self.take())
+        beats = self.take()
+        if beats is not None:  # the previous beat found no batch within its wait
+            self.send(beats)
         self._built_at = now
         stamp = iso(ts)
         seq = self.state.seq
@@ -69,10 +72,10 @@ class Heartbeats:
             for group in self.registry.groups() if group.members}
         self._due = now + min(BEAT_WAIT_S, self.limits.heartbeat_s / 4)
 
-    def take(self) -> Beats:
-        """The waiting frames (empty: none), for the tick batch that carries them."""
+    def take(self) -> Beats | None:
+        """The waiting frames (None: none), for the tick batch that carries them."""
         beats, self._waiting, self._due = self._waiting, None, math.inf
-        return beats or {}
+        return beats
 
     def send(self, beats: Beats) -> None:
         """Heartbeat frames alone, to the groups that still exist (a group left by all its members is gone)."""
