@@ -129,7 +129,8 @@ class StreamService:
 
     def sweep_round(self) -> None:
         """One round of the sweeper at the injected clock's time: keepalive pings due, and the closes due (pong
-        overdue 1011, slow consumer 4008, stuck handshake). The task runs one a second; tests call it."""
+        overdue 1011, slow consumer 4008, stuck handshake). The sweep task runs one every second (every quarter of
+        the slow-consumer grace when that is shorter); tests call it."""
         due = self.core.keepalive.sweep(self.clock())
         for session in due.ping:
             conn = self.conns.get(session.id)
