@@ -5,7 +5,7 @@
 
 Rows (printed as `name: value`):
 
-- `resume replay 1000 (core)`: the real `StreamCore.on_text` for `{"op":"subscribe","ids":["brent"],
+- `resume replay 1000 (core)`: the real `core.messages.on_text` for `{"op":"subscribe","ids":["brent"],
   "since":{"brent":N-1000},"epoch":E}` against a `TickHistory` holding N ticks of every one of the
   49 instruments: parse, validate, build the ack and the replay, write it (into a bytearray, as a
   transport buffers what the kernel does not take at once). Median and p99 of R runs, in us.
@@ -45,13 +45,16 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from server.core.keys import ApiKey  # noqa: E402
+from server.core.limits import Gcra  # noqa: E402
 from server.core.metrics import Registry  # noqa: E402
 from server.market.catalogue import default_catalogue  # noqa: E402
-from server.market.history import TickHistory  # noqa: E402
 from server.market.state import AppliedTick  # noqa: E402
 from server.market.timefmt import iso  # noqa: E402
-from server.stream.core import StreamCore, StreamLimits, StreamMetrics  # noqa: E402
+from server.stream.core import StreamCore  # noqa: E402
+from server.stream.limits import StreamLimits  # noqa: E402
 from server.stream.messages import tick_frame, tick_payload  # noqa: E402
+from server.stream.metrics import StreamMetrics  # noqa: E402
+from server.stream.resume_history import TickHistory  # noqa: E402
 from server.stream.wire import text_frame  # noqa: E402
 
 CAT = default_catalogue()
@@ -81,18 +84,18 @@ def core_replay(held: int, missed: int, runs: int) -> list[float]:
     for seq in range(1, held + 1):
         history.add([applied(row, seq) for row in range(len(IDS))])
     core = StreamCore(State(held), CAT, "E", StreamLimits(max_conn={"professional": 10**6}),
-                      StreamMetrics(Registry(), lambda: 0.0), lambda s: KEY, history=history)
+                      StreamMetrics(Registry(), lambda: 0.0), lambda s: KEY, Gcra(), history, None)
     out = bytearray()
-    session = core.connect(out.extend, 0.0)
-    assert core.admit(session, "/ws/quotes?key=k") is None
-    core.open(session)
+    session = core.sessions.connect(out.extend, 0.0)
+    assert core.sessions.admit(session, "/ws/quotes?key=k") is None
+    core.sessions.open(session)
     message = orjson.dumps({"op": "subscribe", "ids": ["brent"], "since": {"brent": held - missed}, "epoch": "E"})
     times = []
     for i in range(runs):
         out.clear()
         session.rate.tat = 0.0  # not the client message limit under test
         started = time.perf_counter()
-        core.on_text(session, message, float(i))
+        core.messages.on_text(session, message, float(i))
         times.append(time.perf_counter() - started)
     assert out.count(b'"type":"tick"') == missed, "the replay holds every missed tick"
     return times

@@ -60,7 +60,6 @@ from server.feeds import DemoSource, FeedSource, JsonlSource
 from server.lifecycle import HttpRuntime, shutdown
 from server.market.applied import AppliedTicks
 from server.market.catalogue import Catalogue, default_catalogue
-from server.market.history import TickHistory
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state
 from server.market.timefmt import trading_day
@@ -72,7 +71,8 @@ from server.store.candle_book import CandleKeeper, load_candle_book
 from server.store.key_cache import KeyCache
 from server.store.repositories import Candles, Repositories
 from server.stream.messages import tick_frame
-from server.stream.service import StreamService
+from server.stream.resume_history import TickHistory
+from server.stream.service import StreamService, stream_limits
 from server.ticks import Housekeeping, TickPath
 
 log = logging.getLogger("market.hub")
@@ -166,8 +166,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     registry = Registry()
     catalogue = default_catalogue()
     ids = [inst.id for inst in catalogue.instruments]
-    # SQLite on its own threads, or PostgreSQL over an async pool; every call from the loop is awaited
-    # (docs/storage.md). A committed record wakes the outbox worker (built below, with the outbox repository).
+    # SQLite on its threads or PostgreSQL's async pool (docs/storage.md); a committed record wakes the outbox worker
     notify = group(NotifySettings)
     channels = configured_channels(notify)  # the outbox writes a job per channel; the worker delivers on them
     repos = open_repositories(group(StorageSettings), [(c.kind, c.target) for c in channels], clock,
@@ -200,8 +199,9 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
         inquiry_rate=settings.inquiry_rate, shared=engine.ticks.shared, may_anchor=lambda: engine.ticks.leading,
         registry=registry)
     applied.subscribe_before(site.snapshots.before_ticks)
-    stream = StreamService(settings, state, catalogue, epoch, registry, keys, buckets, history, clock)
-    applied.subscribe(stream.core.on_ticks)
+    stream = StreamService(settings, state, catalogue, epoch, registry, keys, buckets, history, clock,
+                           stream_limits(settings))
+    applied.subscribe(stream.core.fanout.on_ticks)
     if keeper is not None:
         applied.subscribe(keeper.on_ticks)
     watch.listeners.append(stream.on_revoked)

@@ -34,9 +34,9 @@ from server.core.metrics import Registry
 from server.engine import Numbered, ResumeHistory, TickBus, TickLog
 from server.feeds import FeedSource, FeedSupervisor
 from server.market.applied import AppliedTicks
-from server.market.history import TickHistory, logged_tick
 from server.market.state import AppliedTick, MarketState
 from server.market.tick import Tick
+from server.stream.resume_history import TickHistory, logged_tick
 
 log = logging.getLogger("market.ticks")
 

@@ -97,7 +97,7 @@ class StreamConnection(asyncio.Protocol):
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SNDBUF)
         cap = self.core.limits.buffer_cap
         transport.set_write_buffer_limits(high=cap, low=cap // 2)
-        self.session = self.core.connect(_frames_write(transport), self.clock())
+        self.session = self.core.sessions.connect(_frames_write(transport), self.clock())
         self.on_made(self)
 
     def data_received(self, data: bytes) -> None:
@@ -113,16 +113,16 @@ class StreamConnection(asyncio.Protocol):
         if self._close_timer is not None:
             self._close_timer.cancel()
         if self.session is not None:
-            self.core.closed(self.session)
+            self.core.sessions.closed(self.session)
         self.on_lost(self)
 
     def pause_writing(self) -> None:
         if self.session is not None:
-            self.core.paused(self.session, self.clock())
+            self.core.sessions.paused(self.session, self.clock())
 
     def resume_writing(self) -> None:
         if self.session is not None:
-            self.core.resumed(self.session)
+            self.core.sessions.resumed(self.session)
 
     # --- events ----------------------------------------------------------------
     def _process(self) -> None:
@@ -140,7 +140,7 @@ class StreamConnection(asyncio.Protocol):
             # the protocol closed by itself: the client's close, 1009 (too big), 1002 (protocol error)
             sent = self.proto.close_sent
             failed = self.proto.close_rcvd is None and sent is not None and sent.code in _CODES
-            self.core.closing(session, CloseCode(sent.code) if failed and sent is not None else None)
+            self.core.sessions.closing(session, CloseCode(sent.code) if failed and sent is not None else None)
         if self.proto.close_expected():
             self._arm_close_timer()
         elif (session.is_open and self.transport is not None
@@ -154,9 +154,9 @@ class StreamConnection(asyncio.Protocol):
         opcode = frame.opcode
         if opcode is Opcode.PONG:
             session.pong_received()
-            return self.core.on_control(session, now)
+            return self.core.messages.on_control(session, now)
         if opcode is Opcode.PING:
-            return self.core.on_control(session, now)
+            return self.core.messages.on_control(session, now)
         if opcode is Opcode.CLOSE:
             return None
         if opcode is Opcode.CONT:
@@ -176,15 +176,15 @@ class StreamConnection(asyncio.Protocol):
         session = self.session
         assert session is not None
         if is_text:
-            return self.core.on_text(session, data, now)
-        return self.core.on_binary(session, now)
+            return self.core.messages.on_text(session, data, now)
+        return self.core.messages.on_binary(session, now)
 
     def _handshake(self, request: Request) -> None:
         session = self.session
         assert session is not None
         if self._key_task is None:  # the first pass (a second one follows a key load)
             forwarded = ",".join(request.headers.get_all("X-Forwarded-For")) or None  # repeated: one list
-            refusal = self.core.admit_peer(session, self._peer_ip(), forwarded, self.clock())
+            refusal = self.core.sessions.admit_peer(session, _peer_ip(self.transport), forwarded, self.clock())
             if refusal is not None:
                 self._send_problem(refusal.error)
                 return
@@ -193,17 +193,17 @@ class StreamConnection(asyncio.Protocol):
         response = self.proto.accept(request)
         if response.status_code != 101 and urlsplit(request.path).path == WS_PATH:
             code = _HANDSHAKE_ERRORS.get(response.status_code, "bad_handshake")
-            self.core.refuse(session, code)
+            self.core.sessions.refuse(session, code)
             self._send_problem(ApiError(code, response.body.decode(errors="replace").strip()[:300]))
             return
-        refusal = self.core.admit(session, request.path, request.headers.get_all(KEY_HEADER))
+        refusal = self.core.sessions.admit(session, request.path, request.headers.get_all(KEY_HEADER))
         if refusal is not None:
             self._send_problem(refusal.error)
             return
         self.proto.send_response(response)
         self._flush()  # the 101 must precede the snapshot the core writes next
         self._deflate_writes(session)
-        self.core.open(session)
+        self.core.sessions.open(session)
 
     def _deflate_writes(self, session: Session) -> None:
         """permessage-deflate was negotiated: the session's writes (whole uncompressed frames, shared by many
@@ -221,7 +221,7 @@ class StreamConnection(asyncio.Protocol):
         if self.load_key is None or self._key_task is not None:
             return False
         secret = handshake_key(request.path, request.headers.get_all(KEY_HEADER))
-        if urlsplit(request.path).path != WS_PATH or not secret or self.core.lookup(secret) is not None:
+        if urlsplit(request.path).path != WS_PATH or not secret or self.core.sessions.lookup(secret) is not None:
             return False
         self._key_task = asyncio.get_running_loop().create_task(self.load_key(secret))
         self._key_task.add_done_callback(lambda task: self._resume_handshake(request, task))
@@ -235,20 +235,8 @@ class StreamConnection(asyncio.Protocol):
         self._handshake(request)
         self._process()
 
-    def _peer_ip(self) -> str:
-        peer = self.transport.get_extra_info("peername") if self.transport is not None else None
-        return str(peer[0]) if peer else ""
-
     def _send_problem(self, error: ApiError) -> None:
-        body = orjson.dumps(error.problem())
-        headers = Headers([
-            ("Date", email.utils.formatdate(usegmt=True)),
-            ("Connection", "close"),
-            ("Content-Type", "application/problem+json"),
-            ("Content-Length", str(len(body))),
-            *error.headers,
-        ])
-        self.proto.send_response(Response(error.status, error.title, headers, body))
+        self.proto.send_response(_problem_response(error))
 
     # --- output ------------------------------------------------------------------
     def _flush(self) -> None:
@@ -275,7 +263,7 @@ class StreamConnection(asyncio.Protocol):
         if session is None or self.transport is None:
             return
         if session.state is SessionState.OPEN and self.proto.state is State.OPEN:
-            self.core.closing(session, code)
+            self.core.sessions.closing(session, code)
             self.proto.send_close(code, reason)
             self._flush()
         elif session.state is SessionState.CONNECTING:
@@ -290,6 +278,24 @@ class StreamConnection(asyncio.Protocol):
     def abort(self) -> None:
         if self.transport is not None:
             self.transport.abort()
+
+
+def _peer_ip(transport: asyncio.Transport | None) -> str:
+    peer = transport.get_extra_info("peername") if transport is not None else None
+    return str(peer[0]) if peer else ""
+
+
+def _problem_response(error: ApiError) -> Response:
+    """A refused handshake's HTTP response: the problem document, and the connection closes after it."""
+    body = orjson.dumps(error.problem())
+    headers = Headers([
+        ("Date", email.utils.formatdate(usegmt=True)),
+        ("Connection", "close"),
+        ("Content-Type", "application/problem+json"),
+        ("Content-Length", str(len(body))),
+        *error.headers,
+    ])
+    return Response(error.status, error.title, headers, body)
 
 
 def _frames_write(transport: asyncio.Transport) -> Callable[[bytes], object]:

@@ -143,7 +143,7 @@ class AppliedTickLike(Protocol):
 
 
 def tick_frame(t: AppliedTickLike) -> bytes:
-    """The one frame of a tick, sent live and kept for resumes (server.market.history)."""
+    """The one frame of a tick, sent live and kept for resumes (server.stream.resume_history)."""
     return text_frame(tick_payload(t.id, t.price, t.change, iso(t.ts), t.seq))
 
 

@@ -117,3 +117,16 @@ class SubscriptionRegistry(Generic[M]):
     @property
     def group_count(self) -> int:
         return len(self._groups)
+
+
+def write_ready(group: Group[M], data: bytes) -> int:
+    """``data`` to every ready member of ``group``; returns how many writes went out. Walks a copy: a write may
+    hold its session (the transport calls pause_writing from inside write), after that write."""
+    failed = 0
+    writers = tuple(group.ready.values())
+    for write in writers:
+        try:
+            write(data)
+        except RuntimeError:  # transport already closed; its connection_lost is queued
+            failed += 1
+    return len(writers) - failed

@@ -3,7 +3,7 @@
 Runs on the hub's event loop (granian path: our own uvloop; robyn path:
 Robyn's loop, entered through its startup handler), so it shares the market
 state and the tick bus with the HTTP handlers without locks. The composition
-root (server/root.py) subscribes `core.on_ticks` to the applied-tick bus and
+root (server/root.py) subscribes `core.fanout.on_ticks` to the applied-tick bus and
 `on_revoked` to the key watch.
 """
 
@@ -20,30 +20,41 @@ from server.core.errors import CloseCode
 from server.core.limits import Gcra
 from server.core.metrics import Registry
 from server.market.catalogue import Catalogue
-from server.market.history import TickHistory
 from server.market.state import MarketState
 from server.store.key_cache import KeyCache
+from server.stream.candle_frames import CandleFrames
 from server.stream.clock import run_clock
 from server.stream.connection import CLOSE_TIMEOUT_S, StreamConnection
-from server.stream.core import StreamCore, StreamLimits, StreamMetrics
+from server.stream.core import StreamCore
+from server.stream.limits import StreamLimits
+from server.stream.metrics import StreamMetrics
+from server.stream.resume_history import TickHistory
 
 log = logging.getLogger("market.stream")
 BACKLOG = 4096
 
 
+def stream_limits(s: Settings) -> StreamLimits:
+    """The stream's limits from the settings (the keepalive and handshake timings keep their defaults)."""
+    return StreamLimits(max_conn=dict(s.ws_max_conn), slow_close_s=s.ws_slow_close_s, heartbeat_s=s.heartbeat_s,
+                        handshake_rate=s.ws_handshake_rate, trusted_proxies=s.trusted_proxies)
+
+
 class StreamService:
     def __init__(self, settings: Settings, state: MarketState, catalogue: Catalogue, epoch: str, registry: Registry,
-                 keys: KeyCache, buckets: Gcra, history: TickHistory, clock: Callable[[], float]) -> None:
+                 keys: KeyCache, buckets: Gcra, history: TickHistory, clock: Callable[[], float],
+                 limits: StreamLimits) -> None:
         """`buckets`: this hub's local GCRA buckets (the handshake rate; pruned with the HTTP ones); `history`:
-        the resume history, filled from every applied batch (and, on redis, the stream's tail at start)."""
-        s = self.settings = settings
+        the resume history, filled from every applied batch (and, on redis, the stream's tail at start); `clock`:
+        the time every part of the stream reads (the sweeper's rounds, the stream clock, the connections);
+        `limits`: `stream_limits(settings)`, or shorter timings in tests."""
+        self.settings = settings
         self.keys, self.clock = keys, clock
-        self.limits = StreamLimits(max_conn=dict(s.ws_max_conn), slow_close_s=s.ws_slow_close_s,
-                                   heartbeat_s=s.heartbeat_s,
-                                   handshake_rate=s.ws_handshake_rate, trusted_proxies=s.trusted_proxies)
+        self.limits = limits
         self.core = StreamCore(
             state, catalogue, epoch, self.limits,
-            StreamMetrics(registry, lambda: float(self.core.open_count)), keys.lookup, buckets, history,
+            StreamMetrics(registry, lambda: float(self.core.sessions.open_count)), keys.lookup, buckets, history,
+            CandleFrames(state),
         )
         self.conns: dict[int, StreamConnection] = {}  # session id -> connection, until connection_lost
         self._server: asyncio.AbstractServer | None = None
@@ -62,7 +73,8 @@ class StreamService:
             loop, self._new_connection, s.host, s.ws_port, backlog=BACKLOG, reuse_address=True,
             reuse_port=s.worker_id > 0)  # `serve --workers N`: N hubs share the port (server/workers.py)
         self._sweeper = loop.create_task(self._sweep_forever(), name="ws-sweep")
-        self._clock = loop.create_task(run_clock(self.core, self.clock), name="ws-clock")  # candles, heartbeats
+        # the stream clock: candle runs and heartbeats
+        self._clock = loop.create_task(run_clock(self.core.schedule, self.clock), name="ws-clock")
         log.info("websocket stream listening on ws://%s:%s/ws/quotes", s.host, s.ws_port)
 
     async def stop(self) -> None:
@@ -100,7 +112,7 @@ class StreamService:
             self._all_lost.set()
 
     def on_revoked(self, key_ids: set[str]) -> None:
-        for session in self.core.sessions_of_keys(key_ids):
+        for session in self.core.sessions.of_keys(key_ids):
             conn = self.conns.get(session.id)
             if conn is not None:
                 conn.close(CloseCode.KEY_REVOKED, "API key revoked")
@@ -111,12 +123,15 @@ class StreamService:
         while True:
             await asyncio.sleep(interval)
             try:
-                self._sweep()
+                self.sweep_round()
             except Exception:
                 log.exception("stream sweep failed")
 
-    def _sweep(self) -> None:
-        due = self.core.sweep(self.clock())
+    def sweep_round(self) -> None:
+        """One round of the sweeper at the injected clock's time: keepalive pings due, and the closes due (pong
+        overdue 1011, slow consumer 4008, stuck handshake). The sweep task runs one every second (every quarter of
+        the slow-consumer grace when that is shorter); tests call it."""
+        due = self.core.keepalive.sweep(self.clock())
         for session in due.ping:
             conn = self.conns.get(session.id)
             if conn is not None:

@@ -88,5 +88,9 @@ class Session:
     def pong_overdue(self, now: float, timeout_s: float) -> bool:
         return self.ping_sent_at is not None and now - self.ping_sent_at >= timeout_s
 
+    def ready_write(self) -> Callable[[bytes], object] | None:
+        """The session's write while it is ready (under its buffer cap), else None (held)."""
+        return self.write if self.out.over_since is None else None
+
     def __repr__(self) -> str:
         return f"Session({self.id}, {self.state.value}, key={self.key_id})"

@@ -10,6 +10,7 @@ import numpy as np
 import orjson
 import pytest
 
+from server.core.limits import Gcra
 from server.core.metrics import Registry
 from server.market.catalogue import default_catalogue
 from server.market.daily import CandleBook
@@ -17,9 +18,13 @@ from server.market.state import MarketState
 from server.market.tick import Tick
 from server.market.timefmt import TZ
 from server.stream import messages as msg
-from server.stream.candles import GRACE_S, CandleFrames, K
-from server.stream.core import StreamCore, StreamLimits, StreamMetrics
+from server.stream.candle_frames import GRACE_S, CandleFrames, K
+from server.stream.core import StreamCore
+from server.stream.limits import StreamLimits
+from server.stream.messages import tick_frame
+from server.stream.metrics import StreamMetrics
 from server.stream.outbuf import OutBuffer
+from server.stream.resume_history import TickHistory
 from tests.unit.test_stream_core import KEYS, Sink
 
 CAT = default_catalogue()
@@ -185,44 +190,50 @@ def test_a_held_heartbeat_goes_out_after_the_held_ticks() -> None:
     assert out.resume() == (b"hb3", 0)
 
 
+def make_core(state: MarketState, lim: StreamLimits) -> StreamCore:
+    """The core as the stream service builds it: the root's buckets and history, the state's candle frames."""
+    return StreamCore(state, CAT, "e", lim, StreamMetrics(Registry(), lambda: 0.0), KEYS.get, Gcra(),
+                      TickHistory(len(IDS), tick_frame), CandleFrames(state))
+
+
 @pytest.fixture
 def core() -> StreamCore:
     state = fresh_state()
     lim = StreamLimits(max_conn={"professional": 5, "enterprise": 50}, heartbeat_s=2.0)
-    return StreamCore(state, CAT, "e", lim, StreamMetrics(Registry(), lambda: 0.0), KEYS.get)
+    return make_core(state, lim)
 
 
 def open_session(core: StreamCore) -> Sink:
     sink = Sink()
-    s = core.connect(sink, 0.0)
-    assert core.admit(s, "/ws/quotes?key=pro") is None
-    core.open(s)
+    s = core.sessions.connect(sink, 0.0)
+    assert core.sessions.admit(s, "/ws/quotes?key=pro") is None
+    core.sessions.open(s)
     sink.clear()
     return sink
 
 
 def test_core_candle_subscriptions_frames_and_heartbeats(core: StreamCore) -> None:
     a, b = open_session(core), open_session(core)
-    session_a = next(s for s in core.sessions.values() if s.write is a)
-    core.on_text(session_a, b'{"op":"subscribe","ids":["brent","wti"],"candles":["1m"],"reqId":1}', 0.0)
+    session_a = next(s for s in core.sessions.by_id.values() if s.write is a)
+    core.messages.on_text(session_a, b'{"op":"subscribe","ids":["brent","wti"],"candles":["1m"],"reqId":1}', 0.0)
     ack = a.messages()[0]
     assert ack == {"type": "subscribed", "ids": ["brent", "wti"], "reqId": 1, "candles": ["1m"]}
     a.clear()
     state = core.state
     assert isinstance(state, MarketState)
-    core.on_ticks(state.apply([Tick(BRENT, 80.0, T0 + 1, 1)]))
-    core.on_ticks(state.apply([Tick(BRENT, 80.5, T0 + 2.1, 1)]))
-    core.on_clock(T0 + 2 + GRACE_S)  # a candle run; T0 is a multiple of 2: a heartbeat comes at T0 + 4
+    core.fanout.on_ticks(state.apply([Tick(BRENT, 80.0, T0 + 1, 1)]))
+    core.fanout.on_ticks(state.apply([Tick(BRENT, 80.5, T0 + 2.1, 1)]))
+    core.schedule.on_clock(T0 + 2 + GRACE_S)  # a candle run; T0 is a multiple of 2: a heartbeat comes at T0 + 4
     got_a = [m for m in a.messages() if m["type"] == "candle"]
     assert [(m["interval"], m["c"], m["final"]) for m in got_a] == [("1m", 80.0, False)]
     assert [m for m in b.messages() if m["type"] == "candle"] == []  # b subscribed to no candles
     a.clear()
     b.clear()
-    core.on_clock(T0 + 4.0)  # a candle run (second 2) and a heartbeat, which waits for the next tick batch
+    core.schedule.on_clock(T0 + 4.0)  # a candle run (second 2) and a heartbeat, which waits for the next tick batch
     assert [m for m in a.messages() if m["type"] == "heartbeat"] == [] and b.messages() == []
-    assert core.next_wakeup(T0 + 4.0) == T0 + 4.25  # ... for BEAT_WAIT_S at most
+    assert core.schedule.next_wakeup(T0 + 4.0) == T0 + 4.25  # ... for BEAT_WAIT_S at most
     a.clear()
-    core.on_ticks(state.apply([Tick(BRENT, 80.7, T0 + 4.1, 1)]))  # it heads the batch's write: one write each
+    core.fanout.on_ticks(state.apply([Tick(BRENT, 80.7, T0 + 4.1, 1)]))  # it heads the batch's write: one write each
     assert len(a.writes) == len(b.writes) == 1
     beat_a, tick_a = a.messages()
     beat_b = b.messages()
@@ -231,7 +242,7 @@ def test_core_candle_subscriptions_frames_and_heartbeats(core: StreamCore) -> No
     assert beat_b[0]["type"] == "heartbeat" and len(beat_b[0]["seqs"]) == len(IDS)
     assert beat_b[0]["seqs"]["brent"] == 2 and beat_b[1]["seq"] == 3
     a.clear()
-    core.on_text(session_a, b'{"op":"unsubscribe","ids":[],"candles":["1m"],"reqId":2}', 0.1)
+    core.messages.on_text(session_a, b'{"op":"unsubscribe","ids":[],"candles":["1m"],"reqId":2}', 0.1)
     assert a.messages()[0] == {"type": "subscribed", "ids": ["brent", "wti"], "reqId": 2, "candles": []}
     assert core.candle_registry.rows_of(session_a) == frozenset()
     assert np.array_equal(state.seq[[BRENT]], [3])
@@ -241,32 +252,32 @@ def test_a_heartbeat_rides_the_next_batch_or_goes_alone(core: StreamCore) -> Non
     """A group the batch does not touch gets its heartbeat alone in that call; with no batch, every group gets
     it alone BEAT_WAIT_S after the beat (a quarter of --heartbeat-s when that is shorter)."""
     a, b = open_session(core), open_session(core)
-    session_a = next(s for s in core.sessions.values() if s.write is a)
-    core.on_text(session_a, b'{"op":"subscribe","ids":["brent"],"reqId":1}', 0.0)
+    session_a = next(s for s in core.sessions.by_id.values() if s.write is a)
+    core.messages.on_text(session_a, b'{"op":"subscribe","ids":["brent"],"reqId":1}', 0.0)
     a.clear()
     state = core.state
     assert isinstance(state, MarketState)
     wti = IDS.index("wti")
-    core.on_clock(T0 + 4.0)
+    core.schedule.on_clock(T0 + 4.0)
     assert a.writes == b.writes == []
-    core.on_ticks(state.apply([Tick(wti, 70.0, T0 + 4.1, 1)]))
+    core.fanout.on_ticks(state.apply([Tick(wti, 70.0, T0 + 4.1, 1)]))
     assert [m["type"] for m in a.messages()] == ["heartbeat"]  # brent's group: not touched, its beat alone
     assert len(b.writes) == 1 and [m["type"] for m in b.messages()] == ["heartbeat", "tick"]
     a.clear()
     b.clear()
-    core.on_ticks(state.apply([Tick(wti, 70.1, T0 + 4.2, 1)]))
+    core.fanout.on_ticks(state.apply([Tick(wti, 70.1, T0 + 4.2, 1)]))
     assert a.writes == [] and [m["type"] for m in b.messages()] == ["tick"]  # a beat goes out once
     b.clear()
-    core.on_clock(T0 + 6.0)
-    core.on_clock(T0 + 6.2)
+    core.schedule.on_clock(T0 + 6.0)
+    core.schedule.on_clock(T0 + 6.2)
     assert a.writes == b.writes == []
-    assert core.next_wakeup(T0 + 6.2) == T0 + 6.25
-    core.on_clock(T0 + 6.25)
+    assert core.schedule.next_wakeup(T0 + 6.2) == T0 + 6.25
+    core.schedule.on_clock(T0 + 6.25)
     assert [m["seqs"] for m in a.messages()] == [{"brent": 0}]
     assert [m["type"] for m in b.messages()] == ["heartbeat"] and b.messages()[0]["seqs"]["wti"] == 2
     a.clear()
-    core.on_clock(T0 + 8.0)
-    core.on_clock(T0 + 10.0)  # the beat of 8 s found no batch and no clock call in time: it goes out first
+    core.schedule.on_clock(T0 + 8.0)
+    core.schedule.on_clock(T0 + 10.0)  # the beat of 8 s found no batch and no clock call in time: it goes out first
     assert [m["ts"][11:19] for m in a.messages()] == ["10:30:08"]
 
 
@@ -275,19 +286,19 @@ def test_keepalive_pings_ride_the_heartbeats() -> None:
     last ping (so every 20 s), its write carrying the heartbeat and then a ping frame; no ping while one awaits
     its pong; the sweep pings nobody."""
     lim = StreamLimits(max_conn={"professional": 50}, heartbeat_s=5.0)
-    core = StreamCore(fresh_state(), CAT, "e", lim, StreamMetrics(Registry(), lambda: 0.0), KEYS.get)
+    core = make_core(fresh_state(), lim)
     early, late = Sink(), Sink()
     for sink, opened in ((early, T0 - 1.0), (late, T0 + 4.0)):
-        s = core.connect(sink, opened)
-        assert core.admit(s, "/ws/quotes?key=pro") is None
-        core.open(s)
+        s = core.sessions.connect(sink, opened)
+        assert core.sessions.admit(s, "/ws/quotes?key=pro") is None
+        core.sessions.open(s)
         sink.clear()
-    sessions = {s.write: s for s in core.sessions.values()}
+    sessions = {s.write: s for s in core.sessions.by_id.values()}
     pings_at: dict[int, list[float]] = {s.id: [] for s in sessions.values()}
     for beat in range(10):  # 50 s of beats, none carried by a batch
         now = T0 + 5.0 * beat
-        core.on_clock(now)
-        core.on_clock(now + 0.25)
+        core.schedule.on_clock(now)
+        core.schedule.on_clock(now + 0.25)
         for sink in (early, late):
             session = sessions[sink]
             (data,) = sink.writes
@@ -297,11 +308,11 @@ def test_keepalive_pings_ride_the_heartbeats() -> None:
                 assert session.ping_sent_at == now  # the pong timeout runs from the beat
                 session.pong_received()
             sink.clear()
-        assert core.sweep(now + 1).ping == []
+        assert core.keepalive.sweep(now + 1).ping == []
     assert pings_at[sessions[early].id] == [T0 + 20.0, T0 + 40.0]  # 21 s after its open, then 20 s later
     assert pings_at[sessions[late].id] == [T0 + 25.0, T0 + 45.0]  # 21 s after, then 20 s later
     silent = sessions[early]
     for beat in (T0 + 60.0, T0 + 65.0, T0 + 80.0):
-        core.on_clock(beat)
-        core.on_clock(beat + 0.25)
+        core.schedule.on_clock(beat)
+        core.schedule.on_clock(beat + 0.25)
     assert silent.ping_sent_at == T0 + 60.0  # not pinged again while the last is unanswered

@@ -1,5 +1,6 @@
 """The connection pump and service in process, with short keepalive timings: pings answered keep a
-session open; a peer that never answers is closed with 1011 and dropped after the close timeout."""
+session open (keepalive rounds driven by an injected clock); a peer that never answers is closed with 1011
+and dropped after the close timeout (on the real clock: the close timeout is a loop timer)."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import asyncio
 import base64
 import os
 import time
+from collections.abc import Callable
 from types import SimpleNamespace
 from typing import Any
 
+import orjson
 import pytest
 import uvloop
 from websockets.asyncio.client import connect
@@ -19,11 +22,11 @@ from server.core.keys import ApiKey
 from server.core.limits import Gcra
 from server.core.metrics import Registry
 from server.market.catalogue import default_catalogue
-from server.market.history import TickHistory
 from server.market.state import build_demo_state
 from server.stream.connection import CLOSE_TIMEOUT_S
-from server.stream.core import StreamLimits
+from server.stream.limits import StreamLimits
 from server.stream.messages import tick_frame
+from server.stream.resume_history import TickHistory
 from server.stream.service import StreamService
 
 KEY = ApiKey("key_t", "professional", None, None, 0.0, None)
@@ -33,16 +36,27 @@ async def _no_key(secret: str) -> None:
     """The key cache's storage read for a key it does not hold: this test's storage has none."""
 
 
-def make_service() -> StreamService:
+# keepalive timings in binary fractions, so the test's clock lands on them exactly
+FAST = StreamLimits(max_conn={"professional": 5}, slow_close_s=0.5, keepalive_interval_s=0.25,
+                    keepalive_timeout_s=0.25)
+
+
+class FakeClock:
+    """The time the stream reads, moved by the test alone."""
+
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def make_service(clock: Callable[[], float] = time.time) -> StreamService:
     catalogue = default_catalogue()
     state, _ = build_demo_state(catalogue, 1, time.time())
     keys: Any = SimpleNamespace(lookup=lambda secret: KEY if secret == "good" else None, load=_no_key)
-    service = StreamService(Settings(ws_port=0), state, catalogue, "e1", Registry(), keys, Gcra(),
-                            TickHistory(len(catalogue.instruments), tick_frame), time.time)
-    fast = StreamLimits(max_conn={"professional": 5}, slow_close_s=0.4, keepalive_interval_s=0.3,
-                        keepalive_timeout_s=0.3)
-    service.limits = service.core.limits = fast
-    return service
+    return StreamService(Settings(ws_port=0), state, catalogue, "e1", Registry(), keys, Gcra(),
+                         TickHistory(len(catalogue.instruments), tick_frame), clock, FAST)
 
 
 def split_frames(data: bytes) -> list[tuple[int, bytes]]:
@@ -68,18 +82,36 @@ def run(coro: Any) -> Any:
     return uvloop.run(asyncio.wait_for(coro, 20))
 
 
+async def answered(ws: Any) -> None:
+    """A request and its reply: when the reply arrives, the server has read everything this client sent before
+    the request, and this client has read everything the server sent before the reply."""
+    await ws.send('{"op":"ping","reqId":"sync"}')
+    while (reply := orjson.loads(await ws.recv())).get("reqId") != "sync":
+        assert reply["type"] in ("heartbeat", "tick"), reply
+
+
 def test_client_answering_pings_stays_open() -> None:
+    """Keepalive rounds on the test's clock, no sleeping: a round a keepalive interval after the last ping (not
+    before) pings the session; the client's pong clears it, so the next rounds ping again and never close it."""
     async def scenario() -> None:
-        service = make_service()
+        clock = FakeClock(1_800_000_000.0)
+        service = make_service(clock)
         await service.start()
         try:
             async with connect(f"ws://127.0.0.1:{port_of(service)}/ws/quotes?key=good", max_queue=None) as ws:
                 await ws.recv()
-                await asyncio.sleep(1.2)  # several keepalive rounds
+                (session,) = service.core.sessions.all_open()
+                for _ in range(4):
+                    clock.now = session.last_ping_at + FAST.keepalive_interval_s - 0.125
+                    service.sweep_round()
+                    assert session.ping_sent_at is None  # not due yet
+                    clock.now = session.last_ping_at + FAST.keepalive_interval_s
+                    service.sweep_round()
+                    assert session.ping_sent_at == session.last_ping_at == clock.now  # pinged
+                    await answered(ws)  # the client has read the ping (it precedes the reply) and sent its pong,
+                    await answered(ws)  # which the server has read (it precedes this request)
+                    assert session.ping_sent_at is None and session.is_open
                 assert ws.close_code is None
-                (session,) = service.core.open_sessions()
-                assert session.last_ping_at > session.created_at  # pinged at least once
-                await ws.send('{"op":"ping","reqId":1}')
         finally:
             await service.stop()
 
@@ -111,7 +143,7 @@ def test_silent_peer_is_closed_1011_then_dropped() -> None:
     opcodes = [op for op, _ in frames]
     assert opcodes[0] == 0x1 and 0x9 in opcodes  # the snapshot, then a keepalive ping
     assert opcodes[-1] == 0x8 and int.from_bytes(frames[-1][1][:2]) == 1011
-    # ping after ~0.3 s, no pong for 0.3 s, then the 2 s close timeout: the TCP connection is dropped
+    # ping after ~0.25 s, no pong for 0.25 s, then the 2 s close timeout: the TCP connection is dropped
     assert 0.5 < elapsed < 0.6 + CLOSE_TIMEOUT_S + 1.0
 
 

@@ -11,10 +11,15 @@ from websockets.frames import Frame, Opcode
 
 from server.core.errors import CloseCode
 from server.core.keys import ApiKey
+from server.core.limits import Gcra
 from server.core.metrics import Registry
 from server.market.catalogue import default_catalogue
 from server.market.state import AppliedTick
-from server.stream.core import StreamCore, StreamLimits, StreamMetrics
+from server.stream.core import StreamCore
+from server.stream.limits import StreamLimits
+from server.stream.messages import tick_frame
+from server.stream.metrics import StreamMetrics
+from server.stream.resume_history import TickHistory
 from server.stream.session import Session
 from server.stream.states import SessionState
 
@@ -87,7 +92,8 @@ def make_core(**limits: Any) -> tuple[StreamCore, FakeState, Registry]:
     reg = Registry()
     state = FakeState()
     lim = StreamLimits(max_conn={"professional": 2, "enterprise": 50}, **limits)
-    core: StreamCore = StreamCore(state, CAT, "epoch-1", lim, StreamMetrics(reg, lambda: 0.0), _lookup)
+    core = StreamCore(state, CAT, "epoch-1", lim, StreamMetrics(reg, lambda: 0.0), _lookup, Gcra(),
+                      TickHistory(len(IDS), tick_frame), None)
     return core, state, reg
 
 
@@ -97,9 +103,9 @@ def _lookup(secret: str) -> ApiKey | None:
 
 def open_session(core: StreamCore, key: str = "pro", now: float = 0.0) -> tuple[Session, Sink]:
     sink = Sink()
-    s = core.connect(sink, now)
-    assert core.admit(s, f"/ws/quotes?key={key}") is None
-    core.open(s)
+    s = core.sessions.connect(sink, now)
+    assert core.sessions.admit(s, f"/ws/quotes?key={key}") is None
+    core.sessions.open(s)
     return s, sink
 
 
@@ -118,8 +124,8 @@ def tick(row: int, seq: int, price: float = 1.0) -> AppliedTick:
 ])
 def test_handshake_refusals_are_problems_with_reasons(target: str, status: int, reason: str) -> None:
     core, _, reg = make_core()
-    s = core.connect(Sink(), 0.0)
-    refusal = core.admit(s, target)
+    s = core.sessions.connect(Sink(), 0.0)
+    refusal = core.sessions.admit(s, target)
     assert refusal is not None and refusal.error.status == status and refusal.reason == reason
     problem = refusal.error.problem()
     assert problem["status"] == status and problem["code"] and problem["detail"]
@@ -132,22 +138,22 @@ def test_connection_limit_per_key_and_release_on_close() -> None:
     core, _, _ = make_core()
     a, _ = open_session(core)
     open_session(core)
-    third = core.connect(Sink(), 0.0)
-    refusal = core.admit(third, "/ws/quotes?key=pro")
+    third = core.sessions.connect(Sink(), 0.0)
+    refusal = core.sessions.admit(third, "/ws/quotes?key=pro")
     assert refusal is not None and refusal.error.status == 429 and refusal.error.code == "too_many_connections"
     open_session(core, "ent")  # other keys are counted separately
-    core.closing(a, CloseCode.NORMAL)
-    fourth = core.connect(Sink(), 0.0)
-    assert core.admit(fourth, "/ws/quotes?key=pro") is None
+    core.sessions.closing(a, CloseCode.NORMAL)
+    fourth = core.sessions.connect(Sink(), 0.0)
+    assert core.sessions.admit(fourth, "/ws/quotes?key=pro") is None
 
 
 def test_admitted_but_never_opened_releases_its_slot() -> None:
     core, _, _ = make_core()
-    s = core.connect(Sink(), 0.0)
-    assert core.admit(s, "/ws/quotes?key=pro") is None
-    core.closed(s)
-    assert core.per_key["key_pro"] == 0
-    assert not core.sessions
+    s = core.sessions.connect(Sink(), 0.0)
+    assert core.sessions.admit(s, "/ws/quotes?key=pro") is None
+    core.sessions.closed(s)
+    assert core.sessions.per_key["key_pro"] == 0
+    assert not core.sessions.by_id
 
 
 # --- protocol -------------------------------------------------------------------
@@ -175,21 +181,21 @@ def test_subscribe_narrows_and_acks_then_snapshot() -> None:
     core, _, _ = make_core()
     s, sink = open_session(core)
     sink.clear()
-    assert core.on_text(s, b'{"op":"subscribe","ids":["wti","brent"],"reqId":"a1"}', 1.0) is None
+    assert core.messages.on_text(s, b'{"op":"subscribe","ids":["wti","brent"],"reqId":"a1"}', 1.0) is None
     ack, snap = sink.messages()
     assert ack == {"type": "subscribed", "ids": ["brent", "wti"], "reqId": "a1"}  # catalogue order
     assert snap["type"] == "snapshot" and [q["id"] for q in snap["quotes"]] == ["brent", "wti"]
     sink.clear()
-    core.on_ticks([tick(CAT.index["lpg"], 1), tick(CAT.index["wti"], 4)])
+    core.fanout.on_ticks([tick(CAT.index["lpg"], 1), tick(CAT.index["wti"], 4)])
     assert [m["id"] for m in sink.messages()] == ["wti"]
 
 
 def test_unknown_ids_reject_the_whole_request_and_keep_the_set() -> None:
     core, _, _ = make_core()
     s, sink = open_session(core)
-    core.on_text(s, b'{"op":"subscribe","ids":["brent"]}', 1.0)
+    core.messages.on_text(s, b'{"op":"subscribe","ids":["brent"]}', 1.0)
     sink.clear()
-    core.on_text(s, b'{"op":"subscribe","ids":["wti","nope","zzz"],"reqId":9}', 1.1)
+    core.messages.on_text(s, b'{"op":"subscribe","ids":["wti","nope","zzz"],"reqId":9}', 1.1)
     (err,) = sink.messages()
     assert err["type"] == "error" and err["code"] == "unknown_ids" and err["reqId"] == 9
     assert "nope" in err["detail"] and "zzz" in err["detail"]
@@ -200,7 +206,7 @@ def test_unsubscribe_removes_and_reports_full_set() -> None:
     core, _, _ = make_core()
     s, sink = open_session(core)
     sink.clear()
-    core.on_text(s, b'{"op":"unsubscribe","ids":["brent"]}', 1.0)
+    core.messages.on_text(s, b'{"op":"unsubscribe","ids":["brent"]}', 1.0)
     ack = sink.messages()[0]
     assert ack["type"] == "subscribed" and ack["reqId"] is None
     assert ack["ids"] == [i for i in IDS if i != "brent"]
@@ -210,7 +216,7 @@ def test_ping_pong_echoes_req_id() -> None:
     core, _, _ = make_core()
     s, sink = open_session(core)
     sink.clear()
-    core.on_text(s, b'{"op":"ping","reqId":"p-1"}', 1_700_000_000.0)
+    core.messages.on_text(s, b'{"op":"ping","reqId":"p-1"}', 1_700_000_000.0)
     (pong,) = sink.messages()
     assert pong["type"] == "pong" and pong["reqId"] == "p-1" and pong["ts"].endswith("+08:00")
 
@@ -227,7 +233,7 @@ def test_bad_messages_answer_errors_and_keep_the_session(raw: bytes, code: str) 
     core, _, _ = make_core()
     s, sink = open_session(core)
     sink.clear()
-    assert core.on_text(s, raw, 1.0) is None
+    assert core.messages.on_text(s, raw, 1.0) is None
     (err,) = sink.messages()
     assert err["type"] == "error" and err["code"] == code
     assert s.is_open
@@ -236,12 +242,12 @@ def test_bad_messages_answer_errors_and_keep_the_session(raw: bytes, code: str) 
 def test_more_than_20_messages_a_second_is_a_policy_violation() -> None:
     core, _, _ = make_core()
     s, _ = open_session(core)
-    results = [core.on_text(s, b'{"op":"ping"}', 5.0 + i * 0.001) for i in range(21)]
+    results = [core.messages.on_text(s, b'{"op":"ping"}', 5.0 + i * 0.001) for i in range(21)]
     assert results[:20] == [None] * 20
     assert results[20] is CloseCode.POLICY_VIOLATION
     # a steady 20 per second is fine
     s2, _ = open_session(core, "ent")
-    assert all(core.on_text(s2, b'{"op":"ping"}', 10.0 + i * 0.05) is None for i in range(100))
+    assert all(core.messages.on_text(s2, b'{"op":"ping"}', 10.0 + i * 0.05) is None for i in range(100))
 
 
 # --- fan-out ----------------------------------------------------------------------
@@ -252,7 +258,7 @@ def test_each_tick_framed_once_and_one_write_per_connection_per_batch() -> None:
     for _, sink in sessions:
         sink.clear()
     batch = [tick(0, 1), tick(1, 1), tick(2, 1)]
-    core.on_ticks(batch)
+    core.fanout.on_ticks(batch)
     writes = [sink.writes for _, sink in sessions]
     assert all(len(w) == 1 for w in writes)
     assert writes[0][0] is writes[1][0] is writes[2][0]  # the same bytes object for everyone
@@ -266,11 +272,11 @@ def test_tick_touches_only_its_subscribers() -> None:
     core, _, _ = make_core()
     a, sink_a = open_session(core, "ent")
     b, sink_b = open_session(core, "ent")
-    core.on_text(a, b'{"op":"subscribe","ids":["brent"]}', 1.0)
-    core.on_text(b, b'{"op":"subscribe","ids":["wti"]}', 1.0)
+    core.messages.on_text(a, b'{"op":"subscribe","ids":["brent"]}', 1.0)
+    core.messages.on_text(b, b'{"op":"subscribe","ids":["wti"]}', 1.0)
     sink_a.clear()
     sink_b.clear()
-    core.on_ticks([tick(CAT.index["brent"], 2), tick(CAT.index["wti"], 3)])
+    core.fanout.on_ticks([tick(CAT.index["brent"], 2), tick(CAT.index["wti"], 3)])
     assert [m["id"] for m in sink_a.messages()] == ["brent"]
     assert [m["id"] for m in sink_b.messages()] == ["wti"]
 
@@ -281,17 +287,17 @@ def test_slow_session_conflates_to_latest_per_instrument_then_resumes() -> None:
     slow, slow_sink = open_session(core, "ent")
     fast_sink.clear()
     slow_sink.clear()
-    core.paused(slow, 10.0)
+    core.sessions.paused(slow, 10.0)
     for seq in range(1, 6):
-        core.on_ticks([tick(0, seq, price=float(seq)), tick(1, seq)])
+        core.fanout.on_ticks([tick(0, seq, price=float(seq)), tick(1, seq)])
     assert not slow_sink.writes
     assert len(fast_sink.writes) == 5
     assert b"market_ws_ticks_conflated_total 8" in reg.render()
-    core.resumed(slow)
+    core.sessions.resumed(slow)
     assert len(slow_sink.writes) == 1  # held ticks go out in one write
     got = slow_sink.messages()
     assert sorted((m["id"], m["seq"]) for m in got) == sorted([(IDS[0], 5), (IDS[1], 5)])
-    core.on_ticks([tick(0, 6)])
+    core.fanout.on_ticks([tick(0, 6)])
     assert slow_sink.messages()[-1]["seq"] == 6
 
 
@@ -303,44 +309,44 @@ def test_a_write_that_pauses_its_session_holds_it_from_the_next_batch_on() -> No
 
     def pausing_write(data: bytes) -> None:
         slow_sink(data)
-        core.paused(slow, 1.0)
+        core.sessions.paused(slow, 1.0)
 
     slow.write = pausing_write
     core.registry.release(slow, pausing_write)
     slow_sink.clear()
     fast_sink.clear()
-    core.on_ticks([tick(0, 1)])
+    core.fanout.on_ticks([tick(0, 1)])
     assert len(slow_sink.writes) == 1 and len(fast_sink.writes) == 1
-    core.on_ticks([tick(0, 2)])
+    core.fanout.on_ticks([tick(0, 2)])
     assert len(slow_sink.writes) == 1 and len(fast_sink.writes) == 2
     assert list(slow.out.pending) == [0]
     slow.write = slow_sink
-    core.resumed(slow)
+    core.sessions.resumed(slow)
     assert [m["seq"] for m in slow_sink.messages()] == [1, 2]
-    core.on_ticks([tick(0, 3)])
+    core.fanout.on_ticks([tick(0, 3)])
     assert [m["seq"] for m in slow_sink.messages()] == [1, 2, 3]
 
 
 def test_subscription_change_drops_held_ticks() -> None:
     core, _, _ = make_core()
     s, _sink = open_session(core)
-    core.paused(s, 1.0)
-    core.on_ticks([tick(0, 1)])
+    core.sessions.paused(s, 1.0)
+    core.fanout.on_ticks([tick(0, 1)])
     assert s.out.pending
-    core.on_text(s, b'{"op":"subscribe","ids":["wti"]}', 1.5)
+    core.messages.on_text(s, b'{"op":"subscribe","ids":["wti"]}', 1.5)
     assert not s.out.pending
 
 
 def test_closing_session_gets_no_more_ticks() -> None:
     core, _, _ = make_core()
     s, sink = open_session(core)
-    core.closing(s, CloseCode.GOING_AWAY)
+    core.sessions.closing(s, CloseCode.GOING_AWAY)
     sink.clear()
-    core.on_ticks([tick(0, 1)])
+    core.fanout.on_ticks([tick(0, 1)])
     assert not sink.writes
     assert s.state is SessionState.CLOSING
-    core.closed(s)
-    assert s.state is SessionState.CLOSED and not core.sessions
+    core.sessions.closed(s)
+    assert s.state is SessionState.CLOSED and not core.sessions.by_id
 
 
 # --- sweep ------------------------------------------------------------------------
@@ -349,21 +355,21 @@ def test_sweep_pings_closes_slow_and_silent_sessions() -> None:
     core, _, reg = make_core(slow_close_s=10.0, heartbeat_s=0.0)  # no heartbeats: the sweep pings
     quiet, _ = open_session(core, "ent", now=0.0)
     slow, _ = open_session(core, "ent", now=0.0)
-    stuck = core.connect(Sink(), 0.0)  # TCP open, no handshake
-    core.paused(slow, 5.0)
-    due = core.sweep(9.9)
+    stuck = core.sessions.connect(Sink(), 0.0)  # TCP open, no handshake
+    core.sessions.paused(slow, 5.0)
+    due = core.keepalive.sweep(9.9)
     assert due.ping == [] and due.close == []
-    assert core.sweep(10.0).close == [(stuck, CloseCode.POLICY_VIOLATION)]
-    assert (slow, CloseCode.SLOW_CONSUMER) in core.sweep(15.0).close
-    due = core.sweep(20.0)
+    assert core.keepalive.sweep(10.0).close == [(stuck, CloseCode.POLICY_VIOLATION)]
+    assert (slow, CloseCode.SLOW_CONSUMER) in core.keepalive.sweep(15.0).close
+    due = core.keepalive.sweep(20.0)
     assert due.ping == [quiet]  # the slow one is being closed, not pinged
     quiet.ping_sent(20.0)
-    assert core.sweep(30.0).ping == []
-    assert (quiet, CloseCode.INTERNAL_ERROR) not in core.sweep(39.9).close
-    assert (quiet, CloseCode.INTERNAL_ERROR) in core.sweep(40.0).close
+    assert core.keepalive.sweep(30.0).ping == []
+    assert (quiet, CloseCode.INTERNAL_ERROR) not in core.keepalive.sweep(39.9).close
+    assert (quiet, CloseCode.INTERNAL_ERROR) in core.keepalive.sweep(40.0).close
     quiet.pong_received()
-    assert (quiet, CloseCode.INTERNAL_ERROR) not in core.sweep(40.0).close
-    core.closing(slow, CloseCode.SLOW_CONSUMER)
+    assert (quiet, CloseCode.INTERNAL_ERROR) not in core.keepalive.sweep(40.0).close
+    core.sessions.closing(slow, CloseCode.SLOW_CONSUMER)
     assert b"market_ws_slow_consumer_closes_total 1" in reg.render()
 
 
@@ -371,48 +377,50 @@ def test_sessions_of_revoked_keys() -> None:
     core, _, _ = make_core()
     a, _ = open_session(core, "pro")
     open_session(core, "ent")
-    assert core.sessions_of_keys({"key_pro"}) == [a]
+    assert core.sessions.of_keys({"key_pro"}) == [a]
 
 
 # --- per-IP handshake bucket and per-key bookkeeping -------------------------------
 
 def test_handshakes_are_limited_per_client_ip() -> None:
     core, _, reg = make_core(handshake_rate=3)
+    sessions = core.sessions
     for _ in range(3):
-        assert core.admit_peer(core.connect(Sink(), 0.0), "10.0.0.1", None, 0.0) is None
-    refused = core.connect(Sink(), 0.0)
-    refusal = core.admit_peer(refused, "10.0.0.1", None, 0.0)
+        assert sessions.admit_peer(sessions.connect(Sink(), 0.0), "10.0.0.1", None, 0.0) is None
+    refused = sessions.connect(Sink(), 0.0)
+    refusal = sessions.admit_peer(refused, "10.0.0.1", None, 0.0)
     assert refusal is not None and refusal.reason == "rate_limited" and refused.state is SessionState.REJECTED
     problem = refusal.error.problem()
     assert refusal.error.status == 429 and problem["code"] == "rate_limited" and problem["retryAfter"] == 20
     assert ("retry-after", "20") in refusal.error.headers  # 60/3 s until the next handshake
     assert b'reason="rate_limited"} 1' in reg.render()
-    assert core.admit_peer(core.connect(Sink(), 0.0), "10.0.0.2", None, 0.0) is None  # another IP: its own bucket
-    assert core.admit_peer(core.connect(Sink(), 20.0), "10.0.0.1", None, 20.0) is None  # refilled
+    assert sessions.admit_peer(sessions.connect(Sink(), 0.0), "10.0.0.2", None, 0.0) is None  # another IP, own bucket
+    assert sessions.admit_peer(sessions.connect(Sink(), 20.0), "10.0.0.1", None, 20.0) is None  # refilled
 
 
 def test_forwarded_for_counts_only_from_a_trusted_proxy() -> None:
     import ipaddress
 
     core, _, _ = make_core(handshake_rate=1, trusted_proxies=(ipaddress.ip_network("10.9.0.0/16"),))
-    assert core.admit_peer(core.connect(Sink(), 0.0), "10.9.0.1", "203.0.113.5", 0.0) is None
-    assert core.admit_peer(core.connect(Sink(), 0.0), "10.9.0.1", "203.0.113.6", 0.0) is None  # another client
-    assert core.admit_peer(core.connect(Sink(), 0.0), "10.9.0.1", "203.0.113.5", 0.0) is not None
-    assert core.admit_peer(core.connect(Sink(), 0.0), "192.0.2.1", "203.0.113.7", 0.0) is None
-    assert core.admit_peer(core.connect(Sink(), 0.0), "192.0.2.1", "203.0.113.8", 0.0) is not None  # untrusted
+    sessions = core.sessions
+    assert sessions.admit_peer(sessions.connect(Sink(), 0.0), "10.9.0.1", "203.0.113.5", 0.0) is None
+    assert sessions.admit_peer(sessions.connect(Sink(), 0.0), "10.9.0.1", "203.0.113.6", 0.0) is None  # another client
+    assert sessions.admit_peer(sessions.connect(Sink(), 0.0), "10.9.0.1", "203.0.113.5", 0.0) is not None
+    assert sessions.admit_peer(sessions.connect(Sink(), 0.0), "192.0.2.1", "203.0.113.7", 0.0) is None
+    assert sessions.admit_peer(sessions.connect(Sink(), 0.0), "192.0.2.1", "203.0.113.8", 0.0) is not None  # untrusted
 
 
 def test_per_key_count_keeps_no_zero_entries() -> None:
     core, _, _ = make_core()
-    admitted = core.connect(Sink(), 0.0)
-    assert core.admit(admitted, "/ws/quotes?key=pro") is None
-    assert core.per_key == {"key_pro": 1}
-    core.closed(admitted)  # admitted, but the connection dropped before the 101 went out
-    assert core.per_key == {}
+    admitted = core.sessions.connect(Sink(), 0.0)
+    assert core.sessions.admit(admitted, "/ws/quotes?key=pro") is None
+    assert core.sessions.per_key == {"key_pro": 1}
+    core.sessions.closed(admitted)  # admitted, but the connection dropped before the 101 went out
+    assert core.sessions.per_key == {}
     a, _ = open_session(core)
     b, _ = open_session(core)
-    core.closing(a)
-    core.closed(a)
-    assert core.per_key == {"key_pro": 1}
-    core.closed(b)
-    assert core.per_key == {}
+    core.sessions.closing(a)
+    core.sessions.closed(a)
+    assert core.sessions.per_key == {"key_pro": 1}
+    core.sessions.closed(b)
+    assert core.sessions.per_key == {}

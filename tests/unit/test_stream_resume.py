@@ -7,10 +7,10 @@ from typing import Any
 import orjson
 import pytest
 
-from server.market.history import TickHistory
 from server.market.state import AppliedTick
 from server.stream import messages as msg
 from server.stream.messages import tick_frame
+from server.stream.resume_history import TickHistory
 from tests.unit.test_stream_core import IDS, Sink, make_core, open_session, tick
 
 
@@ -72,8 +72,9 @@ def test_bounds_are_checked() -> None:
 
 def resume(core: Any, sink: Sink, ids: list[str], since: dict[str, int], epoch: str = "epoch-1") -> list[dict]:
     sink.clear()
-    s = next(iter(core.sessions.values()))
-    core.on_text(s, orjson.dumps({"op": "subscribe", "ids": ids, "since": since, "epoch": epoch, "reqId": 1}), 1.0)
+    s = next(iter(core.sessions.by_id.values()))
+    message = {"op": "subscribe", "ids": ids, "since": since, "epoch": epoch, "reqId": 1}
+    core.messages.on_text(s, orjson.dumps(message), 1.0)
     return sink.messages()
 
 
@@ -82,13 +83,13 @@ def test_resume_acks_recovered_then_the_missed_ticks_then_live_ones() -> None:
     _, sink = open_session(core)
     for seq in range(1, 6):
         state.seq[0] = seq
-        core.on_ticks([tick(0, seq)])
+        core.fanout.on_ticks([tick(0, seq)])
     got = resume(core, sink, [IDS[0]], {IDS[0]: 2})
     assert got[0] == {"type": "subscribed", "ids": [IDS[0]], "reqId": 1, "recovered": True}
     assert [(m["type"], m["seq"]) for m in got[1:]] == [("tick", 3), ("tick", 4), ("tick", 5)]
     sink.clear()
     state.seq[0] = 6
-    core.on_ticks([tick(0, 6)])
+    core.fanout.on_ticks([tick(0, 6)])
     assert [m["seq"] for m in sink.messages()] == [6]
 
 
@@ -102,7 +103,7 @@ def test_resume_that_cannot_recover_gets_recovered_false_and_a_snapshot(
     core, state, _ = make_core()
     _, sink = open_session(core)
     state.seq[0] = 3
-    core.on_ticks([tick(0, 1), tick(0, 2), tick(0, 3)])
+    core.fanout.on_ticks([tick(0, 1), tick(0, 2), tick(0, 3)])
     got = resume(core, sink, ids, since, epoch)
     assert got[0]["recovered"] is False
     assert got[1]["type"] == "snapshot" and got[1]["seqs"][IDS[0]] == 3 and len(got) == 2
@@ -130,10 +131,10 @@ def test_parser_refuses_bad_since_and_epoch(body: dict[str, Any], words: str) ->
 
 def test_handshake_takes_the_header_key_first() -> None:
     core, _, _ = make_core()
-    s = core.connect(Sink(), 0.0)
-    assert core.admit(s, "/ws/quotes?key=nope", ["pro"]) is None
-    s2 = core.connect(Sink(), 0.0)
-    refusal = core.admit(s2, "/ws/quotes?key=pro", ["pro", "pro"])
+    s = core.sessions.connect(Sink(), 0.0)
+    assert core.sessions.admit(s, "/ws/quotes?key=nope", ["pro"]) is None
+    s2 = core.sessions.connect(Sink(), 0.0)
+    refusal = core.sessions.admit(s2, "/ws/quotes?key=pro", ["pro", "pro"])
     assert refusal is not None and refusal.error.status == 401
 
 

@@ -216,8 +216,7 @@ class CandleFrames:
         second = math.floor(now)
         deferred = False
         live_day = int(state.candles.days[state.candles.live_column()]) if len(state.candles) else None
-        seqs = state.seq
-        updated = state.updated_ts
+        seqs, updated, seen = state.seq, state.updated_ts, self._seen_seq
         for ch in sorted(self.active):
             row, k = divmod(ch, K)
             bucket = self.bucket[ch]
@@ -226,40 +225,51 @@ class CandleFrames:
                 ended = bucket != live_day
             else:
                 end = bucket + self.rings[k].seconds
-                ended = end <= now - GRACE_S and (updated[row] >= now - LIVE_S or seqs[row] == self._seen_seq[row])
+                ended = end <= now - GRACE_S and (updated[row] >= now - LIVE_S or seqs[row] == seen[row])
             if ended:
-                frame = self._final(row, k, bucket)
-                if frame is not None:
-                    out.append((ch, frame))
-                if k != DAILY_K:
-                    self.rings[k].seal(row, bucket + self.rings[k].seconds)
-                self._reset(ch)
+                self._close(ch, row, k, bucket, out)
                 continue
             latest = self.latest[ch]
             pending = self.pending[ch]
-            send: tuple[int, Values] | None = None
             if pending and pending[0][0] <= threshold:
-                send = pending[0]
+                send: tuple[int, Values] = pending[0]
             elif latest is not None and not self.latest_sent[ch] and latest[0] <= threshold:
                 send = latest
-            if send is not None:
-                if self.sent_second[ch] == second:  # a late run sent in this second already
-                    deferred = True
-                    continue
-                if send is latest:
-                    self.latest_sent[ch] = True
-                else:
-                    del pending[0]
-                self.sent_second[ch] = second
-                if wanted is not None and not wanted[ch]:
-                    self.last_frame[ch] = None  # not built: `current` builds it from the book when asked
-                    continue
-                frame = self._frame(row, k, bucket, send[1], False)
-                self.last_frame[ch] = frame
-                out.append((ch, frame))
+            else:
+                continue
+            if self.sent_second[ch] == second:  # a late run sent in this second already
+                deferred = True
+            else:
+                self._non_final(ch, bucket, send, send is latest, second, wanted, out)
         self._seen_seq = np.array(seqs, dtype=np.int64, copy=True)
         self.deferred_to = second + 1 + DEFER_S if deferred else None
         return out
+
+    def _close(self, ch: int, row: int, k: int, bucket: int, out: list[tuple[int, bytes]]) -> None:
+        """The channel's bucket ended by the clock: its final frame (appended to ``out``), its ring sealed."""
+        frame = self._final(row, k, bucket)
+        if frame is not None:
+            out.append((ch, frame))
+        if k != DAILY_K:
+            self.rings[k].seal(row, bucket + self.rings[k].seconds)
+        self._reset(ch)
+
+    def _non_final(self, ch: int, bucket: int, send: tuple[int, Values], is_latest: bool, second: int,
+                   wanted: Sequence[object] | None, out: list[tuple[int, bytes]]) -> None:
+        """Send ``send`` (the oldest unsent completed second's values) as the channel's non-final frame, appended
+        to ``out``; not built when ``wanted`` says nobody holds the channel (`current` builds it when asked)."""
+        if is_latest:
+            self.latest_sent[ch] = True
+        else:
+            del self.pending[ch][0]
+        self.sent_second[ch] = second
+        if wanted is not None and not wanted[ch]:
+            self.last_frame[ch] = None
+            return
+        row, k = divmod(ch, K)
+        frame = self._frame(row, k, bucket, send[1], False)
+        self.last_frame[ch] = frame
+        out.append((ch, frame))
 
     def current(self, ch: int) -> bytes | None:
         """The frame sent right after an ack: the open bucket's last shared frame, or one built now."""
