@@ -29,6 +29,7 @@ import orjson
 from server.api.auth.keys import KeyCache
 from server.api.auth.limits import Gcra
 from server.api.auth.watch import KeyWatch
+from server.api.console.routes import register_console
 from server.api.core.cache import VersionedCache
 from server.api.core.pipeline import App
 from server.api.core.router import Router
@@ -174,8 +175,12 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     applied.subscribe(stream.core.on_ticks)
     watch.listeners.append(stream.on_revoked)
     register_asyncapi(router, settings)  # /asyncapi.json describes the stream
+    usage = register_console(  # issue 32: /api/console/... and the usage flusher (stopped after the others)
+        settings, router, repos, clock, check_bucket=app.check_bucket, client_ip=app.client_ip,
+        revoke=engine.revocations.publish, channels=channels, wake=lambda: outbox.wake(), meter=app.meter)
+    stream.core.meter = app.meter
     core: list[Service] = [watch, Housekeeping(ticks.state, buckets.store, clock), ticks]
-    return Node(settings, repos, engine, app, ticks, core, [outbox, site, stream], keys, outbox, started)
+    return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream], keys, outbox, started)
 
 
 async def start_up(settings: Settings) -> Node:

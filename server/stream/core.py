@@ -33,6 +33,7 @@ from server.api.auth.limits import Gcra
 from server.core.client_ip import client_address
 from server.core.errors import ApiError, CloseCode
 from server.core.metrics import Registry
+from server.core.usage import UsageMeter
 from server.market.catalogue import Catalogue
 from server.market.history import TickHistory
 from server.market.state import AppliedTick, MarketState
@@ -143,6 +144,7 @@ class StreamCore:
         self._next_id = itertools.count(1)
         self._snapshots: dict[frozenset[int], bytes] = {}
         self._snapshots_version = -1
+        self.meter: UsageMeter | None = None  # issue 32: console usage (set by the root)
 
     # --- lifecycle -----------------------------------------------------------
     def connect(self, write: Callable[[bytes], object], now: float) -> Session:
@@ -186,6 +188,10 @@ class StreamCore:
     def open(self, session: Session) -> None:
         """The 101 went out: join the full set and send the first snapshot."""
         session.transition(SessionState.OPEN)
+        meter = self.meter  # issue 32: count the key's connection and each write to it
+        if meter is not None and session.key_id is not None:
+            meter.ws_opened(session.key_id)
+            session.write = meter.counting(session.key_id, session.write)
         self.registry.join(session, self.all_rows, self._writer(session))
         session.write(self.snapshot_frame(self.all_rows))
 

@@ -36,6 +36,7 @@ from server.config import Settings
 from server.core.client_ip import client_address
 from server.core.errors import UDF_PREFIX, ApiError, udf_fields
 from server.core.metrics import HttpMetrics
+from server.core.usage import UsageMeter
 from server.engine import Limiter, Pending, RateFields
 from server.store.keys import ApiKey
 from server.store.storage import storage_unavailable
@@ -186,6 +187,7 @@ class App:
         self.join = limiter.join
         self.lock = lock
         self.parse_peer = parse_peer
+        self.meter = UsageMeter()  # issue 32: console usage per key (the root flushes it)
 
     # --- the hot path: remembered answers of versioned GET routes ------------------------------------------------
 
@@ -238,6 +240,8 @@ class App:
             return None  # the 429 comes from handle
         if fields is AWAIT:
             return self._hot_awaiting(hot, method, headers, bucket, rate, started)
+        if access is KEYED:
+            self.meter.hits[bucket] += 1  # issue 32: usage metering, one dict increment
         # _hot_answer, inlined (a call is ~2% of the request)
         rid = headers.get("x-request-id")
         if rid is None or len(rid) > 128 or not rid.isprintable():
@@ -303,6 +307,8 @@ class App:
         fields = (await answers)[place]
         if fields is None:
             return None  # the 429 comes from handle (a refusal leaves the bucket as it was)
+        if hot.access is KEYED:
+            self.meter.hits[bucket] += 1  # issue 32: usage metering
         lock = self.lock
         if lock is None:
             return self._hot_answer(hot, method, headers, fields, started)
@@ -408,6 +414,8 @@ class App:
 
     def _finish(self, req: Request, resp: Response, route_name: str, request_id: str, started: float) -> Response:
         resp.headers.append(("x-request-id", request_id))
+        if req.auth is not None:  # issue 32: usage metering of keyed requests answered here
+            self.meter.answered(req.auth.id, resp.status)
         self._cors(req, resp)
         if req.method == "GET" or req.method == "HEAD":
             self._encode(req, resp)
