@@ -218,6 +218,58 @@ def operations(spec: S) -> Iterator[tuple[str, str, S]]:
             yield path, method, op
 
 
+def _provoke_console(check: Checker, http: httpx.Client, api: ServerProcess, bearer: dict[str, str],
+                     disabled: dict[str, str]) -> None:
+    """Every documented answer of the console's routes (SPEC 17), each from its own cause; `bearer` (its console
+    bucket spent by the loop above) only for the 401/403/405 answers, a fresh account for the rest."""
+    fresh = {"email": "schema-console@example.com", "password": "correct horse"}
+    http.post("/api/auth/register", json=fresh)
+    bearer = {"Authorization": "Bearer " + http.post("/api/auth/login", json=fresh).json()["token"]}
+    base, admin = "/api/console", "/api/console/admin/subscriptions"
+    for path, method in (("/keys", "GET"), ("/keys", "POST"), ("/keys/{id}", "PATCH"), ("/keys/{id}", "DELETE"),
+                         ("/keys/{id}/rotate", "POST"), ("/me", "GET"), ("/usage", "GET"), ("/events", "GET"),
+                         ("/subscription", "POST"), ("/admin/subscriptions", "GET"),
+                         ("/admin/subscriptions/{id}/approve", "POST"), ("/admin/subscriptions/{id}/reject", "POST")):
+        for headers in ({}, disabled):  # 401, 403
+            check(http.request(method, base + path.replace("{id}", "x"), headers=headers), base + path, method)
+    key = check(http.post(f"{base}/keys", json={"label": "a"}, headers=bearer), f"{base}/keys").json()
+    check(http.post(f"{base}/keys", json={"label": "b"}, headers=bearer), f"{base}/keys")  # 409: free holds 1
+    one, rotate = f"{base}/keys/{{id}}", f"{base}/keys/{{id}}/rotate"
+    check(http.patch(f"{base}/keys/{key['id']}", json={"label": "c"}, headers=bearer), one)
+    check(http.patch(f"{base}/keys/nope", json={"label": "c"}, headers=bearer), one)
+    key = check(http.post(f"{base}/keys/{key['id']}/rotate", headers=bearer), rotate).json()
+    check(http.post(f"{base}/keys/nope/rotate", headers=bearer), rotate)
+    check(http.request("DELETE", f"{base}/keys/x", content=b"x" * (70 * 1024), headers=bearer), one)  # 413
+    check(http.delete(f"{base}/keys/{key['id']}", headers=bearer), one)
+    check(http.get(f"{base}/usage", params={"from": "2026-02-30"}, headers=bearer), f"{base}/usage")
+    check(http.get(f"{base}/usage", params={"key": "nope"}, headers=bearer), f"{base}/usage")
+    for plan in ("professional", "enterprise"):  # 201, then 409 (one open request)
+        sub = check(http.post(f"{base}/subscription", json={"plan": plan}, headers=bearer), f"{base}/subscription")
+    me = http.get(f"{base}/me", headers=bearer)
+    assert me.status_code == 200, me.text
+    sub = me.json()["subscription"]
+    check(http.get(admin, headers=bearer), admin)  # 403: a customer
+    email = "schema-operator@example.com"
+    assert run_cli(api.data_dir, "users", "create", "--email", email, "--password", "correct horse",
+                   "--operator").returncode == 0
+    login = http.post("/api/auth/login", json={"email": email, "password": "correct horse"})
+    ops = {"Authorization": "Bearer " + login.json()["token"]}
+    check(http.get(admin, params={"status": "pending"}, headers=ops), admin)
+    check(http.get(admin, params={"status": "nope"}, headers=ops), admin)
+    for verb in ("approve", "reject"):
+        doc = f"{admin}/{{id}}/{verb}"
+        check(http.post(f"{admin}/nope/{verb}", headers=ops), doc)  # 404
+        check(http.post(f"{admin}/{sub['id']}/{verb}", headers=bearer), doc)  # 403: a customer
+    check(http.post(f"{admin}/{sub['id']}/approve", headers=ops), f"{admin}/{{id}}/approve")
+    for verb in ("approve", "reject"):
+        check(http.post(f"{admin}/{sub['id']}/{verb}", headers=ops), f"{admin}/{{id}}/{verb}")  # 409
+    other = {"email": "schema-reject@example.com", "password": "correct horse"}
+    http.post("/api/auth/register", json=other)
+    other_auth = {"Authorization": "Bearer " + http.post("/api/auth/login", json=other).json()["token"]}
+    rejected = http.post(f"{base}/subscription", json={"plan": "professional"}, headers=other_auth).json()
+    check(http.post(f"{admin}/{rejected['id']}/reject", headers=ops), f"{admin}/{{id}}/reject")
+
+
 def keyed(op: S) -> bool:
     return any("ServiceKey" in s for s in op.get("security", []))
 
@@ -296,6 +348,8 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
     assert run_cli(api.data_dir, "users", "disable", disabled["email"]).returncode == 0
     check(http.post("/api/submit-inquiry", json=inquiry, headers={"Authorization": f"Bearer {disabled_token}"}),
           "/api/submit-inquiry")  # 403
+
+    _provoke_console(check, http, api, bearer, {"Authorization": f"Bearer {disabled_token}"})
 
     # 429: a 1/min key is spent by its first request, and so is one client IP (public rate 1/min)
     _, slow_key = api.create_key("enterprise", "--rate", "1")

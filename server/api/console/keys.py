@@ -42,7 +42,7 @@ class ConsoleKeysApi:
             key, secret = await self.ctx.store.write(lambda r: r.create_key(account, label, now, ip))
         except CapReached as exc:
             raise ApiError("conflict", f"{str(exc).capitalize()}; revoke one, or ask for a bigger plan at "
-                                       "/console.", extra={"limit": exc.cap, "plan": exc.plan}) from None
+                                       "/console.", extra={"limit": exc.cap}) from None
         return json_answer(self.ctx.key_view(key, secret), 201)
 
     async def rotate(self, req: Request) -> Response:
