@@ -72,7 +72,7 @@ class ConsoleAccountApi:
         account = await self.ctx.account(req)
         f = Fields(json_object(req))
         plan = f.choice("plan", PAID_PLANS)
-        if "plan" not in f.data:
+        if f.data.get("plan") is None:
             f.error("plan", "is required")
         message = f.text("message", required=False, max_len=MAX_MESSAGE)
         f.check()
@@ -96,10 +96,12 @@ def _usage_query(query: dict[str, str], today: str) -> tuple[str, str, str | Non
     unknown = sorted(set(query) - {"from", "to", "key"})
     for name in unknown:
         f.error(name, "is not a parameter of this route")
-    last = _date(f, "to", query.get("to"), today)
     first = _date(f, "from", query.get("from"), None)
-    if last is not None and first is None and "from" not in query:
-        first = (date.fromisoformat(last) - timedelta(days=DEFAULT_DAYS - 1)).isoformat()
+    last = _date(f, "to", query.get("to"), None)
+    if last is None and "to" not in query:  # from `from` (at most MAX_DAYS) up to today
+        last = today if first is None else min(today, _shift(first, MAX_DAYS - 1))
+    if first is None and "from" not in query and last is not None:
+        first = _shift(last, -(DEFAULT_DAYS - 1))
     if first is not None and last is not None:
         span = (date.fromisoformat(last) - date.fromisoformat(first)).days
         if span < 0:
@@ -114,8 +116,12 @@ def _usage_query(query: dict[str, str], today: str) -> tuple[str, str, str | Non
     return first, last, key
 
 
+def _shift(day: str, days: int) -> str:
+    return (date.fromisoformat(day) + timedelta(days=days)).isoformat()
+
+
 def _date(f: Fields, name: str, value: str | None, default: str | None) -> str | None:
-    if value is None or value == "":
+    if value is None:
         return default
     try:
         if not DATE.match(value):
@@ -140,7 +146,7 @@ class ConsoleAdminApi:
 
     async def list_requests(self, req: Request) -> Response:
         await self.ctx.operator(req)
-        text = req.query.get("status") or None
+        text = req.query.get("status")
         statuses = tuple(s.value for s in SubscriptionStatus)
         if text is not None and text not in statuses:
             raise ApiError("invalid_parameter", f"status: must be one of {', '.join(statuses)}",

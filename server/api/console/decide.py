@@ -13,7 +13,10 @@ from server.store.console import Account, NotPending
 async def decide_request(ctx: ConsoleContext, req: Request, operator: Account, approve: bool) -> Response:
     sub_id = req.path_params["id"]
     body = json_object(req) if req.body.strip() else {}
-    rate = _rate(body) if approve else None
+    rate = _rate(body)
+    if not approve and rate is not None:
+        raise ApiError("validation_failed", "rate: is only for an approval",
+                       errors=[{"field": "rate", "message": "is only for an approval"}])
     found = await ctx.store.read(lambda r: r.request(sub_id))
     if found is None:
         raise ApiError("not_found", f"No subscription request {sub_id[:64]}.")

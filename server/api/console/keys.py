@@ -48,6 +48,8 @@ class ConsoleKeysApi:
     async def rotate(self, req: Request) -> Response:
         account = await self.ctx.account(req)
         key_id, ip, now = req.path_params["id"], self.ctx.client_ip(req), self.ctx.clock()
+        if req.body.strip():
+            _label(json_object(req))  # no fields; a body, if sent, is a JSON object
         done = await self.ctx.store.write(lambda r: r.rotate_key(account.id, key_id, now, ip))
         if done is None:
             raise _no_key(key_id)

@@ -13,7 +13,7 @@ NULLTS: S = {"type": ["string", "null"], "description": "ISO 8601, +08:00; null 
 TS: S = {"type": "string", "description": "ISO 8601, +08:00"}
 PLAN: S = {"type": "string", "enum": ["free", "professional", "enterprise"]}
 LABEL: S = {"type": ["string", "null"], "maxLength": MAX_LABEL, "pattern": "^[^\x00]*$"}
-DATE: S = {"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$", "examples": ["2026-11-27"]}
+DATE: S = {"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$", "examples": ["2026-01-05"]}
 KEY_PROPS: dict[str, S] = {
     "id": STR, "label": NULLSTR, "plan": PLAN, "rate": {**INT, "description": "requests per minute"},
     "prefix": {**NULLSTR, "description": "the secret's first characters, to tell keys apart"},
@@ -54,8 +54,10 @@ CONSOLE_SCHEMAS: dict[str, S] = {
     "KeyLabel": obj([], label=LABEL),
     "KeyRelabel": obj(["label"], label={**LABEL, "type": "string", "minLength": 1}),
     "SubscriptionRequest": obj(["plan"], plan={"type": "string", "enum": ["professional", "enterprise"]},
-                               message={"type": ["string", "null"], "maxLength": MAX_MESSAGE}),
-    "Approval": obj([], rate={"type": "integer", "minimum": 1, "maximum": MAX_RATE,
+                               message={"type": ["string", "null"], "maxLength": MAX_MESSAGE,
+                                        "pattern": "^[^\x00]*$"}),
+    "Approval": obj([], rate={"type": ["integer", "null"], "minimum": 1, "maximum": MAX_RATE,
+                              "examples": [3000],
                               "description": "requests per minute: required for enterprise, refused otherwise"}),
 }
 CONSOLE_REQUESTS = ("KeyLabel", "KeyRelabel", "SubscriptionRequest", "Approval")
