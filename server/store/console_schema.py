@@ -12,6 +12,10 @@ from __future__ import annotations
 
 import sqlite3
 
+# A key whose owning account is disabled is served as if it did not exist (SPEC 17: a disabled account's keys stop
+# working; the hubs' key refresh drops them within a second). Keys made with `keys create` have no owner.
+OWNER_ENABLED = "(owner_id IS NULL OR owner_id NOT IN (SELECT id FROM users WHERE disabled_at IS NOT NULL))"
+
 # (table, column, SQLite declaration) added to existing tables
 SQLITE_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("users", "plan", "TEXT NOT NULL DEFAULT 'free'"),

@@ -239,3 +239,13 @@ def test_cli_subscriptions(srv: ServerProcess) -> None:
         assert me["plan"] == "enterprise" and me["limits"]["rate"] == 3000
         key = c.post("/api/console/keys", json={"label": "big"}).json()
         assert key["rate"] == 3000 and quotes(srv, key["key"]).headers["x-ratelimit-limit"] == "3000"
+
+
+def test_a_disabled_accounts_keys_stop_working(srv: ServerProcess) -> None:
+    with client(srv) as c:
+        sign_up(c, "gone@example.com")
+        key = c.post("/api/console/keys", json={"label": "x"}).json()
+        assert quotes(srv, key["key"]).status_code == 200
+        assert run_cli(srv.data_dir, "users", "disable", "gone@example.com").returncode == 0
+        assert until(lambda: quotes(srv, key["key"]).status_code == 401, timeout=5.0)
+        problem(c.get("/api/console/keys"), 403, "forbidden")
