@@ -245,6 +245,12 @@ OPERATIONS: dict[tuple[str, str], S] = {
         "responses": {"200": {"description": "the page", "content": {"text/html": {"schema": STR}}},
                       "304": {"description": "not changed"}},
     },
+    ("GET", "/console"): {
+        "summary": "The service console (HTML, not JSON): keys, usage, plan requests", "tags": ["dashboard"],
+        "parameters": [param("If-None-Match", "header", STR, "ETag of a copy already held")],
+        "responses": {"200": {"description": "the page", "content": {"text/html": {"schema": STR}}},
+                      "304": {"description": "not changed"}},
+    },
     ("GET", "/static/{file}"): {
         "summary": "The dashboard's scripts and styles (ETag; revalidated on each load)", "tags": ["dashboard"],
         "parameters": [param("file", "path", STR, "e.g. app.js, app.css"),
