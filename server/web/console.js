@@ -90,6 +90,8 @@ class ConsolePage {
     if (this.signUp) await this.client.register({ email, password });
     await this.client.console.signIn(email, password);
     $("auth-password").value = "";
+    this.signUp = false; // signing in again after a sign-out is a sign-in
+    this.syncAuthText();
     $("auth").hidden = true;
     $("account").hidden = false;
     await this.load();
@@ -182,6 +184,9 @@ class ConsolePage {
     $("plan-status").textContent = lines.join(" ");
     $("plan-status").dataset.subscription = sub?.status ?? "";
     $("plan-form").hidden = sub?.status === "pending" || me.plan === "enterprise";
+    const choice = $("plan-choice"); // only a plan above the current one can be asked for
+    for (const option of choice.options) option.disabled = option.value === me.plan;
+    if (choice.value === me.plan) choice.value = "enterprise";
   }
 
   renderEvents() {

@@ -77,10 +77,12 @@ def test_the_whole_flow_at_1440(browser: Any, srv: ServerProcess) -> None:
     assert p.inner_text("[data-testid=account-plan]") == "free"
     p.fill("[data-testid=key-label]", "desk")
     p.click("#key-create button[type=submit]")
+    p.wait_for_selector("[data-testid=secret]:visible")
     secret = p.input_value("[data-testid=secret-value]")
     assert secret.startswith("mk_") and secret not in _stored(p)
     p.click("[data-testid=secret-done]")
     assert p.is_hidden("[data-testid=secret]") and p.input_value("[data-testid=secret-value]") == ""
+    p.wait_for_selector("[data-testid=keys] tbody tr[data-id]")
     assert p.locator("[data-testid=keys] tbody tr").count() == 1
     p.once("dialog", lambda d: d.accept("main desk"))
     p.click("[data-testid=keys] tbody tr >> [data-act=rename]")
@@ -105,11 +107,12 @@ def test_the_whole_flow_at_1440(browser: Any, srv: ServerProcess) -> None:
     assert p.inner_text("[data-testid=account-plan]") == "professional"
     p.once("dialog", lambda d: d.accept())
     p.click("[data-testid=keys] tbody tr:not(.revoked) >> [data-act=rotate]")
+    p.wait_for_selector("[data-testid=secret]:visible")
     assert p.input_value("[data-testid=secret-value]").startswith("mk_")
     p.click("[data-testid=secret-done]")
     p.once("dialog", lambda d: d.accept())
     p.click("[data-testid=keys] tbody tr:not(.revoked) >> [data-act=revoke]")
-    p.wait_for_function("document.querySelectorAll('[data-testid=keys] tbody tr:not(.revoked)').length === 0")
+    p.wait_for_selector("[data-testid=keys] tbody tr:not(.revoked)", state="detached")
     kinds = p.eval_on_selector_all("[data-testid=events] li", "ls => ls.map(l => l.dataset.kind)")
     assert kinds == ["revoked", "rotated", "plan_changed", "plan_requested", "relabelled", "created"]
     for lang in ("en", "zh"):
