@@ -178,8 +178,9 @@ class App:
         self.encoder = Encoder(lambda coding, _size: metrics.compressed.inc(labels[coding]))
         self._hot: dict[str, dict[str, Hot]] = {}  # path -> query string -> remembered answer
         self._hot_count = 0
-        # secret -> (bucket, rate) of keys KeyCache.lookup found, while KeyCache.version stays `_known_version`
-        self._known: dict[str, tuple[str, Rate]] = {}
+        # secret -> (bucket, rate, usage cell) of keys KeyCache.lookup found, while KeyCache.version stays
+        # `_known_version` (issue 32: the cell is the key's hot-path request counter in the usage meter)
+        self._known: dict[str, tuple[str, Rate, list[int]]] = {}
         self._known_version = -1
         self._public_rate = shared_rate(settings.public_rate, "public")
         self._bounds = metrics.latency.buckets
@@ -188,6 +189,7 @@ class App:
         self.lock = lock
         self.parse_peer = parse_peer
         self.meter = UsageMeter()  # issue 32: console usage per key (the root flushes it)
+        self._no_cell = [0]  # issue 32: the counter a public hot request bumps (never read)
 
     # --- the hot path: remembered answers of versioned GET routes ------------------------------------------------
 
@@ -223,7 +225,7 @@ class App:
             known = self._known.get(secret) or self._know(secret)
             if known is None:
                 return None
-            bucket, rate = known
+            bucket, rate, cell = known
         elif access is OPEN:
             return self._hot_answer(hot, method, headers, (), started)
         elif hot.bucket is None:  # public: the per-IP bucket (a route with its own bucket goes through handle)
@@ -231,7 +233,7 @@ class App:
             trusted = self.settings.trusted_proxies
             if trusted:
                 ip = client_address(ip, headers.get("x-forwarded-for"), trusted)
-            bucket, rate = "ip:" + ip, self._public_rate
+            bucket, rate, cell = "ip:" + ip, self._public_rate, self._no_cell
         else:
             return None
         take, clock = self.take, self.clock
@@ -240,8 +242,7 @@ class App:
             return None  # the 429 comes from handle
         if fields is AWAIT:
             return self._hot_awaiting(hot, method, headers, bucket, rate, started)
-        if access is KEYED:
-            self.meter.hits[bucket] += 1  # issue 32: usage metering, one dict increment
+        cell[0] += 1  # issue 32: usage metering (the key's counter; a public request's goes nowhere)
         # _hot_answer, inlined (a call is ~2% of the request)
         rid = headers.get("x-request-id")
         if rid is None or len(rid) > 128 or not rid.isprintable():
@@ -288,12 +289,13 @@ class App:
         self._id_pool = pool
         return first
 
-    def _know(self, secret: str) -> tuple[str, Rate] | None:
+    def _know(self, secret: str) -> tuple[str, Rate, list[int]] | None:
         """A cached key's bucket and rate, kept for serve_hot's next request with this secret."""
         key = self.keys.lookup(secret)
         if key is None:
             return None
-        known = ("key:" + key.id, shared_rate(self.settings.rate_for(key.plan, key.rate), key.plan))
+        known = ("key:" + key.id, shared_rate(self.settings.rate_for(key.plan, key.rate), key.plan),
+                 self.meter.cell(key.id))
         if len(self._known) >= MAX_KNOWN:
             self._known = {}
         self._known[secret] = known
