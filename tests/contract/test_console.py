@@ -249,3 +249,24 @@ def test_a_disabled_accounts_keys_stop_working(srv: ServerProcess) -> None:
         assert run_cli(srv.data_dir, "users", "disable", "gone@example.com").returncode == 0
         assert until(lambda: quotes(srv, key["key"]).status_code == 401, timeout=5.0)
         problem(c.get("/api/console/keys"), 403, "forbidden")
+
+
+def test_a_subscription_request_notifies_the_operators_through_the_outbox(tmp_path_factory: pytest.TempPathFactory,
+                                                                          ) -> None:
+    from tests.contract.test_notify import Receiver
+
+    receiver = Receiver()
+    data_dir = tmp_path_factory.mktemp("console-notify") / "data"
+    server = ServerProcess(data_dir, "granian", "--public-rate", "100000",
+                           "--webhook", f"generic={receiver.base}/generic/hook")
+    try:
+        with client(server) as c:
+            sign_up(c, "notify@example.com")
+            sub = c.post("/api/console/subscription", json={"plan": "enterprise", "message": "50 desks"}).json()
+        hits = until(lambda: receiver.of("generic"), timeout=10.0)
+        assert hits, "no webhook delivery"
+        text = hits[0].body.decode()
+        assert sub["id"] in text and "notify@example.com" in text and "enterprise" in text
+    finally:
+        receiver.close()
+        assert server.stop() == 0, server.output()
