@@ -33,7 +33,7 @@ def register(sub: Any) -> None:
 
 def _list(ns: argparse.Namespace) -> int:
     status = SubscriptionStatus(ns.status) if ns.status else None
-    subs = with_console(ns, lambda r: r.requests(status))
+    subs = with_console(ns, lambda r: r.plans.list(status))
     views = [subscription_view(s) for s in subs]
     if ns.json:
         print_json(views)
@@ -57,7 +57,7 @@ def _reject(ns: argparse.Namespace) -> int:
 
 def _decide(ns: argparse.Namespace, approve: bool, rate: int | None) -> int:
     def run(r: ConsoleRepo) -> str:
-        found = r.request(ns.id)
+        found = r.plans.get(ns.id)
         if found is None:
             raise CommandError(f"no subscription request {ns.id}")
         if approve and found.plan == "enterprise" and rate is None:
@@ -65,7 +65,7 @@ def _decide(ns: argparse.Namespace, approve: bool, rate: int | None) -> int:
         if approve and found.plan != "enterprise" and rate is not None:
             raise CommandError("--rate is only for the enterprise plan")
         try:
-            sub = r.decide(ns.id, approve, rate, "cli", time.time(), None)
+            sub = r.plans.decide(ns.id, approve, rate, "cli", time.time(), None)
         except NotPending as exc:
             raise CommandError(f"request {ns.id} was {exc} already") from None
         assert sub is not None

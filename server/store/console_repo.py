@@ -8,10 +8,8 @@ replaced by a new key (a new id), so the revocation seam closes the old secret's
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-from server.market.timefmt import iso
 from server.store.console import (
     KEY_CAPS,
     Account,
@@ -20,27 +18,20 @@ from server.store.console import (
     Db,
     Event,
     EventKind,
-    NotPending,
-    OpenRequest,
     Role,
-    Subscription,
-    SubscriptionStatus,
     UsageCounts,
     UsageRow,
     account_from_row,
     event_from_row,
     key_from_row,
-    subscription_from_row,
 )
-from server.store.errors import integrity_errors
+from server.store.console_plans import PlanRequests
 from server.store.keys import hash_key, new_key
-from server.store.outbox import JOB_COLUMNS, job_rows
-from server.store.records import ChannelSpec, new_record_id
+from server.store.records import new_record_id
 from server.store.users import normalize_email
 
 ACCOUNT_COLUMNS = "id, email, name, company, plan, role, rate, created_at, disabled_at"
 KEY_COLUMNS = "id, label, plan, rate, prefix, created_at, last_used_at, revoked_at"
-SUB_COLUMNS = "id, user_id, user_email, plan, message, status, rate, created_at, decided_at"
 MAX_EVENTS = 500
 PREFIX_CHARS = 8  # "mk_" and five characters of the secret: enough to tell keys apart, far too few to guess
 
@@ -180,66 +171,8 @@ class ConsoleRepo:
         return [UsageRow(r["key_id"], r["day"], r["requests"], r["refused"], r["client_errors"],
                          r["ws_connections"], r["ws_messages"]) for r in rows]
 
-    # --- subscriptions ------------------------------------------------------------------------------------------
-    def open_request(self, user_id: str) -> Subscription | None:
-        rows = self.db.rows(f"SELECT {SUB_COLUMNS} FROM subscription_requests WHERE user_id = ? "
-                            "ORDER BY created_at DESC, id DESC LIMIT 1", (user_id,))
-        return subscription_from_row(rows[0]) if rows else None
+    @property
+    def plans(self) -> PlanRequests:
+        """Subscription requests and their decisions (server/store/console_plans.py)."""
+        return PlanRequests(self)
 
-    def file_request(self, account: Account, plan: str, message: str | None, now: float, ip: str | None,
-                     channels: Sequence[ChannelSpec]) -> Subscription:
-        """The request and its notification jobs (one per channel) in one transaction; OpenRequest if one waits."""
-        sub = Subscription(new_record_id("sub", now), account.id, account.email, plan, message,
-                           SubscriptionStatus.PENDING, None, now, None)
-        try:
-            with self.db.transaction():
-                self.db.run(f"INSERT INTO subscription_requests ({SUB_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                            (sub.id, sub.user_id, sub.user_email, plan, message, sub.status.value, None, now, None))
-                self.add_event(account.id, EventKind.PLAN_REQUESTED, None, plan, ip, now)
-                if channels:
-                    payload = subscription_payload(sub, account)
-                    self.db.many(f"INSERT INTO outbox_jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 11)})",
-                                 job_rows("subscription", sub.id, payload, channels, now))
-        except integrity_errors():
-            raise OpenRequest() from None
-        return sub
-
-    def request(self, sub_id: str) -> Subscription | None:
-        rows = self.db.rows(f"SELECT {SUB_COLUMNS} FROM subscription_requests WHERE id = ?", (sub_id,))
-        return subscription_from_row(rows[0]) if rows else None
-
-    def requests(self, status: SubscriptionStatus | None, limit: int = 500) -> list[Subscription]:
-        where, params = ("WHERE status = ?", [status.value]) if status else ("", [])
-        rows = self.db.rows(f"SELECT {SUB_COLUMNS} FROM subscription_requests {where} "
-                            "ORDER BY created_at DESC, id DESC LIMIT ?", [*params, limit])
-        return [subscription_from_row(r) for r in rows]
-
-    def decide(self, sub_id: str, approve: bool, rate: int | None, operator: str | None, now: float,
-               ip: str | None) -> Subscription | None:
-        """Approve (the account and its keys move to the plan) or reject a pending request; None if unknown,
-        NotPending if decided already."""
-        status = SubscriptionStatus.APPROVED if approve else SubscriptionStatus.REJECTED
-        with self.db.transaction():
-            rows = self.db.rows(f"SELECT {SUB_COLUMNS} FROM subscription_requests WHERE id = ?", (sub_id,))
-            if not rows:
-                return None
-            sub = subscription_from_row(rows[0])
-            changed = self.db.run("UPDATE subscription_requests SET status = ?, rate = ?, decided_at = ?, "
-                                  "decided_by = ? WHERE id = ? AND status = 'pending'",
-                                  (status.value, rate, now, operator, sub_id))
-            if changed == 0:
-                raise NotPending(sub.status.value)
-            if approve:
-                self.set_plan(sub.user_id, sub.plan, rate)
-            kind = EventKind.PLAN_CHANGED if approve else EventKind.PLAN_REJECTED
-            detail = sub.plan + (f" ({rate}/min)" if approve and rate else "")
-            self.add_event(sub.user_id, kind, None, detail, ip, now)
-        return Subscription(sub.id, sub.user_id, sub.user_email, sub.plan, sub.message, status, rate,
-                            sub.created_at, now)
-
-
-def subscription_payload(sub: Subscription, account: Account) -> dict[str, Any]:
-    """What the operators are told (the outbox job's payload)."""
-    return {"id": sub.id, "status": sub.status.value, "createdAt": iso(sub.created_at), "userId": account.id,
-            "userEmail": account.email, "company": account.company, "currentPlan": account.plan,
-            "requestedPlan": sub.plan, "message": sub.message}

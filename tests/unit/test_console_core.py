@@ -82,15 +82,15 @@ def test_keys_follow_the_plan_and_its_cap(repo: ConsoleRepo) -> None:
     assert new is not None and new.id != key.id and new.label == "trial"
     assert repo.rotate_key(uid, key.id, NOW + 2, None) is None  # revoked by the rotation
     assert repo.relabel_key(uid, new.id, "main", NOW + 3, None) and not repo.relabel_key("other", new.id, "x", 0, None)
-    sub = repo.file_request(account, "enterprise", "please", NOW + 4, "10.0.0.2", [("generic", "http://x")])
+    sub = repo.plans.file(account, "enterprise", "please", NOW + 4, "10.0.0.2", [("generic", "http://x")])
     with pytest.raises(OpenRequest):
-        repo.file_request(account, "professional", None, NOW + 5, None, [])
+        repo.plans.file(account, "professional", None, NOW + 5, None, [])
     jobs = repo.db.rows("SELECT record_kind, record_id FROM outbox_jobs")
     assert jobs == [{"record_kind": "subscription", "record_id": sub.id}]
-    decided = repo.decide(sub.id, True, 5000, "ops@example.cn", NOW + 6, None)
+    decided = repo.plans.decide(sub.id, True, 5000, "ops@example.cn", NOW + 6, None)
     assert decided is not None and decided.status is SubscriptionStatus.APPROVED
     with pytest.raises(NotPending):
-        repo.decide(sub.id, False, None, None, NOW + 7, None)
+        repo.plans.decide(sub.id, False, None, None, NOW + 7, None)
     assert [(k.plan, k.rate) for k in repo.keys_of(uid) if k.revoked_at is None] == [("enterprise", 5000)]
     assert repo.revoke_key(uid, new.id, NOW + 8, None) and not repo.revoke_key(uid, new.id, NOW + 9, None)
     kinds = [e.kind for e in repo.events(uid)]

@@ -47,7 +47,7 @@ class ConsoleAccountApi:
 
     async def me(self, req: Request) -> Response:
         account = await self.ctx.account(req)
-        sub = await self.ctx.store.read(lambda r: r.open_request(account.id))
+        sub = await self.ctx.store.read(lambda r: r.plans.open_request(account.id))
         return json_answer({"account": account_view(account), "plan": account.plan, "role": account.role.value,
                             "limits": self.ctx.limits(account),
                             "subscription": subscription_view(sub) if sub is not None else None})
@@ -82,7 +82,7 @@ class ConsoleAccountApi:
         ip, now = self.ctx.client_ip(req), self.ctx.clock()
         try:
             sub = await self.ctx.store.write(
-                lambda r: r.file_request(account, plan, message, now, ip, self.channels))
+                lambda r: r.plans.file(account, plan, message, now, ip, self.channels))
         except OpenRequest:
             raise ApiError("conflict", "A subscription request of this account is waiting for a decision "
                                        "already.") from None
@@ -152,7 +152,7 @@ class ConsoleAdminApi:
             raise ApiError("invalid_parameter", f"status: must be one of {', '.join(statuses)}",
                            errors=[{"field": "status", "message": f"must be one of {', '.join(statuses)}"}])
         status = SubscriptionStatus(text) if text else None
-        subs = await self.ctx.store.read(lambda r: r.requests(status))
+        subs = await self.ctx.store.read(lambda r: r.plans.list(status))
         return json_answer({"items": [subscription_view(s) for s in subs]})
 
     async def approve(self, req: Request) -> Response:

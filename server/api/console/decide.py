@@ -17,7 +17,7 @@ async def decide_request(ctx: ConsoleContext, req: Request, operator: Account, a
     if not approve and rate is not None:
         raise ApiError("validation_failed", "rate: is only for an approval",
                        errors=[{"field": "rate", "message": "is only for an approval"}])
-    found = await ctx.store.read(lambda r: r.request(sub_id))
+    found = await ctx.store.read(lambda r: r.plans.get(sub_id))
     if found is None:
         raise ApiError("not_found", f"No subscription request {sub_id[:64]}.")
     if approve and found.plan == "enterprise" and rate is None:
@@ -28,7 +28,7 @@ async def decide_request(ctx: ConsoleContext, req: Request, operator: Account, a
                        errors=[{"field": "rate", "message": "is only for the enterprise plan"}])
     ip, now = ctx.client_ip(req), ctx.clock()
     try:
-        sub = await ctx.store.write(lambda r: r.decide(sub_id, approve, rate, operator.email, now, ip))
+        sub = await ctx.store.write(lambda r: r.plans.decide(sub_id, approve, rate, operator.email, now, ip))
     except NotPending as exc:
         raise ApiError("conflict", f"This request was {exc} already.") from None
     if sub is None:
