@@ -6,11 +6,12 @@ Part of the console's repository (`ConsoleRepo.plans`), on the same `Db` and tra
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from server.market.timefmt import iso
 from server.store.console import (
     Account,
+    Db,
     EventKind,
     NotPending,
     OpenRequest,
@@ -22,14 +23,22 @@ from server.store.errors import integrity_errors
 from server.store.outbox import JOB_COLUMNS, job_rows
 from server.store.records import ChannelSpec, new_record_id
 
-if TYPE_CHECKING:
-    from server.store.console_repo import ConsoleRepo
+
+class AccountWrites(Protocol):
+    """What a decision needs of the console's repository (server/store/console_repo.py)."""
+
+    db: Db
+
+    def add_event(self, user_id: str, kind: EventKind, key_id: str | None, detail: str | None, ip: str | None,
+                  now: float) -> None: ...
+
+    def set_plan(self, user_id: str, plan: str, rate: int | None) -> None: ...
 
 SUB_COLUMNS = "id, user_id, user_email, plan, message, status, rate, created_at, decided_at"
 
 
 class PlanRequests:
-    def __init__(self, repo: ConsoleRepo) -> None:
+    def __init__(self, repo: AccountWrites) -> None:
         self.repo = repo
 
     def open_request(self, user_id: str) -> Subscription | None:
