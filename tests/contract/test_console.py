@@ -114,6 +114,9 @@ def test_customer_flow(srv: ServerProcess) -> None:
         kinds = [e["kind"] for e in c.get("/api/console/events").json()["items"]]
         assert kinds == ["revoked", "rotated", "plan_changed", "plan_requested", "created"]
         assert all(e["ip"].startswith("203.0.") for e in c.get("/api/console/events").json()["items"])
+        log = srv.output()  # no secret, token or password in the server's log
+        token = c.headers["Authorization"].split()[1]
+        assert not [s for s in (trial["key"], rotated["key"], token, PASSWORD) if s in log]
 
 
 def _trial_key(srv: ServerProcess, c: httpx.Client) -> dict[str, Any]:
