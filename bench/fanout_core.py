@@ -31,12 +31,11 @@ BATCHES = 3000
 
 
 def measure(conns: int, batches: int = BATCHES) -> float:
-    from server.market.candles import CandleBook
-
     from server.core.keys import ApiKey
     from server.core.limits import Gcra
     from server.core.metrics import Registry
     from server.market.catalogue import default_catalogue
+    from server.market.daily import CandleBook
     from server.market.state import MarketState
     from server.market.tick import Tick
     from server.stream import core as stream_core

@@ -29,6 +29,7 @@ import orjson
 
 from server.api.auth.tokens import TokenService, load_external_key, load_secret
 from server.api.auth.watch import KeyWatch
+from server.api.console.routes import register_console
 from server.api.core.cache import VersionedCache
 from server.api.core.pipeline import App, build_app
 from server.api.core.router import Router
@@ -36,7 +37,7 @@ from server.api.docs.asyncapi import register_asyncapi
 from server.api.keyed import MarketApi
 from server.api.ops import OpsApi
 from server.api.reference import ReferenceApi
-from server.api.site.routes import register_public_site
+from server.api.site.routes import SiteTasks, register_public_site
 from server.api.web import WebApi
 from server.config import (
     DemoHours,
@@ -55,6 +56,7 @@ from server.config import (
 from server.core.client_ip import peer_host, robyn_peer
 from server.core.limits import Gcra
 from server.core.metrics import HttpMetrics, Registry
+from server.core.usage import UsageMeter
 from server.engine import Engine
 from server.feeds import DemoSource, FeedSource, JsonlSource
 from server.lifecycle import HttpRuntime, shutdown
@@ -169,8 +171,8 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     # SQLite on its threads or PostgreSQL's async pool (docs/storage.md); a committed record wakes the outbox worker
     notify = group(NotifySettings)
     channels = configured_channels(notify)  # the outbox writes a job per channel; the worker delivers on them
-    repos = open_repositories(group(StorageSettings), [(c.kind, c.target) for c in channels], clock,
-                              lambda: outbox.wake())
+    specs = [(c.kind, c.target) for c in channels]
+    repos = open_repositories(group(StorageSettings), specs, clock, lambda: outbox.wake())
     buckets = Gcra()  # this hub's own buckets (and, on the redis engine, its fallback while Redis is away)
     engine = make_engine(group(EngineSettings), registry, buckets, clock, ids)
     epoch = engine.epoch(f"{int(clock())}-{os.urandom(3).hex()}")  # redis: the shared tick history's, if any
@@ -178,7 +180,8 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     state, feed, keeper = make_market(group(FeedSettings), catalogue, repos.candles, clock, epoch, venues)
     keys = KeyCache(repos.keys)  # filled by the key watch's start, before anything is served
     router = Router()
-    app = make_app(settings, router, keys, registry, engine, buckets, clock)
+    meter = UsageMeter(clock())  # the console's usage per key (SPEC 17), counted by the pipeline and the stream
+    app = make_app(settings, router, keys, registry, engine, buckets, clock, meter)
     history = TickHistory(len(ids), tick_frame)  # resumes (SPEC 7)
     applied = AppliedTicks()
     ticks = TickPath(state, feed, engine.bus, engine.ticks, engine.history, history, applied, registry, epoch)
@@ -192,30 +195,43 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     OpsApi(http, group(ProcessSettings), router, registry, repos.storage,
            lambda: started.is_set() and ticks.ready(), epoch, engine.node).register(router)
     outbox = OutboxWorker(notify, registry, repos.outbox, channels, clock)
-    tokens = TokenService(load_secret(settings.jwt_secret, settings.data_dir),  # the accounts' JWTs (SPEC 8)
-                          load_external_key(settings.jwt_public_key), clock)
-    site = register_public_site(  # /api/... public-site routes; SPEC 12: evidence anchored by the lease holder
-        router, repos, state, tokens, clock, app.check_bucket, refresh_s=settings.market_refresh_s,
-        inquiry_rate=settings.inquiry_rate, shared=engine.ticks.shared, may_anchor=lambda: engine.ticks.leading,
-        registry=registry)
+    site, usage = make_sites(settings, router, repos, state, app, engine, registry, specs, outbox, meter, clock)
     applied.subscribe_before(site.snapshots.before_ticks)
     stream = StreamService(settings, state, catalogue, epoch, registry, keys, buckets, history, clock,
-                           stream_limits(settings))
+                           stream_limits(settings), meter)
     applied.subscribe(stream.core.fanout.on_ticks)
     if keeper is not None:
         applied.subscribe(keeper.on_ticks)
     watch.listeners.append(stream.on_revoked)
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
     core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks]
-    return Node(settings, repos, engine, app, ticks, core, [outbox, site, stream], keys, outbox, started, keeper)
+    return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream], keys, outbox, started,
+                keeper)
+
+
+def make_sites(settings: Settings, router: Router, repos: Repositories, state: MarketState, app: App, engine: Engine,
+               registry: Registry, channels: list[tuple[str, str]], outbox: OutboxWorker, meter: UsageMeter,
+               clock: Callable[[], float]) -> tuple[SiteTasks, Service]:
+    """The public site (/api/...) and the service console (/api/console/...), on one token service (SPEC 8, 17):
+    the site's tasks, and the console's usage flusher (stopped after the other services)."""
+    tokens = TokenService(load_secret(settings.jwt_secret, settings.data_dir),  # the accounts' JWTs
+                          load_external_key(settings.jwt_public_key), clock)
+    site = register_public_site(  # SPEC 12: evidence anchored by the lease holder
+        router, repos, state, tokens, clock, app.check_bucket, refresh_s=settings.market_refresh_s,
+        inquiry_rate=settings.inquiry_rate, shared=engine.ticks.shared, may_anchor=lambda: engine.ticks.leading,
+        registry=registry)
+    usage = register_console(settings, router, repos, tokens, clock, check_bucket=app.check_bucket,
+                             client_ip=app.client_ip, revoke=engine.revocations.publish, channels=channels,
+                             wake=outbox.wake, meter=meter)
+    return site, usage
 
 
 def make_app(settings: Settings, router: Router, keys: KeyCache, registry: Registry, engine: Engine, buckets: Gcra,
-             clock: Callable[[], float]) -> App:
+             clock: Callable[[], float], meter: UsageMeter) -> App:
     """The HTTP pipeline, with the runtime's guard: Robyn answers remembered bodies on actix's thread (a lock)."""
     robyn = settings.runtime is Runtime.ROBYN
     guard = threading.Lock() if robyn else contextlib.nullcontext()
-    return build_app(settings, router, keys, HttpMetrics(registry), engine.limiter, buckets, clock, guard,
+    return build_app(settings, router, keys, HttpMetrics(registry), engine.limiter, buckets, clock, guard, meter,
                      robyn_peer if robyn else peer_host)
 
 

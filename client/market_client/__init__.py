@@ -9,6 +9,7 @@ Stream: `stream()` / `AsyncMarketClient.stream()`, a resuming WebSocket iterator
 two missed heartbeats make it reconnect and resume.
 """
 
+from market_client.console import AsyncConsole, Console
 from market_client.errors import (
     BadRequest,
     Conflict,
@@ -40,9 +41,36 @@ from market_client.stream import QuoteStream, stream
 
 __version__ = "0.1.0"
 __all__ = [
-    "AsyncMarketClient", "BadRequest", "Candle", "CandleGap", "CandleSeries", "CandleUpdate", "Conflict",
-    "ErrorMessage", "Event", "Forbidden", "Gap", "Heartbeat",
-    "MarketClient", "MarketError", "NotFound", "Pong", "ProblemError", "Quote", "QuoteExtended", "QuoteList",
-    "QuoteStream", "RateLimited", "ServerError", "Snapshot", "StreamError", "Subscribed", "Tick",
-    "TransportError", "Unauthorized", "stream",
+    "AsyncConsole",
+    "AsyncMarketClient",
+    "BadRequest",
+    "Candle",
+    "CandleGap",
+    "CandleSeries",
+    "CandleUpdate",
+    "Conflict",
+    "Console",
+    "ErrorMessage",
+    "Event",
+    "Forbidden",
+    "Gap",
+    "Heartbeat",
+    "MarketClient",
+    "MarketError",
+    "NotFound",
+    "Pong",
+    "ProblemError",
+    "Quote",
+    "QuoteExtended",
+    "QuoteList",
+    "QuoteStream",
+    "RateLimited",
+    "ServerError",
+    "Snapshot",
+    "StreamError",
+    "Subscribed",
+    "Tick",
+    "TransportError",
+    "Unauthorized",
+    "stream",
 ]

@@ -25,6 +25,7 @@ import msgspec
 
 from market_client import _calls as c
 from market_client import models as m
+from market_client.console import AsyncConsole, Console
 from market_client.errors import MarketError, NotFound, TransportError
 from market_client.events import CandleGap
 from market_client.paging import MAX_PAGE, Pager
@@ -79,6 +80,7 @@ class MarketClient(_Base):
         transport = options.pop("transport", None)
         super().__init__(url, key, **options)
         self._http = httpx.Client(timeout=self.timeout, transport=transport)
+        self.console = Console(self)  # the service console's calls (Bearer: login() first)
 
     def __enter__(self) -> MarketClient:
         return self
@@ -186,6 +188,7 @@ class AsyncMarketClient(_Base):
         super().__init__(url, key, **options)
         self._http = httpx.AsyncClient(timeout=self.timeout, transport=transport)
         self._ws_url: str | None = None
+        self.console = AsyncConsole(self)  # the service console's calls (Bearer: login() first)
 
     async def __aenter__(self) -> AsyncMarketClient:
         return self

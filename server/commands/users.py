@@ -14,6 +14,8 @@ from server.api.auth.passwords import hash_password
 from server.api.core.body import Fields
 from server.api.site import fields as site_fields
 from server.commands.common import CommandError, command, db
+from server.commands.console_db import with_console
+from server.store.console import Role
 from server.store.users import DuplicateEmail
 
 
@@ -24,6 +26,9 @@ def register(sub: Any) -> None:
     create.add_argument("--password", required=True, help="8+ characters, or - to read it from stdin")
     create.add_argument("--name")
     create.add_argument("--company")
+    create.add_argument("--operator", action="store_true", help="the operator role (decides plan requests)")
+    promote = command(users, "promote", "give an account the operator role", _promote)
+    promote.add_argument("email")
     disable = command(users, "disable", "disable an account (its tokens stop working at once)", _disable)
     disable.add_argument("email")
 
@@ -41,7 +46,16 @@ def _create(ns: argparse.Namespace) -> int:
         user = db(ns).users.create(email, hash_password(password), name, company)
     except DuplicateEmail:
         raise CommandError(f"an account with e-mail {email} already exists") from None
-    print(f"created {user.id} ({user.email})")
+    if ns.operator:
+        with_console(ns, lambda r: r.set_role(user.email, Role.OPERATOR))
+    print(f"created {user.id} ({user.email}){' operator' if ns.operator else ''}")
+    return 0
+
+
+def _promote(ns: argparse.Namespace) -> int:
+    if not with_console(ns, lambda r: r.set_role(ns.email, Role.OPERATOR)):
+        raise CommandError(f"no account with e-mail {ns.email}")
+    print(f"{ns.email.strip().lower()} is an operator")
     return 0
 
 

@@ -29,7 +29,7 @@ from server.config.parsers import (
 )
 from server.config.setting import ConfigError, Kind, above, between, choice, comma_list, integer, number, setting
 
-# The limiter (server/api/auth/limits.py, moving to server/core/) refuses a rate above the same number; it is kept
+# The limiter (server/core/limits.py) refuses a rate above the same number; it is kept
 # here as a constant so that the settings import no part they configure.
 MAX_RATE = 1_000_000_000
 MAX_WORKERS = 64

@@ -30,6 +30,7 @@ ERROR_KINDS: dict[str, tuple[int, str]] = {
     "validation_failed": (400, "Validation failed"),
     "unauthorized": (401, "Unauthorized"),
     "forbidden": (403, "Forbidden"),
+    "plan_required": (403, "Plan required"),
     "not_found": (404, "Not found"),
     "method_not_allowed": (405, "Method not allowed"),
     "bad_handshake": (400, "Invalid WebSocket handshake"),

@@ -14,6 +14,7 @@ import orjson
 KINDS: dict[str, tuple[str, str]] = {
     "inquiry": ("Inquiry", "询价"),
     "cooperation": ("Cooperation", "合作意向"),
+    "subscription": ("Subscription request", "订阅申请"),  # issue 32: the console's plan requests
 }
 
 # field -> (English, Chinese); also the display order
@@ -34,6 +35,8 @@ FIELDS: dict[str, tuple[str, str]] = {
     "userId": ("User", "用户"),
     "userEmail": ("User e-mail", "用户邮箱"),
     "message": ("Message", "留言"),
+    "currentPlan": ("Current plan", "当前套餐"),  # issue 32
+    "requestedPlan": ("Requested plan", "申请套餐"),
 }
 SECRET_WORDS = ("password", "secret", "token")
 MISSING = "-"

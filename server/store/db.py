@@ -13,6 +13,7 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+from server.store.console_schema import migrate_console_sqlite
 from server.store.content import ContentItem
 from server.store.errors import storage_errors as storage_errors  # where other modules look it up
 from server.store.receipts import ReceiptData
@@ -46,6 +47,7 @@ def open_db(data_dir: Path) -> sqlite3.Connection:
     with transaction(conn):
         for statement in SQLITE_SCHEMA:
             conn.execute(statement)
+        migrate_console_sqlite(conn)  # issue 32: the console's columns and tables, also on older data dirs
         if conn.execute("SELECT 1 FROM meta WHERE key = 'seeded'").fetchone() is None:
             seed(SqliteSeedTarget(conn), time.time())
             conn.execute("INSERT INTO meta (key, value) VALUES ('seeded', '1')")

@@ -33,6 +33,7 @@ from server.core.keys import ApiKey, key_from_row
 from server.evidence import Block
 from server.store.candle_rows import CHUNK as CANDLE_CHUNK
 from server.store.candle_rows import Candle
+from server.store.console_schema import OWNER_ENABLED  # issue 32
 from server.store.content import CONTENT_COLUMNS, ContentKind, item_view
 from server.store.errors import UnstorableValue
 from server.store.jobs import CLAIMABLE, TRANSITIONS, IllegalTransition, JobState, Retry
@@ -184,12 +185,12 @@ class PgKeys:
 
     async def active_by_hash(self) -> dict[str, ApiKey]:
         async with self.storage.pool.connection() as conn:
-            cur = await conn.execute("SELECT * FROM api_keys WHERE revoked_at IS NULL")
+            cur = await conn.execute(f"SELECT * FROM api_keys WHERE revoked_at IS NULL AND {OWNER_ENABLED}")
             return {r["key_hash"]: key_from_row(r) for r in await cur.fetchall()}
 
     async def by_hash(self, key_hash: str) -> ApiKey | None:
         async with self.storage.pool.connection() as conn:
-            cur = await conn.execute("SELECT * FROM api_keys WHERE key_hash = %s", (key_hash,))
+            cur = await conn.execute(f"SELECT * FROM api_keys WHERE key_hash = %s AND {OWNER_ENABLED}", (key_hash,))
             row = await cur.fetchone()
         return key_from_row(row) if row else None
 

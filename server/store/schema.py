@@ -10,6 +10,8 @@ ts as an IEEE 754 double), integer ids `bigint`, everything else `text` as in SQ
 
 from __future__ import annotations
 
+from server.store.console_schema import CONSOLE_MIGRATION
+
 META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
 # The evidence log's tables (server/evidence/): also applied by an EvidenceLog on a bare connection.
@@ -269,4 +271,5 @@ CREATE TABLE evidence_blocks (
     (2, "outbox claim owner", """
 ALTER TABLE outbox_jobs ADD COLUMN claimed_by text;
 """),
+    (3, "console: account plans and roles, key owners, usage, subscriptions, events", CONSOLE_MIGRATION),
 )

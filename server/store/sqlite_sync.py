@@ -18,6 +18,7 @@ from typing import Any
 
 from server.core.keys import ApiKey, hash_key, key_from_row, new_key
 from server.store.candle_rows import CHUNK, Candle
+from server.store.console_schema import OWNER_ENABLED  # issue 32
 from server.store.content import CONTENT_COLUMNS, IMPORT_CHUNK, ContentItem, ContentKind, content_values, item_view
 from server.store.errors import integrity_errors
 from server.store.evidence_sqlite import EvidenceLog
@@ -86,11 +87,12 @@ class KeyRepo:
         return cur.rowcount == 1
 
     def by_hash(self, key_hash: str) -> ApiKey | None:
-        row = self.conn.execute("SELECT * FROM api_keys WHERE key_hash = ?", (key_hash,)).fetchone()
+        sql = f"SELECT * FROM api_keys WHERE key_hash = ? AND {OWNER_ENABLED}"  # issue 32: disabled owners' keys
+        row = self.conn.execute(sql, (key_hash,)).fetchone()
         return key_from_row(row) if row else None
 
     def active_by_hash(self) -> dict[str, ApiKey]:
-        rows = self.conn.execute("SELECT * FROM api_keys WHERE revoked_at IS NULL")
+        rows = self.conn.execute(f"SELECT * FROM api_keys WHERE revoked_at IS NULL AND {OWNER_ENABLED}")
         return {r["key_hash"]: key_from_row(r) for r in rows}
 
 class UserRepo:

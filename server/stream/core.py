@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from server.core.keys import ApiKey
 from server.core.limits import Gcra
+from server.core.usage import UsageMeter
 from server.market.catalogue import Catalogue
 from server.stream.candle_frames import CandleFrames, K
 from server.stream.client_messages import ClientMessages
@@ -43,17 +44,18 @@ from server.stream.snapshots import QuoteSource, Snapshots
 class StreamCore:
     def __init__(self, state: QuoteSource, catalogue: Catalogue, epoch: str, limits: StreamLimits,
                  metrics: StreamMetrics, lookup: Callable[[str], ApiKey | None], limiter: Gcra,
-                 history: TickHistory, candles: CandleFrames | None) -> None:
+                 history: TickHistory, candles: CandleFrames | None, meter: UsageMeter | None = None) -> None:
         """`limiter`: the hub's local buckets (the per-IP handshake rate); `history`: the resume history, which
         frames each tick; `candles`: the live candle frames of the market state (None: a state without candle
-        books, as in unit tests)."""
+        books, as in unit tests); `meter`: the console's usage per key (None: nothing is counted)."""
         self.state = state
         self.limits = limits
         ids = [inst.id for inst in catalogue.instruments]
         self.registry: SubscriptionRegistry[Session] = SubscriptionRegistry(len(ids))
         self.candle_registry: SubscriptionRegistry[Session] = SubscriptionRegistry(len(ids) * K)
         snapshots = Snapshots(state, ids, epoch)
-        self.sessions = Sessions(limits, metrics, lookup, limiter, self.registry, self.candle_registry, snapshots)
+        self.sessions = Sessions(limits, metrics, lookup, limiter, self.registry, self.candle_registry, snapshots,
+                                 meter)
         replay = Replay(state, ids, epoch, history, metrics)
         self.messages = ClientMessages(catalogue, self.registry, self.candle_registry, snapshots, replay, candles,
                                        metrics)

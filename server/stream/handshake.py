@@ -34,6 +34,16 @@ def handshake_key(target: str, header_keys: Sequence[str]) -> str:
     return dict(parse_qsl(urlsplit(target).query, keep_blank_values=True)).get("key", "")
 
 
+CONSOLE_URL = "/console"
+
+
+def plan_required(plan: str, what: str, required: str = "professional") -> ApiError:
+    """A plan-limited resource refused: say which plan it needs and where to ask for it (SPEC 17)."""
+    return ApiError("plan_required", f"{what} needs the {required} plan; this key is on the {plan} plan. "
+                                     f"Request an upgrade in the service console at {CONSOLE_URL}.",
+                    extra={"requiredPlan": required, "currentPlan": plan, "consoleUrl": CONSOLE_URL})
+
+
 def decide(
     target: str,
     header_keys: Sequence[str],
@@ -56,8 +66,7 @@ def decide(
         return Refusal("invalid_key", ApiError("unauthorized", "Unknown or revoked API key."))
     limit = max_conn.get(key.plan, 0)
     if limit <= 0:
-        return Refusal("free_plan", ApiError(
-            "forbidden", f"The {key.plan} plan has no WebSocket access; it is for professional and enterprise keys."))
+        return Refusal("free_plan", plan_required(key.plan, "WebSocket streaming (/ws/quotes)"))
     if open_count(key.id) >= limit:
         return Refusal("too_many_connections", ApiError(
             "too_many_connections",

@@ -19,6 +19,7 @@ from server.config import Settings
 from server.core.errors import CloseCode
 from server.core.limits import Gcra
 from server.core.metrics import Registry
+from server.core.usage import UsageMeter
 from server.market.catalogue import Catalogue
 from server.market.state import MarketState
 from server.store.key_cache import KeyCache
@@ -43,18 +44,19 @@ def stream_limits(s: Settings) -> StreamLimits:
 class StreamService:
     def __init__(self, settings: Settings, state: MarketState, catalogue: Catalogue, epoch: str, registry: Registry,
                  keys: KeyCache, buckets: Gcra, history: TickHistory, clock: Callable[[], float],
-                 limits: StreamLimits) -> None:
+                 limits: StreamLimits, meter: UsageMeter | None) -> None:
         """`buckets`: this hub's local GCRA buckets (the handshake rate; pruned with the HTTP ones); `history`:
         the resume history, filled from every applied batch (and, on redis, the stream's tail at start); `clock`:
         the time every part of the stream reads (the sweeper's rounds, the stream clock, the connections);
-        `limits`: `stream_limits(settings)`, or shorter timings in tests."""
+        `limits`: `stream_limits(settings)`, or shorter timings in tests; `meter`: the console's usage per key (the
+        connections and messages of each key's sessions; None counts nothing)."""
         self.settings = settings
         self.keys, self.clock = keys, clock
         self.limits = limits
         self.core = StreamCore(
             state, catalogue, epoch, self.limits,
             StreamMetrics(registry, lambda: float(self.core.sessions.open_count)), keys.lookup, buckets, history,
-            CandleFrames(state),
+            CandleFrames(state), meter,
         )
         self.conns: dict[int, StreamConnection] = {}  # session id -> connection, until connection_lost
         self._server: asyncio.AbstractServer | None = None

@@ -18,6 +18,7 @@ from server.core.client_ip import client_address
 from server.core.errors import ApiError, CloseCode
 from server.core.keys import ApiKey
 from server.core.limits import Gcra
+from server.core.usage import UsageMeter
 from server.stream.handshake import Refusal, decide
 from server.stream.limits import StreamLimits
 from server.stream.metrics import StreamMetrics
@@ -31,9 +32,11 @@ from server.stream.states import SessionState
 class Sessions:
     def __init__(self, limits: StreamLimits, metrics: StreamMetrics, lookup: Callable[[str], ApiKey | None],
                  limiter: Gcra, registry: SubscriptionRegistry[Session],
-                 candle_registry: SubscriptionRegistry[Session], snapshots: Snapshots) -> None:
+                 candle_registry: SubscriptionRegistry[Session], snapshots: Snapshots,
+                 meter: UsageMeter | None = None) -> None:
         """`limiter`: the hub's local buckets (the per-IP handshake rate); `registry`, `candle_registry`: the
-        fan-out's indexes of ticks and candle channels, which an OPEN session joins and a closing one leaves."""
+        fan-out's indexes of ticks and candle channels, which an OPEN session joins and a closing one leaves;
+        `meter`: the console's usage per key (a key's connections, and every write to its sessions)."""
         self.limits = limits
         self.metrics = metrics
         self.lookup = lookup
@@ -41,6 +44,7 @@ class Sessions:
         self.registry = registry
         self.candle_registry = candle_registry
         self.snapshots = snapshots
+        self.meter = meter
         self.all_rows = frozenset(range(registry.n_rows))
         self.by_id: dict[int, Session] = {}  # every session not yet CLOSED
         self.per_key: Tally[str] = Tally()  # key id -> sessions admitted and not yet closed
@@ -88,6 +92,10 @@ class Sessions:
     def open(self, session: Session) -> None:
         """The 101 went out: join the full set and send the first snapshot."""
         session.transition(SessionState.OPEN)
+        meter = self.meter
+        if meter is not None and session.key_id is not None:  # before joining: the fan-out writes through it
+            meter.ws_opened(session.key_id)
+            session.write = meter.counting(session.key_id, session.write)
         self.registry.join(session, self.all_rows, session.ready_write())
         session.write(self.snapshots.frame(self.all_rows))
 

@@ -120,7 +120,7 @@ def test_refused_handshakes_raise_typed_errors(server: ServerProcess) -> None:
     assert bad.value.status == 401 and bad.value.code == "unauthorized"
     with pytest.raises(Forbidden) as free:
         asyncio.run(first_event(free_key))
-    assert free.value.status == 403 and free.value.code == "forbidden"
+    assert free.value.status == 403 and free.value.code == "plan_required"
 
 
 def test_unknown_id_rejects_the_subscription(server: ServerProcess, key: str) -> None:

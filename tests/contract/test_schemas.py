@@ -218,6 +218,67 @@ def operations(spec: S) -> Iterator[tuple[str, str, S]]:
             yield path, method, op
 
 
+def _provoke_console(check: Checker, http: httpx.Client, api: ServerProcess, bearer: dict[str, str],
+                     disabled: dict[str, str]) -> None:
+    """Every documented answer of the console's routes (SPEC 17), each from its own cause; `bearer` (its console
+    bucket spent by the loop above) only for the 401/403/405 answers, a fresh account for the rest."""
+    fresh = {"email": "schema-console@example.com", "password": "correct horse"}
+    http.post("/api/auth/register", json=fresh)
+    bearer = {"Authorization": "Bearer " + http.post("/api/auth/login", json=fresh).json()["token"]}
+    base, admin = "/api/console", "/api/console/admin/subscriptions"
+    for path, method in (("/keys", "GET"), ("/keys", "POST"), ("/keys/{id}", "PATCH"), ("/keys/{id}", "DELETE"),
+                         ("/keys/{id}/rotate", "POST"), ("/me", "GET"), ("/usage", "GET"), ("/events", "GET"),
+                         ("/subscription", "POST"), ("/admin/subscriptions", "GET"),
+                         ("/admin/subscriptions/{id}/approve", "POST"), ("/admin/subscriptions/{id}/reject", "POST")):
+        for headers in ({}, disabled):  # 401, 403
+            check(http.request(method, base + path.replace("{id}", "x"), headers=headers), base + path, method)
+    key = check(http.post(f"{base}/keys", json={"label": "a"}, headers=bearer), f"{base}/keys").json()
+    check(http.post(f"{base}/keys", json={"label": "b"}, headers=bearer), f"{base}/keys")  # 409: free holds 1
+    one, rotate = f"{base}/keys/{{id}}", f"{base}/keys/{{id}}/rotate"
+    check(http.patch(f"{base}/keys/{key['id']}", json={"label": "c"}, headers=bearer), one)
+    check(http.patch(f"{base}/keys/nope", json={"label": "c"}, headers=bearer), one)
+    key = check(http.post(f"{base}/keys/{key['id']}/rotate", headers=bearer), rotate).json()
+    check(http.post(f"{base}/keys/nope/rotate", headers=bearer), rotate)
+    check(http.request("DELETE", f"{base}/keys/x", content=b"x" * (70 * 1024), headers=bearer), one)  # 413
+    check(http.delete(f"{base}/keys/{key['id']}", headers=bearer), one)
+    check(http.get(f"{base}/usage", params={"from": "2026-02-30"}, headers=bearer), f"{base}/usage")
+    check(http.get(f"{base}/usage", params={"key": "nope"}, headers=bearer), f"{base}/usage")
+    for plan in ("professional", "enterprise"):  # 201, then 409 (one open request)
+        sub = check(http.post(f"{base}/subscription", json={"plan": plan}, headers=bearer), f"{base}/subscription")
+    me = http.get(f"{base}/me", headers=bearer)
+    assert me.status_code == 200, me.text
+    sub = me.json()["subscription"]
+    check(http.get(admin, headers=bearer), admin)  # 403: a customer
+    email = "schema-operator@example.com"
+    assert run_cli(api.data_dir, "users", "create", "--email", email, "--password", "correct horse",
+                   "--operator").returncode == 0
+    login = http.post("/api/auth/login", json={"email": email, "password": "correct horse"})
+    ops = {"Authorization": "Bearer " + login.json()["token"]}
+    check(http.get(admin, params={"status": "pending"}, headers=ops), admin)
+    check(http.get(admin, params={"status": "nope"}, headers=ops), admin)
+    for verb in ("approve", "reject"):
+        doc = f"{admin}/{{id}}/{verb}"
+        check(http.post(f"{admin}/nope/{verb}", headers=ops), doc)  # 404
+        check(http.post(f"{admin}/{sub['id']}/{verb}", headers=bearer), doc)  # 403: a customer
+    for verb in ("approve", "reject"):  # 400, 415 (the body is read once the operator is known)
+        doc = f"{admin}/{{id}}/{verb}"
+        as_json, as_text = {**ops, "content-type": "application/json"}, {**ops, "content-type": "text/plain"}
+        check(http.post(f"{admin}/{sub['id']}/{verb}", content=b"[1]", headers=as_json), doc)
+        check(http.post(f"{admin}/{sub['id']}/{verb}", content=b"{}", headers=as_text), doc)
+    as_text = {**bearer, "content-type": "text/plain"}
+    check(http.post(f"{base}/keys/x/rotate", content=b"{}", headers=as_text), rotate)
+    check(http.get(f"{base}/keys/x", headers=bearer), one, "patch")  # 405
+    check(http.get(f"{base}/keys/x", headers=bearer), one, "delete")  # 405
+    check(http.post(f"{admin}/{sub['id']}/approve", headers=ops), f"{admin}/{{id}}/approve")
+    for verb in ("approve", "reject"):
+        check(http.post(f"{admin}/{sub['id']}/{verb}", headers=ops), f"{admin}/{{id}}/{verb}")  # 409
+    other = {"email": "schema-reject@example.com", "password": "correct horse"}
+    http.post("/api/auth/register", json=other)
+    other_auth = {"Authorization": "Bearer " + http.post("/api/auth/login", json=other).json()["token"]}
+    rejected = http.post(f"{base}/subscription", json={"plan": "professional"}, headers=other_auth).json()
+    check(http.post(f"{admin}/{rejected['id']}/reject", headers=ops), f"{admin}/{{id}}/reject")
+
+
 def keyed(op: S) -> bool:
     return any("ServiceKey" in s for s in op.get("security", []))
 
@@ -304,6 +365,8 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
     check(http.post("/api/submit-inquiry", json=inquiry, headers={"Authorization": f"Bearer {disabled_token}"}),
           "/api/submit-inquiry")  # 403
 
+    _provoke_console(check, http, api, bearer, {"Authorization": f"Bearer {disabled_token}"})
+
     # 429: a 1/min key is spent by its first request, and so is one client IP (public rate 1/min)
     _, slow_key = api.create_key("enterprise", "--rate", "1")
     http.get("/api/v1/spreads", headers={"X-SERVICE-Key": slow_key})
@@ -381,14 +444,15 @@ def as_query_value(text: str, schema: S) -> Any:
 class Poster:
     """Sends one body to a POST endpoint, with what it needs: a fresh e-mail, a fresh client IP, a token."""
 
-    def __init__(self, http: httpx.Client) -> None:
+    def __init__(self, http: httpx.Client, operator: dict[str, str] | None = None) -> None:
         self.http = http
         self.n = itertools.count()
         self.token = ""
         self.used = 30
+        self.operator = operator or {}
 
     def fresh_email(self) -> str:
-        return f"c{next(self.n)}@example.com"
+        return f"c{next(_ips)}@example.com"  # unique in the module: two tests' posters share one server
 
     def bearer(self) -> dict[str, str]:
         if self.used >= 25:  # 30 inquiries a minute per user: a new user before that
@@ -399,8 +463,15 @@ class Poster:
         self.used += 1
         return {"Authorization": f"Bearer {self.token}"}
 
+    def headers(self, path: str) -> dict[str, str]:
+        """What a route needs: a user's token (inquiries, the console), an operator's (the console's admin routes;
+        a new operator once the console bucket, 30 a minute, is nearly spent)."""
+        if path.startswith("/api/console/admin/"):
+            return self.operator
+        return self.bearer() if path == "/api/submit-inquiry" or path.startswith("/api/console/") else {}
+
     def post(self, path: str, body: S) -> httpx.Response:
-        headers = self.bearer() if path == "/api/submit-inquiry" else {}
+        headers = self.headers(path)
         return self.http.post(path, content=json.dumps(body), headers={**headers, "content-type": "application/json"})
 
 
@@ -418,11 +489,20 @@ def disagreements(cases: Iterator[tuple[str, Any, bool, Callable[[], httpx.Respo
     return out
 
 
-def test_post_bodies_agree_with_their_request_schemas(http: httpx.Client, spec: S) -> None:
-    poster = Poster(http)
+def operator_auth(api: ServerProcess, http: httpx.Client) -> dict[str, str]:
+    """A new operator account's bearer header (each call a new account: a fresh console bucket)."""
+    email = f"op{next(_ips)}@example.com"
+    assert run_cli(api.data_dir, "users", "create", "--email", email, "--password", "correct horse",
+                   "--operator").returncode == 0
+    login = http.post("/api/auth/login", json={"email": email, "password": "correct horse"})
+    return {"Authorization": "Bearer " + login.json()["token"]}
+
+
+def test_post_bodies_agree_with_their_request_schemas(api: ServerProcess, http: httpx.Client, spec: S) -> None:
+    poster = Poster(http, operator_auth(api, http))
     problems: list[str] = []
     for path, method, op in operations(spec):
-        if method != "post":
+        if method != "post" or "requestBody" not in op:
             continue
         schema = resolve(spec, op["requestBody"]["content"]["application/json"]["schema"])
         check = validator(spec, schema, strict=False)
@@ -446,6 +526,7 @@ def test_post_bodies_agree_with_their_request_schemas(http: httpx.Client, spec: 
 
 def test_query_parameters_agree_with_their_schemas(api: ServerProcess, http: httpx.Client, spec: S) -> None:
     key = {"X-SERVICE-Key": api.demo_key}
+    poster = Poster(http, operator_auth(api, http))
     paths = {"/api/v1/kline/{id}": "/api/v1/kline/brent", "/api/v1/venues/{id}/calendar": "/api/v1/venues/zce/calendar"}
     # a parameter that applies only together with another (kline's limit: intraday intervals only)
     # and one bounded by another (UDF history: from <= to, so any from the schema allows is tried with the
@@ -457,10 +538,9 @@ def test_query_parameters_agree_with_their_schemas(api: ServerProcess, http: htt
         params = [p for p in op.get("parameters", []) if p["in"] == "query"]
         if method != "get" or not params:
             continue
-        headers = key if keyed(op) else {}
         base = {p["name"]: example(p["schema"]) for p in params if p.get("required")}
 
-        def cases(path: str = path, params: list[S] = params, base: S = base, headers: S = headers) -> Iterator[Any]:
+        def cases(path: str = path, params: list[S] = params, base: S = base) -> Iterator[Any]:
             for p in params:
                 check = validator(spec, p["schema"], strict=False)
                 for value in candidates(p["schema"]):
@@ -477,7 +557,8 @@ def test_query_parameters_agree_with_their_schemas(api: ServerProcess, http: htt
                         query[p["name"]] = text
                         allowed = check.is_valid(as_query_value(text, p["schema"]))
                     url = paths.get(path, path)
-                    yield p["name"], value, allowed, lambda u=url, q=query: http.get(u, params=q, headers=headers)
+                    headers = key if path.startswith("/api/v1/") else poster.headers(path)
+                    yield p["name"], value, allowed, lambda u=url, q=query, h=headers: http.get(u, params=q, headers=h)
 
         problems += [f"GET {path} {p}" for p in disagreements(cases())]
     assert problems == [], "\n".join(problems[:40])

@@ -228,7 +228,7 @@ def test_refusals_missing_invalid_free_unknown_path(stream_server: ServerProcess
     _, free = stream_server.create_key("free")
     _refused(stream_server, url(stream_server, None), 401, "unauthorized")
     _refused(stream_server, url(stream_server, "mk_not-a-real-key"), 401, "unauthorized")
-    _refused(stream_server, url(stream_server, free), 403, "forbidden")
+    _refused(stream_server, url(stream_server, free), 403, "plan_required")
     _refused(stream_server, url(stream_server, stream_server.demo_key, "/ws/other"), 404, "not_found")
     assert metric(stream_server, 'market_ws_handshake_refusals_total{reason="free_plan"}') >= 1
 

@@ -56,7 +56,7 @@ def make_service(clock: Callable[[], float] = time.time) -> StreamService:
     state, _ = build_demo_state(catalogue, 1, time.time())
     keys: Any = SimpleNamespace(lookup=lambda secret: KEY if secret == "good" else None, load=_no_key)
     return StreamService(Settings(ws_port=0), state, catalogue, "e1", Registry(), keys, Gcra(),
-                         TickHistory(len(catalogue.instruments), tick_frame), clock, FAST)
+                         TickHistory(len(catalogue.instruments), tick_frame), clock, FAST, None)
 
 
 def split_frames(data: bytes) -> list[tuple[int, bytes]]:

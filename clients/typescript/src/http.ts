@@ -3,7 +3,7 @@
 
 import type { paths } from "./openapi.js";
 
-export type Method = "get" | "post";
+export type Method = "get" | "post" | "patch" | "delete";
 /** Paths that define `M`. */
 export type PathsWith<M extends Method> = {
   [P in keyof paths]: paths[P] extends Record<M, infer O> ? ([O] extends [undefined | never] ? never : P) : never;

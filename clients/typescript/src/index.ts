@@ -3,6 +3,7 @@
 export { MarketClient, KEY_HEADER, sleep } from "./rest.js";
 export type { ApiResponse, ClientOptions, ResponseInfo } from "./rest.js";
 export type { CallOptions } from "./http.js";
+export type { ConsoleCalls } from "./console.js";
 export { QuoteStream, CloseCode } from "./stream.js";
 export type { SocketLike, StateChange, StreamEvents, StreamOptions, StreamState, WebSocketConstructor } from "./stream.js";
 export { ResumeState } from "./resume.js";

@@ -70,6 +70,178 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/console/admin/subscriptions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Operators: subscription requests */
+        get: operations["get_console_admin_subscriptions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/console/admin/subscriptions/{id}/approve": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Operators: approve (enterprise: with rate); the account's keys follow within 1 s */
+        post: operations["post_console_admin_approve"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/console/admin/subscriptions/{id}/reject": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Operators: reject */
+        post: operations["post_console_admin_reject"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/console/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's audit list: key and plan events, time and client IP */
+        get: operations["get_console_events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/console/keys": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account's keys (never their secrets) */
+        get: operations["get_console_keys"];
+        put?: never;
+        /** Create a key: the secret is shown once (free 1 active key, professional 10, enterprise 100) */
+        post: operations["post_console_key_create"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/console/keys/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Revoke a key (its WebSocket sessions close with 4001) */
+        delete: operations["delete_console_key_revoke"];
+        options?: never;
+        head?: never;
+        /** Rename a key */
+        patch: operations["patch_console_key_relabel"];
+        trace?: never;
+    };
+    "/api/console/keys/{id}/rotate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A new secret for the key (a new id); the old one ends at once, its sessions closed with 4001 */
+        post: operations["post_console_key_rotate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/console/me": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The account, its plan, role, limits and subscription request */
+        get: operations["get_console_me"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/console/subscription": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Ask for a plan (one open request at a time); notifies the operators */
+        post: operations["post_console_subscription"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/console/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Usage per key per day (Asia/Shanghai): requests, 429s, other 4xx, WebSocket connections and messages */
+        get: operations["get_console_usage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/cooperation": {
         parameters: {
             query?: never;
@@ -550,6 +722,13 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        Approval: {
+            /**
+             * @description requests per minute: required for enterprise, refused otherwise
+             * @example 3000
+             */
+            rate?: number | null;
+        };
         Candle: {
             c: number;
             h: number;
@@ -601,6 +780,78 @@ export interface components {
             wsPath: "/ws/quotes";
             /** @description port of ws://HOST:PORT/ws/quotes */
             wsPort: number;
+        };
+        ConsoleEvents: {
+            items: {
+                /** @description ISO 8601, +08:00 */
+                at: string;
+                detail: string | null;
+                id: string;
+                ip: string | null;
+                keyId: string | null;
+                /** @enum {string} */
+                kind: "created" | "rotated" | "revoked" | "relabelled" | "plan_requested" | "plan_changed" | "plan_rejected";
+            }[];
+        };
+        ConsoleKey: {
+            /** @description ISO 8601, +08:00 */
+            createdAt: string;
+            id: string;
+            label: string | null;
+            /** @description ISO 8601, +08:00; null if never */
+            lastUsedAt: string | null;
+            /** @enum {string} */
+            plan: "free" | "professional" | "enterprise";
+            /** @description the secret's first characters, to tell keys apart */
+            prefix: string | null;
+            /** @description requests per minute */
+            rate: number;
+            /** @description ISO 8601, +08:00; null if never */
+            revokedAt: string | null;
+        };
+        ConsoleKeyCreated: {
+            /** @description ISO 8601, +08:00 */
+            createdAt: string;
+            id: string;
+            /** @description the secret, shown once */
+            key: string;
+            label: string | null;
+            /** @description ISO 8601, +08:00; null if never */
+            lastUsedAt: string | null;
+            /** @enum {string} */
+            plan: "free" | "professional" | "enterprise";
+            /** @description the secret's first characters, to tell keys apart */
+            prefix: string | null;
+            /** @description requests per minute */
+            rate: number;
+            /** @description on rotation: the key it replaced (now revoked) */
+            replaces?: string;
+            /** @description ISO 8601, +08:00; null if never */
+            revokedAt: string | null;
+        };
+        ConsoleKeys: {
+            items: components["schemas"]["ConsoleKey"][];
+        };
+        ConsoleMe: {
+            account: {
+                company: string | null;
+                /** @description ISO 8601, +08:00 */
+                createdAt: string;
+                email: string;
+                id: string;
+                name: string | null;
+            };
+            limits: {
+                keys: number;
+                rate: number;
+                wsConnections: number;
+            };
+            /** @enum {string} */
+            plan: "free" | "professional" | "enterprise";
+            /** @enum {string} */
+            role: "customer" | "operator";
+            /** @description the latest subscription request, if any */
+            subscription: components["schemas"]["Subscription"] | null;
         };
         /** @description at least one of email or phone */
         Cooperation: {
@@ -677,6 +928,12 @@ export interface components {
              */
             updated: string | null;
         };
+        KeyLabel: {
+            label?: string | null;
+        };
+        KeyRelabel: {
+            label: string;
+        };
         Localised: {
             en: string;
             zh: string;
@@ -718,7 +975,11 @@ export interface components {
              * @description stable snake_case identifier
              * @enum {string}
              */
-            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
+            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
+            /** @description on plan_required: where to ask for the plan */
+            consoleUrl?: string;
+            /** @description on plan_required: the key's plan */
+            currentPlan?: string;
             detail: string;
             /** @description validation errors: one per bad field */
             errors?: {
@@ -727,6 +988,8 @@ export interface components {
             }[];
             /** @description on a refused WebSocket handshake (too_many_connections): the connections the key's plan allows */
             limit?: number;
+            /** @description on plan_required: the plan that includes the resource */
+            requiredPlan?: string;
             /** @description on 429: seconds to wait */
             retryAfter?: number;
             status: number;
@@ -739,7 +1002,7 @@ export interface components {
         };
         ProblemPage: {
             /** @enum {string} */
-            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
+            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
             description: string;
             status: number;
             title: string;
@@ -916,6 +1179,29 @@ export interface components {
              */
             updated: string | null;
         };
+        Subscription: {
+            /** @description ISO 8601, +08:00 */
+            createdAt: string;
+            /** @description ISO 8601, +08:00; null if never */
+            decidedAt: string | null;
+            email: string | null;
+            id: string;
+            message: string | null;
+            /** @enum {string} */
+            plan: "free" | "professional" | "enterprise";
+            rate: number | null;
+            /** @enum {string} */
+            status: "pending" | "approved" | "rejected";
+            userId: string;
+        };
+        SubscriptionRequest: {
+            message?: string | null;
+            /** @enum {string} */
+            plan: "professional" | "enterprise";
+        };
+        Subscriptions: {
+            items: components["schemas"]["Subscription"][];
+        };
         Token: {
             /** @description seconds */
             expiresIn: number;
@@ -943,7 +1229,7 @@ export interface components {
         /** @description A problem document (RFC 9457) with the TradingView UDF error fields added */
         UdfError: {
             /** @enum {string} */
-            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
+            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
             detail: string;
             /** @description the same text as detail */
             errmsg: string;
@@ -1005,6 +1291,39 @@ export interface components {
             /** @description the price's unit, e.g. CNY/t */
             unit?: string;
             volume_precision: number;
+        };
+        Usage: {
+            /**
+             * Format: date
+             * @example 2026-01-05
+             */
+            from: string;
+            items: {
+                clientErrors: number;
+                /**
+                 * Format: date
+                 * @example 2026-01-05
+                 */
+                date: string;
+                keyId: string;
+                refused: number;
+                requests: number;
+                wsConnections: number;
+                wsMessages: number;
+            }[];
+            key: string | null;
+            /**
+             * Format: date
+             * @example 2026-01-05
+             */
+            to: string;
+            totals: {
+                clientErrors: number;
+                refused: number;
+                requests: number;
+                wsConnections: number;
+                wsMessages: number;
+            };
         };
         /** @description pending and tampered: hash, verified false, status; anchored: verified true and the rest */
         Verification: {
@@ -1330,6 +1649,1377 @@ export interface operations {
             /** @description method not allowed (Allow lists the methods) */
             405: {
                 headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_console_admin_subscriptions: {
+        parameters: {
+            query?: {
+                /** @description only requests in this state */
+                status?: "pending" | "approved" | "rejected";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscriptions"];
+                };
+            };
+            /** @description unknown status */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, invalid or expired Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    post_console_admin_approve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["Approval"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description body is not a JSON object, or fields are invalid (errors[]) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, invalid or expired Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such request */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description decided already */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body over 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description content type is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    post_console_admin_reject: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description body is not a JSON object, or fields are invalid (errors[]) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, invalid or expired Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such request */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description decided already */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body over 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description content type is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_console_events: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleEvents"];
+                };
+            };
+            /** @description missing, invalid or expired Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_console_keys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleKeys"];
+                };
+            };
+            /** @description missing, invalid or expired Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    post_console_key_create: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyLabel"];
+            };
+        };
+        responses: {
+            /** @description created */
+            201: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleKeyCreated"];
+                };
+            };
+            /** @description body is not a JSON object, or fields are invalid (errors[]) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, invalid or expired Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the plan's number of active keys is reached */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body over 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description content type is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    delete_console_key_revoke: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleKey"];
+                };
+            };
+            /** @description missing, invalid or expired Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description this account has no such key (another account's key id is 404 too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a body over 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    patch_console_key_relabel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KeyRelabel"];
+            };
+        };
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleKey"];
+                };
+            };
+            /** @description body is not a JSON object, or fields are invalid (errors[]) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, invalid or expired Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description this account has no such key (another account's key id is 404 too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body over 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description content type is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    post_console_key_rotate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description created */
+            201: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleKeyCreated"];
+                };
+            };
+            /** @description body is not a JSON object, or fields are invalid (errors[]) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, invalid or expired Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description this account has no such key (another account's key id is 404 too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body over 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description content type is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_console_me: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ConsoleMe"];
+                };
+            };
+            /** @description missing, invalid or expired Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    post_console_subscription: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SubscriptionRequest"];
+            };
+        };
+        responses: {
+            /** @description created */
+            201: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Subscription"];
+                };
+            };
+            /** @description body is not a JSON object, or fields are invalid (errors[]) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, invalid or expired Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description a request is open already, or the plan is current */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description body over 64 KiB */
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description content type is not application/json */
+            415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_console_usage: {
+        parameters: {
+            query?: {
+                /** @description first day (default: 29 days before `to`) */
+                from?: string;
+                /** @description one key's id */
+                key?: string;
+                /** @description last day (default: today, Asia/Shanghai) */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Usage"];
+                };
+            };
+            /** @description a bad date or range (errors[]) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, invalid or expired Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description this account has no such key (another account's key id is 404 too) */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
                     [name: string]: unknown;
                 };
                 content: {
@@ -3299,7 +4989,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description a problem `code` */
-                code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
+                code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
             };
             cookie?: never;
         };

@@ -4,6 +4,7 @@
 // parses the rate-limit headers, waits out a 429's Retry-After (at most `retries429` times) and
 // turns every error status into a ProblemError subclass. The named methods are one line each.
 
+import { type ConsoleCalls, consoleCalls } from "./console.js";
 import {
   ProblemError,
   RateLimitedError,
@@ -39,6 +40,8 @@ export interface ClientOptions {
   retries429?: number;
   /** A Retry-After longer than this (seconds) is not waited for: the RateLimitedError is thrown (default 60). */
   maxRetryWaitS?: number;
+  /** A Bearer token for the service console's routes (`/api/console/...`); `console.signIn()` sets it. */
+  token?: string | null;
   /** Headers sent with every request. */
   headers?: Record<string, string>;
   /** Called after every HTTP answer (also errors and retried 429s), e.g. to show the rate-limit budget. */
@@ -75,6 +78,8 @@ function defaultBase(): string {
 export class MarketClient {
   readonly baseUrl: string;
   key: string | null;
+  /** The console's Bearer token (memory only: keep it out of localStorage and URLs). */
+  token: string | null;
   /** The rate-limit headers of the latest limited answer (the key's bucket for /api/v1). */
   rateLimit: RateLimit | null = null;
   private readonly fetchImpl: typeof fetch;
@@ -83,6 +88,7 @@ export class MarketClient {
   constructor(options: ClientOptions = {}) {
     this.baseUrl = (options.baseUrl ?? defaultBase()).replace(/\/+$/, "");
     this.key = options.key ?? null;
+    this.token = options.token ?? null;
     const f = options.fetch ?? globalThis.fetch;
     if (!f) throw new TransportError("no fetch implementation: pass `fetch` in the options");
     this.fetchImpl = f.bind(globalThis);
@@ -173,6 +179,10 @@ export class MarketClient {
     time: async (call?: CallOptions) => Number(await this.get("/api/v1/udf/time", { ...call })),
   };
 
+  // --- the service console (/api/console, Bearer) ------------------------------------------
+
+  readonly console: ConsoleCalls = consoleCalls(this);
+
   // --- public site (/api) -------------------------------------------------------------------
 
   /** `GET /api/market`: the 8 categories (ETag + max-age: pass `cache: "no-cache"` to revalidate). */
@@ -255,6 +265,7 @@ export class MarketClient {
     const url = this.baseUrl + fillPath(path, o.params) + queryString(o.query);
     const headers: Record<string, string> = { Accept: "application/json", ...this.opts.headers, ...o.headers };
     if (this.key && path.startsWith("/api/v1/")) headers[KEY_HEADER] = this.key;
+    if (this.token && path.startsWith("/api/console/")) headers.Authorization = `Bearer ${this.token}`;
     let body: string | undefined;
     if (o.body !== undefined) {
       body = JSON.stringify(o.body);

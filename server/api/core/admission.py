@@ -23,6 +23,7 @@ from server.core.errors import ApiError
 from server.core.keys import ApiKey
 from server.core.limits import Decision, Gcra, Rate, shared_rate
 from server.core.metrics import Counter
+from server.core.usage import UsageMeter
 from server.engine import Limiter, Pending
 from server.store.key_cache import KeyCache
 
@@ -32,10 +33,11 @@ MAX_KNOWN = 10_000  # secrets whose bucket and rate are kept (as KeyCache keeps 
 
 class Admission:
     def __init__(self, settings: Settings, keys: KeyCache, limiter: Limiter, buckets: Gcra,
-                 clock: Callable[[], float], refused: Counter, guard: AbstractContextManager[object]) -> None:
+                 clock: Callable[[], float], refused: Counter, guard: AbstractContextManager[object],
+                 meter: UsageMeter) -> None:
         """`limiter`: the engine's buckets for keys, client addresses and route buckets (memory or shared);
         `buckets`: this hub's own (the 401 bucket and its storage-read guard, per-user buckets: they protect this
-        hub); `refused`: market_rate_limited_total."""
+        hub); `refused`: market_rate_limited_total; `meter`: the console's usage per key (SPEC 17)."""
         self.settings = settings
         self.keys = keys
         self.limiter = limiter
@@ -43,9 +45,11 @@ class Admission:
         self.clock = clock
         self.refused = refused
         self.guard = guard
+        self.meter = meter
         self.public_rate = shared_rate(settings.public_rate, "public")
-        # secret -> (bucket, rate) of keys KeyCache.lookup found, while KeyCache.version stays `known_version`
-        self.known: dict[str, tuple[str, Rate]] = {}
+        # secret -> (bucket, rate, usage cell) of keys KeyCache.lookup found, while KeyCache.version stays
+        # `known_version`; the cell is the key's count of remembered answers in the usage meter
+        self.known: dict[str, tuple[str, Rate, list[int]]] = {}
         self.known_version = -1
 
     def forget_known(self) -> None:
@@ -53,13 +57,14 @@ class Admission:
         self.known.clear()
         self.known_version = self.keys.version
 
-    def know(self, secret: str) -> tuple[str, Rate] | None:
+    def know(self, secret: str) -> tuple[str, Rate, list[int]] | None:
         """A cached key's bucket and rate, kept for the remembered-answer path's next request with this secret
         (while `keys.version` is `known_version`: the caller checks it first)."""
         key = self.keys.lookup(secret)
         if key is None:
             return None
-        known = ("key:" + key.id, shared_rate(self.settings.rate_for(key.plan, key.rate), key.plan))
+        known = ("key:" + key.id, shared_rate(self.settings.rate_for(key.plan, key.rate), key.plan),
+                 self.meter.cell(key.id))
         if len(self.known) >= MAX_KNOWN:
             self.known.clear()
         self.known[secret] = known

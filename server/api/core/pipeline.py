@@ -34,6 +34,7 @@ from server.core.client_ip import client_address
 from server.core.errors import UDF_PREFIX, ApiError, storage_unavailable, udf_fields
 from server.core.limits import Decision, Gcra, Rate
 from server.core.metrics import HttpMetrics
+from server.core.usage import UsageMeter
 from server.engine import Limiter, Pending
 from server.store.key_cache import KeyCache
 
@@ -68,6 +69,8 @@ class App:
         self.parse_peer = parse_peer
         self._by_path = answers.by_path  # the same dict for the cache's life (cleared in place)
         self._known = admission.known  # the same dict for the memo's life (cleared in place)
+        self.meter = admission.meter
+        self._no_cell = [0]  # what a public remembered answer counts into (usage is per key: never read)
         self._public_rate = admission.public_rate
         self._trusted = admission.settings.trusted_proxies
         self._bounds = metrics.latency.buckets
@@ -103,14 +106,14 @@ class App:
             known = self._known.get(secret) or admission.know(secret)
             if known is None:
                 return None
-            bucket, rate = known
+            bucket, rate, cell = known
         elif access is OPEN:
             return self.finisher.hot(hot, method, headers, (), started)
         elif hot.bucket is None:  # public: the per-IP bucket (a route with its own bucket goes through handle)
             ip = self.parse_peer(peer)
             if self._trusted:
                 ip = client_address(ip, headers.get("x-forwarded-for"), self._trusted)
-            bucket, rate = "ip:" + ip, self._public_rate
+            bucket, rate, cell = "ip:" + ip, self._public_rate, self._no_cell
         else:
             return None
         take, clock = self.take, self.clock
@@ -119,6 +122,7 @@ class App:
             return None  # the 429 comes from handle
         if fields is AWAIT:
             return self._hot_awaiting(hot, method, headers, bucket, rate, started)
+        cell[0] += 1  # the key's usage (SPEC 17): one increment, read by the usage flusher
         return self.finisher.hot(hot, method, headers, fields, started)
 
     async def _hot_awaiting(self, hot: Hot, method: str, headers: Headers, bucket: str, rate: Rate,
@@ -129,6 +133,8 @@ class App:
         fields = (await answers)[place]
         if fields is None:
             return None  # the 429 comes from handle (a refusal leaves the bucket as it was)
+        if hot.access is KEYED:
+            self.meter.hits[bucket] += 1  # the key's usage (SPEC 17), by its bucket name
         with self.guard:
             return self.finisher.hot(hot, method, headers, fields, started)
 
@@ -175,6 +181,8 @@ class App:
                 (("route", route_name),),
             )
         with self.guard:
+            if req.auth is not None:  # a keyed request answered here: the key's usage (SPEC 17)
+                self.meter.answered(req.auth.id, resp.status)
             self.metrics.requests.inc(labels[0])
             self.metrics.latency.observe(time.perf_counter() - started, labels[1])
         return resp
@@ -237,10 +245,10 @@ class App:
 
 
 def build_app(settings: Settings, router: Router, keys: KeyCache, metrics: HttpMetrics, limiter: Limiter,
-              buckets: Gcra, clock: Callable[[], float], guard: AbstractContextManager[object],
+              buckets: Gcra, clock: Callable[[], float], guard: AbstractContextManager[object], meter: UsageMeter,
               parse_peer: Callable[[Any], str] = str) -> App:
     """The pipeline's steps, composed once: admission, remembered answers, the finishing step, the App."""
-    admission = Admission(settings, keys, limiter, buckets, clock, metrics.rate_limited, guard)
+    admission = Admission(settings, keys, limiter, buckets, clock, metrics.rate_limited, guard, meter)
     labels = {coding: (("coding", coding),) for coding in ("br", "gzip")}
     encoder = Encoder(lambda coding, _size: metrics.compressed.inc(labels[coding]))
     finisher = Finisher(settings.cors_origins, encoder, metrics.latency.buckets)

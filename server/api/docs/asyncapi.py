@@ -34,7 +34,7 @@ CLOSE_CODE_MEANINGS: dict[CloseCode, str] = {
 REFUSALS = {
     "400": "Not a valid WebSocket upgrade request (`bad_handshake`; 426 `upgrade_required` without Upgrade).",
     "401": "Missing, unknown or revoked key, or two X-SERVICE-Key headers (`unauthorized`).",
-    "403": "The key's plan has no WebSocket access: the free plan (`forbidden`).",
+    "403": "The key's plan has no WebSocket access: the free plan (`plan_required`, with `requiredPlan`).",
     "404": "Unknown path (`not_found`).",
     "429": "The key already has as many open connections as its plan allows: professional 5, enterprise 50 "
            "by default (`too_many_connections`, with `limit`).",

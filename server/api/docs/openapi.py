@@ -13,6 +13,7 @@ still appears (with a generic description), so the document never hides one.
 from __future__ import annotations
 
 from server.api.core.router import Access, Router
+from server.api.docs.console_docs import CONSOLE_OPERATIONS, CONSOLE_SCHEMAS
 from server.api.docs.examples import add_examples
 from server.api.docs.schemas import INT, REQUESTS, RESPONSES, STR, S, anchored, closure, ref
 from server.api.keyed import DEFAULT_LIMIT as KLINE_DEFAULT_LIMIT
@@ -272,6 +273,12 @@ OPERATIONS: dict[tuple[str, str], S] = {
         "responses": {"200": {"description": "the page", "content": {"text/html": {"schema": STR}}},
                       "304": {"description": "not changed"}},
     },
+    ("GET", "/console"): {
+        "summary": "The service console (HTML, not JSON): keys, usage, plan requests", "tags": ["dashboard"],
+        "parameters": [param("If-None-Match", "header", STR, "ETag of a copy already held")],
+        "responses": {"200": {"description": "the page", "content": {"text/html": {"schema": STR}}},
+                      "304": {"description": "not changed"}},
+    },
     ("GET", "/static/{file}"): {
         "summary": "The dashboard's scripts and styles (ETag; revalidated on each load)", "tags": ["dashboard"],
         "parameters": [param("file", "path", STR, "e.g. app.js, app.css"),
@@ -319,6 +326,7 @@ OPERATIONS: dict[tuple[str, str], S] = {
     ("GET", "/asyncapi.json"): {"summary": "AsyncAPI document of the WebSocket /ws/quotes", "tags": ["operations"],
                                 "responses": {"200": {"description": "AsyncAPI 3"}}},
 }
+OPERATIONS.update(CONSOLE_OPERATIONS)  # issue 32: the service console (server/api/docs/console_docs.py)
 
 
 def _operation(method: str, pattern: str, access: Access, name: str) -> S:
@@ -349,7 +357,7 @@ def _operation(method: str, pattern: str, access: Access, name: str) -> S:
         responses["429"] = {**problem_("rate limit exceeded"),
                             "headers": {"Retry-After": {"schema": INT, "description": "seconds, at least 1"},
                                         **RATE_HEADERS}}
-    if method == "POST":
+    if method in ("POST", "PATCH"):  # PATCH: issue 32's console
         responses.setdefault("400", problem("body is not a JSON object, or fields are invalid (errors[])"))
         responses["413"] = problem("body over 64 KiB")
         responses["415"] = problem("content type is not application/json")
@@ -374,6 +382,8 @@ TAGS: list[S] = [
     {"name": "receipts", "description": "Digital warehouse receipts and their on-chain evidence"},
     {"name": "dashboard", "description": "The web dashboard's page, files and configuration"},
     {"name": "operations", "description": "Health, readiness, metrics and these documents"},
+    {"name": "console", "description": "The service console (Bearer JWT): an account's keys, usage, plan "
+                                       "requests and audit list; operators decide the requests"},
 ]
 
 
@@ -402,7 +412,7 @@ def build_openapi(router: Router, settings: HttpSettings) -> S:
         "tags": TAGS,
         "paths": dict(sorted(paths.items(), key=lambda item: (not item[0].startswith("/api/v1/"), item[0]))),
         "components": {
-            "schemas": closure(*RESPONSES, *REQUESTS),
+            "schemas": {**closure(*RESPONSES, *REQUESTS), **CONSOLE_SCHEMAS},
             "securitySchemes": {
                 "ServiceKey": {"type": "apiKey", "in": "header", "name": "X-SERVICE-Key"},
                 "Bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},

@@ -29,6 +29,8 @@ DESCRIPTIONS: dict[str, str] = {
     "unauthorized": "The `X-SERVICE-Key` header (or the bearer token) is missing, unknown or revoked. "
                     "Keys are issued by the operator (`market-server keys create --plan professional`).",
     "forbidden": "The credentials are valid but their plan or account does not allow this request.",
+    "plan_required": "The key's plan does not include this resource: `requiredPlan` names the plan that does; "
+                     "ask for it in the service console (`consoleUrl`).",
     "not_found": "No such resource: an unknown instrument, category, receipt or path.",
     "method_not_allowed": "The path exists but not with this method; the `Allow` header lists the methods it has.",
     "bad_handshake": "The WebSocket upgrade request is malformed (missing or wrong Upgrade, Connection, "

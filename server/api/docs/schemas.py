@@ -138,6 +138,9 @@ RESPONSES: dict[str, S] = {
         errors={"type": "array", "items": obj(["field", "message"], field=STR, message=STR),
                 "description": "validation errors: one per bad field"},
         retryAfter={"type": "integer", "description": "on 429: seconds to wait"},
+        requiredPlan={"type": "string", "description": "on plan_required: the plan that includes the resource"},
+        currentPlan={"type": "string", "description": "on plan_required: the key's plan"},
+        consoleUrl={"type": "string", "description": "on plan_required: where to ask for the plan"},
         limit={"type": "integer", "description": "on a refused WebSocket handshake (too_many_connections): "
                                                  "the connections the key's plan allows"},
     ),

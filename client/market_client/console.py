@@ -1,0 +1,230 @@
+"""The service console's calls (SPEC 17): an account's keys, usage, plan requests and audit list; the operators'
+decisions. Bearer-authenticated: `login()` on the client first.
+
+    with MarketClient(url) as api:
+        api.login("me@example.com", "...")
+        created = api.console.create_key("trading desk")   # ConsoleKeyCreated: .key shown once
+        api.console.usage(start=date(2026, 11, 1))         # Usage per key per day
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any, Protocol, TypeVar
+
+from market_client._calls import Call, _body, _params, _seg
+from market_client.models import Model
+
+T = TypeVar("T")
+
+
+class ConsoleKey(Model):
+    id: str
+    label: str | None
+    plan: str
+    rate: int
+    prefix: str | None
+    created_at: str
+    last_used_at: str | None
+    revoked_at: str | None
+
+
+class ConsoleKeyCreated(ConsoleKey):
+    key: str  # the secret: shown once
+    replaces: str | None = None  # on rotation: the key it replaced (now revoked)
+
+
+class ConsoleKeys(Model):
+    items: list[ConsoleKey]
+
+
+class Subscription(Model):
+    id: str
+    user_id: str
+    email: str | None
+    plan: str
+    message: str | None
+    status: str
+    rate: int | None
+    created_at: str
+    decided_at: str | None
+
+
+class Subscriptions(Model):
+    items: list[Subscription]
+
+
+class Account(Model):
+    id: str
+    email: str
+    name: str | None
+    company: str | None
+    created_at: str
+
+
+class Limits(Model):
+    rate: int
+    keys: int
+    ws_connections: int
+
+
+class ConsoleMe(Model):
+    account: Account
+    plan: str
+    role: str
+    limits: Limits
+    subscription: Subscription | None
+
+
+class UsageDay(Model):
+    date: str
+    key_id: str
+    requests: int
+    refused: int
+    client_errors: int
+    ws_connections: int
+    ws_messages: int
+
+
+class UsageTotals(Model):
+    requests: int
+    refused: int
+    client_errors: int
+    ws_connections: int
+    ws_messages: int
+
+
+class Usage(Model, rename={"start": "from", "end": "to"}):
+    start: str
+    end: str
+    key: str | None
+    items: list[UsageDay]
+    totals: UsageTotals
+
+
+class ConsoleEvent(Model):
+    id: str
+    at: str
+    kind: str
+    key_id: str | None
+    detail: str | None
+    ip: str | None
+
+
+class ConsoleEvents(Model):
+    items: list[ConsoleEvent]
+
+
+BASE = "/api/console"
+
+
+def _call(method: str, path: str, result: type[T], params: dict[str, str] | None = None,
+          body: dict[str, Any] | None = None) -> Call[T]:
+    return Call(method, BASE + path, result, params or {}, body, auth="bearer")
+
+
+def _day(value: date | str | None) -> str | None:
+    return value.isoformat() if isinstance(value, date) else value
+
+
+class _Caller(Protocol):
+    def call(self, call: Call[T]) -> T: ...
+
+
+class Console:
+    """`MarketClient.console`: the console's calls on the client's connection and token."""
+
+    def __init__(self, client: _Caller) -> None:
+        self._c = client
+
+    def me(self) -> ConsoleMe:
+        return self._c.call(_call("GET", "/me", ConsoleMe))
+
+    def list_keys(self) -> list[ConsoleKey]:
+        return self._c.call(_call("GET", "/keys", ConsoleKeys)).items
+
+    def create_key(self, label: str | None = None) -> ConsoleKeyCreated:
+        return self._c.call(_call("POST", "/keys", ConsoleKeyCreated, body=_body(label=label)))
+
+    def rotate_key(self, key_id: str) -> ConsoleKeyCreated:
+        return self._c.call(_call("POST", f"/keys/{_seg(key_id)}/rotate", ConsoleKeyCreated))
+
+    def rename_key(self, key_id: str, label: str) -> ConsoleKey:
+        return self._c.call(_call("PATCH", f"/keys/{_seg(key_id)}", ConsoleKey, body={"label": label}))
+
+    def revoke_key(self, key_id: str) -> ConsoleKey:
+        return self._c.call(_call("DELETE", f"/keys/{_seg(key_id)}", ConsoleKey))
+
+    def usage(self, start: date | str | None = None, end: date | str | None = None,
+              key: str | None = None) -> Usage:
+        params = _params(**{"from": _day(start), "to": _day(end), "key": key})
+        return self._c.call(_call("GET", "/usage", Usage, params))
+
+    def events(self) -> list[ConsoleEvent]:
+        return self._c.call(_call("GET", "/events", ConsoleEvents)).items
+
+    def request_plan(self, plan: str, message: str | None = None) -> Subscription:
+        return self._c.call(_call("POST", "/subscription", Subscription, body=_body(plan=plan, message=message)))
+
+    def subscriptions(self, status: str | None = None) -> list[Subscription]:
+        """Operators only."""
+        return self._c.call(_call("GET", "/admin/subscriptions", Subscriptions, _params(status=status))).items
+
+    def approve(self, subscription_id: str, rate: int | None = None) -> Subscription:
+        """Operators only; `rate` (requests/minute) for an enterprise plan."""
+        path = f"/admin/subscriptions/{_seg(subscription_id)}/approve"
+        return self._c.call(_call("POST", path, Subscription, body=_body(rate=rate)))
+
+    def reject(self, subscription_id: str) -> Subscription:
+        """Operators only."""
+        return self._c.call(_call("POST", f"/admin/subscriptions/{_seg(subscription_id)}/reject", Subscription))
+
+
+class _AsyncCaller(Protocol):
+    async def call(self, call: Call[T]) -> T: ...
+
+
+class AsyncConsole:
+    """`AsyncMarketClient.console`: the same calls, awaitable."""
+
+    def __init__(self, client: _AsyncCaller) -> None:
+        self._c = client
+
+    async def me(self) -> ConsoleMe:
+        return await self._c.call(_call("GET", "/me", ConsoleMe))
+
+    async def list_keys(self) -> list[ConsoleKey]:
+        return (await self._c.call(_call("GET", "/keys", ConsoleKeys))).items
+
+    async def create_key(self, label: str | None = None) -> ConsoleKeyCreated:
+        return await self._c.call(_call("POST", "/keys", ConsoleKeyCreated, body=_body(label=label)))
+
+    async def rotate_key(self, key_id: str) -> ConsoleKeyCreated:
+        return await self._c.call(_call("POST", f"/keys/{_seg(key_id)}/rotate", ConsoleKeyCreated))
+
+    async def rename_key(self, key_id: str, label: str) -> ConsoleKey:
+        return await self._c.call(_call("PATCH", f"/keys/{_seg(key_id)}", ConsoleKey, body={"label": label}))
+
+    async def revoke_key(self, key_id: str) -> ConsoleKey:
+        return await self._c.call(_call("DELETE", f"/keys/{_seg(key_id)}", ConsoleKey))
+
+    async def usage(self, start: date | str | None = None, end: date | str | None = None,
+                    key: str | None = None) -> Usage:
+        params = _params(**{"from": _day(start), "to": _day(end), "key": key})
+        return await self._c.call(_call("GET", "/usage", Usage, params))
+
+    async def events(self) -> list[ConsoleEvent]:
+        return (await self._c.call(_call("GET", "/events", ConsoleEvents))).items
+
+    async def request_plan(self, plan: str, message: str | None = None) -> Subscription:
+        return await self._c.call(_call("POST", "/subscription", Subscription, body=_body(plan=plan, message=message)))
+
+    async def subscriptions(self, status: str | None = None) -> list[Subscription]:
+        return (await self._c.call(_call("GET", "/admin/subscriptions", Subscriptions, _params(status=status)))).items
+
+    async def approve(self, subscription_id: str, rate: int | None = None) -> Subscription:
+        path = f"/admin/subscriptions/{_seg(subscription_id)}/approve"
+        return await self._c.call(_call("POST", path, Subscription, body=_body(rate=rate)))
+
+    async def reject(self, subscription_id: str) -> Subscription:
+        return await self._c.call(_call("POST", f"/admin/subscriptions/{_seg(subscription_id)}/reject", Subscription))

@@ -1,0 +1,51 @@
+// The service console's calls (SPEC 17): an account's keys, usage, plan requests and audit list, and the
+// operators' decisions. Bearer-authenticated: `client.token` (set by `signIn()`, or given in the options) goes
+// with every /api/console request. Keep the token in memory: never in localStorage or a URL.
+
+import type { CallOptions } from "./http.js";
+import type { MarketClient } from "./rest.js";
+
+type Q<T> = { [K in keyof T]?: T[K] | undefined };
+
+/** The console namespace of a client (`client.console`). */
+export function consoleCalls(c: MarketClient) {
+  const base = "/api/console";
+  return {
+    /** Sign in (POST /api/auth/login) and keep the token on the client for the console's calls. */
+    signIn: async (email: string, password: string, call?: CallOptions) => {
+      const t = await c.login({ email, password }, call);
+      c.token = t.token;
+      return t;
+    },
+    /** Forget the token (sign out on this side; the token itself expires on its own). */
+    signOut: () => { c.token = null; },
+    me: (call?: CallOptions) => c.get(`${base}/me`, { ...call }),
+    keys: async (call?: CallOptions) => (await c.get(`${base}/keys`, { ...call })).items,
+    /** A new key: `key` in the answer is its secret, shown this once. */
+    createKey: (label?: string | null, call?: CallOptions) =>
+      c.post(`${base}/keys`, { body: label === undefined ? {} : { label }, ...call }),
+    /** A new secret (and id) for the key; the old secret stops at once and its streams close with 4001. */
+    rotateKey: (id: string, call?: CallOptions) => c.post(`${base}/keys/{id}/rotate`, { params: { id }, ...call }),
+    renameKey: async (id: string, label: string, call?: CallOptions) =>
+      (await c.request("patch", `${base}/keys/{id}`, { params: { id }, body: { label }, ...call })).data,
+    revokeKey: async (id: string, call?: CallOptions) =>
+      (await c.request("delete", `${base}/keys/{id}`, { params: { id }, ...call })).data,
+    /** Usage per key per day (Asia/Shanghai dates YYYY-MM-DD; default the last 30 days). */
+    usage: (query: Q<{ from: string; to: string; key: string }> = {}, call?: CallOptions) =>
+      c.get(`${base}/usage`, { query, ...call }),
+    events: async (call?: CallOptions) => (await c.get(`${base}/events`, { ...call })).items,
+    requestPlan: (plan: "professional" | "enterprise", message?: string | null, call?: CallOptions) =>
+      c.post(`${base}/subscription`, { body: message ? { plan, message } : { plan }, ...call }),
+    /** Operators: the subscription requests (optionally of one status). */
+    subscriptions: async (status?: "pending" | "approved" | "rejected", call?: CallOptions) =>
+      (await c.get(`${base}/admin/subscriptions`, { query: { status }, ...call })).items,
+    /** Operators: approve (`rate` in requests/minute for an enterprise plan). */
+    approve: (id: string, rate?: number, call?: CallOptions) =>
+      c.post(`${base}/admin/subscriptions/{id}/approve`,
+        { params: { id }, body: rate === undefined ? {} : { rate }, ...call }),
+    reject: (id: string, call?: CallOptions) =>
+      c.post(`${base}/admin/subscriptions/{id}/reject`, { params: { id }, ...call }),
+  };
+}
+
+export type ConsoleCalls = ReturnType<typeof consoleCalls>;

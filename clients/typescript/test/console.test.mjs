@@ -1,0 +1,55 @@
+// The console's calls (SPEC 17) against a real server: sign in, a key shown once, rename, usage, a plan request an
+// operator approves, rotation, revocation, the audit list; problem documents as typed errors.
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+
+import { ConflictError, ForbiddenError, MarketClient, NotFoundError, UnauthorizedError } from "../dist/index.js";
+import { Server, cli, havePython } from "./server.mjs";
+
+const PASSWORD = "correct horse";
+
+describe("console calls", { skip: !havePython() && "no Python server (.venv) to test against" }, () => {
+  /** @type {Server} */
+  let server;
+
+  before(async () => {
+    server = await new Server().start();
+  });
+  after(async () => {
+    assert.equal(await server.stop(), 0, server.log);
+  });
+
+  test("a customer's keys and plan request, an operator's approval", async () => {
+    const api = new MarketClient({ baseUrl: server.base });
+    await assert.rejects(api.console.me(), UnauthorizedError);
+    await api.register({ email: "ts@example.com", password: PASSWORD });
+    await api.console.signIn("ts@example.com", PASSWORD);
+    const me = await api.console.me();
+    assert.deepEqual([me.plan, me.role, me.limits.rate], ["free", "customer", 60]);
+    const key = await api.console.createKey("desk");
+    assert.ok(key.key.startsWith("mk_"));
+    await assert.rejects(api.console.createKey("second"), ConflictError);
+    assert.equal((await api.console.renameKey(key.id, "main")).label, "main");
+    assert.deepEqual((await api.console.keys()).map((k) => k.id), [key.id]);
+    const usage = await api.console.usage({ key: key.id });
+    assert.equal(usage.key, key.id);
+    await assert.rejects(api.console.usage({ key: "key_nope" }), NotFoundError);
+    const sub = await api.console.requestPlan("professional", "please");
+    await assert.rejects(api.console.subscriptions(), ForbiddenError);
+
+    cli(server.dataDir, "users", "create", "--email", "tsop@example.com", "--password", PASSWORD, "--operator");
+    const ops = new MarketClient({ baseUrl: server.base });
+    await ops.console.signIn("tsop@example.com", PASSWORD);
+    assert.ok((await ops.console.subscriptions("pending")).some((s) => s.id === sub.id));
+    assert.equal((await ops.console.approve(sub.id)).status, "approved");
+
+    const rotated = await api.console.rotateKey(key.id);
+    assert.equal(rotated.replaces, key.id);
+    assert.equal(rotated.plan, "professional");
+    assert.ok((await api.console.revokeKey(rotated.id)).revokedAt);
+    assert.deepEqual((await api.console.events()).map((e) => e.kind).slice(0, 2), ["revoked", "rotated"]);
+    api.console.signOut();
+    await assert.rejects(api.console.keys(), UnauthorizedError);
+  });
+});

@@ -1,0 +1,34 @@
+"""Wiring of the service console (SPEC 17): its routes on the router and its usage flusher (a hub service).
+
+Called by the composition root with what the console uses: the hub's storage (server/store/console_store.py picks
+the database), the site's token secret, the pipeline's per-subject buckets and client address, the engine's
+revocation channel (rotation and revocation reach every hub at once), the outbox channels and the worker's wake.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from server.api.auth.tokens import TokenService
+from server.api.console.account import ConsoleAccountApi, ConsoleAdminApi
+from server.api.console.context import BucketCheck, ClientIp, ConsoleContext, Revoke
+from server.api.console.flush import UsageFlusher
+from server.api.console.keys import ConsoleKeysApi
+from server.api.core.router import Router
+from server.api.site.accounts import BearerAuth
+from server.config import Settings
+from server.core.usage import UsageMeter
+from server.store.console_store import ConsoleStore
+from server.store.records import ChannelSpec
+from server.store.repositories import Repositories
+
+
+def register_console(settings: Settings, router: Router, repos: Repositories, tokens: TokenService,
+                     clock: Callable[[], float], *,
+                     check_bucket: BucketCheck, client_ip: ClientIp, revoke: Revoke,
+                     channels: Sequence[ChannelSpec], wake: Callable[[], None], meter: UsageMeter) -> UsageFlusher:
+    store = ConsoleStore(repos.storage)
+    ctx = ConsoleContext(settings, store, BearerAuth(tokens, repos.users), check_bucket, client_ip, clock)
+    for api in (ConsoleKeysApi(ctx, revoke), ConsoleAccountApi(ctx, channels, wake), ConsoleAdminApi(ctx)):
+        api.register(router)
+    return UsageFlusher(meter, store, clock)

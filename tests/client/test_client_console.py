@@ -1,0 +1,58 @@
+"""The Python client's console calls (SPEC 17) against a real server: sync and async, typed results, problems as
+exceptions."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from market_client import AsyncMarketClient, Conflict, Forbidden, MarketClient, NotFound
+
+from tests.conftest import ServerProcess, run_cli
+
+PASSWORD = "correct horse"
+
+
+def test_console_calls(server: ServerProcess) -> None:
+    assert run_cli(server.data_dir, "users", "create", "--email", "op@example.com", "--password", PASSWORD,
+                   "--operator").returncode == 0
+    with MarketClient(server.base) as api, MarketClient(server.base) as ops:
+        api.register("client@example.com", PASSWORD)
+        api.login("client@example.com", PASSWORD)
+        ops.login("op@example.com", PASSWORD)
+        me = api.console.me()
+        assert (me.plan, me.role, me.limits.rate, me.subscription) == ("free", "customer", 60, None)
+        created = api.console.create_key("desk")
+        assert created.key.startswith("mk_") and created.rate == 60
+        with pytest.raises(Conflict):
+            api.console.create_key("another")
+        renamed = api.console.rename_key(created.id, "main desk")
+        assert renamed.label == "main desk" and [k.id for k in api.console.list_keys()] == [created.id]
+        usage = api.console.usage(key=created.id)
+        assert usage.end >= usage.start and usage.totals.requests >= 0
+        with pytest.raises(NotFound):
+            api.console.usage(key="key_nope")
+        sub = api.console.request_plan("professional", "please")
+        with pytest.raises(Forbidden):
+            api.console.subscriptions()
+        assert sub.id in [s.id for s in ops.console.subscriptions("pending")]
+        assert ops.console.approve(sub.id).status == "approved"
+        rotated = api.console.rotate_key(created.id)
+        assert rotated.replaces == created.id and rotated.plan == "professional"
+        assert api.console.revoke_key(rotated.id).revoked_at is not None
+        assert [e.kind for e in api.console.events()][:2] == ["revoked", "rotated"]
+
+
+def test_async_console_calls(server: ServerProcess) -> None:
+    async def scenario() -> None:
+        async with AsyncMarketClient(server.base) as api:
+            await api.register("async@example.com", PASSWORD)
+            await api.login("async@example.com", PASSWORD)
+            key = await api.console.create_key()
+            assert [k.id for k in await api.console.list_keys()] == [key.id]
+            assert (await api.console.me()).limits.keys == 1
+            sub = await api.console.request_plan("enterprise")
+            assert sub.status == "pending" and (await api.console.me()).subscription is not None
+            assert (await api.console.events())[0].kind == "plan_requested"
+
+    asyncio.run(scenario())

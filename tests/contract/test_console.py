@@ -1,0 +1,275 @@
+"""The service console (SPEC 17) over real HTTP and WebSocket, on both runtimes.
+
+The flow a new customer takes: register, a trial key at 60/min, 403 plan_required on the stream, usage visible,
+a professional request an operator approves, the same key at 600/min with WebSocket push, rotation closing the
+old secret's stream with 4001, revocation, the audit list. Then bad inputs, each a clear problem document.
+Waiting for something another process does (the key refresh, the usage flush) polls with a deadline: there is
+nothing in this process to await.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed, InvalidStatus
+
+from tests.conftest import RUNTIMES, ServerProcess, run_cli
+
+_ips = itertools.count(1)
+PASSWORD = "correct horse"
+
+
+@pytest.fixture(scope="module", params=RUNTIMES)
+def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    data_dir = tmp_path_factory.mktemp(f"console-{request.param}") / "data"
+    server = ServerProcess(data_dir, request.param, "--public-rate", "100000", "--trusted-proxies", "127.0.0.1")
+    yield server
+    code = server.stop()
+    assert code == 0, f"server exited with {code}:\n{server.output()}"
+
+
+def client(srv: ServerProcess) -> httpx.Client:
+    """A client with an address of its own (X-Forwarded-For through the trusted 127.0.0.1 proxy)."""
+    n = next(_ips)
+    return srv.client(headers={"X-Forwarded-For": f"203.0.{n // 250}.{n % 250 + 1}"})
+
+
+def sign_up(c: httpx.Client, email: str) -> None:
+    assert c.post("/api/auth/register", json={"email": email, "password": PASSWORD}).status_code == 201
+    resp = c.post("/api/auth/login", json={"email": email, "password": PASSWORD})
+    assert resp.status_code == 200, resp.text
+    c.headers["Authorization"] = "Bearer " + resp.json()["token"]
+
+
+def operator(srv: ServerProcess, email: str) -> httpx.Client:
+    out = run_cli(srv.data_dir, "users", "create", "--email", email, "--password", PASSWORD, "--operator")
+    assert out.returncode == 0, out.stderr
+    c = client(srv)
+    resp = c.post("/api/auth/login", json={"email": email, "password": PASSWORD})
+    assert resp.status_code == 200, resp.text
+    c.headers["Authorization"] = "Bearer " + resp.json()["token"]
+    return c
+
+
+def problem(resp: httpx.Response, status: int, code: str) -> dict[str, Any]:
+    assert resp.status_code == status, resp.text
+    assert resp.headers["content-type"] == "application/problem+json"
+    body: dict[str, Any] = resp.json()
+    assert body["status"] == status and body["code"] == code and body["detail"]
+    return body
+
+
+def until(check: Callable[[], Any], timeout: float = 10.0, every: float = 0.1) -> Any:
+    """Poll another process's effect (the key refresh, the usage flush) until `check` gives a truthy value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(every)
+
+
+def quotes(srv: ServerProcess, key: str) -> httpx.Response:
+    return httpx.get(srv.base + "/api/v1/quotes", headers={"X-SERVICE-Key": key}, timeout=5.0)
+
+
+def ws_refusal(srv: ServerProcess, key: str) -> tuple[int, dict[str, Any]]:
+    async def scenario() -> tuple[int, dict[str, Any]]:
+        with pytest.raises(InvalidStatus) as info:
+            async with connect(f"{srv.ws_base}/ws/quotes?key={key}"):
+                pass
+        return info.value.response.status_code, json.loads(info.value.response.body)
+
+    return asyncio.run(scenario())
+
+
+def test_customer_flow(srv: ServerProcess) -> None:
+    with client(srv) as c:
+        sign_up(c, "flow@example.com")
+        me = c.get("/api/console/me").json()
+        assert (me["plan"], me["role"], me["subscription"]) == ("free", "customer", None)
+        assert me["limits"] == {"rate": 60, "keys": 1, "wsConnections": 0}
+        trial = _trial_key(srv, c)
+        _usage_visible(c, trial["id"])
+        sub = _request_professional(c)
+        ops = operator(srv, "ops@example.com")
+        try:
+            _approve(c, ops, sub["id"])
+        finally:
+            ops.close()
+        assert until(lambda: quotes(srv, trial["key"]).headers.get("x-ratelimit-limit") == "600", timeout=5.0)
+        rotated = asyncio.run(_push_then_rotate(srv, c, trial))
+        assert quotes(srv, trial["key"]).status_code == 401  # the old secret ended at once
+        assert quotes(srv, rotated["key"]).status_code == 200
+        assert c.delete(f"/api/console/keys/{rotated['id']}").json()["revokedAt"]
+        assert quotes(srv, rotated["key"]).status_code == 401
+        kinds = [e["kind"] for e in c.get("/api/console/events").json()["items"]]
+        assert kinds == ["revoked", "rotated", "plan_changed", "plan_requested", "created"]
+        assert all(e["ip"].startswith("203.0.") for e in c.get("/api/console/events").json()["items"])
+        log = srv.output()  # no secret, token or password in the server's log
+        token = c.headers["Authorization"].split()[1]
+        assert not [s for s in (trial["key"], rotated["key"], token, PASSWORD) if s in log]
+
+
+def _trial_key(srv: ServerProcess, c: httpx.Client) -> dict[str, Any]:
+    resp = c.post("/api/console/keys", json={"label": "trial"})
+    assert resp.status_code == 201, resp.text
+    trial: dict[str, Any] = resp.json()
+    assert trial["plan"] == "free" and trial["rate"] == 60 and trial["key"].startswith(trial["prefix"])
+    body = problem(c.post("/api/console/keys", json={"label": "second"}), 409, "conflict")
+    assert body["limit"] == 1
+    listed = c.get("/api/console/keys").json()["items"]
+    assert [k["id"] for k in listed] == [trial["id"]] and "key" not in listed[0]
+    resp = quotes(srv, trial["key"])
+    assert resp.status_code == 200 and resp.headers["x-ratelimit-limit"] == "60"
+    status, refusal = ws_refusal(srv, trial["key"])
+    assert status == 403 and refusal["code"] == "plan_required" and refusal["requiredPlan"] == "professional"
+    assert "/console" in refusal["detail"] and "professional" in refusal["detail"]
+    return trial
+
+
+def _usage_visible(c: httpx.Client, key_id: str) -> None:
+    def counted() -> dict[str, Any] | None:
+        items = c.get("/api/console/usage", params={"key": key_id}).json()["items"]
+        return items[0] if items and items[0]["requests"] >= 1 else None
+
+    row = until(counted, timeout=15.0, every=1.0)  # one flush interval (5 s); each poll takes the console bucket
+    assert row is not None and row["keyId"] == key_id and row["refused"] == 0
+
+
+def _request_professional(c: httpx.Client) -> dict[str, Any]:
+    resp = c.post("/api/console/subscription", json={"plan": "professional", "message": "we trade methanol"})
+    assert resp.status_code == 201, resp.text
+    problem(c.post("/api/console/subscription", json={"plan": "enterprise"}), 409, "conflict")
+    problem(c.get("/api/console/admin/subscriptions"), 403, "forbidden")
+    assert c.get("/api/console/me").json()["subscription"]["status"] == "pending"
+    return resp.json()  # type: ignore[no-any-return]
+
+
+def _approve(c: httpx.Client, ops: httpx.Client, sub_id: str) -> None:
+    pending = ops.get("/api/console/admin/subscriptions", params={"status": "pending"}).json()["items"]
+    assert sub_id in [s["id"] for s in pending]
+    problem(ops.post(f"/api/console/admin/subscriptions/{sub_id}/approve", json={"rate": 5000}), 400,
+            "validation_failed")  # a rate is for enterprise only
+    resp = ops.post(f"/api/console/admin/subscriptions/{sub_id}/approve")
+    assert resp.status_code == 200 and resp.json()["status"] == "approved"
+    problem(ops.post(f"/api/console/admin/subscriptions/{sub_id}/reject"), 409, "conflict")
+    assert c.get("/api/console/me").json()["limits"] == {"rate": 600, "keys": 10, "wsConnections": 5}
+
+
+async def _push_then_rotate(srv: ServerProcess, c: httpx.Client, trial: dict[str, Any]) -> dict[str, Any]:
+    async def opened() -> Any:
+        for _ in range(50):  # the hub's key refresh (each second) brings the professional plan
+            try:
+                return await connect(f"{srv.ws_base}/ws/quotes?key={trial['key']}")
+            except InvalidStatus:
+                await asyncio.sleep(0.1)
+        raise AssertionError("the upgraded key never opened the stream")
+
+    ws = await opened()
+    first = json.loads(await asyncio.wait_for(ws.recv(), 5.0))
+    assert first["type"] == "snapshot"
+    resp = await asyncio.to_thread(c.post, f"/api/console/keys/{trial['id']}/rotate")
+    assert resp.status_code == 201, resp.text
+    with pytest.raises(ConnectionClosed) as closed:
+        while True:
+            await asyncio.wait_for(ws.recv(), 3.0)
+    assert closed.value.rcvd is not None and closed.value.rcvd.code == 4001
+    rotated: dict[str, Any] = resp.json()
+    assert rotated["replaces"] == trial["id"] and rotated["label"] == "trial" and rotated["plan"] == "professional"
+    return rotated
+
+
+def test_another_accounts_key_is_404(srv: ServerProcess) -> None:
+    with client(srv) as a, client(srv) as b:
+        sign_up(a, "owner@example.com")
+        sign_up(b, "other@example.com")
+        key = a.post("/api/console/keys", json={"label": "mine"}).json()
+        for resp in (b.patch(f"/api/console/keys/{key['id']}", json={"label": "x"}),
+                     b.delete(f"/api/console/keys/{key['id']}"),
+                     b.post(f"/api/console/keys/{key['id']}/rotate"),
+                     b.get("/api/console/usage", params={"key": key["id"]})):
+            problem(resp, 404, "not_found")
+        renamed = a.patch(f"/api/console/keys/{key['id']}", json={"label": "renamed"})
+        assert renamed.status_code == 200 and renamed.json()["label"] == "renamed"
+
+
+def test_bad_inputs(srv: ServerProcess) -> None:
+    with client(srv) as c:
+        problem(c.get("/api/console/keys"), 401, "unauthorized")
+        sign_up(c, "bad@example.com")
+        problem(c.post("/api/console/keys", content=b"[1]", headers={"content-type": "application/json"}), 400,
+                "invalid_body")
+        body = problem(c.post("/api/console/keys", json={"label": "x" * 101, "extra": 1}), 400, "validation_failed")
+        assert {e["field"] for e in body["errors"]} == {"label", "extra"}
+        problem(c.patch("/api/console/keys/key_nope", json={}), 400, "validation_failed")
+        body = problem(c.get("/api/console/usage", params={"from": "2026-13-01"}), 400, "invalid_parameter")
+        assert body["errors"][0]["field"] == "from"
+        problem(c.get("/api/console/usage", params={"from": "2026-02-01", "to": "2026-01-01"}), 400,
+                "invalid_parameter")
+        body = problem(c.post("/api/console/subscription", json={"plan": "gold"}), 400, "validation_failed")
+        assert body["errors"][0]["field"] == "plan"
+        problem(c.post("/api/console/subscription", json={}), 400, "validation_failed")
+
+
+def test_console_bucket_per_account(srv: ServerProcess) -> None:
+    with client(srv) as c:
+        sign_up(c, "busy@example.com")
+        answers = [c.get("/api/console/me").status_code for _ in range(31)]
+        assert answers[:30] == [200] * 30
+        body = problem(c.get("/api/console/me"), 429, "rate_limited")
+        assert body["retryAfter"] >= 1
+
+
+def test_cli_subscriptions(srv: ServerProcess) -> None:
+    with client(srv) as c:
+        sign_up(c, "cli@example.com")
+        sub = c.post("/api/console/subscription", json={"plan": "enterprise"}).json()
+        out = run_cli(srv.data_dir, "subscriptions", "list", "--status", "pending", "--json")
+        assert out.returncode == 0 and sub["id"] in out.stdout
+        assert run_cli(srv.data_dir, "subscriptions", "approve", sub["id"]).returncode == 1  # enterprise needs --rate
+        out = run_cli(srv.data_dir, "subscriptions", "approve", sub["id"], "--rate", "3000")
+        assert out.returncode == 0, out.stderr
+        me = c.get("/api/console/me").json()
+        assert me["plan"] == "enterprise" and me["limits"]["rate"] == 3000
+        key = c.post("/api/console/keys", json={"label": "big"}).json()
+        assert key["rate"] == 3000 and quotes(srv, key["key"]).headers["x-ratelimit-limit"] == "3000"
+
+
+def test_a_disabled_accounts_keys_stop_working(srv: ServerProcess) -> None:
+    with client(srv) as c:
+        sign_up(c, "gone@example.com")
+        key = c.post("/api/console/keys", json={"label": "x"}).json()
+        assert quotes(srv, key["key"]).status_code == 200
+        assert run_cli(srv.data_dir, "users", "disable", "gone@example.com").returncode == 0
+        assert until(lambda: quotes(srv, key["key"]).status_code == 401, timeout=5.0)
+        problem(c.get("/api/console/keys"), 403, "forbidden")
+
+
+def test_a_subscription_request_notifies_the_operators_through_the_outbox(tmp_path_factory: pytest.TempPathFactory,
+                                                                          ) -> None:
+    from tests.contract.test_notify import Receiver
+
+    receiver = Receiver()
+    data_dir = tmp_path_factory.mktemp("console-notify") / "data"
+    server = ServerProcess(data_dir, "granian", "--public-rate", "100000",
+                           "--webhook", f"generic={receiver.base}/generic/hook")
+    try:
+        with client(server) as c:
+            sign_up(c, "notify@example.com")
+            sub = c.post("/api/console/subscription", json={"plan": "enterprise", "message": "50 desks"}).json()
+        hits = until(lambda: receiver.of("generic"), timeout=10.0)
+        assert hits, "no webhook delivery"
+        text = hits[0].body.decode()
+        assert sub["id"] in text and "notify@example.com" in text and "enterprise" in text
+    finally:
+        receiver.close()
+        assert server.stop() == 0, server.output()

@@ -1,0 +1,150 @@
+"""The service console page (SPEC 17) in Chromium: sign up, a key shown once (never in storage or the URL), rename,
+rotate, revoke, a plan request an operator approves on the same page, the activity list; English and Chinese at
+1440 px and 390 px with screenshots, nothing scrolling sideways and no console error."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.conftest import ServerProcess, run_cli
+from tests.e2e.conftest import ARTIFACTS, needs_chromium
+
+pytest.importorskip("playwright.sync_api", reason="the playwright package (dev extra) is not installed")
+
+pytestmark = needs_chromium
+DESKTOP = {"width": 1440, "height": 900}
+PHONE = {"width": 390, "height": 844}
+PASSWORD = "correct horse"
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    server = ServerProcess(tmp_path_factory.mktemp("console-page") / "data", "granian", "--public-rate", "100000")
+    yield server
+    assert server.stop() == 0, server.output()
+
+
+class Page:
+    def __init__(self, browser: Any, srv: ServerProcess, viewport: dict[str, int]) -> None:
+        self.context = browser.new_context(viewport=viewport, base_url=srv.base, locale="en-GB")
+        self.page = self.context.new_page()
+        self.page.set_default_timeout(15000)
+        self.errors: list[str] = []
+        self.page.on("console", lambda m: self.errors.append(m.text) if m.type == "error" else None)
+        self.page.on("pageerror", lambda e: self.errors.append(f"page error: {e}"))
+        self.page.goto("/console")
+        self.page.wait_for_selector("body[data-ready]")
+
+    def sign_in(self, email: str, sign_up: bool = False) -> None:
+        p = self.page
+        if sign_up:
+            p.click("[data-testid=auth-switch]")
+        p.fill("[data-testid=auth-email]", email)
+        p.fill("[data-testid=auth-password]", PASSWORD)
+        p.click("[data-testid=auth-submit]")
+        p.wait_for_selector("[data-testid=account]:visible")
+
+    def reload_view(self, email: str) -> None:
+        """Sign out and in again (the session lives in the page's memory only)."""
+        self.page.click("[data-testid=sign-out]")
+        self.sign_in(email)
+
+    def lang(self, lang: str) -> None:
+        if self.page.evaluate("document.documentElement.lang") != ("zh-CN" if lang == "zh" else "en"):
+            self.page.click("[data-testid=lang-toggle]")
+
+    def no_sideways_scroll(self) -> bool:
+        width = "document.documentElement.scrollWidth <= document.documentElement.clientWidth + 1"
+        return bool(self.page.evaluate(width))
+
+    def shot(self, name: str) -> None:
+        ARTIFACTS.mkdir(exist_ok=True)
+        self.page.screenshot(path=str(ARTIFACTS / f"console-{name}.png"), full_page=True)
+
+
+def _stored(page: Any) -> str:
+    return str(page.evaluate("JSON.stringify([Object.entries(localStorage), Object.entries(sessionStorage), "
+                             "location.href, document.cookie])"))
+
+
+def test_the_whole_flow_at_1440(browser: Any, srv: ServerProcess) -> None:
+    me = Page(browser, srv, DESKTOP)
+    p = me.page
+    me.sign_in("page@example.com", sign_up=True)
+    assert p.inner_text("[data-testid=account-plan]") == "free"
+    p.fill("[data-testid=key-label]", "desk")
+    p.click("#key-create button[type=submit]")
+    p.wait_for_selector("[data-testid=secret]:visible")
+    secret = p.input_value("[data-testid=secret-value]")
+    assert secret.startswith("mk_") and secret not in _stored(p)
+    p.click("[data-testid=secret-done]")
+    assert p.is_hidden("[data-testid=secret]") and p.input_value("[data-testid=secret-value]") == ""
+    p.wait_for_selector("[data-testid=keys] tbody tr[data-id]")
+    assert p.locator("[data-testid=keys] tbody tr").count() == 1
+    p.once("dialog", lambda d: d.accept("main desk"))
+    p.click("[data-testid=keys] tbody tr >> [data-act=rename]")
+    p.wait_for_selector("[data-testid=keys] tbody tr td:text('main desk')")
+    p.select_option("[data-testid=plan-choice]", "professional")
+    p.fill("[data-testid=plan-message]", "we trade methanol")
+    p.click("[data-testid=plan-submit]")
+    p.wait_for_selector("[data-testid=plan-status][data-subscription=pending]")
+
+    assert run_cli(srv.data_dir, "users", "create", "--email", "ops-page@example.com", "--password", PASSWORD,
+                   "--operator").returncode == 0
+    ops = Page(browser, srv, DESKTOP)
+    ops.sign_in("ops-page@example.com")
+    ops.page.wait_for_selector("[data-testid=admin] tbody tr[data-id]")
+    ops.shot("operator-1440-en")
+    ops.page.click("[data-testid=admin] tbody tr[data-id] >> [data-act=approve]")
+    ops.page.wait_for_selector("[data-testid=admin] tbody tr:not([data-id])")
+    assert ops.errors == []
+    ops.context.close()
+
+    me.reload_view("page@example.com")
+    assert p.inner_text("[data-testid=account-plan]") == "professional"
+    p.once("dialog", lambda d: d.accept())
+    p.click("[data-testid=keys] tbody tr:not(.revoked) >> [data-act=rotate]")
+    p.wait_for_selector("[data-testid=secret]:visible")
+    assert p.input_value("[data-testid=secret-value]").startswith("mk_")
+    p.click("[data-testid=secret-done]")
+    p.once("dialog", lambda d: d.accept())
+    p.click("[data-testid=keys] tbody tr:not(.revoked) >> [data-act=revoke]")
+    p.wait_for_selector("[data-testid=keys] tbody tr:not(.revoked)", state="detached")
+    kinds = p.eval_on_selector_all("[data-testid=events] li", "ls => ls.map(l => l.dataset.kind)")
+    assert kinds == ["revoked", "rotated", "plan_changed", "plan_requested", "relabelled", "created"]
+    for lang in ("en", "zh"):
+        me.lang(lang)
+        assert me.no_sideways_scroll()
+        me.shot(f"1440-{lang}")
+    assert "免费" not in p.inner_text("[data-testid=account-plan]")  # professional: 专业
+    assert secret not in _stored(p) and me.errors == []
+    me.context.close()
+
+
+def test_phone_layout_in_both_languages(browser: Any, srv: ServerProcess) -> None:
+    phone = Page(browser, srv, PHONE)
+    phone.shot("390-signin-en")
+    phone.sign_in("phone@example.com", sign_up=True)
+    phone.page.fill("[data-testid=key-label]", "phone")
+    phone.page.click("#key-create button[type=submit]")
+    phone.page.wait_for_selector("[data-testid=secret]:visible")
+    for lang in ("en", "zh"):
+        phone.lang(lang)
+        assert phone.no_sideways_scroll(), lang
+        phone.shot(f"390-{lang}")
+    assert phone.page.inner_text("h1") == "服务控制台"
+    assert phone.errors == []
+    phone.context.close()
+
+
+def test_wrong_password_is_named_in_the_banner(browser: Any, srv: ServerProcess) -> None:
+    page = Page(browser, srv, DESKTOP)
+    page.page.fill("[data-testid=auth-email]", "nobody@example.com")
+    page.page.fill("[data-testid=auth-password]", "wrong password")
+    page.page.click("[data-testid=auth-submit]")
+    page.page.wait_for_selector("[data-testid=error][data-status='401']")
+    assert "password" in page.page.inner_text("[data-testid=error]")
+    page.context.close()
