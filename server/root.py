@@ -53,7 +53,7 @@ from server.config import (
     StreamSettings,
     settings_clock,
 )
-from server.core.client_ip import peer_host, robyn_peer
+from server.core.client_ip import granian_peer, robyn_peer
 from server.core.limits import Gcra
 from server.core.metrics import HttpMetrics, Registry
 from server.core.usage import UsageMeter
@@ -232,7 +232,7 @@ def make_app(settings: Settings, router: Router, keys: KeyCache, registry: Regis
     robyn = settings.runtime is Runtime.ROBYN
     guard = threading.Lock() if robyn else contextlib.nullcontext()
     return build_app(settings, router, keys, HttpMetrics(registry), engine.limiter, buckets, clock, guard, meter,
-                     robyn_peer if robyn else peer_host)
+                     robyn_peer if robyn else granian_peer)
 
 
 def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, clock: Callable[[], float],

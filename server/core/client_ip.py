@@ -26,6 +26,12 @@ def peer_host(client: str) -> str:
     return host[1:-1] if host.startswith("[") else host
 
 
+def granian_peer(scope: Any) -> str:
+    """Granian's RSGI scope as the peer (what its runtime hands serve_hot): `scope.client` is a getter call into
+    Rust, made only for a public route."""
+    return peer_host(scope.client)
+
+
 def robyn_peer(request: Any) -> str:
     """Robyn's request object as the peer (what its runtime hands serve_hot): the address is a getter call into
     Rust, made only for a public route."""

@@ -42,8 +42,8 @@ class RsgiAdapter:
         length = headers.get("content-length")  # _has_body, inlined: this is every request's path
         if not gate.closing and (length is None or length == "0") and "transfer-encoding" not in headers:
             # a remembered answer (versioned GET routes): no Request, no await, headers prebuilt per version;
-            # scope.client goes as it is (the App was built with peer_host to parse it, for a public route only)
-            hot = self.app.serve_hot(scope.method, scope.path, scope.query_string, headers, scope.client)
+            # the scope goes as the peer (the App was built with granian_peer to read it, for a public route only)
+            hot = self.app.serve_hot(scope.method, scope.path, scope.query_string, headers, scope)
             if hot is not None:
                 if not isinstance(hot, tuple):  # the shared limiter's check is awaited (a request in flight)
                     gate.in_flight += 1

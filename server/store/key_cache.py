@@ -14,6 +14,8 @@ key created afterwards is found by the next `load`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from server.core.keys import ApiKey, hash_key
 from server.store.repositories import Keys
 
@@ -30,9 +32,10 @@ class KeyCache:
         # secret -> key for secrets seen since the last change of _by_hash: a repeated key costs one dict
         # lookup instead of a SHA-256 (memory only, emptied by every refresh, load and forget)
         self._by_secret: dict[str, ApiKey] = {}
-        # bumped after every change of _by_secret: a memo built from `lookup` answers (the pipeline's hot path) is
-        # still good while this is the value it was built under
+        # bumped after every change of _by_secret, when the `on_change` listeners run: a memo built from `lookup`
+        # answers (the pipeline's hot path) is dropped by its listener, so it never needs to compare versions
         self.version = 0
+        self.on_change: list[Callable[[], object]] = []
         self._missing: dict[str, None] = {}  # digests storage did not know, until the next refresh (ordered)
         # ids revoked over the engine's channel: kept out even by a refresh or load that read storage just before
         # the revocation committed (revocation is final); bounded, oldest forgotten first
@@ -60,8 +63,7 @@ class KeyCache:
             self._missing[digest] = None
             return None
         self._by_hash[digest] = key
-        self._by_secret = {}
-        self.version += 1
+        self._changed()
         return key
 
     async def refresh(self) -> set[str]:
@@ -71,8 +73,7 @@ class KeyCache:
             fresh = {h: k for h, k in fresh.items() if k.id not in self._revoked}
         gone = {k.id for h, k in self._by_hash.items() if h not in fresh}
         self._by_hash = fresh
-        self._by_secret = {}
-        self.version += 1
+        self._changed()
         self._missing.clear()
         return gone
 
@@ -83,5 +84,10 @@ class KeyCache:
                 del self._revoked[next(iter(self._revoked))]
             self._revoked[key_id] = None
         self._by_hash = {h: k for h, k in self._by_hash.items() if k.id not in key_ids}
+        self._changed()
+
+    def _changed(self) -> None:
         self._by_secret = {}
         self.version += 1
+        for listener in self.on_change:
+            listener()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from types import SimpleNamespace
 
 from server.api.core.types import Request
 from server.config import Settings
@@ -17,6 +18,9 @@ def _node(tmp_path: Path):  # type: ignore[no-untyped-def]
     data = tmp_path / "data"
     data.mkdir()
     return build(Settings(data_dir=data, feed=f"jsonl:{ticks}", public_rate=1_000_000))
+
+
+PEER = SimpleNamespace(client="127.0.0.1:1")  # Granian's scope as serve_hot's peer (its `client`, "host:port")
 
 
 def _get(path: str, **headers: str) -> Request:
@@ -38,18 +42,18 @@ def test_a_304_from_the_pipeline_leaves_the_200_remembered(tmp_path: Path) -> No
         again = await app.handle(_get("/api/market", **inm))
         assert again.status == 304 and again.body == b"" and again.content_type is None
         assert all(name not in ("content-type", "content-encoding") for name, _ in again.all_headers())
-        hot = app.serve_hot("GET", "/api/market", "", inm, "127.0.0.1:1")
+        hot = app.serve_hot("GET", "/api/market", "", inm, PEER)
         assert isinstance(hot, tuple), "the 200 behind the 304 was not remembered"
         status, variant, _fields, _rid, body = hot
         assert status == 304 and body == b"" and variant.etag == etag
         names = {name for name, _ in variant.head}
         assert "etag" in names and "cache-control" in names and "vary" in names
         assert "content-type" not in names and "content-encoding" not in names
-        ok = app.serve_hot("GET", "/api/market", "", {"accept-encoding": "gzip"}, "127.0.0.1:1")
+        ok = app.serve_hot("GET", "/api/market", "", {"accept-encoding": "gzip"}, PEER)
         assert isinstance(ok, tuple) and ok[0] == 200
         assert ("content-type", "application/json") in ok[1].head and ("content-encoding", "gzip") in ok[1].head
         gz = app.serve_hot("GET", "/api/market", "", {"accept-encoding": "gzip", "if-none-match": ok[1].etag},
-                           "127.0.0.1:1")
+                           PEER)
         assert isinstance(gz, tuple) and gz[0] == 304 and gz[1] is ok[1].unchanged
         assert {name for name, _ in gz[1].head}.isdisjoint({"content-type", "content-encoding"})
 

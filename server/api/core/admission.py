@@ -47,19 +47,14 @@ class Admission:
         self.guard = guard
         self.meter = meter
         self.public_rate = shared_rate(settings.public_rate, "public")
-        # secret -> (bucket, rate, usage cell) of keys KeyCache.lookup found, while KeyCache.version stays
-        # `known_version`; the cell is the key's count of remembered answers in the usage meter
+        # secret -> (bucket, rate, usage cell) of keys KeyCache.lookup found, emptied whenever the key cache changes
+        # (a refresh, load or revocation); the cell is the key's count of remembered answers in the usage meter
         self.known: dict[str, tuple[str, Rate, list[int]]] = {}
-        self.known_version = -1
-
-    def forget_known(self) -> None:
-        """A key refresh, load or revocation since the memo was made: it starts again."""
-        self.known.clear()
-        self.known_version = self.keys.version
+        keys.on_change.append(self.known.clear)
 
     def know(self, secret: str) -> tuple[str, Rate, list[int]] | None:
-        """A cached key's bucket and rate, kept for the remembered-answer path's next request with this secret
-        (while `keys.version` is `known_version`: the caller checks it first)."""
+        """A cached key's bucket, rate and usage cell, kept for the remembered-answer path's next request with this
+        secret (until the key cache changes)."""
         key = self.keys.lookup(secret)
         if key is None:
             return None
