@@ -275,7 +275,9 @@ def test_udf_symbols_and_search(replay: httpx.Client) -> None:
     info = _udf(replay, "symbols", symbol="brent").json()
     assert {k: info[k] for k in ("name", "ticker", "type", "session", "timezone", "minmov", "pricescale",
                                  "has_intraday", "supported_resolutions", "volume_precision", "data_status")} == {
-        "name": "brent", "ticker": "brent", "type": "commodity", "session": "24x7", "timezone": "Asia/Shanghai",
+        # SPEC 16: ICE Futures Europe's hours in London time (Sunday's session opens at 23:00)
+        "name": "brent", "ticker": "brent", "type": "commodity", "session": "0100-2300|2300-2300:2",
+        "timezone": "Europe/London",
         "minmov": 1, "pricescale": 100, "has_intraday": True, "supported_resolutions": ["1", "5", "15", "60", "1D"],
         "volume_precision": 0, "data_status": "streaming"}
     assert "Brent" in info["description"] and info["exchange"]
