@@ -49,6 +49,8 @@ class Quote(BaseModel):
     unit: LocalizedText
     currency: str
     updated: str | None
+    venue: str
+    tradingDay: str | None
 
 
 class QuotesResponse(BaseModel):

@@ -63,6 +63,8 @@ class Quote(msgspec.Struct):
     unit: LocalizedText
     currency: str
     updated: str | None
+    venue: str
+    tradingDay: str | None
 
 
 class QuotesBody(msgspec.Struct):
