@@ -60,7 +60,7 @@ class MarketApi:
 
     def register(self, router: Router) -> None:
         # each answer is a function of (path, query, data version): the pipeline remembers it per version
-        v = self._data_version
+        v = self.state  # its `version` attribute (read on every remembered answer without a call)
         router.add("GET", "/api/v1/quotes", self.quotes, Access.KEYED, name="quotes", version=v)
         # a single quote says whether its market is open now: remembered per data version and minute (every
         # session window starts and ends on a minute)
@@ -70,9 +70,6 @@ class MarketApi:
         router.add("GET", "/api/v1/inventory", self.inventory_items, Access.KEYED, name="inventory", version=v)
         UdfApi(self.state, self.cache, self.clock).register(router)  # TradingView's datafeed (SPEC 14)
 
-
-    def _data_version(self) -> object:
-        return self.state.version
 
     def _quote_version(self) -> object:
         return self.state.version, int(self.clock() // 60)

@@ -73,7 +73,7 @@ class UdfApi:
 
     def register(self, router: Router) -> None:
         static = _static_version  # config, symbols and search answers never change while the hub runs
-        data = self._data_version
+        data = self.state  # its `version` attribute (read on every remembered answer without a call)
         router.add("GET", PREFIX + "config", self.config, Access.KEYED, name="udf-config", version=static)
         router.add("GET", PREFIX + "symbols", self.symbols, Access.KEYED, name="udf-symbols", version=static)
         router.add("GET", PREFIX + "search", self.search, Access.KEYED, name="udf-search", version=static)
@@ -81,9 +81,6 @@ class UdfApi:
         router.add("GET", PREFIX + "time", self.time, Access.KEYED, name="udf-time")
 
     # --- endpoints ---------------------------------------------------------------------------------------------
-
-    def _data_version(self) -> object:
-        return self.state.version
 
     def config(self, req: Request) -> Response:
         _query(req, CONFIG_PARAMS)

@@ -72,6 +72,7 @@ class Hot:
         "identity",
         "latency",
         "route",
+        "source",
         "variants",
         "version",
     )
@@ -79,6 +80,7 @@ class Hot:
     def __init__(self, route: Route, version: object, resp: Response, etag: str, metrics: HttpMetrics) -> None:
         self.route, self.version = route, version
         self.current: Callable[[], object] = route.version  # type: ignore[assignment]
+        self.source = route.version_of  # read as `source.version` (no call) when the route names one
         self.access, self.bucket = route.access, route.bucket
         extra = [(name, value) for name, value in resp.headers if name != "etag"]  # the ETag goes per coding
         self.body, self.content_type, self.extra, self.etag = resp.body, resp.content_type, extra, etag

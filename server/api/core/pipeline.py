@@ -89,11 +89,16 @@ class App:
         hot = by_query.get(query)
         if hot is None or (method != "GET" and method != "HEAD"):
             return None
-        # callables held in attributes are read into a local first: Python 3.11 specializes `obj.attr` but not
-        # `obj.attr()` when attr is not a method of obj's class (the generic lookup costs ~300 instructions)
-        current = hot.current
-        if hot.version != current():
-            return None
+        source = hot.source
+        if source is not None:
+            if hot.version != source.version:
+                return None
+        else:
+            # a callable held in an attribute is read into a local first: Python 3.11 specializes `obj.attr` but
+            # not `obj.attr()` when attr is not a method of obj's class (the generic lookup costs ~300 instructions)
+            current = hot.current
+            if hot.version != current():
+                return None
         started = perf_counter()
         access = hot.access
         if access is KEYED:

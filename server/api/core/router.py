@@ -7,14 +7,23 @@ Trailing slashes never matter.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from enum import Enum
 from inspect import iscoroutinefunction
+from typing import Protocol
 
 from server.api.core.types import Request, Response
 
 Handler = Callable[[Request], Response] | Callable[[Request], Awaitable[Response]]
+
+
+class Versioned(Protocol):
+    """An object whose `version` changes whenever what is served from it does (the market state)."""
+
+    @property
+    def version(self) -> object: ...
 
 
 class Access(Enum):
@@ -35,6 +44,9 @@ class Route:
     # set for a GET whose 200 answer is a function of (path, query string, version()) alone: the pipeline keeps
     # that answer, with its headers built, until version() changes (App.serve_hot)
     version: Callable[[], object] | None = None
+    # when the version is an object's `version` attribute (the market state's): that object, read without a call
+    # on every remembered answer (a Python call is ~300 instructions, ~1.5% of one)
+    version_of: Versioned | None = None
 
 
 @dataclass(slots=True)
@@ -65,10 +77,15 @@ class Router:
         *,
         name: str | None = None,
         bucket: str | None = None,
-        version: Callable[[], object] | None = None,
+        version: Callable[[], object] | Versioned | None = None,
     ) -> Route:
+        """`version`: a function of what the GET's 200 depends on, or an object whose `version` attribute is."""
+        version_of = None
+        if version is not None and not callable(version):
+            version_of = version
+            version = functools.partial(getattr, version_of, "version")
         route = Route(method, pattern, handler, access, name or pattern, iscoroutinefunction(handler), bucket,
-                      version if method == "GET" else None)
+                      version if method == "GET" else None, version_of if method == "GET" else None)
         entry = self._entry(pattern)
         entry.methods[method] = route
         if method == "GET":
