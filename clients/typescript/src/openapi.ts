@@ -361,6 +361,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/instruments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Reference data: every instrument with its venue, publication and candle intervals */
+        get: operations["get_instruments"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/instruments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One instrument's reference data */
+        get: operations["get_instrument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/inventory": {
         parameters: {
             query?: never;
@@ -419,7 +453,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One quote with today's open/high/low, previous close, volume and seq */
+        /** One quote with today's open/high/low, previous close, volume and seq, and whether its venue is open now (marketStatus, nextOpen, nextClose) */
         get: operations["get_quote"];
         put?: never;
         post?: never;
@@ -531,6 +565,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/venues": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Every venue: its status now, trading day, next open and close, calendar horizon, instruments */
+        get: operations["get_venues"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/venues/{id}/calendar": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A venue's trading days with their session windows, and the weekdays it is shut */
+        get: operations["get_venue_calendar"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/verify-anchor": {
         parameters: {
             query?: never;
@@ -557,6 +625,23 @@ export interface paths {
         };
         /** AsyncAPI document of the WebSocket /ws/quotes */
         get: operations["get_asyncapi"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/console": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The service console (HTML, not JSON): keys, usage, plan requests */
+        get: operations["get_web_console"];
         put?: never;
         post?: never;
         delete?: never;
@@ -909,6 +994,27 @@ export interface components {
             /** @description optional: absent, null and "" all mean not given */
             unit?: string | null;
         };
+        Instrument: {
+            currency: string;
+            decimals: number;
+            id: string;
+            /** @description the candle intervals it has (a publication: 1d only) */
+            intervals: ("1m" | "5m" | "15m" | "1h" | "1d")[];
+            /** @enum {string} */
+            kind: "oil" | "chem" | "fx";
+            name: components["schemas"]["Localised"];
+            /**
+             * @description continuous trading, an assessment published once a trading day, or a monthly contract price
+             * @enum {string}
+             */
+            publication: "continuous" | "daily" | "monthly";
+            source: components["schemas"]["Localised"];
+            unit: components["schemas"]["Localised"];
+            venue: string;
+        };
+        InstrumentList: {
+            instruments: components["schemas"]["Instrument"][];
+        };
         InventoryItem: {
             id: string;
             level: number;
@@ -1022,12 +1128,19 @@ export interface components {
             /** @example 2,415.00 CNY/t */
             priceText: string;
             source: components["schemas"]["Localised"];
+            /**
+             * Format: date
+             * @description the trading day of the newest tick under its venue's rule (SPEC 16); null before the first tick
+             */
+            tradingDay: string | null;
             unit: components["schemas"]["Localised"];
             /**
              * Format: date-time
              * @description ISO 8601 with offset (Asia/Shanghai, +08:00)
              */
             updated: string | null;
+            /** @description the venue's id (GET /api/v1/venues) */
+            venue: string;
         };
         QuoteExtended: {
             /** @description price minus the previous daily close, in the price's unit */
@@ -1042,7 +1155,22 @@ export interface components {
             /** @enum {string} */
             kind: "oil" | "chem" | "fx";
             low: number | null;
+            /**
+             * @description the venue now: in a session, between two sessions of one trading day, or shut
+             * @enum {string}
+             */
+            marketStatus: "open" | "break" | "closed";
             name: components["schemas"]["Localised"];
+            /**
+             * Format: date-time
+             * @description the venue's next session end
+             */
+            nextClose: string | null;
+            /**
+             * Format: date-time
+             * @description the venue's next session start
+             */
+            nextOpen: string | null;
             open: number | null;
             prevClose: number | null;
             price: number | null;
@@ -1051,12 +1179,19 @@ export interface components {
             /** @description ticks of this instrument since the server started */
             seq: number;
             source: components["schemas"]["Localised"];
+            /**
+             * Format: date
+             * @description the trading day of the newest tick under its venue's rule (SPEC 16); null before the first tick
+             */
+            tradingDay: string | null;
             unit: components["schemas"]["Localised"];
             /**
              * Format: date-time
              * @description ISO 8601 with offset (Asia/Shanghai, +08:00)
              */
             updated: string | null;
+            /** @description the venue's id (GET /api/v1/venues) */
+            venue: string;
             volume: number;
         };
         QuoteList: {
@@ -1268,8 +1403,11 @@ export interface components {
         };
         UdfSymbol: {
             currency_code?: string;
-            /** @constant */
-            data_status: "streaming";
+            /**
+             * @description endofday: an assessment or monthly price (daily bars only)
+             * @enum {string}
+             */
+            data_status: "streaming" | "endofday";
             description: string;
             exchange: string;
             has_daily?: boolean;
@@ -1280,12 +1418,20 @@ export interface components {
             name: string;
             /** @description 10 ** the price's decimals */
             pricescale: number;
-            /** @constant */
-            session: "24x7";
+            /**
+             * @description the venue's sessions in the venue's time zone (HHMM-HHMM,...; a night session first)
+             * @example 2100-0230,0900-1015
+             */
+            session: string;
+            /** @description weekdays the venue is shut, YYYYMMDD,... */
+            session_holidays?: string;
             supported_resolutions: string[];
             ticker: string;
-            /** @constant */
-            timezone: "Asia/Shanghai";
+            /**
+             * @description the venue's IANA time zone
+             * @example Asia/Shanghai
+             */
+            timezone: string;
             /** @enum {string} */
             type: "commodity" | "forex";
             /** @description the price's unit, e.g. CNY/t */
@@ -1324,6 +1470,72 @@ export interface components {
                 wsConnections: number;
                 wsMessages: number;
             };
+        };
+        Venue: {
+            /**
+             * Format: date
+             * @description past this date the venue's holidays are not known: weekdays are assumed
+             */
+            calendarKnownUntil: string;
+            id: string;
+            instruments: string[];
+            name: components["schemas"]["Localised"];
+            /**
+             * Format: date-time
+             * @description ISO 8601 with offset (Asia/Shanghai, +08:00)
+             */
+            nextClose: string | null;
+            /**
+             * Format: date-time
+             * @description ISO 8601 with offset (Asia/Shanghai, +08:00)
+             */
+            nextOpen: string | null;
+            /** @enum {string} */
+            publication: "continuous" | "daily" | "monthly";
+            /**
+             * @description the venue now: in a session, between two sessions of one trading day, or shut
+             * @enum {string}
+             */
+            status: "open" | "break" | "closed";
+            /** @example Asia/Shanghai */
+            timeZone: string;
+            /**
+             * Format: date
+             * @description the trading day a tick now belongs to
+             */
+            tradingDay: string;
+        };
+        VenueCalendar: {
+            /** @description each trading day with its session windows (a night session under the day it belongs to), ISO 8601 with the venue's offset */
+            days: {
+                /** Format: date */
+                date: string;
+                sessions: {
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601 with offset (Asia/Shanghai, +08:00)
+                     */
+                    end: string;
+                    /**
+                     * Format: date-time
+                     * @description ISO 8601 with offset (Asia/Shanghai, +08:00)
+                     */
+                    start: string;
+                }[];
+            }[];
+            /** Format: date */
+            from: string;
+            holidays: {
+                /** Format: date */
+                date: string;
+                name: string;
+            }[];
+            /** Format: date */
+            to: string;
+            venue: string;
+        };
+        VenueList: {
+            venues: components["schemas"]["Venue"][];
         };
         /** @description pending and tampered: hash, verified false, status; anchored: verified true and the rest */
         Verification: {
@@ -3689,6 +3901,194 @@ export interface operations {
             };
         };
     };
+    get_instruments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstrumentList"];
+                };
+            };
+            /** @description a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_instrument: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description instrument id, e.g. brent, methanol, usdcny */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Instrument"];
+                };
+            };
+            /** @description a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unknown instrument */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     get_inventory: {
         parameters: {
             query?: never;
@@ -4632,6 +5032,199 @@ export interface operations {
             };
         };
     };
+    get_venues: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VenueList"];
+                };
+            };
+            /** @description a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_venue_calendar: {
+        parameters: {
+            query: {
+                /** @description first date (YYYY-MM-DD), included */
+                from: string;
+                /** @description last date (YYYY-MM-DD), included; at most 366 days after from */
+                to: string;
+            };
+            header?: never;
+            path: {
+                /** @description venue id (GET /api/v1/venues) */
+                id: "shfe" | "ine" | "dce" | "zce" | "ice-eu" | "cme" | "ice-endex" | "gme" | "spot-sg" | "spot-me" | "spot-nea-lng" | "spot-ec" | "spot-cfr-cn" | "saudi-cp" | "fx" | "cfets";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["VenueCalendar"];
+                };
+            };
+            /** @description from or to missing or not a date, to before from, more than 366 days (invalid_parameter, errors[].field names it); a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description unknown venue */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     get_site_verify_anchor: {
         parameters: {
             query: {
@@ -4738,6 +5331,57 @@ export interface operations {
                     "Access-Control-Allow-Origin"?: string;
                     /** @description echoed when the client sent one */
                     "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_web_console: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag of a copy already held */
+                "If-None-Match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the page */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description not changed */
+            304: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content?: never;
