@@ -4,7 +4,10 @@ Two rules of SPEC 14 relate query parameters to each other, which an OpenAPI par
 on /api/v1/kline/{id}, `days` together with `from`/`to` is a 400 (a range query takes `limit`), and so is
 `from >= to` (the range is half-open). A "schema-valid request rejected" failure is dropped for exactly
 those: a kline request holding both parameters that answered 400 naming `days` (or `to`, the bound the
-range check names). Every other combination the document allows must be accepted.
+range check names). SPEC 16 adds two more: a venue calendar spans at most 366 days with `to` not before `from`
+(400 naming `to`), and an instrument published once a day or month has no intraday candles (/kline's `interval`,
+UDF history's `resolution`: 400 naming it); and SPEC 17's usage range has `from` not after `to` (400 naming
+`from`). Every other combination the document allows must be accepted.
 """
 
 from __future__ import annotations
@@ -15,19 +18,33 @@ from typing import Any
 import schemathesis
 
 KLINE = "/api/v1/kline/{id}"
+CALENDAR = "/api/v1/venues/{id}/calendar"
+UDF_HISTORY = "/api/v1/udf/history"
+USAGE = "/api/console/usage"  # SPEC 17: from must not be after to
+PUBLISHED = "published once a"  # the detail of SPEC 16's daily-only refusal
 
 
 @schemathesis.hook
 def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
     """True keeps the failure."""
-    if getattr(case.operation, "path", None) != KLINE or response.status_code != 400:
+    path = getattr(case.operation, "path", None)
+    if path not in (KLINE, CALENDAR, UDF_HISTORY, USAGE) or response.status_code != 400:
         return True
     if "rejected" not in str(getattr(failure, "title", "")).lower():  # ST202 only
         return True
     query = case.query or {}
     try:
-        named = {e["field"] for e in json.loads(response.content).get("errors", [])}
+        problem = json.loads(response.content)
+        named = {e["field"] for e in problem.get("errors", [])}
     except (ValueError, AttributeError, TypeError):
+        return True
+    if PUBLISHED in problem.get("detail", "") and named in ({"interval"}, {"resolution"}):
+        return False  # an intraday interval of a once-a-day publication
+    if path == CALENDAR:
+        return named != {"to"}  # the span or the order of from and to
+    if path == USAGE:
+        return not ("from" in query and "to" in query and named == {"from"})
+    if path == UDF_HISTORY:
         return True
     if "days" in query and ("from" in query or "to" in query) and named == {"days"}:
         return False
