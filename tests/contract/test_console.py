@@ -273,3 +273,22 @@ def test_a_subscription_request_notifies_the_operators_through_the_outbox(tmp_pa
     finally:
         receiver.close()
         assert server.stop() == 0, server.output()
+
+
+def test_console_requests_without_a_token_take_the_login_bucket(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """SPEC 17: before sign-in the console is limited per IP by the login bucket (10 a minute), so it is no cheaper
+    a way to guess tokens than the login route: on a fresh hub the 11th request without a valid token is a 429
+    of that bucket, and the login route shares it."""
+    fresh = ServerProcess(tmp_path_factory.mktemp("console-login-bucket") / "data", "granian")
+    try:
+        with httpx.Client(base_url=fresh.base, timeout=10.0) as c:
+            answers = [c.get("/api/console/me", headers={"Authorization": f"Bearer not-a-token-{n}"})
+                       for n in range(10)]
+            assert [a.status_code for a in answers] == [401] * 10
+            refused = c.get("/api/console/keys")
+            assert refused.status_code == 429 and refused.json()["code"] == "rate_limited"
+            assert refused.headers["ratelimit-policy"] == '"login";q=10;w=60'
+            login = c.post("/api/auth/login", json={"email": "nobody@example.com", "password": "x" * 12})
+            assert login.status_code == 429  # the same address's login bucket
+    finally:
+        assert fresh.stop() == 0, fresh.output()

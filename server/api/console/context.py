@@ -1,7 +1,8 @@
 """What every console handler shares: the signed-in account (Bearer JWT), its per-account bucket, the store.
 
-Console routes are `Access.PUBLIC` (the per-IP public bucket: before sign-in an address is limited like on the rest
-of the site, and token guessing with it); once the token names an enabled account, that account's own `console`
+Console routes are `Access.PUBLIC` (the per-IP public bucket); a request without a valid token (before sign-in, or
+guessing tokens) also takes its address's `login` bucket (SPEC 17: the login route's rate), so the console is no
+cheaper a way to guess than the login; once the token names an enabled account, that account's own `console`
 bucket (CONSOLE_RATE per minute) is taken too, as inquiries take theirs.
 """
 
@@ -39,7 +40,12 @@ class ConsoleContext:
 
     async def account(self, req: Request) -> Account:
         """The signed-in, enabled account (401/403 as for inquiries), after its console bucket admitted it."""
-        user = await self.auth.user(req)
+        try:
+            user = await self.auth.user(req)
+        except ApiError as exc:
+            if exc.code == "unauthorized":  # not signed in: the address's login bucket (its 429 wins)
+                self.check_bucket("login", self.client_ip(req), self.settings.login_rate)
+            raise
         self.check_bucket("console", user.id, CONSOLE_RATE)
         account = await self.store.read(lambda r: r.account(user.id))
         if account is None:  # deleted between the two reads
