@@ -39,6 +39,7 @@ from server.api.core.types import Request, Response
 from server.config import Settings
 from server.core.limits import Gcra
 from server.core.metrics import HttpMetrics, Registry
+from server.core.usage import UsageMeter
 from server.engine.memory import MemoryLimiter
 from server.engine.redis_client import AutoPipeline
 from server.engine.redis_engine import connect
@@ -61,7 +62,7 @@ def _app(data_dir: Path, shared: RedisGcra | None) -> tuple[App, str]:
     local = shared.local if shared is not None else Gcra()
     limiter = shared if shared is not None else MemoryLimiter(local, time.time)
     return build_app(Settings(data_dir=data_dir), router, keys, HttpMetrics(Registry()), limiter, local, time.time,
-                     nullcontext()), secret
+                     nullcontext(), UsageMeter()), secret
 
 
 def _memory(data_dir: Path, number: int, repeat: int) -> float:

@@ -31,6 +31,7 @@ from server.api.core.types import Request, Response
 from server.config import Settings
 from server.core.limits import Gcra
 from server.core.metrics import LATENCY_BUCKETS, HttpMetrics, Registry
+from server.core.usage import UsageMeter
 from server.engine.memory import MemoryLimiter
 from server.store.db import open_db
 from server.store.key_cache import KeyCache
@@ -52,7 +53,7 @@ def _app(data_dir: Path) -> tuple[App, Registry, str]:
     buckets = Gcra()
     limiter = MemoryLimiter(buckets, time.time)
     return build_app(Settings(data_dir=data_dir), router, keys, HttpMetrics(registry), limiter, buckets, time.time,
-                     nullcontext()), registry, secret
+                     nullcontext(), UsageMeter()), registry, secret
 
 
 def measure(number: int, repeat: int) -> dict[str, float]:

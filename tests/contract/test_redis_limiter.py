@@ -22,6 +22,7 @@ from server.api.core.types import Request, Response
 from server.config import EngineKind, Settings
 from server.core.limits import Gcra, shared_rate
 from server.core.metrics import HttpMetrics, Registry
+from server.core.usage import UsageMeter
 from server.engine.redis_client import AutoPipeline
 from server.engine.redis_engine import RedisEngine, connect
 from server.engine.redis_gcra import RedisGcra
@@ -145,7 +146,8 @@ def _app(data_dir: Path, settings: Settings, shared: RedisGcra) -> App:
     router = Router()
     router.add("GET", "/api/v1/quotes", lambda req: Response(200, b"{}"), Access.KEYED, name="quotes")
     keys = KeyCache(SqliteKeys(SqliteStorage(data_dir)), KeyRepo(open_db(data_dir)).active_by_hash())
-    return build_app(settings, router, keys, HttpMetrics(Registry()), shared, shared.local, time.time, nullcontext())
+    return build_app(settings, router, keys, HttpMetrics(Registry()), shared, shared.local, time.time, nullcontext(),
+                     UsageMeter())
 
 
 def test_two_apps_share_one_bucket(redis_url: str, prefix: str, tmp_path: Path) -> None:
