@@ -275,18 +275,19 @@ def test_a_subscription_request_notifies_the_operators_through_the_outbox(tmp_pa
         assert server.stop() == 0, server.output()
 
 
-def test_console_requests_without_a_token_take_the_login_bucket(tmp_path_factory: pytest.TempPathFactory) -> None:
+def test_console_requests_with_a_bad_token_take_the_login_bucket(tmp_path_factory: pytest.TempPathFactory) -> None:
     """SPEC 17: before sign-in the console is limited per IP by the login bucket (10 a minute), so it is no cheaper
-    a way to guess tokens than the login route: on a fresh hub the 11th request without a valid token is a 429
-    of that bucket, and the login route shares it."""
+    a way to guess tokens than the login route: on a fresh hub the 11th request with a token that is not one is a
+    429 of that bucket, and the login route shares it; a request with no token at all stays a plain 401."""
     fresh = ServerProcess(tmp_path_factory.mktemp("console-login-bucket") / "data", "granian")
     try:
         with httpx.Client(base_url=fresh.base, timeout=10.0) as c:
             answers = [c.get("/api/console/me", headers={"Authorization": f"Bearer not-a-token-{n}"})
                        for n in range(10)]
             assert [a.status_code for a in answers] == [401] * 10
-            refused = c.get("/api/console/keys")
+            refused = c.get("/api/console/keys", headers={"Authorization": "Bearer still-not-a-token"})
             assert refused.status_code == 429 and refused.json()["code"] == "rate_limited"
+            assert c.get("/api/console/me").status_code == 401  # no token: nothing to guess
             assert refused.headers["ratelimit-policy"] == '"login";q=10;w=60'
             login = c.post("/api/auth/login", json={"email": "nobody@example.com", "password": "x" * 12})
             assert login.status_code == 429  # the same address's login bucket

@@ -1,8 +1,8 @@
 """What every console handler shares: the signed-in account (Bearer JWT), its per-account bucket, the store.
 
-Console routes are `Access.PUBLIC` (the per-IP public bucket); a request without a valid token (before sign-in, or
-guessing tokens) also takes its address's `login` bucket (SPEC 17: the login route's rate), so the console is no
-cheaper a way to guess than the login; once the token names an enabled account, that account's own `console`
+Console routes are `Access.PUBLIC` (the per-IP public bucket); a request whose token is not valid (guessing
+tokens) also takes its address's `login` bucket (SPEC 17: the login route's rate), so the console is no cheaper a
+way to guess than the login (one without any token is a plain 401); once the token names an enabled account, that account's own `console`
 bucket (CONSOLE_RATE per minute) is taken too, as inquiries take theirs.
 """
 
@@ -43,8 +43,8 @@ class ConsoleContext:
         try:
             user = await self.auth.user(req)
         except ApiError as exc:
-            if exc.code == "unauthorized":  # not signed in: the address's login bucket (its 429 wins)
-                self.check_bucket("login", self.client_ip(req), self.settings.login_rate)
+            if exc.code == "unauthorized" and req.headers.get("authorization"):  # a token that is not one:
+                self.check_bucket("login", self.client_ip(req), self.settings.login_rate)  # guessing (its 429 wins)
             raise
         self.check_bucket("console", user.id, CONSOLE_RATE)
         account = await self.store.read(lambda r: r.account(user.id))
