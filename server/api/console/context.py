@@ -2,8 +2,8 @@
 
 Console routes are `Access.PUBLIC` (the per-IP public bucket); a request whose token is not valid (guessing
 tokens) also takes its address's `login` bucket (SPEC 17: the login route's rate), so the console is no cheaper a
-way to guess than the login (one without any token is a plain 401); once the token names an enabled account, that account's own `console`
-bucket (CONSOLE_RATE per minute) is taken too, as inquiries take theirs.
+way to guess than the login (one without any token is a plain 401); once the token names an enabled account,
+that account's own `console` bucket (CONSOLE_RATE per minute) is taken too, as inquiries take theirs.
 """
 
 from __future__ import annotations
