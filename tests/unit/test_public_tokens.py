@@ -184,3 +184,21 @@ def test_secret_is_generated_once_with_mode_0600(tmp_path: Path) -> None:
         load_secret("short", tmp_path)
     with pytest.raises(ValueError):
         TokenService(b"short")
+
+
+def test_processes_starting_together_share_one_whole_secret(tmp_path: Path) -> None:
+    """--workers: hubs starting at once all read the same secret, never the empty file between another's creation
+    and its write (a worker once failed with 'the stored JWT secret is shorter than 32 bytes')."""
+    from concurrent.futures import ThreadPoolExecutor
+    from threading import Barrier
+
+    barrier = Barrier(16)
+    for round_ in range(5):
+        data = tmp_path / f"round-{round_}"
+        data.mkdir()
+        barrier.reset()
+        with ThreadPoolExecutor(16) as pool:
+            secrets_seen = set(pool.map(lambda n, d=data: load_secret(None, d) if barrier.wait() >= 0 else b"",
+                                        range(16)))
+        assert len(secrets_seen) == 1 and len(next(iter(secrets_seen))) >= 32
+        assert [p.name for p in data.iterdir()] == ["jwt-secret"]  # no temporary file left behind

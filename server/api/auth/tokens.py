@@ -137,16 +137,30 @@ def load_secret(configured: str | None, data_dir: Path) -> bytes:
             raise ConfigError(f"--jwt-secret: must be at least {MIN_SECRET_BYTES} bytes (value not shown)")
         return configured.encode()
     path = data_dir / SECRET_FILE
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    except FileExistsError:
-        secret = path.read_bytes().strip()
-        if len(secret) < MIN_SECRET_BYTES:
-            raise ConfigError(f"{path}: the stored JWT secret is shorter than {MIN_SECRET_BYTES} bytes") from None
-        return secret
+    if path.exists():
+        return _stored_secret(path)
+    # made whole, then linked into place: a process starting beside this one (--workers) either sees no file or
+    # the whole secret, never an empty file between its creation and its write
     secret = secrets.token_urlsafe(48).encode()
+    tmp = path.with_name(f".{SECRET_FILE}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as fh:
         fh.write(secret + b"\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    try:
+        os.link(tmp, path)
+    except FileExistsError:  # another process linked its secret first: every process uses that one
+        return _stored_secret(path)
+    finally:
+        tmp.unlink()
+    return secret
+
+
+def _stored_secret(path: Path) -> bytes:
+    secret = path.read_bytes().strip()
+    if len(secret) < MIN_SECRET_BYTES:
+        raise ConfigError(f"{path}: the stored JWT secret is shorter than {MIN_SECRET_BYTES} bytes")
     return secret
 
 
