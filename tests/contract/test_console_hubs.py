@@ -60,6 +60,7 @@ def test_plan_rotation_and_usage_across_hubs(hubs: tuple[ServerProcess, ServerPr
         assert run_cli(a.data_dir, "subscriptions", "approve", sub["id"]).returncode == 0
         took = until(lambda: limit(b, key["key"]) == "600", 3.0)
         assert took is not None and took < 1.5, took  # the refresh runs each second
+        assert until(lambda: limit(a, key["key"]) == "600", 3.0) is not None  # hub a's own refresh too
         for hub in (a, b):  # a known number of answered requests on each hub (the polls above vary with timing)
             for _ in range(3):
                 assert limit(hub, key["key"]) == "600"
