@@ -32,9 +32,8 @@ class KeyCache:
         # secret -> key for secrets seen since the last change of _by_hash: a repeated key costs one dict
         # lookup instead of a SHA-256 (memory only, emptied by every refresh, load and forget)
         self._by_secret: dict[str, ApiKey] = {}
-        # bumped after every change of _by_secret, when the `on_change` listeners run: a memo built from `lookup`
-        # answers (the pipeline's hot path) is dropped by its listener, so it never needs to compare versions
-        self.version = 0
+        # run after every change of _by_secret: a memo built from `lookup` answers (the pipeline's hot path) is
+        # dropped by its listener, so it never needs to compare versions
         self.on_change: list[Callable[[], object]] = []
         self._missing: dict[str, None] = {}  # digests storage did not know, until the next refresh (ordered)
         # ids revoked over the engine's channel: kept out even by a refresh or load that read storage just before
@@ -88,6 +87,5 @@ class KeyCache:
 
     def _changed(self) -> None:
         self._by_secret = {}
-        self.version += 1
         for listener in self.on_change:
             listener()
