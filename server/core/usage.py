@@ -3,7 +3,8 @@
 The hot path pays one list increment: `cell[0] += 1` on the key's cell, which the pipeline keeps beside the key's
 bucket and rate (a defaultdict increment by bucket name cost ~900 instructions a request, bench/instructions.py).
 The Redis engine's awaited hot path counts `hits[bucket] += 1` by bucket name ("key:<id>"). Everything else (the
-per-status split, WebSocket counts) is a method call off the hot path. `take(now)` returns what was counted since
+per-status split, WebSocket connections) is a method call off the hot path; the stream's messages are counted per
+subscription group and added by a collector at each take. `take(now)` returns what was counted since
 the previous take, under the Asia/Shanghai date of the moment that window began, and starts again from zero: the
 flusher (server/api/console/flush.py) takes at least every few seconds and at each local midnight, so a day's
 counts are that day's to within one flush's latency.
@@ -35,13 +36,15 @@ def next_midnight(ts: float) -> float:
 
 
 class UsageMeter:
-    __slots__ = ("cells", "client_errors", "hits", "refused", "requests", "since", "ws_connections", "ws_messages")
+    __slots__ = ("cells", "client_errors", "collectors", "hits", "refused", "requests", "since", "ws_connections",
+                 "ws_messages")
 
     def __init__(self, now: float = 0.0) -> None:
         self.since = now
         # key id -> [requests answered on the hot path]: a list the pipeline keeps per known key and bumps with
         # `cell[0] += 1` (a list index is the cheapest counter Python has); never swapped, read and lowered by take
         self.cells: dict[str, list[int]] = {}
+        self.collectors: list[Callable[[UsageMeter], None]] = []
         self._fresh()
 
     def cell(self, key_id: str) -> list[int]:
@@ -70,18 +73,20 @@ class UsageMeter:
     def ws_opened(self, key_id: str) -> None:
         self.ws_connections[key_id] += 1
 
-    def counting(self, key_id: str, write: Callable[[bytes], object]) -> Callable[[bytes], object]:
-        """A session's write that counts each write to the client as one message of its key."""
+    def ws_delivered(self, key_id: str, messages: int) -> None:
+        if messages:
+            self.ws_messages[key_id] += messages
 
-        def counted(data: bytes) -> object:
-            self.ws_messages[key_id] += 1
-            return write(data)
-
-        return counted
+    def collect_with(self, collector: Callable[[UsageMeter], None]) -> None:
+        """`collector(meter)` runs at each take, before the counters are swapped: it adds what its part counts
+        its own way (the stream's frames per subscription group, server/stream/registry.py)."""
+        self.collectors.append(collector)
 
     def take(self, now: float) -> tuple[str, dict[tuple[str, str], tuple[int, int, int, int, int]], set[str]]:
         """(the day the window began, (key id, day) -> (requests, refused, client errors, ws connections,
         ws messages), the keys used) since the last take; the counters start again from zero."""
+        for collect in self.collectors:
+            collect(self)
         day = local_day(self.since)
         hits, requests, refused, errors = self.hits, self.requests, self.refused, self.client_errors
         conns, messages = self.ws_connections, self.ws_messages

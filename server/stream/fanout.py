@@ -60,6 +60,7 @@ class FanOut:
         for group, items in touched.items():
             data = items[0][1] if len(items) == 1 else b"".join([frame for _, frame in items])
             beat = beats.pop(group, None) if beats else None
+            group.sent += len(items)  # before the writes: a write may hold its member (registry.py)
             if beat is None:
                 delivered += len(items) * write_ready(group, data)
             else:  # the waiting heartbeat heads the batch's write: the same send, still after what it accounts for
@@ -100,6 +101,7 @@ class FanOut:
         delivered = 0
         for group, items in touched.items():
             data = items[0][1] if len(items) == 1 else b"".join([frame for _, frame in items])
+            group.sent += len(items)
             delivered += len(items) * write_ready(group, data)
             for session in group.held():
                 session.out.hold(items)

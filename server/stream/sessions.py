@@ -36,7 +36,7 @@ class Sessions:
                  meter: UsageMeter | None = None) -> None:
         """`limiter`: the hub's local buckets (the per-IP handshake rate); `registry`, `candle_registry`: the
         fan-out's indexes of ticks and candle channels, which an OPEN session joins and a closing one leaves;
-        `meter`: the console's usage per key (a key's connections, and every write to its sessions)."""
+        `meter`: the console's usage per key (a key's connections, and the frames delivered to its sessions)."""
         self.limits = limits
         self.metrics = metrics
         self.lookup = lookup
@@ -45,6 +45,8 @@ class Sessions:
         self.candle_registry = candle_registry
         self.snapshots = snapshots
         self.meter = meter
+        if meter is not None:
+            meter.collect_with(self._collect)
         self.all_rows = frozenset(range(registry.n_rows))
         self.by_id: dict[int, Session] = {}  # every session not yet CLOSED
         self.per_key: Tally[str] = Tally()  # key id -> sessions admitted and not yet closed
@@ -93,9 +95,9 @@ class Sessions:
         """The 101 went out: join the full set and send the first snapshot."""
         session.transition(SessionState.OPEN)
         meter = self.meter
-        if meter is not None and session.key_id is not None:  # before joining: the fan-out writes through it
+        if meter is not None and session.key_id is not None:
             meter.ws_opened(session.key_id)
-            session.write = meter.counting(session.key_id, session.write)
+            meter.ws_delivered(session.key_id, 1)  # the snapshot below
         self.registry.join(session, self.all_rows, session.ready_write())
         session.write(self.snapshots.frame(self.all_rows))
 
@@ -121,11 +123,18 @@ class Sessions:
         self.by_id.pop(session.id, None)
 
     def _leave_open(self, session: Session) -> None:
-        self.registry.leave(session)
-        self.candle_registry.leave(session)
+        frames = self.registry.leave(session) + self.candle_registry.leave(session)
         session.out.drop_pending()
         if session.key_id is not None:
             self._release(session.key_id)
+            if self.meter is not None:
+                self.meter.ws_delivered(session.key_id, frames)
+
+    def _collect(self, meter: UsageMeter) -> None:
+        """The frames the fan-out sent to each open keyed session since the last take (the meter's collector)."""
+        for session in self.by_id.values():
+            if session.key_id is not None and session.is_open:
+                meter.ws_delivered(session.key_id, self.registry.drain(session) + self.candle_registry.drain(session))
 
     def _release(self, key_id: str) -> None:
         """One session of the key is gone; a key with none left has no entry (keys come and go)."""
@@ -150,6 +159,8 @@ class Sessions:
         if held and session.is_open:
             if count:
                 self.metrics.delivered.inc(amount=count)
+                if self.meter is not None and session.key_id is not None:
+                    self.meter.ws_delivered(session.key_id, count)
             session.write(held)
 
     # --- who is there ----------------------------------------------------------------------------------------

@@ -106,7 +106,9 @@ def test_customer_flow(srv: ServerProcess) -> None:
         finally:
             ops.close()
         assert until(lambda: quotes(srv, trial["key"]).headers.get("x-ratelimit-limit") == "600", timeout=5.0)
-        rotated = asyncio.run(_push_then_rotate(srv, c, trial))
+        rotated, received = asyncio.run(_push_then_rotate(srv, c, trial))
+        streamed = until(lambda: _ws_usage(c, trial["id"], received), timeout=15.0, every=1.0)
+        assert streamed == (1, True), streamed  # one session; at least every frame the client read
         assert quotes(srv, trial["key"]).status_code == 401  # the old secret ended at once
         assert quotes(srv, rotated["key"]).status_code == 200
         assert c.delete(f"/api/console/keys/{rotated['id']}").json()["revokedAt"]
@@ -134,6 +136,13 @@ def _trial_key(srv: ServerProcess, c: httpx.Client) -> dict[str, Any]:
     assert status == 403 and refusal["code"] == "plan_required" and refusal["requiredPlan"] == "professional"
     assert "/console" in refusal["detail"] and "professional" in refusal["detail"]
     return trial
+
+
+def _ws_usage(c: httpx.Client, key_id: str, received: int) -> tuple[int, bool] | None:
+    """(sessions opened, whether the frames counted reach what the client read), once the stream's usage is in."""
+    items = c.get("/api/console/usage", params={"key": key_id}).json()["items"]
+    row = items[0] if items else {}
+    return (row["wsConnections"], row["wsMessages"] >= received) if row.get("wsMessages") else None
 
 
 def _usage_visible(c: httpx.Client, key_id: str) -> None:
@@ -165,7 +174,8 @@ def _approve(c: httpx.Client, ops: httpx.Client, sub_id: str) -> None:
     assert c.get("/api/console/me").json()["limits"] == {"rate": 600, "keys": 10, "wsConnections": 5}
 
 
-async def _push_then_rotate(srv: ServerProcess, c: httpx.Client, trial: dict[str, Any]) -> dict[str, Any]:
+async def _push_then_rotate(srv: ServerProcess, c: httpx.Client,
+                            trial: dict[str, Any]) -> tuple[dict[str, Any], int]:
     async def opened() -> Any:
         for _ in range(50):  # the hub's key refresh (each second) brings the professional plan
             try:
@@ -177,6 +187,9 @@ async def _push_then_rotate(srv: ServerProcess, c: httpx.Client, trial: dict[str
     ws = await opened()
     first = json.loads(await asyncio.wait_for(ws.recv(), 5.0))
     assert first["type"] == "snapshot"
+    received = 1
+    while received < 4:  # the snapshot and three ticks: the usage counts each delivered frame
+        received += json.loads(await asyncio.wait_for(ws.recv(), 5.0))["type"] == "tick"
     resp = await asyncio.to_thread(c.post, f"/api/console/keys/{trial['id']}/rotate")
     assert resp.status_code == 201, resp.text
     with pytest.raises(ConnectionClosed) as closed:
@@ -185,7 +198,7 @@ async def _push_then_rotate(srv: ServerProcess, c: httpx.Client, trial: dict[str
     assert closed.value.rcvd is not None and closed.value.rcvd.code == 4001
     rotated: dict[str, Any] = resp.json()
     assert rotated["replaces"] == trial["id"] and rotated["label"] == "trial" and rotated["plan"] == "professional"
-    return rotated
+    return rotated, received
 
 
 def test_another_accounts_key_is_404(srv: ServerProcess) -> None:

@@ -37,13 +37,14 @@ def test_meter_counts_and_takes_by_the_window_start_day() -> None:
     for status in (200, 304, 429, 404, 400, 500):
         meter.answered("k1", status)
     meter.ws_opened("k2")
-    write = meter.counting("k2", lambda data: len(data))
-    assert write(b"abc") == 3 and write(b"") == 0
+    meter.ws_delivered("k2", 0)  # nothing delivered: no entry
+    meter.collect_with(lambda m: m.ws_delivered("k2", 2))  # the stream's frames, added at each take
     day, counts, used = meter.take(LATE + 1)  # taken after midnight: the window began the day before
     assert day == "2026-03-01" and used == {"k1", "k2"}
     assert counts == {("k1", "2026-03-01"): (9, 1, 2, 0, 0), ("k2", "2026-03-01"): (0, 0, 0, 1, 2)}
     meter.hits["key:k1"] += 1
-    assert meter.take(LATE + 10)[1] == {("k1", "2026-03-02"): (1, 0, 0, 0, 0)}
+    assert meter.take(LATE + 10)[1] == {("k1", "2026-03-02"): (1, 0, 0, 0, 0), ("k2", "2026-03-02"): (0, 0, 0, 0, 2)}
+    meter.collectors.clear()
     assert meter.take(LATE + 20)[1] == {}
 
 

@@ -87,6 +87,28 @@ def test_registry_ready_writers_follow_hold_release_and_leave() -> None:
     reg.release("zz", print)
 
 
+def test_registry_counts_each_members_frames_per_group() -> None:
+    """The fan-out adds a batch's frames to its group once; each member's count is what went out while ready."""
+    reg: SubscriptionRegistry[str] = SubscriptionRegistry(3)
+    reg.join("a", [0, 1], print)
+    reg.join("b", [0, 1], len)
+    (group,) = reg.by_row[0]
+    group.sent += 3  # a batch of three frames to both
+    reg.hold("b")
+    group.sent += 2  # b is held: not counted for b
+    assert reg.drain("a") == 5 and reg.drain("a") == 0
+    reg.release("b", len)
+    group.sent += 1
+    assert reg.drain("b") == 4
+    reg.join("a", [2], print)  # moves group: the 1 it had since its drain is kept, the 4 below are not its
+    group.sent += 4
+    (other,) = reg.by_row[2]
+    other.sent += 10
+    assert reg.drain("a") == 1 + 10 and reg.leave("b") == 4
+    other.sent += 1
+    assert reg.leave("a") == 1 and reg.leave("a") == 0 and reg.drain("zz") == 0
+
+
 # --- outgoing buffer -------------------------------------------------------------------
 
 def test_outbuf_holds_latest_per_instrument_in_arrival_order() -> None:
