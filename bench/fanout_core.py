@@ -87,8 +87,14 @@ def _parts(stream_core: Any, state: Any, catalogue: Any, key: Any, buckets: Any,
                                       lambda s: key, buckets, history(len(catalogue.instruments), tick_frame))
         return core.connect, core.admit, core.open, core.on_ticks, core.on_clock
     lim = StreamLimits(max_conn={"enterprise": 10**6}, heartbeat_s=5.0)
+    try:  # the console's usage metering (issue 32) counts every keyed session's messages: on, as served
+        from server.core.usage import UsageMeter
+        metered = {"meter": UsageMeter()}
+    except ImportError:
+        metered = {}
     core = stream_core.StreamCore(state, catalogue, "E", lim, StreamMetrics(registry, lambda: 0.0), lambda s: key,
-                                  buckets, TickHistory(len(catalogue.instruments), tick_frame), CandleFrames(state))
+                                  buckets, TickHistory(len(catalogue.instruments), tick_frame), CandleFrames(state),
+                                  **metered)
     s = core.sessions
     return s.connect, s.admit, s.open, core.fanout.on_ticks, core.schedule.on_clock
 
