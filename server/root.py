@@ -203,6 +203,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     if keeper is not None:
         applied.subscribe(keeper.on_ticks)
     watch.listeners.append(stream.on_revoked)
+    watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
     core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks]
     return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream], keys, outbox, started,

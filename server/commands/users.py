@@ -1,4 +1,5 @@
-"""`users create --email E --password P`, `users disable EMAIL`: site accounts.
+"""`users create --email E --password P`, `users promote EMAIL`, `users plan EMAIL PLAN [--rate N]`,
+`users disable EMAIL`: site accounts.
 
 `--password -` reads the password from the first line of stdin, keeping it out
 of the process list and shell history.
@@ -8,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from typing import Any
 
 from server.api.auth.passwords import hash_password
@@ -15,7 +17,8 @@ from server.api.core.body import Fields
 from server.api.site import fields as site_fields
 from server.commands.common import CommandError, command, db
 from server.commands.console_db import with_console
-from server.store.console import Role
+from server.core.limits import MAX_RATE
+from server.store.console import PLANS, Role
 from server.store.users import DuplicateEmail
 
 
@@ -29,6 +32,10 @@ def register(sub: Any) -> None:
     create.add_argument("--operator", action="store_true", help="the operator role (decides plan requests)")
     promote = command(users, "promote", "give an account the operator role", _promote)
     promote.add_argument("email")
+    plan = command(users, "plan", "move an account and its keys to a plan (up or down)", _plan)
+    plan.add_argument("email")
+    plan.add_argument("plan", choices=PLANS)
+    plan.add_argument("--rate", type=int, help="requests/minute, for the enterprise plan (required there)")
     disable = command(users, "disable", "disable an account (its tokens stop working at once)", _disable)
     disable.add_argument("email")
 
@@ -56,6 +63,17 @@ def _promote(ns: argparse.Namespace) -> int:
     if not with_console(ns, lambda r: r.set_role(ns.email, Role.OPERATOR)):
         raise CommandError(f"no account with e-mail {ns.email}")
     print(f"{ns.email.strip().lower()} is an operator")
+    return 0
+
+
+def _plan(ns: argparse.Namespace) -> int:
+    if (ns.plan == "enterprise") != (ns.rate is not None):
+        raise CommandError("--rate is required for the enterprise plan, and only for it")
+    if ns.rate is not None and not 0 < ns.rate <= MAX_RATE:
+        raise CommandError(f"--rate: must be from 1 to {MAX_RATE}")
+    if with_console(ns, lambda r: r.change_plan(ns.email, ns.plan, ns.rate, time.time())) is None:
+        raise CommandError(f"no account with e-mail {ns.email}")
+    print(f"{ns.email.strip().lower()} is on the {ns.plan} plan (every running hub applies it within a second)")
     return 0
 
 

@@ -60,6 +60,17 @@ class ConsoleRepo:
             self.db.run("UPDATE api_keys SET plan = ?, rate = ? WHERE owner_id = ? AND revoked_at IS NULL",
                         (plan, key_rate, user_id))
 
+    def change_plan(self, email: str, plan: str, rate: int | None, now: float) -> Account | None:
+        """An operator's plan change (up or down, SPEC 17), with its audit event; None: no such account."""
+        with self.db.transaction():
+            account = self.account_by_email(email)
+            if account is None:
+                return None
+            self.set_plan(account.id, plan, rate)
+            self.add_event(account.id, EventKind.PLAN_CHANGED, None, plan + (f" ({rate}/min)" if rate else ""),
+                           None, now)
+        return account
+
     # --- keys ---------------------------------------------------------------------------------------------------
     def keys_of(self, user_id: str) -> list[ConsoleKey]:
         rows = self.db.rows(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE owner_id = ? ORDER BY created_at, id",

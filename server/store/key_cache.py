@@ -32,6 +32,7 @@ class KeyCache:
         # secret -> key for secrets seen since the last change of _by_hash: a repeated key costs one dict
         # lookup instead of a SHA-256 (memory only, emptied by every refresh, load and forget)
         self._by_secret: dict[str, ApiKey] = {}
+        self._by_id: dict[str, ApiKey] | None = None  # id -> key, built on demand (by_id), dropped by a change
         # run after every change of _by_secret: a memo built from `lookup` answers (the pipeline's hot path) is
         # dropped by its listener, so it never needs to compare versions
         self.on_change: list[Callable[[], object]] = []
@@ -85,7 +86,15 @@ class KeyCache:
         self._by_hash = {h: k for h, k in self._by_hash.items() if k.id not in key_ids}
         self._changed()
 
+    def by_id(self, key_id: str) -> ApiKey | None:
+        """The cached active key with this id (an index built once per change of the cache)."""
+        index = self._by_id
+        if index is None:
+            index = self._by_id = {k.id: k for k in self._by_hash.values()}
+        return index.get(key_id)
+
     def _changed(self) -> None:
+        self._by_id = None
         self._by_secret = {}
         for listener in self.on_change:
             listener()

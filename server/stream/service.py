@@ -17,6 +17,7 @@ import aiofastnet
 
 from server.config import Settings
 from server.core.errors import CloseCode
+from server.core.keys import ApiKey
 from server.core.limits import Gcra
 from server.core.metrics import Registry
 from server.core.usage import UsageMeter
@@ -119,6 +120,14 @@ class StreamService:
             if conn is not None:
                 conn.close(CloseCode.KEY_REVOKED, "API key revoked")
         log.info("closed stream sessions of revoked keys %s", ", ".join(sorted(key_ids)))
+
+    def on_plans(self, key_of: Callable[[str], ApiKey | None]) -> None:
+        """After a key refresh: sessions whose key's plan changed take the new plan; those it no longer covers
+        (no stream on the plan, or over its connection cap: the newest first) are closed with 4003."""
+        for session in self.core.sessions.replanned(key_of):
+            conn = self.conns.get(session.id)
+            if conn is not None:
+                conn.close(CloseCode.PLAN_CHANGED, f"The {session.plan} plan does not cover this session")
 
     async def _sweep_forever(self) -> None:
         interval = min(1.0, self.limits.slow_close_s / 4)

@@ -163,6 +163,22 @@ class Sessions:
                     self.meter.ws_delivered(session.key_id, count)
             session.write(held)
 
+    def replanned(self, key_of: Callable[[str], ApiKey | None]) -> list[Session]:
+        """Open sessions take their key's current plan (`key_of`: id -> the active key, None once revoked: the
+        revocation closes those); returns the sessions the new plan does not cover, the newest over its cap."""
+        out: list[Session] = []
+        count: dict[str, int] = {}
+        for session in self.all_open():  # oldest first (sessions are numbered as they connect)
+            key_id = session.key_id
+            key = key_of(key_id) if key_id is not None else None
+            if key is None or key_id is None:
+                continue
+            session.plan = key.plan
+            count[key_id] = count.get(key_id, 0) + 1
+            if count[key_id] > self.limits.max_conn.get(key.plan, 0):
+                out.append(session)
+        return out
+
     # --- who is there ----------------------------------------------------------------------------------------
     def of_keys(self, key_ids: set[str]) -> list[Session]:
         return [s for s in self.by_id.values() if s.is_open and s.key_id in key_ids]

@@ -305,3 +305,65 @@ def test_console_requests_with_a_bad_token_take_the_login_bucket(tmp_path_factor
             assert refused.headers["ratelimit-policy"] == '"login";q=10;w=60'
     finally:
         assert fresh.stop() == 0, fresh.output()
+
+
+def test_a_plan_change_down_reaches_keys_and_open_sessions(srv: ServerProcess) -> None:
+    """SPEC 17: an operator moves an account down (`users plan`); within a second its keys take the new rate,
+    the sessions over the new connection cap (the newest) close with 4003, and a plan without the stream closes
+    the rest; each change is in the account's audit list."""
+    email = "downgrade@example.com"
+
+    def plan(*args: str) -> None:
+        out = run_cli(srv.data_dir, "users", "plan", email, *args)
+        assert out.returncode == 0, out.stderr
+
+    with client(srv) as c:
+        sign_up(c, email)
+        plan("enterprise", "--rate", "1200")
+        key = c.post("/api/console/keys", json={"label": "desk"}).json()
+        assert key["plan"] == "enterprise" and key["rate"] == 1200
+        assert until(lambda: quotes(srv, key["key"]).headers.get("x-ratelimit-limit") == "1200", timeout=5.0)
+        codes = asyncio.run(_sessions_through_downgrades(srv, key["key"], plan))
+        assert codes == ([4003], [4003] * 5), codes
+        assert until(lambda: quotes(srv, key["key"]).headers.get("x-ratelimit-limit") == "60", timeout=5.0)
+        events = c.get("/api/console/events").json()["items"]
+        assert [(e["kind"], e["detail"]) for e in events if e["kind"] == "plan_changed"] == [
+            ("plan_changed", "free"), ("plan_changed", "professional"), ("plan_changed", "enterprise (1200/min)")]
+
+
+async def _sessions_through_downgrades(srv: ServerProcess, key: str,
+                                      plan: Callable[..., None]) -> tuple[list[int], list[int]]:
+    """Six sessions on an enterprise key; down to professional (cap 5), then to free: the close codes of each step."""
+    sessions = []
+    for _ in range(6):
+        ws = await connect(f"{srv.ws_base}/ws/quotes?key={key}")
+        assert json.loads(await asyncio.wait_for(ws.recv(), 5.0))["type"] == "snapshot"
+        sessions.append(ws)
+
+    async def closed_code(ws: Any) -> int:
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                await asyncio.wait_for(ws.recv(), 5.0)
+        assert closed.value.rcvd is not None
+        return closed.value.rcvd.code
+
+    await asyncio.to_thread(plan, "professional")
+    first = [await closed_code(sessions[-1])]  # the newest, over the professional cap of 5
+    later = time.monotonic() + 0.5  # the others were closed in the same round if at all: frames after this prove not
+    for ws in sessions[:-1]:
+        while time.monotonic() < later:
+            await asyncio.wait_for(ws.recv(), 5.0)
+    await asyncio.to_thread(plan, "free")
+    second = [await closed_code(ws) for ws in sessions[:-1]]
+    return first, second
+
+
+def test_users_plan_refuses_bad_input(srv: ServerProcess) -> None:
+    for args, message in ((("nobody@example.com", "free"), "no account"),
+                          (("nobody@example.com", "enterprise"), "--rate is required"),
+                          (("nobody@example.com", "free", "--rate", "100"), "--rate is required"),
+                          (("nobody@example.com", "enterprise", "--rate", "0"), "must be from 1")):
+        out = run_cli(srv.data_dir, "users", "plan", *args)
+        assert out.returncode != 0 and message in out.stderr, (args, out.stderr)
+    out = run_cli(srv.data_dir, "users", "plan", "nobody@example.com", "gold")
+    assert out.returncode == 2 and "invalid choice" in out.stderr

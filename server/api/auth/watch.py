@@ -29,6 +29,8 @@ class KeyWatch:
         self.channel = channel
         self.refresh_s = refresh_s
         self.listeners: list[Callable[[set[str]], None]] = []
+        # run after every refresh, with the refreshed cache (the stream: apply plan changes to open sessions)
+        self.refreshed: list[Callable[[KeyCache], None]] = []
         self._task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
@@ -59,3 +61,5 @@ class KeyWatch:
             if revoked:
                 log.info("keys revoked: %s", ", ".join(sorted(revoked)))
                 await self.channel.publish(revoked)  # here at once; other hubs over the engine
+            for listener in self.refreshed:
+                listener(self.keys)

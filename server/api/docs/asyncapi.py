@@ -27,6 +27,9 @@ CLOSE_CODE_MEANINGS: dict[CloseCode, str] = {
     CloseCode.MESSAGE_TOO_BIG: "A client message over 64 KiB (65,536 bytes).",
     CloseCode.INTERNAL_ERROR: "No pong within 20 s of a keepalive ping (sent every 20 s).",
     CloseCode.KEY_REVOKED: "The API key was revoked (sessions close within 5 s of `keys revoke`).",
+    CloseCode.PLAN_CHANGED: "The key's plan changed and no longer covers this session: a plan without the "
+                            "stream (free), or a lower connection cap (the newest sessions over it close); "
+                            "within 1 s of the change, on every hub.",
     CloseCode.SLOW_CONSUMER: "The client stayed over its buffer cap for 10 s (slow consumer), or its unread "
                              "control replies passed the hard cap.",
 }
