@@ -64,7 +64,7 @@ from server.market.applied import AppliedTicks
 from server.market.catalogue import Catalogue, default_catalogue
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state
-from server.market.timefmt import trading_day
+from server.market.trading_axis import VenueAxis
 from server.market.venue_book import VenueBook
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
@@ -244,8 +244,11 @@ def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, 
         state, walk = build_demo_state(catalogue, settings.seed, clock(), clocks=clocks)
         hours = clocks if settings.demo_hours is DemoHours.SESSIONS else None
         return state, DemoSource(walk, settings.tick_interval_ms / 1000.0, clock, hours), None
-    book = load_candle_book(catalogue, candles, trading_day(clock()))
+    now = clock()
+    book = load_candle_book(catalogue, candles, VenueAxis([c.days for c in clocks]),
+                            max(c.trading_day(int(now * 1000)) for c in clocks))
     state = MarketState(catalogue, book, demo=False, epoch=epoch, clocks=clocks)
+    state.roll(now)  # each instrument's live candle: its venue's trading day now
     feed = JsonlSource(catalogue, settings.feed_path or "-", clock, state.history_start)
     return state, feed, CandleKeeper(catalogue, book, candles)
 

@@ -28,7 +28,7 @@ from server.core.errors import ApiError
 from server.market.intraday import INTERVALS, INTRADAY_CAPACITY
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState
-from server.market.timefmt import day_start, iso, trading_days_back
+from server.market.timefmt import day_start, iso
 
 MAX_IDS = 100
 MAX_DAYS = 90
@@ -162,16 +162,15 @@ class MarketApi:
             days = _count("days", query["days"], MAX_DAYS, MAX_DAYS)
             return self._cached(("kline", row, interval, limit, days), lambda: self._envelope(
                 id=inst_id, interval=interval, series=orjson.Fragment(self.state.ranges.json(
-                    row, interval, self._since_trading_days(days), math.inf, limit, False)[0])))
+                    row, interval, self._since_trading_days(row, days), math.inf, limit, False)[0])))
         return self._cached(("kline", row, interval, limit), lambda: self._envelope(
             id=inst_id, interval=interval,
             series=orjson.Fragment(self.state.kline_intraday_json(row, interval, limit))))
 
-    def _since_trading_days(self, days: int) -> float:
-        """The first instant of the most recent ``days`` trading days (the live candle's day counts): that day's
-        00:00, or the Saturday before for a Monday (weekend ticks count for Monday, as night sessions do)."""
-        first = trading_days_back(self.state.candles.last_day(), days)[0]
-        return day_start(first) - (2 * 86400 if first.weekday() == 0 else 0)
+    def _since_trading_days(self, row: int, days: int) -> float:
+        """The first instant of the instrument's most recent ``days`` trading days (its live candle's day counts):
+        its venue's close before the first of them (a night session belongs to the day after it, SPEC 16)."""
+        return self.state.floors.back(row, days)
 
     def _kline_range(self, row: int, inst_id: str, interval: str, query: dict[str, str]) -> Response:
         """SPEC 14: candles whose bucket start is in [from, to); with from the earliest ``limit`` and ``next``, without

@@ -1,20 +1,21 @@
-"""Daily OHLCV candles in numpy ring buffers, one shared trading-day axis.
+"""Daily OHLCV candles in numpy ring buffers on one day axis, each row on its own venue's trading days.
 
-Invariant: only ``apply_tick``, ``roll_to`` and
-``load_history`` mutate the buffers. Every instrument has exactly one candle
-per trading day (Mon-Fri), so all rows share the ``days`` column; the last
-column is the live candle, the others are closed.
+Invariant: only ``apply_tick``, ``roll_to``, ``advance`` and ``load_history`` mutate the buffers. The columns
+are the days of a ``TradingAxis`` (the union of every row's trading days, server/market/trading_axis.py); a
+row's candle on a day its venue is shut exists in the arrays but is never shown (``opened`` is False there), so
+each instrument has one candle per trading day of its venue (SPEC 16). Each row has its own live candle: the
+newest column the row trades on whose day is not after the row's current trading day (``advance`` sets it from
+the venue clocks, a tick moves it forward): a CME row stays on Tuesday while a Chinese night session's tick at
+21:30 Shanghai time opened Wednesday's column. The columns after a row's live one are not shown either.
 
-A candle is *opened* by its first tick, which sets open, high and low. Until
-then its open/high/low are NaN and its close carries the previous close (a
-rolled-in day, or a day missing from storage): such a candle reads as flat at
-that close with volume 0, so a day that closes without a tick is the only
-flat candle, and a gap-up day opens at its first tick, not at yesterday's close.
-An instrument that has never traded (a live feed before its first tick) has a
-NaN close too; those candles are left out of ``series``.
+A candle is *opened* by its first tick, which sets open, high and low. Until then its open/high/low are NaN
+and its close carries the row's previous close (set when it becomes the row's live candle): such a candle reads
+as flat at that close with volume 0, so a day that closes without a tick is the only flat candle, and a gap-up
+day opens at its first tick, not at yesterday's close. An instrument that has never traded (a live feed before
+its first tick) has a NaN close too; those candles are left out of ``series``.
 
-``ticked`` marks the candles this process applied ticks to: the only ones a
-live feed writes back to storage (never a flat fill over an imported candle).
+``ticked`` marks the candles this process applied ticks to: the only ones a live feed writes back to storage
+(never a flat fill over an imported candle).
 """
 
 from __future__ import annotations
@@ -23,18 +24,22 @@ from datetime import date
 
 import numpy as np
 
-from server.market.timefmt import previous_weekday, trading_days_back
+from server.market.trading_axis import TradingAxis, WeekdayAxis, axis_days_back
 
 OHLCV = tuple[float, float, float, float, float]
 Arrays5 = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+_NO_DAY = np.iinfo(np.int32).max  # a row without a trading day of its own yet follows the newest column
 
 
 class CandleBook:
-    def __init__(self, n_instruments: int, capacity: int = 90) -> None:
+    def __init__(self, n_instruments: int, capacity: int = 90, axis: TradingAxis | None = None) -> None:
         if capacity < 2:
             raise ValueError("capacity must be >= 2")
         self.n = n_instruments
         self.capacity = capacity
+        self.axis: TradingAxis = axis if axis is not None else WeekdayAxis(n_instruments)
+        if self.axis.n != n_instruments:
+            raise ValueError("the trading axis and the book disagree on the instrument count")
         self.days = np.zeros(capacity, dtype=np.int32)
         shape = (n_instruments, capacity)
         self.o = np.full(shape, np.nan)
@@ -44,27 +49,50 @@ class CandleBook:
         self.v = np.zeros(shape)
         self.q = np.zeros(shape, dtype=np.int64)  # seq of the last tick applied to each candle (0: none here)
         self.ticked = np.zeros(shape, dtype=bool)
+        self.opened = np.ones(shape, dtype=bool)  # the row's venue trades on the column's day
+        self.row_day = np.full(n_instruments, _NO_DAY, dtype=np.int32)  # each row's current trading day
+        self.row_col = np.zeros(n_instruments, dtype=np.intp)  # each row's live column
+        self.row_prev = np.full(n_instruments, np.nan)  # each row's close before its live candle
+        self._rows = np.arange(n_instruments)
         self.head = 0  # column of the oldest candle
         self.count = 0
 
     # --- ring geometry -----------------------------------------------------
     def _col(self, age: int) -> int:
-        """Column of the candle ``age`` steps before the live one (0 = live)."""
+        """Column of the candle ``age`` steps before the newest one (0 = newest)."""
         return (self.head + self.count - 1 - age) % self.capacity
 
-    def _order(self) -> np.ndarray:
+    def order(self) -> np.ndarray:
         """Columns in ascending day order."""
         return (self.head + np.arange(self.count)) % self.capacity
 
     def __len__(self) -> int:
         return self.count
 
+    def _reindex(self) -> None:
+        """Each row's live column and previous close, after the axis or a row's day moved; a live candle not
+        opened yet carries the row's previous close."""
+        if self.count == 0:
+            return
+        cols = self.order()
+        shown = self.opened[:, cols] & (self.days[cols][None, :] <= self.row_day[:, None])  # each row's candles
+        k = shown.shape[1]
+        idx = np.arange(k)[None, :]
+        last = np.where(shown, idx, -1).max(axis=1)
+        before = np.where(shown & (idx < last[:, None]), idx, -1).max(axis=1)
+        live = cols[np.maximum(last, 0)]
+        self.row_col = np.where(last >= 0, live, cols[-1])
+        prev_cols = cols[np.maximum(before, 0)]
+        self.row_prev = np.where(before >= 0, self.c[self._rows, prev_cols], np.nan)
+        carry = (before >= 0) & np.isnan(self.o[self._rows, self.row_col]) & ~self.ticked[self._rows, self.row_col]
+        self.c[self._rows[carry], self.row_col[carry]] = self.row_prev[carry]
+
     # --- mutation ------------------------------------------------------------
     def load_history(
         self, days: list[date], o: np.ndarray, h: np.ndarray, l: np.ndarray,  # noqa: E741
         c: np.ndarray, v: np.ndarray,
     ) -> None:
-        """Replace the buffers with ``days`` (ascending) and arrays shaped (n, len(days))."""
+        """Replace the buffers with ``days`` (ascending axis days) and arrays shaped (n, len(days))."""
         k = len(days)
         for arr in (o, h, l, c, v):
             if np.shape(arr) != (self.n, k):
@@ -74,52 +102,67 @@ class CandleBook:
         self.days[:keep] = [d.toordinal() for d in days[start:]]
         for dst, src in ((self.o, o), (self.h, h), (self.l, l), (self.c, c), (self.v, v)):
             dst[:, :keep] = np.asarray(src, dtype=np.float64)[:, start:]
+        for j, day in enumerate(days[start:]):
+            self.opened[:, j] = self.axis.open_rows(day)
         self.ticked[:] = False
         self.q[:] = 0
         self.head = 0
         self.count = keep
+        self._reindex()
 
     def roll_to(self, day: date) -> bool:
-        """Append unopened candles for each missing trading day up to ``day``; True if any.
+        """Append unopened columns for each axis day after the newest up to ``day``; True if any.
 
         At most ``capacity`` days are generated, however far ``day`` lies ahead.
         """
-        if self.count == 0:
-            self._append(day.toordinal(), np.full(self.n, np.nan))
-            return True
-        last = self.last_day()
-        if day <= last:
+        if self.count and day.toordinal() <= self.days[self._col(0)]:
             return False
-        new_days = [d for d in trading_days_back(previous_weekday(day), self.capacity) if d > last]
+        after = self.last_day() if self.count else None
+        new_days = axis_days_back(self.axis, day, self.capacity, after)
         if not new_days:
             return False
-        prev = self.c[:, self._col(0)].copy()
         for d in new_days:
-            self._append(d.toordinal(), prev)
+            self._append(d)
+        self._reindex()
         return True
 
-    def _append(self, ordinal: int, close: np.ndarray) -> None:
+    def advance(self, row_days: np.ndarray) -> bool:
+        """Each row's current trading day (ordinals) moves forward to ``row_days`` (never back); the axis rolls to
+        the newest of them. True if any row's live candle or the axis changed."""
+        moved = np.maximum(np.where(self.row_day == _NO_DAY, 0, self.row_day), row_days).astype(np.int32)
+        rolled = self.roll_to(date.fromordinal(int(moved.max())))
+        if not rolled and np.array_equal(moved, self.row_day):
+            return False
+        self.row_day = moved
+        self._reindex()
+        return True
+
+    def _append(self, day: date) -> None:
         """A new unopened column: open/high/low NaN, the close carried, volume 0."""
+        prev = self.c[:, self._col(0)].copy() if self.count else np.full(self.n, np.nan)
         if self.count < self.capacity:
             col = (self.head + self.count) % self.capacity
             self.count += 1
         else:
             col = self.head
             self.head = (self.head + 1) % self.capacity
-        self.days[col] = ordinal
+        self.days[col] = day.toordinal()
         for arr in (self.o, self.h, self.l):
             arr[:, col] = np.nan
-        self.c[:, col] = close
+        self.c[:, col] = prev
         self.v[:, col] = 0.0
         self.q[:, col] = 0
         self.ticked[:, col] = False
-
-    def live_column(self) -> int:
-        return self._col(0)
+        self.opened[:, col] = self.axis.open_rows(day)
 
     def apply_tick(self, row: int, price: float, volume: float, day: date, seq: int = 0) -> None:
-        self.roll_to(day)
-        col = self._col(0)
+        """A tick of trading day ``day`` (its venue's): into the row's live candle (a late tick's too)."""
+        ordinal = day.toordinal()
+        if ordinal > self.row_day[row] or self.row_day[row] == _NO_DAY:
+            self.row_day[row] = ordinal
+            if not self.roll_to(day):
+                self._reindex()
+        col = self.row_col[row]
         if np.isnan(self.o[row, col]):
             self.o[row, col] = self.h[row, col] = self.l[row, col] = price
         else:
@@ -132,9 +175,16 @@ class CandleBook:
 
     # --- reading -------------------------------------------------------------
     def last_day(self) -> date:
+        """The newest day of the axis (some rows' live candle may be an older column: ``live_day``)."""
         if self.count == 0:
             raise LookupError("candle book is empty")
         return date.fromordinal(int(self.days[self._col(0)]))
+
+    def live_day(self, row: int) -> date:
+        """The trading day of ``row``'s live candle."""
+        if self.count == 0:
+            raise LookupError("candle book is empty")
+        return date.fromordinal(int(self.days[self.row_col[row]]))
 
     def first_day(self) -> date:
         """Day of the oldest candle held."""
@@ -143,33 +193,39 @@ class CandleBook:
         return date.fromordinal(int(self.days[self.head]))
 
     def live(self, row: int) -> OHLCV:
-        """The live candle; open/high/low are NaN until the day's first tick."""
-        col = self._col(0)
+        """The row's live candle; open/high/low are NaN until the day's first tick."""
+        col = self.row_col[row]
         return (float(self.o[row, col]), float(self.h[row, col]), float(self.l[row, col]),
                 float(self.c[row, col]), float(self.v[row, col]))
 
     def prev_close(self, row: int) -> float:
-        """Close of the candle before the live one (the live open if there is none)."""
-        if self.count >= 2:
-            return float(self.c[row, self._col(1)])
-        return float(self.o[row, self._col(0)]) if self.count else float("nan")
+        """Close of the row's candle before its live one (the live open if there is none)."""
+        prev = self.row_prev[row]
+        if prev == prev:
+            return float(prev)
+        return float(self.o[row, self.row_col[row]]) if self.count else float("nan")
 
     def live_arrays(self) -> Arrays5:
         """Copies of the live candle's (o, h, l, c, v), each shaped (n,)."""
         if self.count == 0:
             nan = np.full(self.n, np.nan)
             return nan, nan.copy(), nan.copy(), nan.copy(), np.zeros(self.n)
-        col = self._col(0)
-        return tuple(arr[:, col].copy() for arr in (self.o, self.h, self.l, self.c, self.v))  # type: ignore[return-value]
+        rows, cols = self._rows, self.row_col
+        return tuple(arr[rows, cols] for arr in (self.o, self.h, self.l, self.c, self.v))  # type: ignore[return-value]
+
+    def shown_columns(self, row: int) -> np.ndarray:
+        """``row``'s candle columns, ascending: its venue's trading days up to its live candle."""
+        cols = self.order()
+        return cols[self.opened[row, cols] & (self.days[cols] <= self.row_day[row])]
 
     def series(self, row: int, days: int, decimals: int) -> list[dict]:
         """The last ``days`` candles of ``row``, ascending, prices rounded to ``decimals``."""
-        cols = self._order()[-days:] if days > 0 else self._order()[:0]
+        cols = self.shown_columns(row)[-days:] if days > 0 else self.order()[:0]
         return self.format(row, cols.tolist(), decimals)
 
     def held(self, row: int) -> tuple[np.ndarray, np.ndarray]:
         """(day ordinals, columns) of ``row``'s candles that have a close (all but never-traded ones), ascending."""
-        cols = self._order()
+        cols = self.shown_columns(row)
         cols = cols[~np.isnan(self.c[row, cols])]
         return self.days[cols], cols
 
@@ -193,26 +249,32 @@ class CandleBook:
             })
         return out
 
-    def all_days(self) -> list[date]:
-        return [date.fromordinal(int(d)) for d in self.days[self._order()]]
 
-    def closed_candles(self, rows: list[int] | np.ndarray | None = None) -> tuple[list[date], Arrays5]:
-        """Closed (non-live) candles as held: (days, (o, h, l, c, v)), arrays (len(rows), k)."""
-        cols = self._order()[:-1] if self.count else self._order()
-        sel = np.arange(self.n) if rows is None else np.asarray(rows, dtype=np.intp)
-        days = [date.fromordinal(int(d)) for d in self.days[cols]]
-        arrays = tuple(arr[np.ix_(sel, cols)] for arr in (self.o, self.h, self.l, self.c, self.v))
-        return days, arrays  # type: ignore[return-value]
 
-    def ticked_candles(self) -> list[tuple[int, date, OHLCV]]:
-        """(row, day, (o, h, l, c, v)) of every candle this process applied ticks to, oldest first."""
-        out = []
-        for col in self._order().tolist():
-            day = date.fromordinal(int(self.days[col]))
-            for row in np.flatnonzero(self.ticked[:, col]).tolist():
-                out.append((row, day, (float(self.o[row, col]), float(self.h[row, col]), float(self.l[row, col]),
-                                       float(self.c[row, col]), float(self.v[row, col]))))
-        return out
+
+def all_days(book: CandleBook) -> list[date]:
+    return [date.fromordinal(int(d)) for d in book.days[book.order()]]
+
+
+def closed_candles(book: CandleBook, rows: list[int] | np.ndarray | None = None) -> tuple[list[date], Arrays5]:
+    """The axis' candles before its newest column, as held (shut days included): (days, (o, h, l, c, v)),
+    arrays (len(rows), k)."""
+    cols = book.order()[:-1] if book.count else book.order()
+    sel = np.arange(book.n) if rows is None else np.asarray(rows, dtype=np.intp)
+    days = [date.fromordinal(int(d)) for d in book.days[cols]]
+    arrays = tuple(arr[np.ix_(sel, cols)] for arr in (book.o, book.h, book.l, book.c, book.v))
+    return days, arrays  # type: ignore[return-value]
+
+
+def ticked_candles(book: CandleBook) -> list[tuple[int, date, OHLCV]]:
+    """(row, day, (o, h, l, c, v)) of every candle this process applied ticks to, oldest first."""
+    out = []
+    for col in book.order().tolist():
+        day = date.fromordinal(int(book.days[col]))
+        for row in np.flatnonzero(book.ticked[:, col]).tolist():
+            out.append((row, day, (float(book.o[row, col]), float(book.h[row, col]), float(book.l[row, col]),
+                                   float(book.c[row, col]), float(book.v[row, col]))))
+    return out
 
 
 # --- intraday ------------------------------------------------------------------------------------

@@ -74,9 +74,10 @@ class DemoWalk:
         """Current published (rounded) price of every instrument."""
         return np.maximum(_round_rows(self._true, self.decimals), self._tick_size)
 
-    def history(self, end_day: date, n: int = 90) -> History:
-        """``n`` trading days ending at ``end_day`` whose last close is the live price."""
-        days = trading_days_back(end_day, n)
+    def history(self, end_day: date, n: int = 90, days: list[date] | None = None) -> History:
+        """``n`` trading days ending at ``end_day`` (or these ``days``) whose last close is the live price."""
+        days = trading_days_back(end_day, n) if days is None else days
+        n = len(days)
         rng = np.random.default_rng(self._history_seq)
         vol = self.vol[:, None]
         rets = rng.standard_t(5, size=(self.n, n)) * vol * math.sqrt(3.0 / 5.0)
@@ -125,6 +126,8 @@ class DemoWalk:
                 elapsed = min(max(now - start, 0.0) / (day_start(days[j] + timedelta(days=1)) - start), 1.0)
                 live_volume = np.maximum(np.round(v[:, j] * elapsed), 1.0)
             n_buckets = round((end - start) / base)
+            if n_buckets <= 0:  # the live day has not begun (the axis' newest day is a later venue's)
+                continue
             day_v = live_volume if live else v[:, j]
             buckets = self._session_buckets(rng, start, base, n_buckets,
                                             (o[:, j], h[:, j], low[:, j], c[:, j], day_v))
@@ -201,3 +204,28 @@ def _coarsen(buckets: Buckets, seconds: int) -> Buckets:
     return (keys[first][None, :].repeat(t.shape[0], axis=0) * seconds, o[:, first],
             np.maximum.reduceat(h, first, axis=1), np.minimum.reduceat(low, first, axis=1), c[:, last],
             np.add.reduceat(v, first, axis=1))
+
+
+def fit_to_venues(history: History, opened: np.ndarray, live_days: np.ndarray, started: np.ndarray,
+                  live: np.ndarray) -> None:
+    """Fit a history on the union day axis to each row's venue (SPEC 16), in place: ``opened`` (n, k) the days
+    each row trades, ``live_days`` (n,) each row's current trading day (ordinal), ``started`` (n,) whether that
+    day's first session began. A row's live candle ends at the live price; the columns after it (a later day a
+    night session already opened for other venues) wait unopened; a live day not started yet is unopened too,
+    and the day before it closes at the live price (the weekend's quote is Friday's close)."""
+    days, o, h, low, c, v = history
+    ords = np.array([d.toordinal() for d in days])
+    for row in range(len(live)):
+        shown = np.flatnonzero(opened[row] & (ords <= live_days[row]))
+        if not len(shown):
+            continue
+        last = int(shown[-1])
+        ends = [last] if started[row] or len(shown) < 2 else [int(shown[-2])]
+        waiting = slice(last + 1, None) if ends[0] == last else slice(last, None)
+        end = ends[0]
+        c[row, end] = live[row]
+        h[row, end] = max(h[row, end], live[row])
+        low[row, end] = min(low[row, end], live[row])
+        o[row, waiting] = h[row, waiting] = low[row, waiting] = np.nan
+        c[row, waiting] = live[row]
+        v[row, waiting] = 0.0

@@ -4,14 +4,16 @@ Single writer: only ``apply``, ``restore`` and ``roll`` change it, and each chan
 ``version`` so readers can cache serialised views per version. Nothing outside writes its fields. Views return
 plain dicts and lists ready for orjson; they never mutate anything.
 
-Ticks are attributed to ``trading_day(tick.ts)``; a late tick whose trading day
-is before the live candle's day still counts toward the live candle.
+With venue clocks (SPEC 16), a tick belongs to its venue's trading day (``VenueClock.trading_day``, one dict
+lookup) and is bucketed intraday at ``VenueClock.bucket_ts`` (the closing tick counts in the window it closes);
+without them (unit tests) to ``timefmt.trading_day``. A late tick whose trading day is before its instrument's
+live candle's day still counts toward the live candle.
 
 Intraday buckets (1m, 5m, 15m, 1h) are updated by the same call that updates the
-live daily candle, with the tick's own timestamp, never before the live trading
-day's session (``session_start``): so the live daily candle is, by construction,
-the aggregate of the intraday buckets that start in its session (a tick stamped
-before that session counts toward the session's first bucket, as it counts
+live daily candle, never before the live trading day's session (the previous trading
+day's close, or ``session_start`` without clocks): so the live daily candle is, by
+construction, the aggregate of the intraday buckets that start in its session (a tick
+stamped before that session counts toward the session's first bucket, as it counts
 toward the live daily candle). README "Decisions" states the rule.
 """
 
@@ -26,13 +28,14 @@ import numpy as np
 
 from server.market.catalogue import Catalogue
 from server.market.daily import CandleBook
-from server.market.demo import DemoWalk
+from server.market.demo import DemoWalk, fit_to_venues
 from server.market.intraday import IntradayBook, session_start
 from server.market.inventory import InventoryBook
 from server.market.ranges import CandleRanges
 from server.market.spreads import SpreadCalculator
 from server.market.tick import Tick
 from server.market.timefmt import day_start, iso, trading_day
+from server.market.trading_axis import VenueAxis, WeekdayAxis, axis_days_back
 from server.market.venue_clock import VenueClock
 
 _DAY_OFFSET_S = 8 * 3600
@@ -57,6 +60,33 @@ def price_text(price: float, decimals: int, unit: str) -> str:
     if not math.isfinite(price):
         return f"n/a {unit}"
     return f"{price:,.{decimals}f} {unit}"
+
+
+class SessionFloors:
+    """Where each instrument's trading day begins: its venue's previous trading day's close (a night session
+    belongs to the day after it, SPEC 16); ``session_start`` without venue clocks."""
+
+    def __init__(self, clocks: Sequence[VenueClock], candles: CandleBook) -> None:
+        self.clocks = clocks
+        self.candles = candles
+
+    def of(self, row: int, day: date) -> int:
+        """The first instant (epoch seconds) of ``day``'s ticks for ``row``."""
+        if not self.clocks:
+            return int(session_start(day))
+        clock = self.clocks[row]
+        previous = clock.previous_trading_day(day)
+        return clock.close_ms(previous) // 1000 if previous is not None else int(session_start(day))
+
+    def back(self, row: int, days: int) -> float:
+        """The first instant of ``row``'s most recent ``days`` trading days (its live candle's day counts)."""
+        if not len(self.candles):
+            return -math.inf
+        shown = self.candles.shown_columns(row)
+        if not len(shown):
+            return -math.inf
+        first = date.fromordinal(int(self.candles.days[shown[-days] if len(shown) >= days else shown[0]]))
+        return float(self.of(row, first))
 
 
 class MarketState:
@@ -91,8 +121,11 @@ class MarketState:
         self.ranges = CandleRanges(candles, self.intraday, self._decimals)  # range queries (SPEC 14)
         self._day_key = -1
         self._day = date.min
-        self._session_day = date.min
-        self._session_floor = 0
+        self._day_of = [clock.trading_day for clock in self.clocks] or None  # row -> its venue's trading day
+        self._bucket_of = [clock.bucket_ts for clock in self.clocks] or None
+        self._floor_day = np.zeros(n, dtype=np.int64)  # the live day each row's session floor is for
+        self._floor = [0] * n
+        self.floors = SessionFloors(self.clocks, candles)
 
     # --- writing -------------------------------------------------------------
     def _trading_day(self, ts: float) -> date:
@@ -120,11 +153,19 @@ class MarketState:
         row = tick.row
         candles = self.candles
         seq = seq or int(self.seq[row]) + 1
-        candles.apply_tick(row, tick.price, tick.volume, self._trading_day(tick.ts), seq)
-        live_day = candles.last_day()  # the candle the tick went into (a late tick: the live one)
-        if live_day != self._session_day:
-            self._session_day, self._session_floor = live_day, int(session_start(live_day))
-        self.intraday.apply(row, tick.price, tick.volume, tick.ts, self._session_floor, seq)
+        day_of = self._day_of
+        if day_of is None:
+            candles.apply_tick(row, tick.price, tick.volume, self._trading_day(tick.ts), seq)
+            bucket_ts = tick.ts
+        else:
+            ms = int(tick.ts * 1000)
+            candles.apply_tick(row, tick.price, tick.volume, day_of[row](ms), seq)
+            bucket_ts = self._bucket_of[row](ms) / 1000  # type: ignore[index]
+        live = candles.days[candles.row_col[row]]  # the candle the tick went into (a late tick: the live one)
+        if live != self._floor_day[row]:
+            self._floor_day[row] = live
+            self._floor[row] = self.floors.of(row, date.fromordinal(int(live)))
+        self.intraday.apply(row, tick.price, tick.volume, bucket_ts, self._floor[row], seq)
         self.prices[row] = tick.price
         self.seq[row] = seq
         self.updated_ts[row] = tick.ts
@@ -153,11 +194,16 @@ class MarketState:
         return day_start(self.candles.first_day()) if len(self.candles) else -math.inf
 
     def roll(self, now: float) -> bool:
-        """Roll candles to ``trading_day(now)``; True (and a new version) if anything changed."""
-        if self.candles.roll_to(trading_day(now)):
+        """Each instrument's candles to its venue's trading day at ``now`` (``trading_day(now)`` without clocks);
+        True (and a new version) if anything changed."""
+        if self._day_of is None:
+            changed = self.candles.roll_to(trading_day(now))
+        else:
+            ms = int(now * 1000)
+            changed = self.candles.advance(np.array([f(ms).toordinal() for f in self._day_of], dtype=np.int32))
+        if changed:
             self.version += 1
-            return True
-        return False
+        return changed
 
     # --- views ---------------------------------------------------------------
     def updated_iso(self) -> str | None:
@@ -242,17 +288,29 @@ class MarketState:
 def build_demo_state(
     catalogue: Catalogue, seed: int, now: float, capacity: int = 90, clocks: Sequence[VenueClock] = (),
 ) -> tuple[MarketState, DemoWalk]:
-    """The demo walk plus a state whose history ends in today's live candle at the live price.
+    """The demo walk plus a state whose history ends in each instrument's live candle at the live price.
 
-    The intraday rings are seeded from the daily history (each day's buckets aggregate to its candle),
-    ending at ``now`` in the live price; the live candle keeps the volume of the elapsed session."""
+    With venue clocks the history has candles on each venue's trading days only (SPEC 16). The intraday rings
+    are seeded from the daily history (each day's buckets aggregate to its candle), ending at ``now`` in the
+    live price; the live candle keeps the volume of the elapsed session."""
     feed = DemoWalk(catalogue, seed)
-    history = feed.history(trading_day(now), capacity)
-    days, o, h, low, c, v = history
+    n = len(catalogue.instruments)
+    ms = int(now * 1000)
+    axis = VenueAxis([clock.days for clock in clocks]) if clocks else WeekdayAxis(n)
+    live_days = [clock.trading_day(ms) for clock in clocks] if clocks else [trading_day(now)] * n
+    days = axis_days_back(axis, max(live_days), capacity)
+    history = feed.history(days[-1], len(days), days)
+    _, o, h, low, c, v = history
     buckets, v[:, -1] = feed.intraday_history(history, now)
-    candles = CandleBook(len(catalogue.instruments), capacity)
+    if clocks:
+        started = np.array([bool(clock.windows(day)) and clock.windows(day)[0].start_ms <= ms
+                            for clock, day in zip(clocks, live_days, strict=True)])
+        opened = np.array([axis.open_rows(day) for day in days]).T
+        fit_to_venues(history, opened, np.array([d.toordinal() for d in live_days]), started, feed.live_prices())
+    candles = CandleBook(n, capacity, axis)
     candles.load_history(days, o, h, low, c, v)
-    intraday = IntradayBook(len(catalogue.instruments))
+    candles.advance(np.array([d.toordinal() for d in live_days], dtype=np.int32))
+    intraday = IntradayBook(n)
     for name, arrays in buckets.items():
         intraday.rings[name].load(*arrays)
     state = MarketState(catalogue, candles, demo=True, epoch=f"demo-{seed}-{int(now)}",

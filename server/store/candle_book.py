@@ -16,9 +16,9 @@ import numpy as np
 
 from server.core.background import log_round_failure
 from server.market.catalogue import Catalogue
-from server.market.daily import CandleBook
+from server.market.daily import CandleBook, ticked_candles
 from server.market.state import AppliedTick
-from server.market.timefmt import trading_days_back
+from server.market.trading_axis import TradingAxis, axis_days_back
 from server.store.candle_rows import Candle
 from server.store.db import storage_errors
 from server.store.repositories import Candles
@@ -28,18 +28,19 @@ log = logging.getLogger("market.feed")
 HISTORY_DAYS = 90
 
 
-def load_candle_book(catalogue: Catalogue, repo: Candles, today: date) -> CandleBook:
-    """The last 90 trading days from storage; a day without a stored candle is unopened at the previous close."""
-    days = trading_days_back(today, HISTORY_DAYS)
+def load_candle_book(catalogue: Catalogue, repo: Candles, axis: TradingAxis, today: date) -> CandleBook:
+    """The last 90 days of the trading axis from storage; a trading day without a stored candle is unopened at the
+    previous close; a stored candle on a day its venue is shut is not loaded (never shown: SPEC 16)."""
+    days = axis_days_back(axis, today, HISTORY_DAYS)
     n = len(catalogue.instruments)
     grid = np.full((5, n, len(days)), np.nan)
     col = {d: i for i, d in enumerate(days)}
     for inst_id, day, o, h, lo, c, v in repo.since_blocking(days[0]):  # start-up: before the server accepts
         row = catalogue.index.get(inst_id)
-        if row is not None and day in col:
+        if row is not None and day in col and axis.open_rows(day)[row]:
             grid[:, row, col[day]] = (o, h, lo, c, v)
     _carry_close(grid)
-    book = CandleBook(n, HISTORY_DAYS)
+    book = CandleBook(n, HISTORY_DAYS, axis)
     book.load_history(days, grid[0], grid[1], grid[2], grid[3], grid[4])
     return book
 
@@ -58,7 +59,7 @@ def _carry_close(grid: np.ndarray) -> None:
 def export_candles(catalogue: Catalogue, book: CandleBook) -> list[Candle]:
     """The candles this process applied ticks to: never a flat fill over an imported candle."""
     ids = [inst.id for inst in catalogue.instruments]
-    return [(ids[row], day, o, h, lo, c, v) for row, day, (o, h, lo, c, v) in book.ticked_candles()]
+    return [(ids[row], day, o, h, lo, c, v) for row, day, (o, h, lo, c, v) in ticked_candles(book)]
 
 
 class CandleKeeper:

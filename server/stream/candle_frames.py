@@ -88,7 +88,7 @@ class CandleFrames:
             book = self.state.candles
             if not len(book):
                 return None, (math.nan,) * 5 + (0,)  # type: ignore[return-value]
-            col = book.live_column()
+            col = int(book.row_col[row])
             o = float(book.o[row, col])
             if o != o:  # not opened by a tick
                 return None, (math.nan,) * 5 + (0,)  # type: ignore[return-value]
@@ -215,14 +215,14 @@ class CandleFrames:
         threshold = math.floor(now - GRACE_S) - 1  # seconds up to this one are complete
         second = math.floor(now)
         deferred = False
-        live_day = int(state.candles.days[state.candles.live_column()]) if len(state.candles) else None
+        book = state.candles
         seqs, updated, seen = state.seq, state.updated_ts, self._seen_seq
         for ch in sorted(self.active):
             row, k = divmod(ch, K)
             bucket = self.bucket[ch]
             assert bucket is not None
             if k == DAILY_K:
-                ended = bucket != live_day
+                ended = not len(book) or bucket != int(book.days[book.row_col[row]])  # the row's own trading day
             else:
                 end = bucket + self.rings[k].seconds
                 ended = end <= now - GRACE_S and (updated[row] >= now - LIVE_S or seqs[row] == seen[row])

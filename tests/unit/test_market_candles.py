@@ -3,7 +3,7 @@ from datetime import date, timedelta
 import numpy as np
 import pytest
 
-from server.market.daily import CandleBook
+from server.market.daily import CandleBook, all_days, closed_candles, ticked_candles
 from server.market.timefmt import trading_days_back
 
 FRI = date(2026, 11, 20)
@@ -21,7 +21,7 @@ def book_with_history(n: int = 2, end: date = FRI, k: int = 5, capacity: int = 9
 def test_load_history_keeps_last_capacity() -> None:
     book = book_with_history(k=10, capacity=4)
     assert len(book) == 4
-    assert book.all_days() == trading_days_back(FRI, 4)
+    assert all_days(book) == trading_days_back(FRI, 4)
     assert book.live(0)[3] == 100.0
     assert book.prev_close(0) == 90.0
 
@@ -43,7 +43,7 @@ def test_gap_up_monday_opens_at_its_first_tick_not_at_prev_close() -> None:
     book.apply_tick(0, 57.0, 3.0, MON)
     book.apply_tick(0, 58.0, 1.0, MON)
     assert book.last_day() == MON
-    assert book.all_days()[-2:] == [FRI, MON]
+    assert all_days(book)[-2:] == [FRI, MON]
     assert book.live(0) == (57.0, 58.0, 57.0, 58.0, 4.0)  # open and low from Monday's first tick
     assert book.prev_close(0) == 55.0
     # the untouched instrument's live candle is unopened: close carried, no open/high/low yet ...
@@ -69,17 +69,17 @@ def test_roll_far_ahead_is_bounded_by_capacity() -> None:
     far = date(9999, 6, 1)
     assert book.roll_to(far) is True
     assert len(book) == 10 and book.last_day() == far
-    assert book.all_days() == trading_days_back(far, 10)
+    assert all_days(book) == trading_days_back(far, 10)
 
 
 def test_ticked_marks_only_candles_with_ticks() -> None:
     book = book_with_history()
-    assert book.ticked_candles() == []  # loaded history is not ours to write back
+    assert ticked_candles(book) == []  # loaded history is not ours to write back
     wed = MON + timedelta(days=2)
     book.apply_tick(1, 44.0, 1.0, MON)
     book.apply_tick(0, 60.0, 1.0, wed)
     book.apply_tick(0, 61.0, 2.0, wed)
-    assert book.ticked_candles() == [(1, MON, (44.0, 44.0, 44.0, 44.0, 1.0)),
+    assert ticked_candles(book) == [(1, MON, (44.0, 44.0, 44.0, 44.0, 1.0)),
                                      (0, wed, (60.0, 61.0, 60.0, 61.0, 3.0))]
 
 
@@ -87,7 +87,7 @@ def test_gap_fills_flat_candles_for_missing_trading_days() -> None:
     book = book_with_history()
     wed = MON + timedelta(days=2)
     book.apply_tick(1, 44.0, 1.0, wed)
-    assert book.all_days()[-4:] == [FRI, MON, MON + timedelta(days=1), wed]
+    assert all_days(book)[-4:] == [FRI, MON, MON + timedelta(days=1), wed]
     series = book.series(1, 3, 2)
     assert [(s["o"], s["h"], s["l"], s["c"], s["v"]) for s in series[:2]] == [(50.0, 50.0, 50.0, 50.0, 0)] * 2
     assert series[-1] == {"t": wed.isoformat(), "o": 44.0, "h": 44.0, "l": 44.0, "c": 44.0, "v": 1}
@@ -108,7 +108,7 @@ def test_ring_wraps_keeps_90_ascending_weekdays() -> None:
     while day < end:
         day += timedelta(days=1)
         book.apply_tick(0, 10.0 + day.toordinal() % 7, 1.0, day if day.weekday() < 5 else MON)
-    days = book.all_days()
+    days = all_days(book)
     assert len(days) == 90
     assert days == sorted(days) and len(set(days)) == 90
     assert all(d.weekday() < 5 for d in days)
@@ -128,7 +128,7 @@ def test_empty_book_first_tick_opens_candle() -> None:
 def test_closed_candles_exclude_live() -> None:
     book = book_with_history()
     book.apply_tick(0, 99.0, 1.0, MON)
-    days, (_o, _h, _l, c, _v) = book.closed_candles([0])
+    days, (_o, _h, _l, c, _v) = closed_candles(book, [0])
     assert days == trading_days_back(FRI, 5)
     assert c.shape == (1, 5)
     assert c[0].tolist() == [10.0, 20.0, 30.0, 40.0, 50.0]

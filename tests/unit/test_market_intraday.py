@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from server.market.catalogue import default_catalogue
-from server.market.daily import CandleBook
+from server.market.daily import CandleBook, closed_candles
 from server.market.intraday import (
     INTERVALS,
     INTRADAY_CAPACITY,
@@ -155,7 +155,7 @@ def test_demo_seed_joins_the_daily_history_and_ends_at_the_live_price(now: float
             assert np.all(np.diff(t) == sec) and t[-1] == now // sec * sec  # contiguous, up to now's bucket
             assert c[-1] == state.prices[row] and np.all(low <= np.minimum(o, c)) and np.all(h >= np.maximum(o, c))
     # the closed days the 1h ring holds whole: their buckets aggregate to their daily candles
-    days, (o, h, low, c, v) = state.candles.closed_candles()
+    days, (o, h, low, c, v) = closed_candles(state.candles)
     t, (bo, bh, bl, bc, bv) = state.intraday.rings["1h"].arrays(BRENT, INTRADAY_CAPACITY)
     checked = 0
     for k, day in enumerate(days):

@@ -1,0 +1,94 @@
+"""The daily candles' day axis: the union of every instrument's trading days, and who trades on each.
+
+The candle book keeps one column per day of the axis for every instrument (numpy rows share the columns); a
+row's candle on a day its venue does not trade is never shown (``open_rows``), so each instrument has exactly
+one candle per trading day of its own venue (SPEC 16) while the arrays stay rectangular.
+
+- ``WeekdayAxis``: Monday to Friday, every row open (no venue clocks: the unit tests' books, old data dirs).
+- ``VenueAxis``: the venues' calendars (``server.market.venue_clock``): a date is on the axis when any row's
+  venue trades that day (a CFETS make-up Saturday, the first of a month for a monthly price included).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import date, timedelta
+from typing import Protocol
+
+import numpy as np
+
+from server.market.timefmt import is_weekday
+
+MAX_GAP_DAYS = 62  # the longest stretch without a trading day any venue could have (monthly prices: 31)
+
+
+class Calendar(Protocol):
+    def is_trading_day(self, day: date) -> bool: ...
+
+
+class TradingAxis(Protocol):
+    n: int
+
+    def on_axis(self, day: date) -> bool: ...
+
+    def open_rows(self, day: date) -> np.ndarray: ...
+
+
+class WeekdayAxis:
+    """Monday to Friday, every instrument trading every day."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self._all = np.ones(n, dtype=bool)
+
+    def on_axis(self, day: date) -> bool:
+        return is_weekday(day)
+
+    def open_rows(self, day: date) -> np.ndarray:
+        return self._all
+
+
+class VenueAxis:
+    """The union of the rows' venue calendars (one calendar per row, in row order)."""
+
+    def __init__(self, calendars: Sequence[Calendar]) -> None:
+        self.n = len(calendars)
+        distinct: dict[int, Calendar] = {}
+        self._row_of: list[int] = []  # row -> index of its calendar among the distinct ones
+        index: dict[int, int] = {}
+        for cal in calendars:
+            key = id(cal)
+            if key not in index:
+                index[key] = len(distinct)
+                distinct[key] = cal
+            self._row_of.append(index[key])
+        self._calendars = list(distinct.values())
+        self._rows = np.asarray(self._row_of, dtype=np.intp)
+        self._open: dict[date, np.ndarray] = {}
+
+    def on_axis(self, day: date) -> bool:
+        return bool(self.open_rows(day).any())
+
+    def open_rows(self, day: date) -> np.ndarray:
+        found = self._open.get(day)
+        if found is None:
+            per_calendar = np.array([cal.is_trading_day(day) for cal in self._calendars], dtype=bool)
+            found = self._open[day] = per_calendar[self._rows]
+            found.flags.writeable = False
+        return found
+
+
+def axis_days_back(axis: TradingAxis, end: date, n: int, after: date | None = None) -> list[date]:
+    """The last ``n`` axis days up to ``end`` (included), ascending; only days after ``after`` when given."""
+    out: list[date] = []
+    day = end
+    gap = 0
+    while len(out) < n and gap <= MAX_GAP_DAYS and (after is None or day > after):
+        if axis.on_axis(day):
+            out.append(day)
+            gap = 0
+        else:
+            gap += 1
+        day -= timedelta(days=1)
+    out.reverse()
+    return out
