@@ -74,8 +74,10 @@ class DemoWalk:
         """Current published (rounded) price of every instrument."""
         return np.maximum(_round_rows(self._true, self.decimals), self._tick_size)
 
-    def history(self, end_day: date, n: int = 90, days: list[date] | None = None) -> History:
-        """``n`` trading days ending at ``end_day`` (or these ``days``) whose last close is the live price."""
+    def history(self, end_day: date, n: int = 90, days: list[date] | None = None,
+                now: float | None = None) -> History:
+        """``n`` trading days ending at ``end_day`` (or these ``days``) whose live day (the newest begun,
+        ``live_day_index``) closes at the live price."""
         days = trading_days_back(end_day, n) if days is None else days
         n = len(days)
         rng = np.random.default_rng(self._history_seq)
@@ -89,29 +91,30 @@ class DemoWalk:
         bottom = np.minimum(o, c) * np.exp(-np.abs(rng.normal(0.0, 0.5, size=(self.n, n))) * vol)
         o, c, top, bottom = (np.maximum(_round_rows(a, self.decimals), self._tick_size[:, None])
                              for a in (o, c, top, bottom))
-        c[:, -1] = self.live_prices()
+        c[:, -1 if now is None else live_day_index(days, now)] = self.live_prices()
         h = np.maximum(top, np.maximum(o, c))
         low = np.minimum(bottom, np.minimum(o, c))
         v = np.round(self.volume_base[:, None] * rng.lognormal(0.0, 0.3, size=(self.n, n)))
         return days, o, h, low, c, v
 
-    def intraday_history(self, history: History, now: float, capacity: int = 1000) -> tuple[dict[str, Buckets],
-                                                                                          np.ndarray]:
+    def intraday_history(self, history: History, now: float,
+                         capacity: int = 1000) -> tuple[dict[str, Buckets], np.ndarray, int]:
         """Intraday buckets of every interval, for the sessions of ``history``'s last days up to ``now``.
 
         Each trading day's session (``session_start`` to the next local midnight; the live one up to
         ``now``) is a random path from the day's open to its close that touches its high and low, so
         the buckets of a day aggregate exactly to its daily candle (open, high, low, close; the day's
-        volume split over its buckets). The live day keeps only the elapsed part of its volume:
-        returned with the buckets, the caller puts it in the live daily candle. Deterministic for a
-        seed and ``now``.
+        volume split over its buckets). The live day (the newest begun by ``now``; the days after it
+        have no buckets yet) keeps only the elapsed part of its volume: returned with the buckets and
+        its index, the caller puts it in that daily candle. Deterministic for a seed and ``now``.
         """
         days, o, h, low, c, v = history
         rng = np.random.default_rng(self._intraday_seq)
-        live_volume = v[:, -1].copy()
+        live_at = live_day_index(days, now)
+        live_volume = v[:, live_at].copy()
         reaches = sorted((now - capacity * sec, sec) for sec in INTERVALS.values())[::-1]  # shortest first
         sessions: list[tuple[int, float, float, int]] = []  # (day index, start, end, base bucket)
-        for j in range(len(days) - 1, -1, -1):
+        for j in range(live_at, -1, -1):
             start, end = session_start(days[j]), day_start(days[j] + timedelta(days=1))
             base = next((sec for reach, sec in reaches if end > reach), None)
             if base is None:
@@ -120,7 +123,7 @@ class DemoWalk:
         sessions.reverse()
         parts: dict[str, list[Buckets]] = {name: [] for name in INTERVALS}
         for j, start, end, base in sessions:
-            live = j == len(days) - 1
+            live = j == live_at
             if live:
                 end = (math.floor(now / base) + 1) * base  # up to the bucket holding now
                 elapsed = min(max(now - start, 0.0) / (day_start(days[j] + timedelta(days=1)) - start), 1.0)
@@ -138,7 +141,7 @@ class DemoWalk:
         for name, chunks in parts.items():
             joined = tuple(np.concatenate([ch[i] for ch in chunks], axis=1) for i in range(6))
             out[name] = tuple(a[:, -capacity:] for a in joined)  # type: ignore[assignment]
-        return out, live_volume
+        return out, live_volume, live_at
 
     def _session_buckets(self, rng: np.random.Generator, start: float, base: int, n_buckets: int,
                          day: tuple[np.ndarray, ...]) -> Buckets:
@@ -204,6 +207,12 @@ def _coarsen(buckets: Buckets, seconds: int) -> Buckets:
     return (keys[first][None, :].repeat(t.shape[0], axis=0) * seconds, o[:, first],
             np.maximum.reduceat(h, first, axis=1), np.minimum.reduceat(low, first, axis=1), c[:, last],
             np.add.reduceat(v, first, axis=1))
+
+
+def live_day_index(days: list[date], now: float) -> int:
+    """The index of the newest day whose ticks have begun by ``now`` (the axis may hold later days: a night
+    session opened them for another venue, or a monthly price's next print)."""
+    return max((j for j, day in enumerate(days) if session_start(day) <= now), default=len(days) - 1)
 
 
 def fit_to_venues(history: History, opened: np.ndarray, live_days: np.ndarray, started: np.ndarray,

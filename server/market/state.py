@@ -35,7 +35,7 @@ from server.market.ranges import CandleRanges
 from server.market.spreads import SpreadCalculator
 from server.market.tick import Tick
 from server.market.timefmt import day_start, iso, trading_day
-from server.market.trading_axis import VenueAxis, WeekdayAxis, axis_days_back
+from server.market.trading_axis import VenueAxis, WeekdayAxis, axis_columns, axis_days_back
 from server.market.venue_clock import VenueClock
 
 _DAY_OFFSET_S = 8 * 3600
@@ -298,16 +298,18 @@ def build_demo_state(
     ms = int(now * 1000)
     axis = VenueAxis([clock.days for clock in clocks]) if clocks else WeekdayAxis(n)
     live_days = [clock.trading_day(ms) for clock in clocks] if clocks else [trading_day(now)] * n
-    days = axis_days_back(axis, max(live_days), capacity)
-    history = feed.history(days[-1], len(days), days)
+    columns = axis_columns(capacity) if clocks else capacity  # `capacity` trading days of every daily venue
+    days = axis_days_back(axis, max(live_days), columns)
+    history = feed.history(days[-1], len(days), days, now)
     _, o, h, low, c, v = history
-    buckets, v[:, -1] = feed.intraday_history(history, now)
+    buckets, live_volume, live_at = feed.intraday_history(history, now)
+    v[:, live_at] = live_volume
     if clocks:
         started = np.array([bool(clock.windows(day)) and clock.windows(day)[0].start_ms <= ms
                             for clock, day in zip(clocks, live_days, strict=True)])
         opened = np.array([axis.open_rows(day) for day in days]).T
         fit_to_venues(history, opened, np.array([d.toordinal() for d in live_days]), started, feed.live_prices())
-    candles = CandleBook(n, capacity, axis)
+    candles = CandleBook(n, columns, axis)
     candles.load_history(days, o, h, low, c, v)
     candles.advance(np.array([d.toordinal() for d in live_days], dtype=np.int32))
     intraday = IntradayBook(n)

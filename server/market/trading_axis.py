@@ -78,6 +78,12 @@ class VenueAxis:
         return found
 
 
+def axis_columns(trading_days: int) -> int:
+    """Axis columns that hold at least ``trading_days`` of each daily venue's own trading days: a third more (the
+    Chinese exchanges' holidays take at most about 15 weekdays in any 120; a monthly price has what falls in)."""
+    return trading_days + trading_days // 3
+
+
 def axis_days_back(axis: TradingAxis, end: date, n: int, after: date | None = None) -> list[date]:
     """The last ``n`` axis days up to ``end`` (included), ascending; only days after ``after`` when given."""
     out: list[date] = []

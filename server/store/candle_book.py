@@ -18,7 +18,7 @@ from server.core.background import log_round_failure
 from server.market.catalogue import Catalogue
 from server.market.daily import CandleBook, ticked_candles
 from server.market.state import AppliedTick
-from server.market.trading_axis import TradingAxis, axis_days_back
+from server.market.trading_axis import TradingAxis, axis_columns, axis_days_back
 from server.store.candle_rows import Candle
 from server.store.db import storage_errors
 from server.store.repositories import Candles
@@ -31,7 +31,7 @@ HISTORY_DAYS = 90
 def load_candle_book(catalogue: Catalogue, repo: Candles, axis: TradingAxis, today: date) -> CandleBook:
     """The last 90 days of the trading axis from storage; a trading day without a stored candle is unopened at the
     previous close; a stored candle on a day its venue is shut is not loaded (never shown: SPEC 16)."""
-    days = axis_days_back(axis, today, HISTORY_DAYS)
+    days = axis_days_back(axis, today, axis_columns(HISTORY_DAYS))
     n = len(catalogue.instruments)
     grid = np.full((5, n, len(days)), np.nan)
     col = {d: i for i, d in enumerate(days)}
@@ -40,7 +40,7 @@ def load_candle_book(catalogue: Catalogue, repo: Candles, axis: TradingAxis, tod
         if row is not None and day in col and axis.open_rows(day)[row]:
             grid[:, row, col[day]] = (o, h, lo, c, v)
     _carry_close(grid)
-    book = CandleBook(n, HISTORY_DAYS, axis)
+    book = CandleBook(n, axis_columns(HISTORY_DAYS), axis)
     book.load_history(days, grid[0], grid[1], grid[2], grid[3], grid[4])
     return book
 

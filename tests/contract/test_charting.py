@@ -41,9 +41,10 @@ def _at(hh: int, mm: int, ss: float = 0.0) -> float:
 
 
 def _ticks() -> list[tuple[str, float, float, int]]:
-    """(id, price, ts, volume), ascending by ts, between Saturday 00:00 and 11:59 (+08:00)."""
+    """(id, price, ts, volume), ascending by ts, between Saturday 08:00 and 11:59 (+08:00): all of them Monday's
+    (SPEC 16: ICE's Friday closes at 07:00 Saturday in Shanghai time, CFETS's at 03:00, ZCE's at 15:00 Friday)."""
     rng = random.Random(20)
-    stamps = sorted(rng.uniform(_at(0, 0), _at(11, 59, 59)) for _ in range(N_TICKS))
+    stamps = sorted(rng.uniform(_at(8, 0), _at(11, 59, 59)) for _ in range(N_TICKS))
     prices = {"brent": 80.0, "methanol": 2400.0, "usdcny": 7.1}
     out = []
     for ts in stamps:

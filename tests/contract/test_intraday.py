@@ -153,7 +153,8 @@ def _at(day: int, hh: int, mm: int, ss: int = 0) -> float:
 
 
 TICKS = [  # (id, price, ts, volume); the clock reads Saturday 2026-11-21 12:00 (+08:00)
-    ("methanol", 2400.0, _at(20, 15, 0), 3),  # Friday, read after Monday's candle went live: counts for Monday
+    # Friday's closing tick (15:00:00 on ZCE), read after Monday's candle went live: counts for Monday (SPEC 16)
+    ("methanol", 2400.0, _at(20, 15, 0), 3),
     ("brent", 80.0, _at(21, 9, 0, 10), 10),
     ("brent", 81.5, _at(21, 9, 0, 40), 5),
     ("brent", 79.0, _at(21, 9, 3, 5), 2),
@@ -206,18 +207,23 @@ def test_jsonl_buckets_are_exact_and_absent_without_ticks(saturday: httpx.Client
     assert _series(saturday, "wti", interval="15m") == [] == _series(saturday, "wti")  # no tick: nothing invented
 
 
+# where Monday 2026-11-23's ticks begin: the venue's previous close (ZCE 15:00 Friday; ICE Futures Europe
+# 23:00 London on Friday, 07:00 Saturday in Shanghai)
+MONDAY_SESSION = {"methanol": _at(20, 15, 0), "brent": _at(21, 7, 0)}
+
+
 def test_saturday_ticks_aggregate_into_mondays_daily_candle(saturday: httpx.Client) -> None:
     for inst in ("brent", "methanol"):
         live = _series(saturday, inst, days=1)[0]
         assert live["t"] == "2026-11-23"  # Saturday's ticks count for Monday
         for interval in INTRADAY:
             today = [b for b in _series(saturday, inst, interval=interval, limit=1000)
-                     if _ts(b["t"]) >= _session_start(live["t"])]
+                     if _ts(b["t"]) >= MONDAY_SESSION[inst]]
             assert _aggregate(today) == {k: live[k] for k in "ohlcv"}, (inst, interval)
     assert live == {"t": "2026-11-23", "o": 2400.0, "h": 2410.0, "l": 2400.0, "c": 2410.0, "v": 7}
-    # the Friday-stamped tick arrived when Monday's candle was live: it counts toward Monday's session, whose
-    # first bucket starts Saturday 00:00 (a bucket never starts before the live trading day's session)
-    assert [b["t"] for b in _series(saturday, "methanol", interval="1h")] == [_t(_at(21, 0, 0)), _t(_at(21, 10, 0))]
+    # the Friday closing tick arrived when Monday's candle was live: it counts toward Monday's session, whose
+    # first bucket starts at Friday's close (a bucket never starts before the live trading day's session)
+    assert [b["t"] for b in _series(saturday, "methanol", interval="1h")] == [_t(_at(20, 15, 0)), _t(_at(21, 10, 0))]
 
 
 def test_each_interval_and_limit_has_its_own_cached_body(saturday: httpx.Client) -> None:
@@ -239,7 +245,7 @@ def test_days_and_limit_apply_to_every_interval_together_too(saturday: httpx.Cli
     live_day = daily[-1]["t"]
     for interval in INTRADAY:
         held = _series(saturday, "methanol", interval=interval, limit=1000)
-        today = [b for b in held if _ts(b["t"]) >= _session_start(live_day)]  # Monday's session from Saturday
+        today = [b for b in held if _ts(b["t"]) >= MONDAY_SESSION["methanol"]]  # Monday's session: Friday 15:00
         assert today and _series(saturday, "methanol", interval=interval, days=1) == today, interval
         assert _series(saturday, "methanol", interval=interval, days=1, limit=1) == today[-1:]
         assert _series(saturday, "methanol", interval=interval, days=90) == held[-300:]  # the default limit
