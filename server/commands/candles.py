@@ -10,6 +10,7 @@ from typing import Any
 
 from server.commands.common import CommandError, command, db
 from server.market.catalogue import default_catalogue
+from server.market.venue_book import VenueBook
 from server.store.candle_rows import Candle
 
 # Imported candles show nowhere under the demo feed, which makes its own history: the operator is told,
@@ -22,10 +23,15 @@ def register(sub: Any) -> None:
     c = sub.add_parser("candles", help="daily candles").add_subparsers(dest="candles_cmd", required=True)
     imp = command(c, "import", "import daily candles from CSV (id,t,o,h,l,c,v)", _import)
     imp.add_argument("csv")
+    imp.add_argument("--calendar-file", help="exchange notices beyond the repository's (as serve takes)")
 
 
 def _import(ns: argparse.Namespace) -> int:
     known = default_catalogue().index
+    try:
+        venues = VenueBook.load(ns.calendar_file)
+    except (OSError, ValueError) as exc:
+        raise CommandError(f"--calendar-file: {exc}") from None
     candles: list[Candle] = []
     errors: list[str] = []
     try:
@@ -34,7 +40,7 @@ def _import(ns: argparse.Namespace) -> int:
                 if lineno == 1 and row and row[0].strip().lower() == "id":
                     continue
                 try:
-                    candles.append(_parse(row, known))
+                    candles.append(_parse(row, known, venues))
                 except ValueError as exc:
                     errors.append(f"line {lineno}: {exc}")
     except OSError as exc:
@@ -47,15 +53,16 @@ def _import(ns: argparse.Namespace) -> int:
     return 0
 
 
-def _parse(row: list[str], known: dict[str, int]) -> Candle:
+def _parse(row: list[str], known: dict[str, int], venues: VenueBook) -> Candle:
     if len(row) != 7:
         raise ValueError(f"expected 7 columns, got {len(row)}")
     inst = row[0].strip()
     if inst not in known:
         raise ValueError(f"unknown instrument {inst!r}")
     day = date.fromisoformat(row[1].strip())
-    if day.weekday() >= 5:
-        raise ValueError(f"{day} is not a trading day")
+    clock = venues.for_instrument(inst)
+    if not clock.is_trading_day(day):  # SPEC 16: one candle per trading day of the instrument's venue
+        raise ValueError(f"{day} is not a trading day of {clock.venue.id} ({inst})")
     o, h, lo, c, v = (float(x) for x in row[2:])
     if not (lo <= min(o, c) and h >= max(o, c) and lo > 0 and v >= 0):
         raise ValueError("prices must satisfy 0 < l <= o,c <= h and v >= 0")

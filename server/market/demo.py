@@ -116,6 +116,8 @@ class DemoWalk:
         sessions: list[tuple[int, float, float, int]] = []  # (day index, start, end, base bucket)
         for j in range(live_at, -1, -1):
             start, end = session_start(days[j]), day_start(days[j] + timedelta(days=1))
+            if j:  # never before the previous axis day's end (a Sunday on the axis: a monthly print's day)
+                start = max(start, day_start(days[j - 1] + timedelta(days=1)))
             base = next((sec for reach, sec in reaches if end > reach), None)
             if base is None:
                 break  # older sessions fall out of every ring

@@ -14,14 +14,17 @@ from server.stream.fanout import FanOut
 from server.stream.heartbeats import Heartbeats
 from server.stream.registry import SubscriptionRegistry
 from server.stream.session import Session
+from server.stream.venue_status import VenueStatus
 
 log = logging.getLogger("market.stream")
 
 
 class Schedule:
     def __init__(self, candles: CandleFrames | None, candle_registry: SubscriptionRegistry[Session],
-                 fanout: FanOut, beats: Heartbeats) -> None:
+                 fanout: FanOut, beats: Heartbeats, venues: VenueStatus | None = None) -> None:
+        """`venues`: the venues' status frames (None: a state without venue clocks, as in unit tests)."""
         self.candles = candles
+        self.venues = venues
         self.candle_registry = candle_registry
         self.fanout = fanout
         self.beats = beats
@@ -45,6 +48,8 @@ class Schedule:
                 frames = candles.on_run(now, self.candle_registry.by_row)
                 if frames:
                     self.fanout.candle_frames(frames)
+            if self.venues is not None:
+                self.venues.on_clock(now)
         self.beats.on_clock(now)
 
 

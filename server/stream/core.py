@@ -39,6 +39,7 @@ from server.stream.resume_history import TickHistory
 from server.stream.session import Session
 from server.stream.sessions import Sessions
 from server.stream.snapshots import QuoteSource, Snapshots
+from server.stream.venue_status import venue_status_of
 
 
 class StreamCore:
@@ -61,5 +62,6 @@ class StreamCore:
                                        metrics)
         beats = Heartbeats(state, ids, self.registry, limits, metrics)
         self.fanout = FanOut(self.registry, self.candle_registry, history, candles, beats, metrics)
-        self.schedule = Schedule(candles, self.candle_registry, self.fanout, beats)
+        venues = venue_status_of(getattr(state, "clocks", ()), self.registry)
+        self.schedule = Schedule(candles, self.candle_registry, self.fanout, beats, venues)
         self.keepalive = Keepalive(self.sessions, limits)

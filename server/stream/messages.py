@@ -167,6 +167,10 @@ def heartbeat_payload(ts: str, seqs: dict[str, int]) -> bytes:
     return orjson.dumps({"type": "heartbeat", "ts": ts, "seqs": seqs})
 
 
+def status_payload(venue: str, status: str, ts: str) -> bytes:
+    return orjson.dumps({"type": "status", "venue": venue, "status": status, "ts": ts})
+
+
 def pong_payload(ts: str, req_id: ReqId) -> bytes:
     return orjson.dumps({"type": "pong", "ts": ts, "reqId": req_id})
 

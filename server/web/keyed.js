@@ -11,6 +11,7 @@ import { INTERVALS, PriceChart, intervalSwitch } from "./chart.js";
 import { el, flash, replaceChildren, signClass } from "./dom.js";
 import { CloseCode, QuoteStream } from "./market-client.js";
 import { QuoteBook, clockOf, formatNumber, viewerTime, zonedClock } from "./quotes.js";
+import { VenuePanel } from "./venues.js";
 
 const SIDE_REFRESH_MS = 60000; // spreads and inventories
 const POLL_SHARE = 0.5; // polling may use half of the plan's budget; the rest is for charts and tables
@@ -44,6 +45,7 @@ export class KeyedSession {
     this.chart = null;
     this.spreads = null;
     this.inventory = null;
+    this.venues = new VenuePanel(ctx);
     this.socket = null;
     this.pollTimer = null;
     this.timers = [];
@@ -156,6 +158,7 @@ export class KeyedSession {
     stream.on("tick", (tick) => this._onTick(tick));
     stream.on("candle", (candle) => this._onCandle(candle));
     stream.on("heartbeat", () => this._streamLive());
+    stream.on("status", (msg) => this.venues.update(msg));
     stream.on("gap", (gap) => this._onGap(gap));
     stream.on("dead", () => this._streamStale(true));
     stream.on("close", (c) => {
@@ -469,9 +472,11 @@ export class KeyedSession {
 
   async loadSide() {
     const [spreads, inventory] = [await this.call("/api/v1/spreads"), await this.call("/api/v1/inventory")];
+    const venues = await this.call("/api/v1/venues");
     if (this.stopped) return;
     if (spreads.ok) this.spreads = spreads.data.spreads;
     if (inventory.ok) this.inventory = inventory.data.items;
+    if (venues.ok) this.venues.set(venues.data.venues);
     this._renderSpreads();
     this._renderInventory();
   }
@@ -600,6 +605,7 @@ export class KeyedSession {
     this._renderChartMeta();
     this._renderSpreads();
     this._renderInventory();
+    this.venues.render();
     this.chart?.applyColors();
     if (this.chart) {
       const { lang, labels } = this._chartLanguage();

@@ -588,6 +588,8 @@ var CloseCode = Object.freeze({
   POLICY: 1008,
   TOO_BIG: 1009,
   REVOKED: 4001,
+  /** The key's plan changed and no longer covers this session (SPEC 17): not retried. */
+  PLAN_CHANGED: 4003,
   SLOW: 4008
 });
 var DEFAULT_URL = "ws://127.0.0.1:8001/ws/quotes";
@@ -799,7 +801,7 @@ var QuoteStream = class extends Emitter {
     }
     if (this.state === "closed")
       return;
-    const fatal = code === CloseCode.REVOKED;
+    const fatal = code === CloseCode.REVOKED || code === CloseCode.PLAN_CHANGED;
     this.emit("close", { code, reason, willReconnect: !fatal });
     if (fatal) {
       this.lastClose = { code, reason };
@@ -835,6 +837,8 @@ var QuoteStream = class extends Emitter {
         return this.emit("candle", msg);
       case "heartbeat":
         return this.onHeartbeat(msg);
+      case "status":
+        return this.emit("status", msg);
       case "subscribed":
         return this.onSubscribed(msg);
       case "pong":

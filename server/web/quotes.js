@@ -62,13 +62,18 @@ const VIEWER_PARTS = new Intl.DateTimeFormat("en-US", {
 
 /** The same instant in the viewer's own zone, for a tooltip: "Your time: 2026-11-22 18:11:25 UTC". */
 export function viewerTime(iso, i18n) {
+  const t = viewerStamp(iso);
+  return t ? i18n.t("localTime", { t }) : "";
+}
+
+/** An instant in the viewer's own zone, "YYYY-MM-DD HH:MM:SS zone" ("" for no instant). */
+export function viewerStamp(iso) {
   const d = new Date(iso ?? "");
   if (Number.isNaN(d.getTime())) return "";
   const p = Object.fromEntries(VIEWER_PARTS.formatToParts(d).map((part) => [part.type, part.value]));
   const two = (v) => v.padStart(2, "0");
   const hour = p.hour === "24" ? "00" : p.hour; // some engines write midnight as 24 even with h23
-  const t = `${p.year}-${two(p.month)}-${two(p.day)} ${two(hour)}:${two(p.minute)}:${two(p.second)} ${p.timeZoneName}`;
-  return i18n.t("localTime", { t });
+  return `${p.year}-${two(p.month)}-${two(p.day)} ${two(hour)}:${two(p.minute)}:${two(p.second)} ${p.timeZoneName}`;
 }
 
 /** -1, 0 or 1. */

@@ -242,7 +242,6 @@ def test_days_and_limit_apply_to_every_interval_together_too(saturday: httpx.Cli
                                                                                             days=10)
     assert _series(saturday, "methanol", days=5, limit=3) == daily[-3:] == _series(saturday, "methanol", days=3,
                                                                                    limit=5)
-    live_day = daily[-1]["t"]
     for interval in INTRADAY:
         held = _series(saturday, "methanol", interval=interval, limit=1000)
         today = [b for b in held if _ts(b["t"]) >= MONDAY_SESSION["methanol"]]  # Monday's session: Friday 15:00

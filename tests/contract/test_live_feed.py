@@ -11,7 +11,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from server.market.timefmt import TZ, trading_day, trading_days_back
+from server.market.timefmt import TZ
+from server.market.venue_book import VenueBook
 from tests.conftest import ServerProcess, run_cli
 
 # The server runs on a fake "now" (hidden --clock-start) so the test holds on any calendar day: a Monday, a
@@ -44,17 +45,20 @@ def test_jsonl_feed_with_imported_history_survives_restart(tmp_path: Path, fake_
     fake_now = fake_now or os.environ.get("MARKET_CLOCK_START")  # the whole suite may run on a fake day too
     now = datetime.fromisoformat(fake_now).timestamp() if fake_now else time.time()
     clock_args = ("--clock-start", fake_now) if fake_now else ()
-    live_day = trading_day(now)
-    day1, day2, _ = trading_days_back(live_day, 3)  # the two trading days before the live candle's
+    brent = VenueBook.load().for_instrument("brent")  # ICE Futures Europe's trading days (SPEC 16)
+    live_day = brent.trading_day(int(now * 1000))
+    day1, day2, _ = brent.trading_days_back(live_day, 3)  # the two trading days before the live candle's
     data = tmp_path / "data"
     data.mkdir()  # admin commands refuse a data dir that does not exist (only serve creates one)
     csv = tmp_path / "c.csv"
     csv.write_text(f"id,t,o,h,l,c,v\nbrent,{day1},70,71,69,70.5,1000\nbrent,{day2},70.5,72,70,71.2,1200\n")
     bad_csv = tmp_path / "bad.csv"
-    bad_csv.write_text(f"brent,{_weekend_day(day1)},70,71,69,70.5,1000\nnope,{day2},1,1,1,1,1\n")
+    bad_csv.write_text(f"brent,{_weekend_day(day1)},70,71,69,70.5,1000\nnope,{day2},1,1,1,1,1\n"
+                       "methanol,2026-10-05,2400,2410,2390,2405,10\n")  # National Day: ZCE is shut, ICE is not
     assert run_cli(data, "candles", "import", str(csv)).returncode == 0
     bad = run_cli(data, "candles", "import", str(bad_csv))
-    assert bad.returncode == 1 and "not a trading day" in bad.stderr and "unknown instrument" in bad.stderr
+    assert bad.returncode == 1 and "not a trading day of ice-eu" in bad.stderr and "unknown instrument" in bad.stderr
+    assert "line 3: 2026-10-05 is not a trading day of zce (methanol)" in bad.stderr
 
     ticks = tmp_path / "ticks.jsonl"
     lines = [{"id": "brent", "price": 72.5, "volume": 10}, "not json", {"id": "gold", "price": 1},

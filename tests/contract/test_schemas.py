@@ -151,8 +151,35 @@ def test_every_stream_message_validates_against_asyncapi(api: ServerProcess, htt
             continue
         problems += [f"{kind}: {e}" for e in errors_of(validators[kind], msg)]
     assert problems == [], "\n".join(problems[:20])
-    assert {m["type"] for m in messages} == set(by_type), "every documented server message was seen"
+    # a status frame needs a venue's window edge: test_a_status_frame_validates_against_asyncapi sees it
+    assert {m["type"] for m in messages} == set(by_type) - {"status"}, "every documented server message was seen"
     assert {m["code"] for m in messages if m["type"] == "error"} == codes, "every documented error code was seen"
+
+
+def test_a_status_frame_validates_against_asyncapi(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """SPEC 16: on a clock 20 s before ZCE's 10:15 break (time enough to start), a session subscribed to methanol
+    gets {"type": "status", "venue": "zce", "status": "break"} as the server clock crosses 10:15, and only then."""
+    srv = ServerProcess(tmp_path_factory.mktemp("schemas-status") / "data", "granian",
+                        "--clock-start", "2026-11-18T10:14:40+08:00")
+    try:
+        doc = httpx.get(srv.base + "/asyncapi.json").json()
+        check = validator(doc, doc["channels"]["quotes"]["messages"]["Status"]["payload"], strict=True,
+                          draft=Draft7Validator)
+
+        async def first_status() -> dict[str, Any]:
+            async with connect(f"{srv.ws_base}/ws/quotes?key={srv.demo_key}", max_queue=None) as ws:
+                await ws.send(json.dumps({"op": "subscribe", "ids": ["methanol"], "reqId": 1}))
+                while True:
+                    msg = json.loads(await ws.recv())
+                    if msg["type"] == "status":
+                        return msg  # type: ignore[no-any-return]
+
+        status = asyncio.run(asyncio.wait_for(first_status(), 60.0))
+        assert errors_of(check, status) == []
+        assert (status["venue"], status["status"]) == ("zce", "break")
+        assert "2026-11-18T10:15:00" <= status["ts"] < "2026-11-18T10:15:03", status  # within a run of the clock
+    finally:
+        assert srv.stop() == 0, srv.output()
 
 
 def test_handshake_refusal_is_the_documented_problem(api: ServerProcess, http: httpx.Client) -> None:

@@ -231,6 +231,25 @@ def test_spreads_show_the_import_parity_breakdown_and_inventories_their_arrows(t
     assert tab.errors == []
 
 
+def test_each_venue_shows_its_status_and_next_edge_in_the_viewers_time(tab: Tab, dash: ServerProcess) -> None:
+    """SPEC 16: the dashboard shows every venue's status (open, break, closed) and when it next opens or closes,
+    in the viewer's own zone: never a market that looks dead on a Saturday without saying why."""
+    page = tab.open()
+    tab.enter_key(dash.demo_key)
+    page.wait_for_selector("[data-testid=venues] tbody tr[data-venue]")
+    venues = httpx.get(dash.base + "/api/v1/venues", headers={"X-SERVICE-Key": dash.demo_key}).json()["venues"]
+    rows = page.locator("[data-testid=venues] tbody tr")
+    assert [rows.nth(i).get_attribute("data-venue") for i in range(rows.count())] == [v["id"] for v in venues]
+    for i, v in enumerate(venues):
+        cells = rows.nth(i).locator("td").all_inner_texts()
+        assert cells[0] == v["name"]["en"] and cells[1] == v["status"], (v["id"], cells)
+        edge = v["nextClose"] if v["status"] == "open" else v["nextOpen"]
+        word = "closes" if v["status"] == "open" else "opens"
+        stamp = r"\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} \S+"
+        assert cells[2] == "—" if edge is None else re.fullmatch(f"{word} {stamp}", cells[2]), cells
+    assert tab.errors == []
+
+
 def test_wrong_key_shows_the_401_message(tab: Tab) -> None:
     page = tab.open()
     tab.enter_key("mk_this-key-does-not-exist")

@@ -145,3 +145,31 @@ def test_the_weekend_shows_mondays_candle(weekend: float) -> None:
     assert candle_days(state, "urea")[-2:] == ["2026-11-20", "2026-11-23"]
     night = state.quote_extended(row("methanol"))
     assert night["tradingDay"] == "2026-11-23" and night["open"] is not None
+
+
+def test_status_frames_go_to_a_venues_subscribers_when_it_breaks_and_reopens() -> None:
+    """SPEC 16: `status` when a venue opens, breaks or closes, to the sessions subscribed to its instruments."""
+    import json
+
+    from server.stream.registry import SubscriptionRegistry
+    from server.stream.venue_status import venue_status_of
+    from server.stream.wire import text_frame
+
+    registry: SubscriptionRegistry[str] = SubscriptionRegistry(len(CAT.instruments))
+    got: dict[str, list[bytes]] = {"zce-only": [], "cme-only": [], "both": []}
+    registry.join("zce-only", [row("methanol"), row("pta")], got["zce-only"].append)
+    registry.join("cme-only", [row("wti")], got["cme-only"].append)
+    registry.join("both", [row("methanol"), row("wti")], got["both"].append)
+    venues = venue_status_of(CLOCKS, registry)
+    assert venues is not None
+    assert venues.on_clock(at(2026, 11, 18, 10, 14, 58)) == 0  # the baseline: no frame
+    assert venues.status["zce"] == "open"
+    assert venues.on_clock(at(2026, 11, 18, 10, 14, 59)) == 0  # nothing moved
+    assert venues.on_clock(at(2026, 11, 18, 10, 15, 1)) == 2  # ZCE's 10:15 break: two groups hold a ZCE row
+    frame = text_frame(b'{"type":"status","venue":"zce","status":"break","ts":"2026-11-18T10:15:01.000+08:00"}')
+    assert got == {"zce-only": [frame], "cme-only": [], "both": [frame]}
+    assert venues.on_clock(at(2026, 11, 18, 10, 30, 0)) == 2  # open again at 10:30
+    assert json.loads(got["both"][-1][2:])["status"] == "open"
+    assert venues.on_clock(at(2026, 11, 18, 11, 30, 0)) == 2 and venues.status["zce"] == "break"  # lunch
+    assert venues.on_clock(at(2026, 11, 18, 15, 0, 0)) == 2 and venues.status["zce"] == "closed"
+    assert got["cme-only"] == []  # CME traded through all of it (07:30 CT onwards it is open)

@@ -22,6 +22,7 @@ import type {
   PongMessage,
   ServerMessage,
   SnapshotMessage,
+  StatusMessage,
   SubscribedMessage,
   TickMessage,
 } from "./types.js";
@@ -34,6 +35,8 @@ export const CloseCode = Object.freeze({
   POLICY: 1008,
   TOO_BIG: 1009,
   REVOKED: 4001,
+  /** The key's plan changed and no longer covers this session (SPEC 17): not retried. */
+  PLAN_CHANGED: 4003,
   SLOW: 4008,
 } as const);
 
@@ -72,6 +75,8 @@ export interface StreamEvents {
   tick: TickMessage;
   candle: CandleMessage;
   heartbeat: HeartbeatMessage;
+  /** A venue of a subscribed instrument opened, broke or closed (SPEC 16). */
+  status: StatusMessage;
   subscribed: SubscribedMessage;
   pong: PongMessage;
   /** The server refused a client message (the connection stays open), or the client gave up. */
@@ -322,7 +327,7 @@ export class QuoteStream extends Emitter<StreamEvents> {
       // already closing
     }
     if (this.state === "closed") return;
-    const fatal = code === CloseCode.REVOKED;
+    const fatal = code === CloseCode.REVOKED || code === CloseCode.PLAN_CHANGED;
     this.emit("close", { code, reason, willReconnect: !fatal });
     if (fatal) {
       this.lastClose = { code, reason };
@@ -354,6 +359,7 @@ export class QuoteStream extends Emitter<StreamEvents> {
       case "tick": return this.onTick(msg);
       case "candle": return this.emit("candle", msg);
       case "heartbeat": return this.onHeartbeat(msg);
+      case "status": return this.emit("status", msg);
       case "subscribed": return this.onSubscribed(msg);
       case "pong": return this.emit("pong", msg);
       case "error": return this.emit("error", msg);

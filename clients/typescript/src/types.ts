@@ -77,6 +77,14 @@ export interface HeartbeatMessage {
   seqs: Record<string, number>;
 }
 
+/** SPEC 16: a venue opened, broke or closed (sent to the sessions subscribed to one of its instruments). */
+export interface StatusMessage {
+  type: "status";
+  venue: string;
+  status: "open" | "break" | "closed";
+  ts: string;
+}
+
 export interface SubscribedMessage {
   type: "subscribed";
   ids: string[];
@@ -104,6 +112,7 @@ export type ServerMessage =
   | TickMessage
   | CandleMessage
   | HeartbeatMessage
+  | StatusMessage
   | SubscribedMessage
   | PongMessage
   | ErrorMessage;

@@ -66,6 +66,10 @@ MESSAGE_DOCS = {
                  "the last tick seq of each subscribed id, written after the ticks it accounts for. Two missed "
                  "heartbeats: treat the stream as dead and reconnect (browsers cannot see WebSocket pings); a seqs "
                  "entry above the last tick seen: a gap to resume.",
+    "Status": "SPEC 16: a venue opened, broke (a pause of under 3 h between two windows: a lunch break) or "
+              "closed; sent once, within about a second of the window's edge by the server clock, to each "
+              "session subscribed to one of the venue's instruments. The current status of every venue: "
+              "GET /api/v1/venues (and a single quote's marketStatus).",
     "Pong": "Answer to the ping op.",
     "Error": "A bad client message; the connection stays open. An unknown id fails the whole request and "
              "leaves the set unchanged.",
@@ -82,7 +86,7 @@ MESSAGE_DOCS = {
                    "candle intervals of the ids (of every subscribed id when ids is empty).",
     "Ping": "Application-level ping.",
 }
-SERVER_MESSAGES = ("Snapshot", "Tick", "CandleFrame", "Heartbeat", "Subscribed", "Pong", "Error")
+SERVER_MESSAGES = ("Snapshot", "Tick", "CandleFrame", "Heartbeat", "Status", "Subscribed", "Pong", "Error")
 CLIENT_MESSAGES = ("Subscribe", "Unsubscribe", "Ping")
 
 

@@ -382,6 +382,9 @@ STREAM: dict[str, S] = {
                       recovered={"type": "boolean", "description": "Only on a subscribe with since/epoch. true: "
                                  "exactly the missed ticks follow, in seq order per instrument, then live ticks (no "
                                  "snapshot). false: a snapshot of the set follows."}),
+    "Status": obj(["type", "venue", "status", "ts"], type=_const("status"),
+                  venue={"type": "string", "description": "the venue id (GET /api/v1/venues)"},
+                  status={"type": "string", "enum": ["open", "break", "closed"]}, ts=TS),
     "Pong": obj(["type", "ts", "reqId"], type=_const("pong"), ts=TS, reqId=REQ_ID),
     "Error": obj(["type", "code", "detail", "reqId"], type=_const("error"),
                  code={"type": "string", "enum": [c.value for c in ErrorCode]}, detail=STR, reqId=REQ_ID),

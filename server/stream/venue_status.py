@@ -1,0 +1,86 @@
+"""The WebSocket ``status`` frame (SPEC 16): when a venue opens, breaks or closes, each session subscribed to one
+of its instruments gets ``{"type":"status","venue","status","ts"}`` once.
+
+The stream clock calls ``on_clock`` every second; a venue's status is computed again only once its next window
+edge (``next_open`` / ``next_close``) has passed, so a quiet second costs one comparison per venue. The first
+reading is the baseline (no frame: a session learns the current status from the venues endpoint or a quote's
+``marketStatus``). A frame goes to every ready member of each subscription group holding one of the venue's
+instruments, once per group; a member over its buffer cap holds it with its ticks (conflated per venue).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Protocol
+
+from server.market.timefmt import iso
+from server.stream import messages as msg
+from server.stream.registry import Group, SubscriptionRegistry, write_ready
+from server.stream.session import Session
+from server.stream.wire import text_frame
+
+_HELD_KEY = -(1 << 40)  # held status frames' keys count down from here: below every candle channel's (-1 - ch)
+_RECHECK_MS = 3_600_000  # a venue with no window edge ahead (past its calendar): looked at again within an hour
+
+
+class Clock(Protocol):
+    def status(self, ts_ms: int) -> str: ...
+
+    def next_open(self, ts_ms: int) -> int | None: ...
+
+    def next_close(self, ts_ms: int) -> int | None: ...
+
+
+class VenueStatus:
+    def __init__(self, clocks: Mapping[str, Clock], rows_of: Mapping[str, Sequence[int]],
+                 registry: SubscriptionRegistry[Session]) -> None:
+        """`clocks`: each venue's clock (its widest session); `rows_of`: the instrument rows of each venue."""
+        self.clocks = dict(clocks)
+        self.rows_of = {vid: tuple(rows) for vid, rows in rows_of.items() if rows}
+        self.registry = registry
+        self.status: dict[str, str] = {}
+        self._held_key = {vid: _HELD_KEY - i for i, vid in enumerate(self.clocks)}
+        self._due: dict[str, float] = {}  # venue -> epoch ms of its next window edge
+
+    def on_clock(self, now: float) -> int:
+        """Venues whose status changed by ``now``: their frames out; returns how many frames were written."""
+        ms = int(now * 1000)
+        written = 0
+        for vid, clock in self.clocks.items():
+            if ms < self._due.get(vid, -math.inf):
+                continue
+            status = str(clock.status(ms))
+            edges = [t for t in (clock.next_open(ms), clock.next_close(ms)) if t is not None]
+            self._due[vid] = min(edges) if edges else ms + _RECHECK_MS
+            before = self.status.get(vid)
+            self.status[vid] = status
+            if before is not None and before != status:
+                written += self._send(vid, text_frame(msg.status_payload(vid, status, iso(now))))
+        return written
+
+    def _send(self, venue: str, frame: bytes) -> int:
+        groups: dict[int, Group[Session]] = {}
+        for row in self.rows_of.get(venue, ()):
+            for group in self.registry.by_row[row]:
+                groups[id(group)] = group
+        written = 0
+        for group in groups.values():
+            group.sent += 1  # the console's usage counts it as a message (registry.py)
+            written += write_ready(group, frame)
+            for session in group.held():
+                session.out.hold([(self._held_key[venue], frame)])
+        return written
+
+
+def venue_status_of(row_clocks: Sequence[object], registry: SubscriptionRegistry[Session]) -> VenueStatus | None:
+    """The status frames of the venues of these per-row clocks (``MarketState.clocks``; None without clocks): each
+    venue followed by its widest session's clock (the venue's own template, else its first row's)."""
+    clocks: dict[str, Clock] = {}
+    rows_of: dict[str, list[int]] = {}
+    for row, clock in enumerate(row_clocks):
+        venue = clock.venue  # type: ignore[attr-defined]
+        rows_of.setdefault(venue.id, []).append(row)
+        if venue.id not in clocks or clock.template.id == venue.session:  # type: ignore[attr-defined]
+            clocks[venue.id] = clock  # type: ignore[assignment]
+    return VenueStatus(clocks, rows_of, registry) if clocks else None
