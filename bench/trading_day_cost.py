@@ -13,7 +13,10 @@ Day holiday; the lookup tables are warm, as they are after a feed's first tick o
 - `trading_day`: ``VenueClock.trading_day(ts_ms)`` (floor division, dict.get, class check;
   about 1 in 3,600 ticks lands in an hour holding a close and bisects);
 - `bucket_ts`: ``VenueClock.bucket_ts(ts_ms)`` (the closing-tick rule for intraday buckets);
-- `loop`: the loop alone (subtracted from the three above).
+- `loop`: the loop alone (subtracted from the three above);
+- `state_weekdays` / `state_venues`: ``MarketState.apply`` of batches of 10 ticks (the whole market state's tick
+  path: daily and intraday candles, prices, seqs, change) without venue clocks (the old weekday rule) and with
+  them (each row on its venue's trading day, SPEC 16); their difference is what the venues cost a tick.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import platform
 import time
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 from zoneinfo import ZoneInfo
 
 from server.market.tick_tables import HOUR_MS
@@ -95,6 +99,39 @@ def main() -> None:
     for name, run in runs:
         print(f"{name:14s} {(_best(run, args.repeat) - base) / args.number:7.1f} ns/tick")
     print(f"{'loop':14s} {base / args.number:7.1f} ns/tick (subtracted)")
+    for name, clocks in (("state_weekdays", False), ("state_venues", True)):
+        batches = _state_batches(stamps[: args.number // 5])
+        state = _state(batches[0][0].ts, clocks)
+        n = sum(len(b) for b in batches)
+        print(f"{name:14s} {_best(lambda st=state, bs=batches: [st.apply(b) for b in bs], args.repeat) / n:7.1f}"
+              " ns/tick")
+
+
+def _state_batches(stamps: list[int]) -> list[list[Any]]:
+    """Ticks of every instrument in stamp order, 10 to a batch (prices wander, volume 1)."""
+    from server.market.tick import Tick
+
+    out: list[list[Any]] = []
+    for i in range(0, len(stamps), 10):
+        out.append([Tick((i + k) % 49, 100.0 + ((i + k) % 13) * 0.01, stamps[i + k] / 1000, 1.0)
+                    for k in range(min(10, len(stamps) - i))])
+    return out
+
+
+def _state(first: float, clocks: bool) -> Any:
+    from server.market.catalogue import default_catalogue
+    from server.market.daily import CandleBook
+    from server.market.state import MarketState
+    from server.market.trading_axis import VenueAxis
+
+    cat = default_catalogue()
+    book = VenueBook.load()
+    row_clocks = [book.for_instrument(i.id) for i in cat.instruments] if clocks else []
+    n = len(cat.instruments)
+    candles = CandleBook(n, 120, VenueAxis([c.days for c in row_clocks])) if clocks else CandleBook(n, 120)
+    state = MarketState(cat, candles, demo=False, epoch="bench", clocks=row_clocks)
+    state.roll(first)
+    return state
 
 
 if __name__ == "__main__":
