@@ -35,7 +35,7 @@ export class VenuePanel {
       return el("tr", { dataset: { venue: v.id, status: v.status } },
         el("td", {}, v.name?.[i18n.lang] ?? v.name?.en ?? v.id),
         el("td", {}, el("span", { class: `venue-status ${v.status}` }, i18n.t(`venue_${v.status}`))),
-        el("td", { class: "opt" }, when ? i18n.t(v.status === "open" ? "venueCloses" : "venueOpens", { t: when }) : "—"));
+        el("td", { class: "next" }, when ? i18n.t(v.status === "open" ? "venueCloses" : "venueOpens", { t: when }) : "—"));
     }));
   }
 }

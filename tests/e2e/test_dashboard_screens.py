@@ -157,11 +157,11 @@ def test_times_carry_their_zone_and_the_viewers_time_on_hover_in_a_utc_browser(d
     assert re.fullmatch(r"Your time: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC", news_time[1]), news_time
     # the trading-day rule where the candles are
     rule = page.inner_text("[data-testid=trading-day]")
-    assert "Monday to Friday" in rule and "Saturday or Sunday count toward Monday" in rule and "UTC+8" in rule
+    assert "own venue" in rule and "holidays" in rule and "Friday night toward Monday" in rule
     page = desk.lang("zh")
     assert page.inner_text(".quotes th:last-child") == "时间（北京）"
     assert page.inner_text("[data-testid=news] time").endswith(" 北京时间")
-    assert "周六、周日的成交计入下周一" in page.inner_text("[data-testid=trading-day]")
+    assert "周五夜盘计入下周一" in page.inner_text("[data-testid=trading-day]")
 
 
 def test_spreads_name_the_markets_with_units_and_the_parity_formula(desk: Screen, srv: ServerProcess) -> None:
