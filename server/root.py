@@ -68,8 +68,10 @@ from server.market.trading_axis import VenueAxis
 from server.market.venue_book import VenueBook
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
+from server.store.archive_keeper import ArchiveKeeper
 from server.store.backend import open_repositories
 from server.store.candle_book import CandleKeeper, load_candle_book
+from server.store.history import History
 from server.store.key_cache import KeyCache
 from server.store.repositories import Candles, Repositories
 from server.stream.messages import tick_frame
@@ -177,7 +179,9 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     engine = make_engine(group(EngineSettings), registry, buckets, clock, ids)
     epoch = engine.epoch(f"{int(clock())}-{os.urandom(3).hex()}")  # redis: the shared tick history's, if any
     venues = VenueBook.load(settings.calendar_file)  # every venue's sessions and holidays (SPEC 16)
-    state, feed, keeper = make_market(group(FeedSettings), catalogue, repos.candles, clock, epoch, venues)
+    state, feed, keeper = make_market(group(FeedSettings), catalogue, repos.candles, clock, epoch, venues,
+                                      history_opener(group(StorageSettings), group(EngineSettings)))
+    archive_ok = keeper.archive.register_metrics(registry) if keeper and keeper.archive else (lambda: True)
     keys = KeyCache(repos.keys)  # filled by the key watch's start, before anything is served
     router = Router()
     meter = UsageMeter(clock())  # the console's usage per key (SPEC 17), counted by the pipeline and the stream
@@ -193,7 +197,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     http, stream_settings = group(HttpSettings), group(StreamSettings)
     WebApi(http, group(FeedSettings), stream_settings).register(router)  # the dashboard at /, /static/..., /api/config
     OpsApi(http, group(ProcessSettings), router, registry, repos.storage,
-           lambda: started.is_set() and ticks.ready(), epoch, engine.node).register(router)
+           lambda: started.is_set() and ticks.ready() and archive_ok(), epoch, engine.node).register(router)
     outbox = OutboxWorker(notify, registry, repos.outbox, channels, clock)
     site, usage = make_sites(settings, router, repos, state, app, engine, registry, specs, outbox, meter, clock)
     applied.subscribe_before(site.snapshots.before_ticks)
@@ -236,9 +240,20 @@ def make_app(settings: Settings, router: Router, keys: KeyCache, registry: Regis
                      robyn_peer if robyn else granian_peer)
 
 
+def history_opener(storage: StorageSettings, engine: EngineSettings) -> Callable[[], History] | None:
+    """The durable history of a live feed (SPEC 18): SQLite in the data dir or PostgreSQL; None on the Redis engine
+    (its archive would be written by the feed's lease holder, fenced: not built yet)."""
+    if engine.engine is EngineKind.REDIS:
+        return None
+    url = storage.database_url
+    return (lambda: History.postgres(url)) if url else (lambda: History.sqlite(storage.data_dir))
+
+
 def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, clock: Callable[[], float],
-                epoch: str, venues: VenueBook) -> tuple[MarketState, FeedSource, CandleKeeper | None]:
-    """The market state, the feed source that moves it and, for a live feed, the keeper of its daily candles."""
+                epoch: str, venues: VenueBook, open_history: Callable[[], History] | None = None,
+                ) -> tuple[MarketState, FeedSource, CandleKeeper | None]:
+    """The market state, the feed source that moves it and, for a live feed, the keeper of its daily candles and
+    (`open_history`: the durable history, SPEC 18) of its tick archive, replayed into the state first."""
     clocks = [venues.for_instrument(inst.id) for inst in catalogue.instruments]
     if settings.is_demo:
         state, walk = build_demo_state(catalogue, settings.seed, clock(), clocks=clocks)
@@ -249,8 +264,11 @@ def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, 
                             max(c.trading_day(int(now * 1000)) for c in clocks))
     state = MarketState(catalogue, book, demo=False, epoch=epoch, clocks=clocks)
     state.roll(now)  # each instrument's live candle: its venue's trading day now
+    archive = ArchiveKeeper(open_history()) if open_history is not None else None
+    if archive is not None:
+        archive.replay(state)  # today's candles as they were before a restart (even kill -9)
     feed = JsonlSource(catalogue, settings.feed_path or "-", clock, state.history_start)
-    return state, feed, CandleKeeper(catalogue, book, candles)
+    return state, feed, CandleKeeper(catalogue, book, candles, archive)
 
 
 async def start_up(settings: Settings) -> Node:

@@ -266,6 +266,17 @@ def closed_candles(book: CandleBook, rows: list[int] | np.ndarray | None = None)
     return days, arrays  # type: ignore[return-value]
 
 
+def unopen_live(book: CandleBook, rows: list[int]) -> None:
+    """These rows' live candles back to unopened at the previous close (before their ticks are applied again)."""
+    for row in rows:
+        col = book.row_col[row]
+        book.o[row, col] = book.h[row, col] = book.l[row, col] = np.nan
+        book.c[row, col] = book.row_prev[row]
+        book.v[row, col] = 0.0
+        book.q[row, col] = 0
+        book.ticked[row, col] = False
+
+
 def ticked_candles(book: CandleBook) -> list[tuple[int, date, OHLCV]]:
     """(row, day, (o, h, l, c, v)) of every candle this process applied ticks to, oldest first."""
     out = []

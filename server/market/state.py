@@ -49,6 +49,7 @@ class AppliedTick:
     change: float
     ts: float
     seq: int
+    volume: float = 0.0
 
 
 def _finite_or_none(value: float, decimals: int) -> float | None:
@@ -171,7 +172,8 @@ class MarketState:
         self.updated_ts[row] = tick.ts
         prev = self.candles.prev_close(row)
         change = tick.price - prev if math.isfinite(prev) else 0.0
-        return AppliedTick(row, self._ids[row], tick.price, round(change, self._decimals[row]), tick.ts, seq)
+        return AppliedTick(row, self._ids[row], tick.price, round(change, self._decimals[row]), tick.ts, seq,
+                           tick.volume)
 
     def restore(self, last: list[tuple[Tick, int]], seqs: dict[str, int], untouched_at: float | None) -> None:
         """Continue from a shared tick log (a hub joining others, or restarting on Redis): each instrument's newest

@@ -19,6 +19,7 @@ from server.market.catalogue import Catalogue
 from server.market.daily import CandleBook, ticked_candles
 from server.market.state import AppliedTick
 from server.market.trading_axis import TradingAxis, axis_columns, axis_days_back
+from server.store.archive_keeper import ArchiveKeeper
 from server.store.candle_rows import Candle
 from server.store.db import storage_errors
 from server.store.repositories import Candles
@@ -65,15 +66,21 @@ def export_candles(catalogue: Catalogue, book: CandleBook) -> list[Candle]:
 class CandleKeeper:
     """Writes a live feed's traded candles: after each roll-over of the live day, and at shutdown."""
 
-    def __init__(self, catalogue: Catalogue, book: CandleBook, repo: Candles) -> None:
+    def __init__(self, catalogue: Catalogue, book: CandleBook, repo: Candles,
+                 archive: ArchiveKeeper | None = None) -> None:
+        """`archive`: the durable tick archive (SPEC 18) the same ticks go to (None: not kept)."""
         self.catalogue = catalogue
         self.book = book
+        self.archive = archive
         self.repo = repo
         self._persisted_day = book.last_day()
         self._writing: asyncio.Task[None] | None = None
 
-    def on_ticks(self, _applied: list[AppliedTick]) -> None:
-        """An applied-ticks listener: the live day rolled since the last write -> write (one write at a time)."""
+    def on_ticks(self, applied: list[AppliedTick]) -> None:
+        """An applied-ticks listener: the ticks to the archive's buffer; the live day rolled since the last write ->
+        write (one write at a time)."""
+        if self.archive is not None:
+            self.archive.on_ticks(applied)
         day = self.book.last_day()
         if day != self._persisted_day and self._writing is None:
             self._persisted_day = day
@@ -88,5 +95,10 @@ class CandleKeeper:
             self._writing = None
 
     def flush(self) -> None:
-        """Every traded candle, today's included (at shutdown, once the loop's work has stopped)."""
-        self.repo.upsert_blocking(export_candles(self.catalogue, self.book))
+        """Every traded candle, today's included, and every archived tick committed (at shutdown, once the loop's
+        work has stopped)."""
+        try:
+            self.repo.upsert_blocking(export_candles(self.catalogue, self.book))
+        finally:
+            if self.archive is not None:
+                self.archive.close()
