@@ -7,6 +7,7 @@ only (README "Decisions"). A served bucket's JSON text is kept too (``IntradayRi
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import date, timedelta
 from typing import Any
 
@@ -162,6 +163,25 @@ class IntradayRing:
         self._count = [keep] * self.n
         self._last = [keep - 1 if keep else self.capacity - 1] * self.n
         self._newest = self.t[:, keep - 1].tolist() if keep else [-(2**62)] * self.n
+
+    def load_row(self, row: int, buckets: Sequence[tuple[int, float, float, float, float, float]]) -> None:
+        """Replace ``row``'s buckets with these (start in epoch seconds, o, h, l, c, v), ascending: a stored
+        history read back at start (the newest ``capacity`` kept)."""
+        keep = buckets[-self.capacity:] if buckets else []
+        k = len(keep)
+        if k:
+            cols = np.array(keep, dtype=np.float64).T
+            if np.any(cols[0] % self.seconds):
+                raise ValueError("bucket starts must be multiples of the interval")
+            self.t[row, :k] = cols[0].astype(np.int64)
+            for dst, src in zip((self.o, self.h, self.l, self.c, self.v), cols[1:], strict=True):
+                dst[row, :k] = src
+        self.q[row, :] = 0
+        self._texts[row] = {}
+        self._newest_text[row] = None
+        self._count[row] = k
+        self._last[row] = k - 1 if k else self.capacity - 1
+        self._newest[row] = int(keep[-1][0]) if k else -(2**62)
 
     def columns(self, row: int, limit: int) -> np.ndarray:
         """Columns of the newest ``limit`` buckets of ``row``, oldest first."""

@@ -24,7 +24,7 @@ from server.market.daily import unopen_live
 from server.market.state import AppliedTick, MarketState
 from server.market.tick import Tick
 from server.store.archive import TickArchive
-from server.store.candle_store import CandleStore
+from server.store.candle_store import Bar, CandleStore
 from server.store.history import History
 
 log = logging.getLogger("market.archive")
@@ -33,8 +33,9 @@ FAR_MS = 1 << 53  # "until now and later": the archive's read takes [start, end)
 
 
 class ArchiveKeeper:
-    def __init__(self, history: History) -> None:
+    def __init__(self, history: History, state: MarketState) -> None:
         self.history = history
+        self.state = state
         self.lost = 0  # ticks the writer refused (its buffer full while commits kept failing)
 
     def on_ticks(self, applied: list[AppliedTick]) -> None:
@@ -42,12 +43,69 @@ class ArchiveKeeper:
         if not self.history.submit_ticks([(t.id, int(t.ts * 1000), t.seq, t.price, t.volume) for t in applied]):
             self.lost += len(applied)
 
+    def restore_closed(self, state: MarketState) -> int:
+        """Each intraday ring's stored buckets from before each instrument's live session (the newest `capacity`),
+        as the previous runs stored them (`closed_bars`); returns how many. Blocking: start-up only, before
+        `replay`."""
+        ids = [inst.id for inst in state.catalogue.instruments]
+        floors = [self._floor_ms(state, row) for row in range(len(ids))]
+        rings = state.intraday.rings
+
+        def read(candles: CandleStore, _archive: TickArchive) -> dict[str, list[list[Bar]]]:
+            return {name: [candles.latest(name, inst, floor, ring.capacity) for inst, floor in zip(ids, floors,
+                                                                                                     strict=True)]
+                    for name, ring in rings.items()}
+
+        stored = self.history.read_blocking(read)
+        n = 0
+        for name, per_row in stored.items():
+            for row, bars in enumerate(per_row):
+                if bars:
+                    rings[name].load_row(row, [(b[1] // 1000, b[2], b[3], b[4], b[5], b[6]) for b in bars])
+                    n += len(bars)
+        return n
+
+    @staticmethod
+    def closed_bars(state: MarketState) -> dict[str, list[Bar]]:
+        """On the loop: every intraday bucket held, per interval, for `store_closed` (upserts: a bucket stored while
+        open is stored again whole later); a restart loads those before the live session and replays the session's
+        ticks, so a bucket is never counted twice."""
+        ids = [inst.id for inst in state.catalogue.instruments]
+        out: dict[str, list[Bar]] = {}
+        for name, ring in state.intraday.rings.items():
+            rows: list[Bar] = []
+            for row, inst in enumerate(ids):
+                starts, cols = ring.held(row)
+                for t, col in zip(starts.tolist(), cols.tolist(), strict=True):
+                    rows.append((inst, t * 1000, float(ring.o[row, col]), float(ring.h[row, col]),
+                                 float(ring.l[row, col]), float(ring.c[row, col]), float(ring.v[row, col])))
+            out[name] = rows
+        return out
+
+    async def store_closed(self) -> None:
+        """The buckets of earlier sessions into the candle store (at a roll of the live day: off the loop)."""
+        for name, rows in self.closed_bars(self.state).items():  # taken on the loop, written on the writer thread
+            if rows:
+                await self.history.put_closed(name, rows)
+
+    def store_closed_blocking(self) -> None:
+        """The same at shutdown (once the loop's work has stopped)."""
+        for name, rows in self.closed_bars(self.state).items():
+            if rows:
+                def put(candles: CandleStore, _archive: TickArchive, n: str = name, r: list[Bar] = rows) -> None:
+                    candles.put_closed(n, r)
+
+                self.history.write_blocking(put)
+
+    @staticmethod
+    def _floor_ms(state: MarketState, row: int) -> int:
+        return int(state.floors.of(row, state.candles.live_day(row)) * 1000) if len(state.candles) else 0
+
     def replay(self, state: MarketState) -> int:
         """Apply each instrument's archived ticks of its live trading day again (see the module docstring);
         returns how many. Blocking: start-up only."""
         ids = [inst.id for inst in state.catalogue.instruments]
-        starts = [int(state.floors.of(row, state.candles.live_day(row)) * 1000) if len(state.candles) else 0
-                  for row in range(len(ids))]
+        starts = [self._floor_ms(state, row) for row in range(len(ids))]
 
         def read(_candles: CandleStore, archive: TickArchive) -> list[list[tuple[str, int, int, float, float]]]:
             return [list(archive.read(inst, start, FAR_MS)) for inst, start in zip(ids, starts, strict=True)]

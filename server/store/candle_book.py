@@ -89,6 +89,8 @@ class CandleKeeper:
     async def _write(self) -> None:
         try:
             await self.repo.upsert(export_candles(self.catalogue, self.book))
+            if self.archive is not None:
+                await self.archive.store_closed()
         except storage_errors() as exc:  # the next roll-over or the final flush retries
             log_round_failure(log, "persisting closed candles", exc)
         finally:
@@ -99,6 +101,8 @@ class CandleKeeper:
         work has stopped)."""
         try:
             self.repo.upsert_blocking(export_candles(self.catalogue, self.book))
+            if self.archive is not None:
+                self.archive.store_closed_blocking()
         finally:
             if self.archive is not None:
                 self.archive.close()

@@ -29,18 +29,21 @@ IDS = ("brent", "methanol")
 MEMORY = ("--engine", "memory")
 
 
-def _at(hh: int, mm: int, ss: int = 0) -> float:
-    return datetime(2026, 11, 18, hh, mm, ss, tzinfo=TZ).timestamp()
+YESTERDAY = "2026-11-17T14:20:00+08:00"
 
 
-def _ticks() -> list[dict[str, Any]]:
+def _at(hh: int, mm: int, ss: int = 0, day: int = 18) -> float:
+    return datetime(2026, 11, day, hh, mm, ss, tzinfo=TZ).timestamp()
+
+
+def _ticks(day: int = 18) -> list[dict[str, Any]]:
     out = []
     for k in range(240):  # 09:00 .. 13:59, every 75 s, alternating instruments (a late tick included below)
         inst = IDS[k % 2]
-        base = 80.0 if inst == "brent" else 2400.0
+        base = (80.0 if inst == "brent" else 2400.0) + (day - 18)
         out.append({"id": inst, "price": round(base + (k % 17) * (0.05 if inst == "brent" else 1.0), 2),
-                    "ts": _at(9, 0) + k * 75, "volume": 1 + k % 5})
-    out.append({"id": "brent", "price": 79.1, "ts": _at(9, 30), "volume": 7})  # late: counts toward the newest bucket
+                    "ts": _at(9, 0, day=day) + k * 75, "volume": 1 + k % 5})
+    out.append({"id": "brent", "price": 79.1, "ts": _at(9, 30, day=day), "volume": 7})  # late: the newest bucket
     return out
 
 
@@ -75,10 +78,19 @@ def _answers(srv: ServerProcess, key: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("runtime", ["granian"])
 def test_kill_9_keeps_todays_candles(tmp_path: Path, runtime: str) -> None:
+    """Tuesday's run ends cleanly (its buckets stored); Wednesday's is killed with SIGKILL: the third run answers
+    Tuesday's buckets from the candle store and Wednesday's from the archive, exactly as the second did."""
     feed = tmp_path / "ticks.jsonl"
+    data = tmp_path / "data"
+    monday = _ticks(17)
+    feed.write_text("".join(json.dumps(t) + "\n" for t in monday))
+    first = ServerProcess(data, runtime, "--feed", f"jsonl:{feed}", "--clock-start", YESTERDAY, *MEMORY)
+    try:
+        assert _until(lambda: _metric(first, "market_archive_committed_ticks") == len(monday)), first.output()
+    finally:
+        assert first.stop() == 0, first.output()
     ticks = _ticks()
     feed.write_text("".join(json.dumps(t) + "\n" for t in ticks))
-    data = tmp_path / "data"
     srv = ServerProcess(data, runtime, "--feed", f"jsonl:{feed}", "--clock-start", NOW, *MEMORY)
     key = srv.demo_key
     try:
@@ -86,7 +98,8 @@ def test_kill_9_keeps_todays_candles(tmp_path: Path, runtime: str) -> None:
         before = _answers(srv, key)
         assert before["brent"]["seq"] + before["methanol"]["seq"] == len(ticks)
         assert before["methanol"]["tradingDay"] == "2026-11-18" and before["methanol"]["open"] == 2401.0
-        assert len(before["brent-1m"]) == 120  # the late tick counts toward the newest bucket
+        assert len(before["brent-1m"]) == 240  # Tuesday's 120 (stored), Wednesday's 120 (the late tick: the newest)
+        assert before["brent-1m"][0]["t"].startswith("2026-11-17T09:00")
         assert before["methanol-1d"][-1]["t"] == "2026-11-18"
         assert httpx.get(srv.base + "/readyz").status_code == 200
         srv.proc.send_signal(signal.SIGKILL)
@@ -100,6 +113,6 @@ def test_kill_9_keeps_todays_candles(tmp_path: Path, runtime: str) -> None:
         after = _answers(again, key)
         assert after == before
         log = again.output()
-        assert f"replayed {len(ticks)} archived ticks" in log, log
+        assert f"replayed {len(ticks)} archived ticks" in log, log  # today's: Tuesday's came from the store
     finally:
         assert again.stop() == 0, again.output()
