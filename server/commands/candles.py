@@ -1,4 +1,9 @@
-"""`candles import CSV`: daily candles `id,t,o,h,l,c,v` for a live (non-demo) feed."""
+"""`candles import CSV [--interval I]`: candles `id,t,o,h,l,c,v` for a live (non-demo) feed; `ticks import FILE`.
+
+Daily candles (the default, `--interval 1d`) go where the hub loads its daily book from; a row on a day its
+instrument's venue does not trade is a bad row (SPEC 16). Intraday ones (`1m`, `5m`, `15m`, `1h`) go to the
+candle store of the durable history (SPEC 18), which a live hub loads its rings from at its next start; ticks go
+to its tick archive. Bad rows are counted and named, good rows kept; exit status 1 when any row was bad."""
 
 from __future__ import annotations
 
@@ -6,11 +11,14 @@ import argparse
 import csv
 import sys
 from datetime import date
+from pathlib import Path
 from typing import Any
 
 from server.commands.common import CommandError, command, db
+from server.commands.history_files import report, with_history
 from server.market.catalogue import default_catalogue
 from server.market.venue_book import VenueBook
+from server.store.backfill import MAX_NAMED, ImportReport, import_candles, import_ticks
 from server.store.candle_rows import Candle
 
 # Imported candles show nowhere under the demo feed, which makes its own history: the operator is told,
@@ -20,14 +28,25 @@ IMPORT_NOTE = ("note: imported candles are used only by a live feed (serve --fee
 
 
 def register(sub: Any) -> None:
-    c = sub.add_parser("candles", help="daily candles").add_subparsers(dest="candles_cmd", required=True)
-    imp = command(c, "import", "import daily candles from CSV (id,t,o,h,l,c,v)", _import)
+    c = sub.add_parser("candles", help="candles (daily, or intraday with --interval)")
+    c = c.add_subparsers(dest="candles_cmd", required=True)
+    imp = command(c, "import", "import candles from CSV (id,t,o,h,l,c,v), daily or --interval", _import)
     imp.add_argument("csv")
+    imp.add_argument("--interval", default="1d", choices=["1m", "5m", "15m", "1h", "1d"],
+                     help="the candles' interval (default 1d); t: epoch ms, ISO 8601 with offset, or a date")
     imp.add_argument("--calendar-file", help="exchange notices beyond the repository's (as serve takes)")
+    t = sub.add_parser("ticks", help="ticks of the durable history").add_subparsers(dest="ticks_cmd", required=True)
+    ticks = command(t, "import", "import ticks (JSONL {id,ts,seq,price,volume} or CSV id,ts,seq,price,volume)",
+                    _import_ticks)
+    ticks.add_argument("file", help="JSONL or CSV, optionally .gz")
 
 
 def _import(ns: argparse.Namespace) -> int:
     known = default_catalogue().index
+    if ns.interval != "1d":
+        path = Path(ns.csv)
+        return report("candles", with_history(ns, lambda candles, _a: import_candles(candles, ns.interval, path,
+                                                                                     set(known))))
     try:
         venues = VenueBook.load(ns.calendar_file)
     except (OSError, ValueError) as exc:
@@ -45,12 +64,17 @@ def _import(ns: argparse.Namespace) -> int:
                     errors.append(f"line {lineno}: {exc}")
     except OSError as exc:
         raise CommandError(f"cannot read {ns.csv}: {exc.strerror}") from None
-    if errors:
-        raise CommandError("nothing imported:\n  " + "\n  ".join(errors[:20]))
-    db(ns).candles.upsert(candles)
-    print(f"imported {len(candles)} candles")
+    if candles:
+        db(ns).candles.upsert(candles)
     print(IMPORT_NOTE, file=sys.stderr)
-    return 0
+    result = ImportReport(len(candles), len(errors), errors[:MAX_NAMED])
+    return report("candles", result)
+
+
+def _import_ticks(ns: argparse.Namespace) -> int:
+    known = set(default_catalogue().index)
+    path = Path(ns.file)
+    return report("ticks", with_history(ns, lambda _c, archive: import_ticks(archive, path, known)))
 
 
 def _parse(row: list[str], known: dict[str, int], venues: VenueBook) -> Candle:

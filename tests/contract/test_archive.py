@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from server.market.timefmt import TZ
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, run_cli
 
 NOW = "2026-11-18T14:20:00+08:00"  # a Wednesday: ZCE and ICE in session
 IDS = ("brent", "methanol")
@@ -116,3 +116,40 @@ def test_kill_9_keeps_todays_candles(tmp_path: Path, runtime: str) -> None:
         assert f"replayed {len(ticks)} archived ticks" in log, log  # today's: Tuesday's came from the store
     finally:
         assert again.stop() == 0, again.output()
+
+
+def test_backfill_imports_ticks_and_intraday_candles_and_names_bad_rows(tmp_path: Path) -> None:
+    """SPEC 18 backfill: `ticks import` and `candles import --interval 1m` keep good rows and name bad ones (exit
+    1); a live hub started afterwards shows the imported minutes before today's session and replays today's
+    imported ticks."""
+    data = tmp_path / "data"
+    data.mkdir()
+    ticks = tmp_path / "ticks.jsonl"
+    good = [{"id": "methanol", "ts": int(_at(10, 0) * 1000) + k * 60_000, "seq": k + 1, "price": 2400.0 + k,
+             "volume": 2} for k in range(5)]
+    ticks.write_text("".join(json.dumps(t) + "\n" for t in good)
+                     + '{"id": "gold", "ts": 1, "seq": 1, "price": 1, "volume": 1}\n'
+                     + '{"id": "methanol", "ts": 1, "seq": 9, "price": -5, "volume": 1}\nnot json\n')
+    out = run_cli(data, "ticks", "import", str(ticks))
+    assert out.returncode == 1 and "imported 5 ticks" in out.stdout, (out.stdout, out.stderr)
+    assert "3 bad rows" in out.stderr and "line 6:" in out.stderr and "line 8:" in out.stderr, out.stderr
+    bars = tmp_path / "bars.csv"
+    start = int(_at(9, 0, day=17) * 1000)  # Tuesday: before Wednesday's session
+    rows = [f"brent,{start + k * 60_000},80,81,79,80.5,{k + 1}" for k in range(30)]
+    bars.write_text("id,t,o,h,l,c,v\n" + "\n".join(rows) + f"\nbrent,{start + 30},80,81,79,80.5,1\n")
+    out = run_cli(data, "candles", "import", "--interval", "1m", str(bars))
+    assert out.returncode == 1 and "imported 30 candles" in out.stdout, (out.stdout, out.stderr)
+    assert "line 32: t is not the start of a 1m bucket" in out.stderr, out.stderr
+    assert run_cli(data, "candles", "import", "--interval", "2m", str(bars)).returncode == 2  # argparse: 2m
+    feed = tmp_path / "feed.jsonl"
+    feed.write_text("")
+    srv = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", NOW, *MEMORY)
+    try:
+        h = {"X-SERVICE-Key": srv.demo_key}
+        minutes = httpx.get(f"{srv.base}/api/v1/kline/brent", headers=h,
+                            params={"interval": "1m", "limit": 1000}).json()["series"]
+        assert len(minutes) == 30 and minutes[0]["t"] == "2026-11-17T09:00:00.000+08:00" and minutes[-1]["v"] == 30
+        quote = httpx.get(f"{srv.base}/api/v1/quotes/methanol", headers=h).json()
+        assert (quote["price"], quote["open"], quote["volume"], quote["seq"]) == (2404.0, 2400.0, 10, 5)
+    finally:
+        assert srv.stop() == 0, srv.output()
