@@ -68,12 +68,13 @@ from server.market.trading_axis import VenueAxis
 from server.market.venue_book import VenueBook
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
-from server.store.archive_keeper import ArchiveKeeper
+from server.store.archive_keeper import ArchiveKeeper, RetentionJob
 from server.store.backend import open_repositories
 from server.store.candle_book import CandleKeeper, load_candle_book
 from server.store.history import History
 from server.store.key_cache import KeyCache
 from server.store.repositories import Candles, Repositories
+from server.store.retention import DEFAULT_DAYS, Retention
 from server.stream.messages import tick_frame
 from server.stream.resume_history import TickHistory
 from server.stream.service import StreamService, stream_limits
@@ -210,6 +211,9 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
     core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks]
+    if keeper is not None and keeper.archive is not None:  # a live feed's history, pruned as --retention says
+        days = {**DEFAULT_DAYS, **group(StorageSettings).retention}
+        core.append(RetentionJob(keeper.archive.history, Retention(days), clock))
     return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream], keys, outbox, started,
                 keeper)
 

@@ -24,6 +24,7 @@ from server.config.parsers import (
     networks,
     parse_instant,
     plan_rate,
+    retention_days,
     webhook,
     ws_max_conn,
 )
@@ -275,3 +276,7 @@ class StorageSettings(Group):
         None, "postgresql://user@host:port/db: store everything in PostgreSQL instead of SQLite in the data dir "
         "(env MARKET_DATABASE_URL)", metavar="URL", check=check_database_url_text, blank_env_unset=True,
         common=True)
+    retention: dict[str, int] = setting(
+        factory=dict, parse=retention_days, metavar="KIND=DAYS,...",
+        help="days of history a live feed keeps per kind, the ones that differ from the defaults ticks=30, 1m=366, "
+             "5m=730, 15m=1095, 1h=1830, 1d=3660 (0 keeps forever; docs/storage.md)")

@@ -53,6 +53,24 @@ def ws_max_conn(text: str) -> dict[str, int]:
     return {**DEFAULT_WS_MAX_CONN, **pairs(text, PLANS)}
 
 
+HISTORY_KINDS = ("ticks", "1m", "5m", "15m", "1h", "1d")  # server/store/retention.py's kinds (SPEC 18)
+
+
+def retention_days(text: str) -> dict[str, int]:
+    """--retention: `kind=days,...` for the kinds that differ from the defaults (0 keeps forever)."""
+    out: dict[str, int] = {}
+    for item in text.split(","):
+        key, sep, num = item.partition("=")
+        key = key.strip()
+        if not sep or key not in HISTORY_KINDS:
+            raise ValueError(f"must be KIND=DAYS[,KIND=DAYS...] with KIND one of {', '.join(HISTORY_KINDS)} "
+                             f"(got {shown(item)})")
+        if not re.fullmatch(r"[0-9]{1,6}", num.strip()):
+            raise ValueError(f"{key}={num.strip()}: must be a whole number of days (0 keeps forever)")
+        out[key] = int(num)
+    return out
+
+
 def networks(text: str) -> tuple[ipaddress.IPv4Network | ipaddress.IPv6Network, ...]:
     return tuple(ipaddress.ip_network(v.strip(), strict=False) for v in text.split(",") if v.strip())
 

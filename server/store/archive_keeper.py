@@ -16,9 +16,11 @@ today's session only; the Redis engine does not archive (its lease holder would,
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 
+from server.core.background import cancel_and_wait
 from server.core.metrics import Registry
 from server.market.daily import unopen_live
 from server.market.state import AppliedTick, MarketState
@@ -26,6 +28,8 @@ from server.market.tick import Tick
 from server.store.archive import TickArchive
 from server.store.candle_store import Bar, CandleStore
 from server.store.history import History
+from server.store.retention import Retention
+from server.store.storage import StorageClosed
 
 log = logging.getLogger("market.archive")
 
@@ -37,6 +41,10 @@ class ArchiveKeeper:
         self.history = history
         self.state = state
         self.lost = 0  # ticks the writer refused (its buffer full while commits kept failing)
+        # interval -> row -> the bucket start (s) after which the ring's buckets are not stored yet: loaded ones
+        # are, and the newest stored is stored again (it may have grown); a bucket the retention job deleted from
+        # the store is never written back from the ring
+        self.stored_after = {name: [-(2**62)] * ring.n for name, ring in state.intraday.rings.items()}
 
     def on_ticks(self, applied: list[AppliedTick]) -> None:
         """An applied-ticks listener: the batch into the writer's buffer (no I/O here)."""
@@ -62,20 +70,25 @@ class ArchiveKeeper:
             for row, bars in enumerate(per_row):
                 if bars:
                     rings[name].load_row(row, [(b[1] // 1000, b[2], b[3], b[4], b[5], b[6]) for b in bars])
+                    self.stored_after[name][row] = bars[-1][1] // 1000
                     n += len(bars)
         return n
 
-    @staticmethod
-    def closed_bars(state: MarketState) -> dict[str, list[Bar]]:
-        """On the loop: every intraday bucket held, per interval, for `store_closed` (upserts: a bucket stored while
-        open is stored again whole later); a restart loads those before the live session and replays the session's
-        ticks, so a bucket is never counted twice."""
+    def closed_bars(self, state: MarketState) -> dict[str, list[Bar]]:
+        """On the loop: the intraday buckets not stored yet, per interval, for `store_closed` (upserts: the newest,
+        stored while open, is stored again whole later); a restart loads those before the live session and replays
+        the session's ticks, so a bucket is never counted twice."""
         ids = [inst.id for inst in state.catalogue.instruments]
         out: dict[str, list[Bar]] = {}
         for name, ring in state.intraday.rings.items():
             rows: list[Bar] = []
+            after = self.stored_after[name]
             for row, inst in enumerate(ids):
                 starts, cols = ring.held(row)
+                new = starts > after[row]
+                starts, cols = starts[new], cols[new]
+                if len(starts):
+                    after[row] = int(starts[-1]) - 1
                 for t, col in zip(starts.tolist(), cols.tolist(), strict=True):
                     rows.append((inst, t * 1000, float(ring.o[row, col]), float(ring.h[row, col]),
                                  float(ring.l[row, col]), float(ring.c[row, col]), float(ring.v[row, col])))
@@ -147,3 +160,33 @@ class ArchiveKeeper:
         registry.gauge("market_archive_lost_ticks", "Ticks not archived (the buffer was full while commits failed).",
                        lambda: float(self.lost))
         return lambda: self.history.writable
+
+
+class RetentionJob:
+    """The history's retention (SPEC 18): a pruning round at start and every `every_s` after, on the history's
+    writer thread (short transactions: the archive's commits and the candle writes wait at most one step)."""
+
+    def __init__(self, history: History, retention: Retention, clock: Callable[[], float],
+                 every_s: float = 3600.0) -> None:
+        self.history, self.retention, self.clock, self.every_s = history, retention, clock, every_s
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name="history-retention")
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        await cancel_and_wait(task)
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                deleted = await self.history.prune(self.clock(), self.retention)
+            except StorageClosed:
+                return
+            except Exception:
+                log.exception("retention round failed (retried at the next round)")
+            else:
+                if any(deleted.values()):
+                    log.info("retention: deleted %s", ", ".join(f"{n} {kind}" for kind, n in deleted.items() if n))
+            await asyncio.sleep(self.every_s)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -153,3 +155,36 @@ def test_backfill_imports_ticks_and_intraday_candles_and_names_bad_rows(tmp_path
         assert (quote["price"], quote["open"], quote["volume"], quote["seq"]) == (2404.0, 2400.0, 10, 5)
     finally:
         assert srv.stop() == 0, srv.output()
+
+
+def test_retention_prunes_what_is_older_than_its_days(tmp_path: Path) -> None:
+    """--retention ticks=2,1m=2: at start the hub deletes ticks and 1m bars older than two days (by its clock) and
+    keeps the rest; a bad --retention is refused with the flag named."""
+    data = tmp_path / "data"
+    data.mkdir()
+    old, recent = int(_at(10, 0, day=14) * 1000), int(_at(10, 0, day=17) * 1000)  # 4 days and 1 day before NOW
+    ticks = tmp_path / "ticks.csv"
+    ticks.write_text("".join(f"methanol,{ts + k * 1000},{k + 1},2400,1\n" for ts in (old, recent) for k in range(3)))
+    assert run_cli(data, "ticks", "import", str(ticks)).returncode == 0
+    bars = tmp_path / "bars.csv"
+    bars.write_text(f"brent,{old},80,81,79,80,1\nbrent,{recent},80,81,79,80,1\n")
+    assert run_cli(data, "candles", "import", "--interval", "1m", str(bars)).returncode == 0
+    feed = tmp_path / "feed.jsonl"
+    feed.write_text("")
+    srv = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", NOW, "--retention",
+                        "ticks=2,1m=2", *MEMORY)
+    try:
+        assert _until(lambda: "retention: deleted" in srv.output()), srv.output()
+        assert "retention: deleted 3 ticks, 1 1m" in srv.output(), srv.output()
+    finally:
+        assert srv.stop() == 0, srv.output()
+    again = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", NOW, *MEMORY)
+    try:  # the rings are loaded from what the store kept
+        minutes = httpx.get(f"{again.base}/api/v1/kline/brent", headers={"X-SERVICE-Key": again.demo_key},
+                            params={"interval": "1m"}).json()["series"]
+        assert [m["t"] for m in minutes] == ["2026-11-17T10:00:00.000+08:00"]
+    finally:
+        assert again.stop() == 0, again.output()
+    out = subprocess.run([sys.executable, "-m", "server", "serve", "--retention", "ticks=-1"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 2 and "--retention" in out.stderr, out.stderr
