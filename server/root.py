@@ -33,6 +33,7 @@ from server.api.console.routes import register_console
 from server.api.core.cache import VersionedCache
 from server.api.core.pipeline import App, build_app
 from server.api.core.router import Router
+from server.api.deep_ranges import DeepRanges
 from server.api.docs.asyncapi import register_asyncapi
 from server.api.keyed import MarketApi
 from server.api.ops import OpsApi
@@ -182,7 +183,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     venues = VenueBook.load(settings.calendar_file)  # every venue's sessions and holidays (SPEC 16)
     state, feed, keeper = make_market(group(FeedSettings), catalogue, repos.candles, clock, epoch, venues,
                                       history_opener(group(StorageSettings), group(EngineSettings)))
-    archive_ok = keeper.archive.register_metrics(registry) if keeper and keeper.archive else (lambda: True)
+    archive_ok, history_jobs, deep = history_parts(keeper, registry, group(StorageSettings), clock)
     keys = KeyCache(repos.keys)  # filled by the key watch's start, before anything is served
     router = Router()
     meter = UsageMeter(clock())  # the console's usage per key (SPEC 17), counted by the pipeline and the stream
@@ -193,7 +194,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     watch = KeyWatch(keys, engine.revocations)
     engine.revocations.subscribe(watch.on_revoked)
     started = threading.Event()  # set by Node.start once every part runs
-    MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock).register(router)
+    MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock, deep).register(router)
     ReferenceApi(catalogue, venues, clock).register(router)  # instruments, venues, calendars (SPEC 16)
     http, stream_settings = group(HttpSettings), group(StreamSettings)
     WebApi(http, group(FeedSettings), stream_settings).register(router)  # the dashboard at /, /static/..., /api/config
@@ -210,10 +211,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     watch.listeners.append(stream.on_revoked)
     watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
-    core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks]
-    if keeper is not None and keeper.archive is not None:  # a live feed's history, pruned as --retention says
-        days = {**DEFAULT_DAYS, **group(StorageSettings).retention}
-        core.append(RetentionJob(keeper.archive.history, Retention(days), clock))
+    core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks, *history_jobs]
     return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream], keys, outbox, started,
                 keeper)
 
@@ -242,6 +240,18 @@ def make_app(settings: Settings, router: Router, keys: KeyCache, registry: Regis
     guard = threading.Lock() if robyn else contextlib.nullcontext()
     return build_app(settings, router, keys, HttpMetrics(registry), engine.limiter, buckets, clock, guard, meter,
                      robyn_peer if robyn else granian_peer)
+
+
+def history_parts(keeper: CandleKeeper | None, registry: Registry, storage: StorageSettings,
+                  clock: Callable[[], float]) -> tuple[Callable[[], bool], list[Service], DeepRanges | None]:
+    """A live feed's history (SPEC 18): its /metrics and the check /readyz adds, its retention job (pruned as
+    --retention says) and the range queries below the rings; nothing for the demo feed or the Redis engine."""
+    if keeper is None or keeper.archive is None:
+        return (lambda: True), [], None
+    days = {**DEFAULT_DAYS, **storage.retention}
+    archive, instruments = keeper.archive, keeper.catalogue.instruments
+    deep = DeepRanges(archive.history, [i.id for i in instruments], [i.decimals for i in instruments])
+    return archive.register_metrics(registry), [RetentionJob(archive.history, Retention(days), clock)], deep
 
 
 def history_opener(storage: StorageSettings, engine: EngineSettings) -> Callable[[], History] | None:

@@ -23,6 +23,7 @@ from server.api.core.cache import VersionedCache
 from server.api.core.query import known_query as _query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
+from server.api.deep_ranges import DeepRanges
 from server.api.udf import UdfApi
 from server.core.errors import ApiError
 from server.market.intraday import INTERVALS, INTRADAY_CAPACITY
@@ -50,13 +51,15 @@ NO_PARAMS: frozenset[str] = frozenset()
 
 class MarketApi:
     def __init__(self, state: MarketState, inventory: InventoryBook, cache: VersionedCache,
-                 clock: Callable[[], float] = time.time) -> None:
+                 clock: Callable[[], float] = time.time, deep: DeepRanges | None = None) -> None:
+        """`deep`: a live feed's stored history, which range queries reaching below the rings read (SPEC 18)."""
         self.state = state
         self.clock = clock  # the UDF datafeed's `time`
         self.inventory = inventory
         self.cache = cache
         self.catalogue = state.catalogue
         self._all_rows = tuple(range(len(self.catalogue.instruments)))
+        self.deep = deep
 
     def register(self, router: Router) -> None:
         # each answer is a function of (path, query, data version): the pipeline remembers it per version
@@ -185,12 +188,22 @@ class MarketApi:
         limit = _count("limit", query.get("limit"), MAX_LIMIT,
                        DEFAULT_DAILY_LIMIT if interval == DAILY else DEFAULT_LIMIT)
         earliest = "from" in query
+        oldest = DeepRanges.below(self.state.ranges, row, interval, start) if self.deep is not None else None
+        if oldest is not None:
+            return self._deep_range(row, inst_id, interval, start, end, limit, earliest, oldest)  # type: ignore[return-value]
 
         def build() -> bytes:
             series, nxt = self.state.ranges.json(row, interval, start, end, limit, earliest)
             return self._envelope(id=inst_id, interval=interval, series=orjson.Fragment(series), next=nxt)
 
         return self._cached(("kline-range", row, interval, start, end, limit, earliest), build)
+
+    async def _deep_range(self, row: int, inst_id: str, interval: str, start: float, end: float, limit: int,
+                          earliest: bool, oldest: float) -> Response:
+        """A range reaching below the ring: the stored part read on a history thread, joined with the ring's."""
+        assert self.deep is not None
+        series, nxt = await self.deep.series(self.state.ranges, row, interval, start, end, limit, earliest, oldest)
+        return Response(200, self._envelope(id=inst_id, interval=interval, series=series, next=nxt))
 
     def spreads(self, req: Request) -> Response:
         _query(req, NO_PARAMS)

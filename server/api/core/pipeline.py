@@ -197,7 +197,9 @@ class App:
         version = route.version() if route.version is not None else None
         try:
             result = route.handler(req)
-            resp: Response = await result if route.is_async else result  # type: ignore[misc,assignment]
+            # a sync handler may hand back a coroutine for a rare answer that reads storage (SPEC 18's deep ranges)
+            resp: Response = (await result if route.is_async or result.__class__ is not Response  # type: ignore[misc]
+                              else result)  # type: ignore[assignment]
         except ApiError as exc:
             # a 429 raised by the handler (a per-user bucket) carries its own bucket's headers
             if decision is not None and exc.code != "rate_limited":
