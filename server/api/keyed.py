@@ -71,7 +71,7 @@ class MarketApi:
         router.add("GET", "/api/v1/kline/{id}", self.kline, Access.KEYED, name="kline", version=v)
         router.add("GET", "/api/v1/spreads", self.spreads, Access.KEYED, name="spreads", version=v)
         router.add("GET", "/api/v1/inventory", self.inventory_items, Access.KEYED, name="inventory", version=v)
-        UdfApi(self.state, self.cache, self.clock).register(router)  # TradingView's datafeed (SPEC 14)
+        UdfApi(self.state, self.cache, self.clock, self.deep).register(router)  # TradingView's datafeed (SPEC 14)
 
 
     def _quote_version(self) -> object:

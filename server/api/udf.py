@@ -20,7 +20,7 @@ from __future__ import annotations
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -30,6 +30,7 @@ from server.api.core.cache import VersionedCache
 from server.api.core.query import known_query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
+from server.api.deep_ranges import DeepRanges
 from server.core.errors import ApiError, udf_fields
 from server.market.catalogue import Instrument
 from server.market.intraday import window
@@ -50,6 +51,7 @@ _DAY_OFFSET_S = 8 * 3600  # a daily bar's UDF time (00:00 UTC of its date) minus
 _SECONDS = re.compile(r"-?[0-9]{1,12}")
 _COUNT = re.compile(r"[0-9]{1,6}")
 _NO_DATA = orjson.dumps({"s": "no_data"})
+MAX_DEEP_BARS = 20_000  # a from/to request reaching the stored history: at most its latest 20,000 bars
 HOLIDAYS_BEHIND_DAYS = 366  # session_holidays covers the year behind and the year ahead (a chart scrolls back)
 HOLIDAYS_AHEAD_DAYS = 366
 
@@ -60,8 +62,11 @@ HISTORY_PARAMS = frozenset({"symbol", "resolution", "from", "to", "countback"})
 
 
 class UdfApi:
-    def __init__(self, state: MarketState, cache: VersionedCache, clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, state: MarketState, cache: VersionedCache, clock: Callable[[], float] = time.time,
+                 deep: DeepRanges | None = None) -> None:
+        """`deep`: a live feed's stored history, which a history request reaching below the rings reads."""
         self.state = state
+        self.deep = deep
         self.cache = cache
         self.clock = clock
         self.catalogue = state.catalogue
@@ -145,9 +150,44 @@ class UdfApi:
             start = -math.inf  # countback wins over from (from is still checked when given)
             if "from" in query:
                 _seconds(query, "from")
+        deep = self._below(row, interval, start, end, countback)
+        if deep is not None:
+            return deep  # type: ignore[return-value]
         key = ("udf-history", row, interval, start, end, countback)
         body = self.cache.get(key, self.state.version, lambda: self._bars(row, interval, start, end, countback))
         return Response(200, body)
+
+    def _below(self, row: int, interval: str, start: float, end: float,
+               countback: int | None) -> Coroutine[Any, Any, Response] | None:
+        """The stored history's answer when the request reaches below the ring (SPEC 18), else None."""
+        if self.deep is None or interval == DAILY:
+            return None
+        hi_s = math.floor(end) + 1
+        starts, _ = self.state.ranges.held(row, interval)
+        if countback is not None:
+            held = int((starts < hi_s).sum())
+            if held >= countback:
+                return None
+            oldest = float(starts[0]) if len(starts) else math.inf
+        else:
+            found = DeepRanges.below(self.state.ranges, row, interval, start)
+            if found is None:
+                return None
+            oldest = found
+        return self._deep_bars(row, interval, start, hi_s, countback or MAX_DEEP_BARS, oldest)
+
+    async def _deep_bars(self, row: int, interval: str, start: float, hi_s: float, limit: int,
+                         oldest: float) -> Response:
+        """The latest `limit` bars in [start, hi_s), the stored part joined with the ring's."""
+        assert self.deep is not None
+        series, _ = await self.deep.series(self.state.ranges, row, interval, start, hi_s, limit, False, oldest)
+        if not series:
+            return Response(200, _NO_DATA)
+        return Response(200, orjson.dumps({
+            "s": "ok", "t": [int(datetime.fromisoformat(c["t"]).timestamp()) for c in series],
+            "o": [c["o"] for c in series], "h": [c["h"] for c in series], "l": [c["l"] for c in series],
+            "c": [c["c"] for c in series], "v": [c["v"] for c in series],
+        }))
 
     def _bars(self, row: int, interval: str, start: float, end: float, countback: int | None) -> bytes:
         shift = _DAY_OFFSET_S if interval == DAILY else 0

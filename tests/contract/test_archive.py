@@ -227,5 +227,11 @@ def test_range_queries_reach_below_the_ring_into_the_stored_history(tmp_path: Pa
         assert older["series"] == walked[50:100] and older["next"] is None
         across = page(to=str(first + 520 * 60_000), limit=40)["series"]  # 20 stored, then 20 of the ring
         assert across == walked[480:520]
+        udf = httpx.get(f"{srv.base}/api/v1/udf/history", headers=h, params={  # UDF: from and to both counted in
+            "symbol": "brent", "resolution": "1", "from": first // 1000, "to": first // 1000 + (n - 1) * 60}).json()
+        assert udf["s"] == "ok" and udf["v"] == list(range(1, n + 1)) and udf["t"][0] == first // 1000
+        back = httpx.get(f"{srv.base}/api/v1/udf/history", headers=h, params={
+            "symbol": "brent", "resolution": "1", "to": first // 1000 + 99 * 60, "countback": 50}).json()
+        assert back["v"] == list(range(51, 101)) and back["c"] == [c["c"] for c in walked[50:100]]
     finally:
         assert srv.stop() == 0, srv.output()
