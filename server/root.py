@@ -195,7 +195,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     engine.revocations.subscribe(watch.on_revoked)
     started = threading.Event()  # set by Node.start once every part runs
     MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock, deep).register(router)
-    ReferenceApi(catalogue, venues, clock).register(router)  # instruments, venues, calendars (SPEC 16)
+    ReferenceApi(catalogue, venues, clock, state, deep).register(router)  # instruments, venues, calendars (SPEC 16)
     http, stream_settings = group(HttpSettings), group(StreamSettings)
     WebApi(http, group(FeedSettings), stream_settings).register(router)  # the dashboard at /, /static/..., /api/config
     OpsApi(http, group(ProcessSettings), router, registry, repos.storage,

@@ -62,6 +62,11 @@ class DeepRanges:
             recent = self._format(row, [b for b in older if b[1] >= lo]) + recent
         return recent, None
 
+    async def earliest(self, inst: str, intervals: list[str]) -> dict[str, str | None]:
+        """The first stored bucket of each interval (its `t` as /kline writes it; None: none stored)."""
+        firsts = await self.history.read(lambda c, _a: {iv: c.earliest(iv, inst) for iv in intervals})
+        return {iv: (bucket_iso(np.array([ms // 1000]))[0] if ms is not None else None) for iv, ms in firsts.items()}
+
     def _format(self, row: int, bars: list[Bar]) -> list[dict[str, Any]]:
         dec = self.decimals[row]
         times = bucket_iso(np.array([b[1] // 1000 for b in bars], dtype=np.int64)) if bars else []

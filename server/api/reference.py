@@ -22,9 +22,11 @@ import orjson
 from server.api.core.query import known_query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
+from server.api.deep_ranges import DeepRanges
 from server.core.errors import ApiError
 from server.market.catalogue import Catalogue, Instrument
 from server.market.intraday import INTERVALS
+from server.market.state import MarketState
 from server.market.venue_book import VenueBook
 from server.market.venue_views import CalendarRangeError, calendar, venue_summary
 
@@ -46,7 +48,11 @@ def instrument_view(inst: Instrument) -> dict[str, Any]:
 
 
 class ReferenceApi:
-    def __init__(self, catalogue: Catalogue, venues: VenueBook, clock: Callable[[], float]) -> None:
+    def __init__(self, catalogue: Catalogue, venues: VenueBook, clock: Callable[[], float],
+                 state: MarketState | None = None, deep: DeepRanges | None = None) -> None:
+        """`state`: the candles held, for an instrument's `earliest` (SPEC 18); `deep`: a live feed's stored
+        history, whose older buckets count too."""
+        self.state, self.deep = state, deep
         self.catalogue = catalogue
         self.venues = venues
         self.clock = clock
@@ -58,7 +64,7 @@ class ReferenceApi:
         fixed, minute = _fixed, self._minute
         router.add("GET", "/api/v1/instruments", self.instruments, Access.KEYED, name="instruments", version=fixed)
         router.add("GET", "/api/v1/instruments/{id}", self.instrument, Access.KEYED, name="instrument",
-                   version=fixed)
+                   version=self._held_version)  # `earliest` moves as the rings roll and the retention prunes
         router.add("GET", "/api/v1/venues", self.venue_list, Access.KEYED, name="venues", version=minute)
         router.add("GET", "/api/v1/venues/{id}/calendar", self.calendar, Access.KEYED, name="venue-calendar",
                    version=fixed)
@@ -66,16 +72,42 @@ class ReferenceApi:
     def _minute(self) -> object:
         return int(self.clock() // 60)
 
+    def _held_version(self) -> object:
+        return (self.state.version if self.state is not None else 0), int(self.clock() // 60)
+
     def instruments(self, req: Request) -> Response:
         known_query(req, NO_PARAMS)
         return Response(200, self._all)
 
     def instrument(self, req: Request) -> Response:
         known_query(req, NO_PARAMS)
-        body = self._instruments.get(req.path_params["id"])
-        if body is None:
-            raise ApiError("not_found", f"Unknown instrument id {req.path_params['id']!r}.")
-        return Response(200, body)
+        inst_id = req.path_params["id"]
+        row = self.catalogue.index.get(inst_id)
+        if row is None:
+            raise ApiError("not_found", f"Unknown instrument id {inst_id!r}.")
+        inst = self.catalogue.instruments[row]
+        if self.state is None:
+            return Response(200, self._instruments[inst_id])
+        earliest = {iv: self._first_held(row, iv) for iv in intervals_of(inst)}
+        if self.deep is not None and inst.publication == "continuous":
+            return self._with_stored(inst, earliest)  # type: ignore[return-value]
+        return Response(200, orjson.dumps({**instrument_view(inst), "earliest": earliest}))
+
+    def _first_held(self, row: int, interval: str) -> str | None:
+        """The `t` of the first candle of `interval` the rings (or the daily book) hold, as /kline writes it."""
+        assert self.state is not None
+        starts, cols = self.state.ranges.held(row, interval)
+        return self.state.ranges.format(row, interval, cols[:1])[0]["t"] if len(starts) else None
+
+    async def _with_stored(self, inst: Instrument, earliest: dict[str, str | None]) -> Response:
+        """`earliest` counting the stored history's older intraday buckets (read on a history thread)."""
+        assert self.deep is not None
+        stored = await self.deep.earliest(inst.id, list(INTERVALS))
+        for interval, first in stored.items():
+            held = earliest.get(interval)
+            if first is not None and (held is None or first < held):  # the same ISO format: ordered as text
+                earliest[interval] = first
+        return Response(200, orjson.dumps({**instrument_view(inst), "earliest": earliest}))
 
     def venue_list(self, req: Request) -> Response:
         known_query(req, NO_PARAMS)

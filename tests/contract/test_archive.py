@@ -233,5 +233,7 @@ def test_range_queries_reach_below_the_ring_into_the_stored_history(tmp_path: Pa
         back = httpx.get(f"{srv.base}/api/v1/udf/history", headers=h, params={
             "symbol": "brent", "resolution": "1", "to": first // 1000 + 99 * 60, "countback": 50}).json()
         assert back["v"] == list(range(51, 101)) and back["c"] == [c["c"] for c in walked[50:100]]
+        earliest = httpx.get(f"{srv.base}/api/v1/instruments/brent", headers=h).json()["earliest"]
+        assert earliest == {"1m": walked[0]["t"], "5m": None, "15m": None, "1h": None, "1d": None}, earliest
     finally:
         assert srv.stop() == 0, srv.output()

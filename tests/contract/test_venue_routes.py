@@ -127,7 +127,15 @@ def test_bad_reference_queries_are_clear_errors(venue_server: httpx.Client, path
 def test_reference_data_and_udf_symbols(venue_server: httpx.Client) -> None:
     instruments = {i["id"]: i for i in venue_server.get("/api/v1/instruments").json()["instruments"]}
     assert instruments["methanol-cfr"]["publication"] == "daily" and instruments["methanol-cfr"]["intervals"] == ["1d"]
-    assert instruments["sc"] == venue_server.get("/api/v1/instruments/sc").json()
+    one = venue_server.get("/api/v1/instruments/sc").json()
+    earliest = one.pop("earliest")  # the single instrument adds the first candle held per interval (SPEC 18)
+    assert instruments["sc"] == one and list(earliest) == one["intervals"]
+    daily = venue_server.get("/api/v1/kline/sc", params={"days": 90}).json()["series"]
+    first_1m = venue_server.get("/api/v1/kline/sc", params={"interval": "1m", "limit": 1000}).json()["series"][0]
+    assert earliest["1d"] <= daily[0]["t"] and earliest["1m"] == first_1m["t"]
+    cfr = venue_server.get("/api/v1/instruments/methanol-cfr").json()["earliest"]
+    cfr_daily = venue_server.get("/api/v1/kline/methanol-cfr").json()["series"]
+    assert cfr == {"1d": cfr_daily[0]["t"] if cfr_daily else None}  # an assessment: daily candles only
     assert instruments["sc"]["venue"] == "ine" and "1m" in instruments["sc"]["intervals"]
     sc = venue_server.get("/api/v1/udf/symbols", params={"symbol": "sc"}).json()
     assert sc["session"] == "2100-0230,0900-1015,1030-1130,1330-1500" and sc["timezone"] == "Asia/Shanghai"

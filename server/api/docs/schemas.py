@@ -165,6 +165,10 @@ RESPONSES: dict[str, S] = {
                                     "contract price"},
         intervals={"type": "array", "items": {"type": "string", "enum": [*INTERVALS, "1d"]},
                    "description": "the candle intervals it has (a publication: 1d only)"},
+        earliest={"type": "object", "additionalProperties": {"type": ["string", "null"]},
+                  "description": "Only on GET /api/v1/instruments/{id} (SPEC 18): per interval of intervals, the t "
+                                 "of the first candle held (as /kline writes it: ISO 8601 with offset, a date for "
+                                 "1d), counting a live feed's stored history; null: none held"},
     ),
     "InstrumentList": obj(["instruments"], instruments={"type": "array", "items": ref("Instrument")}),
     "Venue": obj(
