@@ -997,6 +997,10 @@ export interface components {
         Instrument: {
             currency: string;
             decimals: number;
+            /** @description Only on GET /api/v1/instruments/{id} (SPEC 18): per interval of intervals, the t of the first candle held (as /kline writes it: ISO 8601 with offset, a date for 1d), counting a live feed's stored history; null: none held */
+            earliest?: {
+                [key: string]: string | null;
+            };
             id: string;
             /** @description the candle intervals it has (a publication: 1d only) */
             intervals: ("1m" | "5m" | "15m" | "1h" | "1d")[];
