@@ -90,7 +90,10 @@ def answer(router: Router, target: str) -> tuple[str, str, S] | None:
         resp = route.handler(req)
     except ApiError as exc:
         return route.pattern, str(exc.status), exc.problem()
-    if not isinstance(resp, Response) or resp.content_type != "application/json":
+    if not isinstance(resp, Response):
+        getattr(resp, "close", lambda: None)()  # an answer read from storage (a coroutine): not an example
+        return None
+    if resp.content_type != "application/json":
         return None  # e.g. UDF's `time` (plain text): Swagger UI shows its schema, there is nothing to invent
     try:
         return route.pattern, str(resp.status), orjson.loads(resp.body)
