@@ -8,12 +8,14 @@ file, commit the archive) is awaited by polling its answers with a deadline: not
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,7 +24,7 @@ import httpx
 import pytest
 
 from server.market.timefmt import TZ
-from tests.conftest import ServerProcess, run_cli
+from tests.conftest import ServerProcess, run_cli, sqlite_only
 
 NOW = "2026-11-18T14:20:00+08:00"  # a Wednesday: ZCE and ICE in session
 IDS = ("brent", "methanol")
@@ -236,4 +238,73 @@ def test_range_queries_reach_below_the_ring_into_the_stored_history(tmp_path: Pa
         earliest = httpx.get(f"{srv.base}/api/v1/instruments/brent", headers=h).json()["earliest"]
         assert earliest == {"1m": walked[0]["t"], "5m": None, "15m": None, "1h": None, "1d": None}, earliest
     finally:
+        assert srv.stop() == 0, srv.output()
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    """A 24 MiB tmpfs for a hub's data dir, to fill (root only; skipped, saying why, elsewhere)."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs to fill needs root")
+    mnt = tmp_path / "fs"
+    mnt.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mnt)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    try:
+        yield mnt
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)], check=False)
+
+
+def _open_writer(fifo: Path) -> int | None:
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+    except OSError as exc:  # ENXIO: the server's reader has not opened it yet
+        assert exc.errno == errno.ENXIO, exc
+        return None
+    os.set_blocking(fd, True)
+    return fd
+
+
+@sqlite_only  # the archive is in the data dir's history file: on PostgreSQL this disk holds none of it
+def test_a_full_disk_is_a_503_and_a_log_line_never_a_crash_and_no_tick_lost(small_fs: Path, tmp_path: Path) -> None:
+    """SPEC 18 operations: the data dir's disk fills while a live feed runs: /readyz answers 503 and the archive
+    says so once in the log, the hub keeps serving; once space is back every accepted tick is committed."""
+    fifo = tmp_path / "ticks.fifo"
+    os.mkfifo(fifo)
+    srv = ServerProcess(small_fs / "data", "granian", "--feed", f"jsonl:{fifo}", "--clock-start", NOW, *MEMORY)
+    fd = _until(lambda: _open_writer(fifo), timeout=10.0)
+    assert fd, "the server never opened its feed"
+    sent = 0
+
+    def send(n: int) -> None:
+        nonlocal sent
+        lines = [json.dumps({"id": IDS[(sent + k) % 2], "price": 80.0 + (sent + k) % 50, "volume": 1})
+                 for k in range(n)]
+        os.write(fd, ("\n".join(lines) + "\n").encode())
+        sent += n
+
+    filler = small_fs / "filler"
+    try:
+        send(500)
+        assert _until(lambda: _metric(srv, "market_archive_committed_ticks") == sent), srv.output()
+        stat = os.statvfs(small_fs)
+        filler.write_bytes(b"\0" * max(0, stat.f_bavail * stat.f_frsize - 4096))  # the disk is full now
+        for _ in range(40):  # the archive grows until a commit fails
+            send(2000)
+            if _until(lambda: _metric(srv, "market_archive_writable") == 0.0, timeout=1.0):
+                break
+        assert _metric(srv, "market_archive_writable") == 0.0, srv.output()
+        ready = httpx.get(srv.base + "/readyz")
+        assert ready.status_code == 503 and ready.json()["code"] == "not_ready", ready.text
+        assert httpx.get(srv.base + "/api/v1/quotes", headers={"X-SERVICE-Key": srv.demo_key}).status_code == 200
+        assert srv.output().count("archive: commit failed") == 1, srv.output()
+        filler.unlink()  # space again: the kept ticks go in
+        assert _until(lambda: _metric(srv, "market_archive_committed_ticks") == sent), srv.output()
+        assert httpx.get(srv.base + "/readyz").status_code == 200
+        assert "archive: writable again" in srv.output()
+    finally:
+        os.close(fd)
+        filler.unlink(missing_ok=True)
         assert srv.stop() == 0, srv.output()
