@@ -280,8 +280,8 @@ def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, 
     state.roll(now)  # each instrument's live candle: its venue's trading day now
     archive = ArchiveKeeper(open_history(), state) if open_history is not None else None
     if archive is not None:  # the candles as they were before a restart (even kill -9):
-        archive.restore_closed(state)  # earlier sessions' intraday buckets, as stored
-        archive.replay(state)  # and today's, from the archived ticks
+        archive.restore_closed()  # earlier sessions' intraday buckets, as stored
+        archive.replay()  # and today's, from the archived ticks
     feed = JsonlSource(catalogue, settings.feed_path or "-", clock, state.history_start)
     return state, feed, CandleKeeper(catalogue, book, candles, archive)
 

@@ -158,7 +158,8 @@ class CandleBook:
     def apply_tick(self, row: int, price: float, volume: float, day: date, seq: int = 0) -> None:
         """A tick of trading day ``day`` (its venue's): into the row's live candle (a late tick's too)."""
         ordinal = day.toordinal()
-        if ordinal > self.row_day[row] or self.row_day[row] == _NO_DAY:
+        current = self.row_day[row]
+        if ordinal > current or current == _NO_DAY:
             self.row_day[row] = ordinal
             if not self.roll_to(day):
                 self._reindex()

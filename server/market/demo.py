@@ -231,9 +231,8 @@ def fit_to_venues(history: History, opened: np.ndarray, live_days: np.ndarray, s
         if not len(shown):
             continue
         last = int(shown[-1])
-        ends = [last] if started[row] or len(shown) < 2 else [int(shown[-2])]
-        waiting = slice(last + 1, None) if ends[0] == last else slice(last, None)
-        end = ends[0]
+        end = last if started[row] or len(shown) < 2 else int(shown[-2])
+        waiting = slice(end + 1, None) if end == last else slice(last, None)
         c[row, end] = live[row]
         h[row, end] = max(h[row, end], live[row])
         low[row, end] = min(low[row, end], live[row])

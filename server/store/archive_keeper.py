@@ -51,12 +51,13 @@ class ArchiveKeeper:
         if not self.history.submit_ticks([(t.id, int(t.ts * 1000), t.seq, t.price, t.volume) for t in applied]):
             self.lost += len(applied)
 
-    def restore_closed(self, state: MarketState) -> int:
+    def restore_closed(self) -> int:
         """Each intraday ring's stored buckets from before each instrument's live session (the newest `capacity`),
         as the previous runs stored them (`closed_bars`); returns how many. Blocking: start-up only, before
         `replay`."""
+        state = self.state
         ids = [inst.id for inst in state.catalogue.instruments]
-        floors = [self._floor_ms(state, row) for row in range(len(ids))]
+        floors = [self._floor_ms(row) for row in range(len(ids))]
         rings = state.intraday.rings
 
         def read(candles: CandleStore, _archive: TickArchive) -> dict[str, list[list[Bar]]]:
@@ -74,13 +75,13 @@ class ArchiveKeeper:
                     n += len(bars)
         return n
 
-    def closed_bars(self, state: MarketState) -> dict[str, list[Bar]]:
+    def closed_bars(self) -> dict[str, list[Bar]]:
         """On the loop: the intraday buckets not stored yet, per interval, for `store_closed` (upserts: the newest,
         stored while open, is stored again whole later); a restart loads those before the live session and replays
         the session's ticks, so a bucket is never counted twice."""
-        ids = [inst.id for inst in state.catalogue.instruments]
+        ids = [inst.id for inst in self.state.catalogue.instruments]
         out: dict[str, list[Bar]] = {}
-        for name, ring in state.intraday.rings.items():
+        for name, ring in self.state.intraday.rings.items():
             rows: list[Bar] = []
             after = self.stored_after[name]
             for row, inst in enumerate(ids):
@@ -97,28 +98,30 @@ class ArchiveKeeper:
 
     async def store_closed(self) -> None:
         """The buckets of earlier sessions into the candle store (at a roll of the live day: off the loop)."""
-        for name, rows in self.closed_bars(self.state).items():  # taken on the loop, written on the writer thread
+        for name, rows in self.closed_bars().items():  # taken on the loop, written on the writer thread
             if rows:
                 await self.history.put_closed(name, rows)
 
     def store_closed_blocking(self) -> None:
         """The same at shutdown (once the loop's work has stopped)."""
-        for name, rows in self.closed_bars(self.state).items():
+        for name, rows in self.closed_bars().items():
             if rows:
                 def put(candles: CandleStore, _archive: TickArchive, n: str = name, r: list[Bar] = rows) -> None:
                     candles.put_closed(n, r)
 
                 self.history.write_blocking(put)
 
-    @staticmethod
-    def _floor_ms(state: MarketState, row: int) -> int:
+    def _floor_ms(self, row: int) -> int:
+        """Where `row`'s live trading day begins (its venue's previous close), epoch ms."""
+        state = self.state
         return int(state.floors.of(row, state.candles.live_day(row)) * 1000) if len(state.candles) else 0
 
-    def replay(self, state: MarketState) -> int:
+    def replay(self) -> int:
         """Apply each instrument's archived ticks of its live trading day again (see the module docstring);
         returns how many. Blocking: start-up only."""
+        state = self.state
         ids = [inst.id for inst in state.catalogue.instruments]
-        starts = [self._floor_ms(state, row) for row in range(len(ids))]
+        starts = [self._floor_ms(row) for row in range(len(ids))]
 
         def read(_candles: CandleStore, archive: TickArchive) -> list[list[tuple[str, int, int, float, float]]]:
             return [list(archive.read(inst, start, FAR_MS)) for inst, start in zip(ids, starts, strict=True)]

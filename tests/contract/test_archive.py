@@ -25,6 +25,7 @@ import pytest
 
 from server.market.timefmt import TZ
 from tests.conftest import ServerProcess, run_cli, sqlite_only
+from tests.tmpfs import small_tmpfs
 
 NOW = "2026-11-18T14:20:00+08:00"  # a Wednesday: ZCE and ICE in session
 IDS = ("brent", "methanol")
@@ -243,18 +244,9 @@ def test_range_queries_reach_below_the_ring_into_the_stored_history(tmp_path: Pa
 
 @pytest.fixture
 def small_fs(tmp_path: Path) -> Iterator[Path]:
-    """A 24 MiB tmpfs for a hub's data dir, to fill (root only; skipped, saying why, elsewhere)."""
-    if os.geteuid() != 0:
-        pytest.skip("mounting a tmpfs to fill needs root")
-    mnt = tmp_path / "fs"
-    mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=24m", "tmpfs", str(mnt)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    """A 24 MiB tmpfs for a hub's data dir, to fill."""
+    with small_tmpfs(tmp_path / "fs", "24m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def _open_writer(fifo: Path) -> int | None:

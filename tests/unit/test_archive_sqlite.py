@@ -4,7 +4,6 @@ that keeps its ticks (a full disk on a small tmpfs), idempotent appends, paged c
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sqlite3
 import subprocess
@@ -20,6 +19,7 @@ from server.store.archive import ArchiveWriter, Tick
 from server.store.archive_sqlite import HISTORY_DB, SqliteTickArchive
 from server.store.candle_store import Bar, SqliteCandleStore
 from tests.conftest import ROOT
+from tests.tmpfs import small_tmpfs
 
 T0 = 1_790_000_000_000
 
@@ -143,17 +143,9 @@ def test_submit_from_many_threads_keeps_every_tick(tmp_path: Path) -> None:
 
 @pytest.fixture
 def small_fs(tmp_path: Path) -> Iterator[Path]:
-    if os.geteuid() != 0:
-        pytest.skip("mounting a 2 MiB tmpfs to fill needs root")
-    mnt = tmp_path / "fs"
-    mnt.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=2m", "tmpfs", str(mnt)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
+    """A 2 MiB tmpfs to fill."""
+    with small_tmpfs(tmp_path / "fs", "2m") as mnt:
         yield mnt
-    finally:
-        subprocess.run(["umount", "-l", str(mnt)], check=False)
 
 
 def test_full_disk_keeps_ticks_and_file_intact(small_fs: Path, caplog: pytest.LogCaptureFixture) -> None:
