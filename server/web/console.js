@@ -92,9 +92,9 @@ class ConsolePage {
     $("auth-password").value = "";
     this.signUp = false; // signing in again after a sign-out is a sign-in
     this.syncAuthText();
+    await this.load(); // the account shows once it is filled: never an empty plan or key list
     $("auth").hidden = true;
     $("account").hidden = false;
-    await this.load();
   }
 
   signOut() {
