@@ -325,33 +325,45 @@ def test_redis_hubs_send_the_same_candle_frames(tmp_path: Path) -> None:
         try:
             hubs.append(ServerProcess(tmp_path / "b", "robyn", *flags))
 
-            async def collect(srv: ServerProcess, started: asyncio.Event, done: asyncio.Event) -> list[dict]:
+            stamps_n = 35
+            channels = {(i, k) for i in ("brent", "wti") for k in ("1m", "5m", "1d")}
+
+            async def collect(srv: ServerProcess, started: asyncio.Event, end: asyncio.Future) -> list[dict]:
+                """Every candle frame until each channel sent one holding the last tick (its seq): the frames'
+                content ends the collection, never a fixed wait (a hub under load may send a second later)."""
                 ws = await ws_open(srv)
                 await request(ws, {"op": "subscribe", "ids": ["brent", "wti"], "candles": ["1m", "5m", "1d"],
                                    "reqId": "s"})
                 started.set()
-                frames = []
-                while not done.is_set():
-                    try:
-                        msg = await recv(ws, 0.2)
-                    except TimeoutError:
-                        continue
-                    if msg["type"] == "candle":
+                frames: list[dict] = []
+                last: dict[str, int] = {}  # the seq of each instrument's last tick, once it came
+                reached: set[tuple[str, str]] = set()
+                while reached != channels:
+                    msg = await recv(ws)
+                    if msg["type"] == "tick" and end.done():
+                        if datetime.fromisoformat(msg["ts"]).timestamp() >= end.result() - 0.001:
+                            last[msg["id"]] = msg["seq"]
+                    elif msg["type"] == "candle":
                         frames.append(msg)
+                    reached = {(i, k) for f in frames for i, k in [(f["id"], f["interval"])]
+                               if i in last and f["seq"] >= last[i]}
                 await ws.close()
                 return frames
 
             async def both() -> tuple[list[dict], list[dict]]:
                 ready = [asyncio.Event(), asyncio.Event()]
-                done = asyncio.Event()
-                tasks = [asyncio.create_task(collect(h, e, done)) for h, e in zip(hubs, ready, strict=True)]
+                end: asyncio.Future = asyncio.get_running_loop().create_future()  # the last tick's stamp
+                tasks = [asyncio.create_task(collect(h, e, end)) for h, e in zip(hubs, ready, strict=True)]
                 await asyncio.gather(*(e.wait() for e in ready))
                 ws = await ws_open(hubs[0])
                 now, mono = await server_now(ws)
                 await ws.close()
-                await _write_live(feed, [now + 0.5 + 0.1 * i for i in range(35)], now, mono)
-                await asyncio.sleep(2.5)  # the last second's run, 0.5 s after it
-                done.set()
+                # no bucket may end while the frames are collected: a final frame sent by the clock after the
+                # last tick's frame would end one hub's list and not the other's (the window is < 10 s)
+                start = now + 0.5 if now % 60 < 48 else math.floor(now / 60) * 60 + 60.5
+                stamps = [start + 0.1 * i for i in range(stamps_n)]
+                end.set_result(stamps[-1])
+                await _write_live(feed, stamps, now, mono)
                 a, b = await asyncio.gather(*tasks)
                 return a, b
 
