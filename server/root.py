@@ -35,6 +35,7 @@ from server.api.core.pipeline import App, build_app
 from server.api.core.router import Router
 from server.api.deep_ranges import DeepRanges
 from server.api.docs.asyncapi import register_asyncapi
+from server.api.flatfiles import FlatFilesApi
 from server.api.keyed import MarketApi
 from server.api.ops import OpsApi
 from server.api.reference import ReferenceApi
@@ -72,6 +73,7 @@ from server.notify.worker import OutboxWorker
 from server.store.archive_keeper import ArchiveKeeper, RetentionJob
 from server.store.backend import open_repositories
 from server.store.candle_book import CandleKeeper, load_candle_book
+from server.store.flatfile_days import FlatFileDays, FlatFileJob
 from server.store.history import History
 from server.store.key_cache import KeyCache
 from server.store.repositories import Candles, Repositories
@@ -169,8 +171,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     (`group(NotifySettings)`...); the App, the stream and the public site still take the whole `Settings`."""
     group = settings.group
     clock = clock or settings_clock(group(ProcessSettings))
-    registry = Registry()
-    catalogue = default_catalogue()
+    registry, catalogue = Registry(), default_catalogue()
     ids = [inst.id for inst in catalogue.instruments]
     # SQLite on its threads or PostgreSQL's async pool (docs/storage.md); a committed record wakes the outbox worker
     notify = group(NotifySettings)
@@ -183,7 +184,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     venues = VenueBook.load(settings.calendar_file)  # every venue's sessions and holidays (SPEC 16)
     state, feed, keeper = make_market(group(FeedSettings), catalogue, repos.candles, clock, epoch, venues,
                                       history_opener(group(StorageSettings), group(EngineSettings)))
-    archive_ok, history_jobs, deep = history_parts(keeper, registry, group(StorageSettings), clock)
+    archive_ok, jobs, deep, flat = history_parts(keeper, registry, group(StorageSettings), clock, venues, repos.candles)
     keys = KeyCache(repos.keys)  # filled by the key watch's start, before anything is served
     router = Router()
     meter = UsageMeter(clock())  # the console's usage per key (SPEC 17), counted by the pipeline and the stream
@@ -196,6 +197,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     started = threading.Event()  # set by Node.start once every part runs
     MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock, deep).register(router)
     ReferenceApi(catalogue, venues, clock, state, deep).register(router)  # instruments, venues, calendars (SPEC 16)
+    FlatFilesApi(flat, clock).register(router)  # a closed trading day's ticks and candles as files (SPEC 18)
     http, stream_settings = group(HttpSettings), group(StreamSettings)
     WebApi(http, group(FeedSettings), stream_settings).register(router)  # the dashboard at /, /static/..., /api/config
     OpsApi(http, group(ProcessSettings), router, registry, repos.storage,
@@ -211,7 +213,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     watch.listeners.append(stream.on_revoked)
     watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
-    core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks, *history_jobs]
+    core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks, *jobs]
     return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream], keys, outbox, started,
                 keeper)
 
@@ -243,15 +245,21 @@ def make_app(settings: Settings, router: Router, keys: KeyCache, registry: Regis
 
 
 def history_parts(keeper: CandleKeeper | None, registry: Registry, storage: StorageSettings,
-                  clock: Callable[[], float]) -> tuple[Callable[[], bool], list[Service], DeepRanges | None]:
+                  clock: Callable[[], float], venues: VenueBook, daily: Candles,
+                  ) -> tuple[Callable[[], bool], list[Service], DeepRanges | None, FlatFileDays | None]:
     """A live feed's history (SPEC 18): its /metrics and the check /readyz adds, its retention job (pruned as
-    --retention says) and the range queries below the rings; nothing for the demo feed or the Redis engine."""
+    --retention says), the range queries below the rings and the flat files (kept in the data dir's flatfiles/,
+    made ahead by their job); nothing for the demo feed or the Redis engine."""
     if keeper is None or keeper.archive is None:
-        return (lambda: True), [], None
+        return (lambda: True), [], None, None
     days = {**DEFAULT_DAYS, **storage.retention}
     archive, instruments = keeper.archive, keeper.catalogue.instruments
-    deep = DeepRanges(archive.history, [i.id for i in instruments], [i.decimals for i in instruments])
-    return archive.register_metrics(registry), [RetentionJob(archive.history, Retention(days), clock)], deep
+    ids = [i.id for i in instruments]
+    deep = DeepRanges(archive.history, ids, [i.decimals for i in instruments])
+    flat = FlatFileDays(archive.history, daily, ids, [venues.for_instrument(i) for i in ids],
+                        storage.data_dir / "flatfiles", days)
+    jobs: list[Service] = [RetentionJob(archive.history, Retention(days), clock), FlatFileJob(flat, clock)]
+    return archive.register_metrics(registry), jobs, deep, flat
 
 
 def history_opener(storage: StorageSettings, engine: EngineSettings) -> Callable[[], History] | None:

@@ -37,6 +37,7 @@ ERROR_KINDS: dict[str, tuple[int, str]] = {
     "conflict": (409, "Conflict"),
     "request_timeout": (408, "Request timeout"),
     "payload_too_large": (413, "Payload too large"),
+    "range_not_satisfiable": (416, "Range not satisfiable"),
     "uri_too_long": (414, "URI too long"),
     "unsupported_media_type": (415, "Unsupported media type"),
     "upgrade_required": (426, "Upgrade required"),

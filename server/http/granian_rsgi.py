@@ -70,7 +70,11 @@ class RsgiAdapter:
             gate.in_flight -= 1
             if gate.closing:
                 gate.settled()
-        proto.response_bytes(resp.status, resp.all_headers(), resp.body)
+        file = resp.file
+        if file is None:
+            proto.response_bytes(resp.status, resp.all_headers(), resp.body)
+        else:  # Granian streams it from the file in Rust (its end is exclusive); the Content-Length is ours
+            proto.response_file_range(resp.status, resp.all_headers(), file.path, file.start, file.start + file.length)
 
     async def _with_body(self, req: Request, proto: Any) -> Response:
         ip = self.app.client_ip(req)

@@ -46,19 +46,22 @@ import os
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
+from pathlib import Path
 from threading import get_ident
 from typing import Any, NoReturn, TypeVar
 from urllib.parse import unquote
 
 import uvloop
+from robyn.responses import StreamingResponse
 from robyn.robyn import FunctionInfo, Headers, HttpMethod, Server, SocketHeld
 from robyn.robyn import Response as RobynResponse
 
 from server.api.core.answers import HotFields, HotReply, Variant
 from server.api.core.pipeline import MAX_BODY, App
-from server.api.core.types import Request, Response
+from server.api.core.types import FileBody, Request, Response
 from server.config import BENCH_STATIC_PATH, Settings
 from server.http.edge import EdgeGate, shutting_down
+from server.store.byte_range import iter_file
 
 log = logging.getLogger("market.robyn")
 
@@ -73,6 +76,7 @@ BRIDGE_TIMEOUT_S = 60.0  # a request handed from actix's thread to the loop: lon
 # actix worker threads. One: handle_sync's kept responses (Prebuilt) are set and returned on that thread alone
 WORKERS = 1
 REQUEST_ID = "x-request-id"
+INLINE_MAX = 8 * 1024 * 1024  # a file body up to this is sent with its Content-Length (read whole: Robyn copies it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,7 +159,7 @@ class RobynRuntime:
             self.static_response = RobynResponse(200, {"content-type": "application/json"}, body)
         self.hub.on_signals(loop, self.begin_shutdown)
 
-    async def handle(self, request: Any) -> RobynResponse:
+    async def handle(self, request: Any) -> RobynResponse | StreamingResponse:
         app = self.app
         assert app is not None
         req = _request(request)
@@ -163,9 +167,11 @@ class RobynRuntime:
             resp = await app.handle(req) if self.gate.enter() else app.refuse(req, shutting_down())
         finally:
             self.gate.leave()
+        if resp.file is not None:
+            return await _file_response(resp, resp.file)
         return _response(resp)
 
-    def hot_handler(self, route: str) -> Callable[[Any], RobynResponse]:
+    def hot_handler(self, route: str) -> Callable[[Any], RobynResponse | StreamingResponse]:
         """The sync handler of one of the remembered routes (GET only), on actix's thread. A remembered answer costs no
         hand-over to the event loop; a miss (first request of a data version, unknown key, 429, 400...) runs
         `handle` on the loop and waits for it. Every getter of Robyn's request is a call into Rust, so only what
@@ -175,7 +181,7 @@ class RobynRuntime:
         fixed = None if route.endswith("*path") else route
         runtime, gate, kept_threads = self, self.gate, self._kept
 
-        def handle_sync(request: Any) -> RobynResponse:
+        def handle_sync(request: Any) -> RobynResponse | StreamingResponse:
             app, loop = runtime.app, runtime.loop
             assert app is not None and loop is not None
             if get_ident() not in kept_threads:
@@ -337,6 +343,30 @@ def _response(resp: Response) -> RobynResponse:
     for name, value in pairs:
         repeated.append(name, value)
     return RobynResponse(resp.status, repeated, resp.body)
+
+
+async def _file_response(resp: Response, file: FileBody) -> RobynResponse | StreamingResponse:
+    """A file body on Robyn 0.88, which has no sized stream: its `file_path` response reads the whole file into
+    memory (twice), and its StreamingResponse is always chunked (actix drops our Content-Length for a stream). So a
+    body up to INLINE_MAX is read off the loop and sent as bytes (actix writes its Content-Length); a larger one
+    is streamed chunked, CHUNK bytes at a time from Robyn's blocking threads (docs/history.md: the difference)."""
+    if file.length <= INLINE_MAX:
+        resp.body = await asyncio.to_thread(_read_range, file)
+        resp.headers = [(name, value) for name, value in resp.headers if name != "content-length"]
+        return _response(resp)
+    headers = Headers({})
+    for name, value in resp.all_headers():
+        if name != "content-length":
+            headers.append(name, value)
+    chunks = iter_file(Path(file.path), file.start, file.start + file.length - 1)
+    return StreamingResponse(chunks, resp.status, headers,  # type: ignore[arg-type]  # any iterator serves
+                             media_type=resp.content_type or "application/octet-stream")
+
+
+def _read_range(file: FileBody) -> bytes:
+    with open(file.path, "rb") as fh:
+        fh.seek(file.start)
+        return fh.read(file.length)
 
 
 def _exit(code: int) -> NoReturn:

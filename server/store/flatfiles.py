@@ -66,10 +66,12 @@ def day_rows(dataset: str, archive: TickArchive, candles: CandleStore, start_ms:
         yield from candles.read_all(dataset.removeprefix("candles-"), start_ms, end_ms)
 
 
-def _time_text(dataset: str, trading_day: Callable[[int], date]) -> Callable[[int], str]:
+def _time_text(dataset: str, trading_day: Callable[[int], date]) -> Callable[[int | date], str]:
+    """A row's time as text: a daily row's trading day (given as a date, or as ms the trading day is read from),
+    else ISO 8601 with the +08:00 offset."""
     if dataset == "candles-1d":
-        return lambda ms: trading_day(ms).isoformat()
-    return lambda ms: iso(ms / 1000)
+        return lambda t: t.isoformat() if isinstance(t, date) else trading_day(t).isoformat()
+    return lambda ms: iso(ms / 1000)  # type: ignore[operator]
 
 
 def write_csv_gz(dataset: str, rows: Iterable[tuple], out: Path, trading_day: Callable[[int], date]) -> int:
@@ -121,7 +123,7 @@ def write_parquet(dataset: str, rows: Iterable[tuple], out: Path, trading_day: C
         for batch in _batches(rows, BATCH):
             cols = list(zip(*batch, strict=True))
             if daily:
-                cols[1] = tuple(trading_day(ms) for ms in cols[1])
+                cols[1] = tuple(t if isinstance(t, date) else trading_day(t) for t in cols[1])
             arrays = [pa.array(c, type=f.type) for c, f in zip(cols, schema, strict=True)]
             pending.append(pa.record_batch(arrays, schema=schema))
             n += len(batch)

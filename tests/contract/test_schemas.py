@@ -35,6 +35,9 @@ MISSING = object()  # a candidate meaning "leave the field out"
 UNPROVOKED = {  # (path or "*", method or "*", status): documented answers a test cannot cause from outside
     ("*", "*", "500"),  # internal error
     ("/readyz", "get", "503"),  # feed or storage down
+    # a flat file needs a live feed's durable history, which this module's demo hub keeps none of:
+    # tests/contract/test_flatfiles.py checks these answers against the document on a hub that has files
+    *(("/api/v1/flatfiles/{dataset}/{file}", "get", status) for status in ("200", "206", "304", "416")),
 }
 RECEIPT = "WR-NB-000101"  # a demo receipt
 _ips = itertools.count(1)
@@ -325,6 +328,9 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/udf/history": "/api/v1/udf/history?symbol=brent&resolution=60&to=2000000000&countback=5",
         "/api/v1/instruments/{id}": "/api/v1/instruments/sc",
         "/api/v1/venues/{id}/calendar": "/api/v1/venues/zce/calendar?from=2026-09-28&to=2026-10-09",
+        # the demo feed keeps no durable history, so no flat file: the documented 404 (test_flatfiles.py: the 200s)
+        "/api/v1/flatfiles/{dataset}/{file}": "/api/v1/flatfiles/ticks/2026-11-17.csv.gz",
+        "/api/v1/flatfiles": "/api/v1/flatfiles?dataset=ticks",
     }
     not_found = {
         "/api/v1/quotes/{id}": "/api/v1/quotes/zzz", "/api/v1/kline/{id}": "/api/v1/kline/zzz",
@@ -348,6 +354,8 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/venues/{id}/calendar": "/api/v1/venues/zce/calendar?from=2026-01-01&to=2027-06-30",
         "/api/v1/instruments": "/api/v1/instruments?kind=oil", "/api/v1/instruments/{id}": "/api/v1/instruments/sc?x=1",
         "/api/v1/venues": "/api/v1/venues?status=open",
+        "/api/v1/flatfiles": "/api/v1/flatfiles?dataset=quotes",
+        "/api/v1/flatfiles/{dataset}/{file}": "/api/v1/flatfiles/ticks/2026-11-17.csv.gz?x=1",
     }
     creds = {"email": "schema-check@example.com", "password": "correct horse"}
     check(http.post("/api/auth/register", json={**creds, "name": "Li Lei", "company": None}), "/api/auth/register")
@@ -393,6 +401,9 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
           "/api/submit-inquiry")  # 403
 
     _provoke_console(check, http, api, bearer, {"Authorization": f"Bearer {disabled_token}"})
+    _, free = api.create_key("free")  # SPEC 18: flat files are for the professional and enterprise plans
+    for path in ("/api/v1/flatfiles", "/api/v1/flatfiles/{dataset}/{file}"):
+        check(http.get(examples[path], headers={"X-SERVICE-Key": free}), path)
 
     # 429: a 1/min key is spent by its first request, and so is one client IP (public rate 1/min)
     _, slow_key = api.create_key("enterprise", "--rate", "1")

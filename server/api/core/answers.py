@@ -23,7 +23,7 @@ from server.core.metrics import HttpMetrics
 MAX_HOT = 4096  # remembered answers of versioned GET routes (path + query string)
 # representation metadata a 304 does not repeat (RFC 9110 15.4.5: it SHOULD NOT, beyond the validator and the cache
 # fields); the client keeps the type and coding it stored with the ETag, which names the coding (`-gz`, `-br`)
-NOT_IN_304 = frozenset({"content-type", "content-encoding"})
+NOT_IN_304 = frozenset({"content-type", "content-encoding", "content-length", "content-range"})
 HeaderList = list[tuple[str, str]]
 HotFields = tuple[tuple[str, str], ...]  # a remembered answer's header fields (any sequence suits the runtimes)
 # serve_hot's reply: (status, variant, fields, request id, body). The answer's header fields are

@@ -142,7 +142,7 @@ class Finisher:
         if req.method == "GET" or req.method == "HEAD":
             self._encode(req, resp)
         if req.method == "HEAD":
-            resp.body = b""
+            resp.body, resp.file = b"", None  # a file's Content-Length stays: the size a GET would send
 
     def _encode(self, req: Request, resp: Response) -> None:
         """Content coding of a 200 of at least MIN_SIZE textual bytes (Vary, per-coding ETag, If-None-Match)."""
@@ -165,7 +165,7 @@ class Finisher:
             if name == "etag":
                 etag = headers[i] = ("etag", encoded_etag(value, coding))
                 if etag_matches(req.headers.get("if-none-match"), etag[1]):
-                    resp.status, resp.body, resp.content_type = 304, b"", None
+                    resp.status, resp.body, resp.content_type, resp.file = 304, b"", None, None
                     resp.headers = [field for field in headers if field[0] not in NOT_IN_304]
                 break
 

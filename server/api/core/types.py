@@ -48,12 +48,23 @@ class Request:
         return self.headers.get(name, default)
 
 
+@dataclass(frozen=True, slots=True)
+class FileBody:
+    """A body the runtime streams from a file: `length` bytes from `start` (a flat file, SPEC 18). The response's
+    headers carry its Content-Length; the adapter reads the file in bounded pieces, never into memory whole."""
+
+    path: str
+    start: int
+    length: int
+
+
 @dataclass(slots=True)
 class Response:
     status: int
     body: bytes = b""
     content_type: str | None = "application/json"
     headers: list[tuple[str, str]] = field(default_factory=list)
+    file: FileBody | None = None  # when set, the body is this file's bytes (`body` stays empty)
 
     def all_headers(self) -> list[tuple[str, str]]:
         if self.content_type is None:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from server.api.core.router import Access, Router
 from server.api.docs.console_docs import CONSOLE_OPERATIONS, CONSOLE_SCHEMAS
+from server.api.docs.flatfile_docs import FLATFILE_OPERATIONS, FLATFILE_SCHEMAS
 from server.api.docs.examples import add_examples
 from server.api.docs.schemas import INT, REQUESTS, RESPONSES, STR, S, anchored, closure, ref
 from server.api.keyed import DEFAULT_LIMIT as KLINE_DEFAULT_LIMIT
@@ -327,6 +328,7 @@ OPERATIONS: dict[tuple[str, str], S] = {
                                 "responses": {"200": {"description": "AsyncAPI 3"}}},
 }
 OPERATIONS.update(CONSOLE_OPERATIONS)  # issue 32: the service console (server/api/docs/console_docs.py)
+OPERATIONS.update(FLATFILE_OPERATIONS)  # SPEC 18's flat files (server/api/docs/flatfile_docs.py)
 
 
 def _operation(method: str, pattern: str, access: Access, name: str) -> S:
@@ -373,6 +375,8 @@ TAGS: list[S] = [
                                            "Live ticks: WebSocket /ws/quotes, described in /asyncapi.json"},
     {"name": "reference data", "description": "Keyed: instruments, venues, their sessions, trading days and "
                                               "holidays (SPEC 16)"},
+    {"name": "flat files", "description": "Keyed, professional and enterprise plans: a closed trading day's ticks "
+                                          "and candles as one CSV.gz or Parquet file each (SPEC 18)"},
     {"name": "TradingView UDF", "description": "Keyed: the TradingView UDF datafeed (SPEC 14) over the same candles "
                                                "as /api/v1/kline; errors add UDF's s and errmsg to the problem"},
     {"name": "public site", "description": "The public site's market snapshot, news and research (no key)"},
@@ -412,7 +416,7 @@ def build_openapi(router: Router, settings: HttpSettings) -> S:
         "tags": TAGS,
         "paths": dict(sorted(paths.items(), key=lambda item: (not item[0].startswith("/api/v1/"), item[0]))),
         "components": {
-            "schemas": {**closure(*RESPONSES, *REQUESTS), **CONSOLE_SCHEMAS},
+            "schemas": {**closure(*RESPONSES, *REQUESTS), **CONSOLE_SCHEMAS, **FLATFILE_SCHEMAS},
             "securitySchemes": {
                 "ServiceKey": {"type": "apiKey", "in": "header", "name": "X-SERVICE-Key"},
                 "Bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},

@@ -38,6 +38,8 @@ DESCRIPTIONS: dict[str, str] = {
     "conflict": "The request conflicts with the current state, e.g. an e-mail address that is already registered.",
     "request_timeout": "The request (its headers or body) did not arrive in time; send it again.",
     "payload_too_large": "The request body is over the limit (64 KiB for JSON bodies, larger for uploads).",
+    "range_not_satisfiable": "The `Range` header asks for bytes past the end of the file; `Content-Range: bytes "
+                             "*/SIZE` gives the file's size. Ask again from a byte below it (or without Range).",
     "uri_too_long": "The request line is too long; send fewer ids per request.",
     "unsupported_media_type": "The body's `Content-Type` is not one the endpoint accepts (usually `application/json`).",
     "upgrade_required": "This endpoint speaks WebSocket only: connect with an upgrade request.",

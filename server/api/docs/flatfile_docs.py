@@ -1,0 +1,89 @@
+"""The OpenAPI description of the flat-file routes (SPEC 18), merged into server/api/docs/openapi.py's document."""
+
+from __future__ import annotations
+
+from server.api.flatfiles import DEFAULT_DAYS, MAX_DAYS, MEDIA
+from server.store.flatfiles import DATASETS, FORMATS
+
+S = dict  # a JSON schema fragment
+STR: S = {"type": "string"}
+DATE: S = {"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$", "examples": ["2026-11-17"]}
+DATASET: S = {"type": "string", "enum": list(DATASETS)}
+FORMAT: S = {"type": "string", "enum": list(FORMATS)}
+ENTRY = {
+    "dataset": DATASET, "date": {**DATE, "description": "the trading day"}, "format": FORMAT,
+    "url": {**STR, "description": "where to GET it (relative to this server)"},
+    "bytes": {"type": "integer", "description": "the file's size (Content-Length of a whole download)"},
+    "sha256": {**STR, "pattern": "^[0-9a-f]{64}$", "description": "hex sha256 of the file: its strong ETag"},
+    "rows": {"type": "integer", "description": "data rows (the CSV's header line not counted)"},
+}
+FLATFILE_SCHEMAS: dict[str, S] = {
+    "FlatFile": {"type": "object", "required": list(ENTRY), "properties": ENTRY, "additionalProperties": False},
+    "FlatFileList": {"type": "object", "required": ["files"], "additionalProperties": False,
+                     "properties": {"files": {"type": "array", "items": {"$ref": "#/components/schemas/FlatFile"}}}},
+}
+
+
+def _param(name: str, where: str, schema: S, description: str, required: bool = False) -> S:
+    return {"name": name, "in": where, "required": required or where == "path", "schema": schema,
+            "description": description}
+
+
+def _problem(description: str) -> S:
+    return {"description": description,
+            "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}}
+
+
+PLAN = _problem("the key's plan has no flat files: professional or enterprise (plan_required, with requiredPlan)")
+BYTES: S = {"type": "string", "format": "binary"}
+FILE_HEADERS = {
+    "Content-Length": {"schema": {"type": "integer"}}, "ETag": {"schema": STR, "description": '"<sha256>"'},
+    "Accept-Ranges": {"schema": STR}, "Content-Disposition": {"schema": STR},
+}
+FLATFILE_OPERATIONS: dict[tuple[str, str], S] = {
+    ("GET", "/api/v1/flatfiles"): {
+        "summary": "The flat files of closed trading days: one per dataset and day, with size, sha256 and rows",
+        "tags": ["flat files"],
+        "parameters": [
+            _param("dataset", "query", DATASET, "ticks (id,ts,seq,price,volume), candles-1m or candles-1d "
+                                                "(id,t,o,h,l,c,v as in /api/v1/kline)", required=True),
+            _param("from", "query", DATE, f"first trading day, included (default: {DEFAULT_DAYS} days before to)"),
+            _param("to", "query", DATE, f"last trading day, included (default: today; at most {MAX_DAYS} days "
+                                        "after from)"),
+            _param("format", "query", FORMAT, "csv.gz (the default) or parquet"),
+        ],
+        "responses": {
+            "200": {"description": "the files, by day (days with rows only; a day's file exists once the trading "
+                                   "day has closed, within the dataset's retention)",
+                    "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FlatFileList"}}}},
+            "400": _problem("dataset missing or unknown, format unknown, from or to not a date, to before from, "
+                            f"more than {MAX_DAYS} days (invalid_parameter, errors[].field names it)"),
+            "403": PLAN,
+        },
+    },
+    ("GET", "/api/v1/flatfiles/{dataset}/{file}"): {
+        "summary": "Download one flat file (Range for a resumed download; If-None-Match with its ETag)",
+        "tags": ["flat files"],
+        "parameters": [
+            _param("dataset", "path", DATASET, "the dataset"),
+            _param("file", "path", {"type": "string", "pattern": r"^\d{4}-\d{2}-\d{2}\.(csv\.gz|parquet)$",
+                                    "examples": ["2026-11-17.csv.gz"]}, "the trading day and format"),
+            _param("Range", "header", {"type": "string", "examples": ["bytes=1048576-"]},
+                   "one byte range (RFC 9110): the rest of a broken download"),
+            _param("If-Range", "header", STR, "the ETag held: a range is sent only if the file is still that one"),
+            _param("If-None-Match", "header", STR, "the ETag held: 304 when unchanged"),
+        ],
+        "responses": {
+            "200": {"description": "the whole file", "headers": FILE_HEADERS,
+                    "content": {MEDIA: {"schema": BYTES}}},
+            "206": {"description": "the range asked for (Content-Range: bytes first-last/size)",
+                    "headers": {**FILE_HEADERS, "Content-Range": {"schema": STR}},
+                    "content": {MEDIA: {"schema": BYTES}}},
+            "304": {"description": "If-None-Match matched: the file held is this one"},
+            "403": PLAN,
+            "404": _problem("no such file: unknown dataset, a name that is not YYYY-MM-DD.csv.gz or .parquet, a day "
+                            "no venue traded, not closed yet, outside the retention, or without rows"),
+            "416": _problem("the range starts past the end (range_not_satisfiable; Content-Range: bytes */size)"),
+        },
+    },
+}

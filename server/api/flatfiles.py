@@ -1,0 +1,143 @@
+"""Flat files (SPEC 18): a closed trading day's ticks or candles as one CSV.gz or Parquet file, for bulk download.
+
+- `GET /api/v1/flatfiles?dataset=&from=&to=&format=` lists the files of the closed trading days in the range
+  (both dates included, at most 366 days; `to` defaults to today, `from` to 30 days before `to`; `format` csv.gz,
+  the default, or parquet): `{files: [{dataset, date, format, url, bytes, sha256, rows}]}`, days with rows only.
+- `GET /api/v1/flatfiles/{dataset}/{date}.csv.gz` (or `.parquet`) sends it: `Content-Length`, the strong ETag
+  `"<sha256>"` (If-None-Match: 304), `Accept-Ranges: bytes` and one `Range` (206 with `Content-Range`; 416 past the
+  end; `If-Range` with another ETag sends the whole file), streamed by the runtime from the file.
+
+Professional and enterprise keys only (`plan_required` names the plan). A hub without a durable history (the demo
+feed, the Redis engine) lists no files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import date, datetime, timedelta
+from typing import Any
+
+import orjson
+
+from server.api.core.query import known_query
+from server.api.core.router import Access, Router
+from server.api.core.types import FileBody, Request, Response
+from server.core.errors import ApiError
+from server.market.timefmt import TZ
+from server.store.byte_range import RangeNotSatisfiable, parse_range
+from server.store.flatfile_days import FlatFileDays
+from server.store.flatfiles import DATASETS, FORMATS, FlatFile
+from server.stream.handshake import plan_required
+
+LIST_PARAMS = frozenset({"dataset", "from", "to", "format"})
+MAX_DAYS = 366
+DEFAULT_DAYS = 30
+PLANS = ("professional", "enterprise")
+# one media type for both formats: the name (Content-Disposition, the URL) says which; generated clients (e.g.
+# openapi-python-client) read application/octet-stream as a file and refuse application/gzip
+MEDIA = "application/octet-stream"
+
+
+class FlatFilesApi:
+    def __init__(self, days: FlatFileDays | None, clock: Callable[[], float]) -> None:
+        self.days, self.clock = days, clock
+
+    def register(self, router: Router) -> None:
+        router.add("GET", "/api/v1/flatfiles", self.listing, Access.KEYED, name="flatfiles")
+        router.add("GET", "/api/v1/flatfiles/{dataset}/{file}", self.download, Access.KEYED, name="flatfile")
+
+    async def listing(self, req: Request) -> Response:
+        _entitled(req)
+        query = known_query(req, LIST_PARAMS)
+        dataset = query.get("dataset", "")
+        if dataset not in DATASETS:
+            raise _param("dataset", f"dataset is required: one of {', '.join(DATASETS)}")
+        fmt = query.get("format", "csv.gz")
+        if fmt not in FORMATS:
+            raise _param("format", f"format must be one of {', '.join(FORMATS)}")
+        now_ms = int(self.clock() * 1000)
+        end = _date(query, "to") or datetime.fromtimestamp(now_ms / 1000, TZ).date()
+        start = _date(query, "from") or end - timedelta(days=DEFAULT_DAYS)
+        if end < start:
+            raise _param("to", "to is before from")
+        if (end - start).days + 1 > MAX_DAYS:
+            raise _param("to", f"a listing spans at most {MAX_DAYS} days (from and to both included)")
+        files: list[dict[str, Any]] = []
+        if self.days is not None:
+            for day in self.days.days(dataset, start, end, now_ms):
+                info = await self.days.file(dataset, day, fmt)
+                if info.rows:
+                    files.append(_entry(info))
+        return Response(200, orjson.dumps({"files": files}), headers=[("cache-control", "private, no-cache")])
+
+    async def download(self, req: Request) -> Response:
+        _entitled(req)
+        known_query(req, frozenset())
+        dataset, name = req.path_params["dataset"], req.path_params["file"]
+        day, fmt = _file_name(name)
+        if dataset not in DATASETS or day is None or fmt is None:
+            raise ApiError("not_found", f"No flat file {dataset}/{name}: files are /api/v1/flatfiles/"
+                                        f"{{{'|'.join(DATASETS)}}}/YYYY-MM-DD.{{{'|'.join(FORMATS)}}}.")
+        now_ms = int(self.clock() * 1000)
+        if self.days is None or not self.days.available(dataset, day, now_ms):
+            raise ApiError("not_found", f"No {dataset} file for {day}: a file exists once its trading day has "
+                                        "closed, within the dataset's retention (GET /api/v1/flatfiles lists them).")
+        info = await self.days.file(dataset, day, fmt)
+        if not info.rows:
+            raise ApiError("not_found", f"No {dataset} rows on {day}.")
+        return _send(req, info, str(self.days.path(dataset, day, fmt)))
+
+
+def _send(req: Request, info: FlatFile, path: str) -> Response:
+    etag = f'"{info.sha256}"'
+    headers = [("etag", etag), ("accept-ranges", "bytes"), ("cache-control", "private, max-age=86400, immutable"),
+               ("content-disposition", f'attachment; filename="{info.dataset}-{info.date}.{info.fmt}"')]
+    if_range = req.header("if-range")
+    try:
+        wanted = parse_range(req.header("range"), info.bytes) if if_range in (None, etag) else None
+    except RangeNotSatisfiable as exc:
+        raise ApiError("range_not_satisfiable", f"The file has {info.bytes} bytes; ask for a range that starts "
+                                                "below that.", headers=[("content-range", exc.content_range)]) from None
+    if wanted is None:
+        headers.append(("content-length", str(info.bytes)))
+        return Response(200, b"", MEDIA, headers, FileBody(path, 0, info.bytes))
+    headers += [("content-range", wanted.content_range), ("content-length", str(wanted.length))]
+    return Response(206, b"", MEDIA, headers, FileBody(path, wanted.start, wanted.length))
+
+
+def _entry(info: FlatFile) -> dict[str, Any]:
+    return {"dataset": info.dataset, "date": info.date, "format": info.fmt,
+            "url": f"/api/v1/flatfiles/{info.dataset}/{info.date}.{info.fmt}",
+            "bytes": info.bytes, "sha256": info.sha256, "rows": info.rows}
+
+
+def _entitled(req: Request) -> None:
+    plan = getattr(req.auth, "plan", "free")
+    if plan not in PLANS:
+        raise plan_required(plan, "Flat files (/api/v1/flatfiles)")
+
+
+def _file_name(name: str) -> tuple[date | None, str | None]:
+    stem, dot, fmt = name.partition(".")
+    if not dot or fmt not in FORMATS or len(stem) != 10:
+        return None, None
+    try:
+        return date.fromisoformat(stem), fmt
+    except ValueError:
+        return None, None
+
+
+def _date(query: dict[str, str], field: str) -> date | None:
+    raw = query.get(field)
+    if raw is None:
+        return None
+    try:
+        if len(raw) == 10:
+            return date.fromisoformat(raw)
+    except ValueError:
+        pass
+    raise _param(field, f"{field} must be a date (YYYY-MM-DD)")
+
+
+def _param(field: str, message: str) -> ApiError:
+    return ApiError("invalid_parameter", message, errors=[{"field": field, "message": message}])

@@ -1,0 +1,189 @@
+"""SPEC 18's flat files on a real server, both runtimes: the list, a closed trading day's file as CSV.gz and
+Parquet with its size, sha256 ETag and rows, a broken download resumed with Range, 304/206/416, the venues'
+trading days (a night session's tick is in the next day's file), plans, and bad input.
+
+The hub runs on a fake clock (hidden --clock-start, Wednesday 2026-11-18 14:20 in Shanghai); Tuesday's history is
+imported with the CLI before it starts, as an operator backfills."""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import json
+from collections.abc import Iterator
+from datetime import datetime
+
+import httpx
+import pyarrow.parquet as pq
+import pytest
+
+from server.market.timefmt import TZ
+from tests.conftest import ServerProcess, run_cli
+from tests.contract.test_schemas import Checker
+
+NOW = "2026-11-18T14:20:00+08:00"
+MEMORY = ("--engine", "memory")  # the history is written on the memory engine (SPEC 18: the lease holder's on Redis)
+
+
+def _ms(day: int, hh: int, mm: int) -> int:
+    return int(datetime(2026, 11, day, hh, mm, tzinfo=TZ).timestamp() * 1000)
+
+
+TICKS = [  # (id, ts, seq, price, volume)
+    ("methanol", _ms(16, 21, 30), 1, 2400.0, 3.0),  # Monday's night session: Tuesday's trading day (SPEC 16)
+    ("methanol", _ms(17, 10, 0), 2, 2401.5, 1.0),
+    ("methanol", _ms(17, 14, 0), 3, 2402.0, 2.0),
+    ("methanol", _ms(17, 21, 30), 4, 2403.0, 1.0),  # Tuesday night: Wednesday's (not closed at NOW)
+    ("brent", _ms(17, 16, 0), 1, 80.25, 5.0),
+    ("brent", _ms(17, 16, 1), 2, 80.5, 1.0),
+]
+FIELDS = ("id", "ts", "seq", "price", "volume")
+TUESDAY = [t for t in TICKS if t[1] != _ms(17, 21, 30)]
+
+
+class Hub:
+    def __init__(self, srv: ServerProcess, key: str, free: str) -> None:
+        self.srv, self.key, self.free = srv, key, free
+
+    def get(self, path: str, key: str | None = None, **kw: object) -> httpx.Response:
+        headers = {"X-SERVICE-Key": key or self.key, **kw.pop("headers", {})}  # type: ignore[dict-item]
+        return httpx.get(self.srv.base + path, headers=headers, timeout=30, **kw)  # type: ignore[arg-type]
+
+
+@pytest.fixture(scope="module", params=["granian", "robyn"])
+def hub(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
+    tmp = tmp_path_factory.mktemp(f"flat-{request.param}")
+    data = tmp / "data"
+    data.mkdir()
+    ticks = tmp / "ticks.jsonl"
+    ticks.write_text("".join(json.dumps(dict(zip(FIELDS, t, strict=True))) + "\n" for t in TICKS))
+    assert run_cli(data, "ticks", "import", str(ticks)).returncode == 0
+    bars = tmp / "bars.csv"
+    bars.write_text(f"id,t,o,h,l,c,v\nbrent,{_ms(17, 16, 0)},80,81,79,80.5,6\n"
+                    f"methanol,{_ms(16, 21, 30)},2400,2401,2399,2400,3\n"
+                    f"methanol,{_ms(17, 21, 30)},2403,2403,2403,2403,1\n")
+    assert run_cli(data, "candles", "import", "--interval", "1m", str(bars)).returncode == 0
+    daily = tmp / "daily.csv"
+    daily.write_text("brent,2026-11-17,80,81,79,80.5,6\nmethanol,2026-11-17,2400,2402,2399,2402,6\n"
+                     "methanol,2026-11-16,2390,2400,2380,2395,9\n")
+    assert run_cli(data, "candles", "import", str(daily)).returncode == 0
+    feed = tmp / "feed.jsonl"
+    feed.write_text("")
+    srv = ServerProcess(data, request.param, "--feed", f"jsonl:{feed}", "--clock-start", NOW, *MEMORY)
+    try:
+        yield Hub(srv, srv.create_key("professional")[1], srv.create_key("free")[1])
+    finally:
+        assert srv.stop() == 0, srv.output()
+
+
+def _listing(hub: Hub, dataset: str, fmt: str = "csv.gz") -> list[dict]:
+    r = hub.get("/api/v1/flatfiles", params={"dataset": dataset, "from": "2026-11-16", "to": "2026-11-18",
+                                             "format": fmt})
+    assert r.status_code == 200, r.text
+    return r.json()["files"]
+
+
+def test_a_closed_days_ticks_as_csv_gz(hub: Hub) -> None:
+    files = _listing(hub, "ticks")
+    assert [f["date"] for f in files] == ["2026-11-17"]  # Monday had no rows; Wednesday has not closed
+    entry = files[0]
+    assert entry["url"] == "/api/v1/flatfiles/ticks/2026-11-17.csv.gz" and entry["rows"] == len(TUESDAY)
+    r = hub.get(entry["url"])
+    assert r.status_code == 200 and r.headers["content-type"] == "application/octet-stream"
+    assert int(r.headers["content-length"]) == entry["bytes"] == len(r.content)
+    assert r.headers["etag"] == f'"{entry["sha256"]}"' and hashlib.sha256(r.content).hexdigest() == entry["sha256"]
+    assert r.headers["accept-ranges"] == "bytes" and "attachment" in r.headers["content-disposition"]
+    rows = list(csv.reader(io.StringIO(gzip.decompress(r.content).decode())))
+    assert rows[0] == ["id", "ts", "seq", "price", "volume"]
+    want = sorted(TUESDAY, key=lambda t: (t[0], t[1]))
+    assert [(r[0], int(r[2]), float(r[3])) for r in rows[1:]] == [(t[0], t[2], t[3]) for t in want]
+    assert rows[3][1] == "2026-11-16T21:30:00.000+08:00"  # the night tick, in Tuesday's file
+    assert hub.get(entry["url"], headers={"If-None-Match": r.headers["etag"]}).status_code == 304
+
+
+def test_a_broken_download_resumes_with_range(hub: Hub) -> None:
+    entry = _listing(hub, "ticks")[0]
+    whole = hub.get(entry["url"]).content
+    part = hub.get(entry["url"], headers={"Range": "bytes=0-19"})
+    assert part.status_code == 206 and part.content == whole[:20]
+    rest = hub.get(entry["url"], headers={"Range": "bytes=20-", "If-Range": f'"{entry["sha256"]}"'})
+    assert rest.status_code == 206 and rest.headers["content-range"] == f"bytes 20-{len(whole) - 1}/{len(whole)}"
+    assert part.content + rest.content == whole
+    stale = hub.get(entry["url"], headers={"Range": "bytes=20-", "If-Range": '"another"'})
+    assert stale.status_code == 200 and stale.content == whole  # the file changed: the whole of it
+    past = hub.get(entry["url"], headers={"Range": f"bytes={len(whole)}-"})
+    assert past.status_code == 416 and past.headers["content-range"] == f"bytes */{len(whole)}"
+    assert past.json()["code"] == "range_not_satisfiable"
+
+
+def test_parquet_and_candles(hub: Hub) -> None:
+    entry = _listing(hub, "ticks", "parquet")[0]
+    body = hub.get(entry["url"]).content
+    assert hashlib.sha256(body).hexdigest() == entry["sha256"]
+    table = pq.read_table(io.BytesIO(body))
+    assert table.column_names == ["id", "ts", "seq", "price", "volume"] and table.num_rows == len(TUESDAY)
+    minutes = _listing(hub, "candles-1m")
+    assert [(f["date"], f["rows"]) for f in minutes] == [("2026-11-17", 2)]  # the night bar with Tuesday's
+    text = gzip.decompress(hub.get(minutes[0]["url"]).content).decode().splitlines()
+    assert text[0] == "id,t,o,h,l,c,v" and text[2].startswith("methanol,2026-11-16T21:30:00.000+08:00,")
+    daily = _listing(hub, "candles-1d")
+    assert [(f["date"], f["rows"]) for f in daily] == [("2026-11-16", 1), ("2026-11-17", 2)]
+    text = gzip.decompress(hub.get(daily[1]["url"]).content).decode().splitlines()
+    assert text[1:] == ["brent,2026-11-17,80.0,81.0,79.0,80.5,6.0",
+                        "methanol,2026-11-17,2400.0,2402.0,2399.0,2402.0,6.0"]
+
+
+def test_free_keys_are_told_which_plan(hub: Hub) -> None:
+    for path in ("/api/v1/flatfiles?dataset=ticks", "/api/v1/flatfiles/ticks/2026-11-17.csv.gz"):
+        r = hub.get(path, key=hub.free)
+        assert r.status_code == 403 and r.json()["code"] == "plan_required", r.text
+        assert r.json()["requiredPlan"] == "professional"
+
+
+@pytest.mark.parametrize(("query", "field"), [
+    ({}, "dataset"), ({"dataset": "ticks", "from": ""}, "from"), ({"dataset": "ticks", "format": ""}, "format"), ({"dataset": "quotes"}, "dataset"), ({"dataset": "ticks", "format": "xlsx"}, "format"),
+    ({"dataset": "ticks", "from": "2026-13-01"}, "from"), ({"dataset": "ticks", "to": "yesterday"}, "to"),
+    ({"dataset": "ticks", "from": "2026-11-18", "to": "2026-11-01"}, "to"),
+    ({"dataset": "ticks", "from": "2024-01-01", "to": "2026-01-01"}, "to"),
+])
+def test_bad_listing_queries(hub: Hub, query: dict[str, str], field: str) -> None:
+    r = hub.get("/api/v1/flatfiles", params=query)
+    assert r.status_code == 400 and r.json()["errors"][0]["field"] == field, r.text
+
+
+@pytest.mark.parametrize("path", [
+    "/api/v1/flatfiles/quotes/2026-11-17.csv.gz", "/api/v1/flatfiles/ticks/2026-11-17.zip",
+    "/api/v1/flatfiles/ticks/2026-02-30.csv.gz", "/api/v1/flatfiles/ticks/17-11-2026.csv.gz",
+    "/api/v1/flatfiles/ticks/2026-11-18.csv.gz",  # Wednesday: not closed yet
+    "/api/v1/flatfiles/ticks/2026-11-16.csv.gz",  # Monday: no rows
+    "/api/v1/flatfiles/ticks/2026-11-15.csv.gz",  # a Sunday: no venue trades
+])
+def test_files_that_are_not_there(hub: Hub, path: str) -> None:
+    r = hub.get(path)
+    assert r.status_code == 404 and r.json()["code"] == "not_found", r.text
+
+
+def test_answers_agree_with_the_openapi_document(hub: Hub) -> None:
+    """Every documented answer of the two routes, checked against /openapi.json (test_schemas.py's hub has no
+    history, so it cannot cause the file answers)."""
+    spec = httpx.get(hub.srv.base + "/openapi.json").json()
+    check = Checker(spec)
+    listing, download = "/api/v1/flatfiles", "/api/v1/flatfiles/{dataset}/{file}"
+    url = check(hub.get(listing, params={"dataset": "candles-1m"}), listing).json()["files"][0]["url"]
+    etag = check(hub.get(url), download).headers["etag"]
+    check(hub.get(url, headers={"If-None-Match": etag}), download)
+    check(hub.get(url, headers={"Range": "bytes=1-"}), download)
+    check(hub.get(url, headers={"Range": "bytes=99999999-"}), download)
+    check(hub.get("/api/v1/flatfiles/ticks/2026-11-15.csv.gz"), download)
+    check(hub.get(url, params={"x": "1"}), download)  # a query parameter it does not define
+    check(hub.get(listing, params={"dataset": "ticks", "from": "2026-11-18", "to": "2026-11-17"}), listing)
+    for path, route in ((listing + "?dataset=ticks", listing), (url, download)):
+        check(hub.get(path, key=hub.free), route)
+        check(httpx.get(hub.srv.base + path), route)  # no key: 401
+    assert check.problems == []
+    documented = {(p, s) for p in (listing, download) for s in spec["paths"][p]["get"]["responses"]}
+    seen = {(p, s) for p, _m, s in check.seen}
+    assert documented - seen <= {(listing, "405"), (download, "405"), (listing, "429"), (download, "429"),
+                                 (listing, "500"), (download, "500")}
