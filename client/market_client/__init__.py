@@ -12,6 +12,7 @@ two missed heartbeats make it reconnect and resume.
 from market_client.console import AsyncConsole, Console
 from market_client.errors import (
     BadRequest,
+    ChecksumMismatch,
     Conflict,
     Forbidden,
     MarketError,
@@ -35,7 +36,7 @@ from market_client.events import (
     Subscribed,
     Tick,
 )
-from market_client.models import Candle, CandleSeries, Quote, QuoteExtended, QuoteList
+from market_client.models import Candle, CandleSeries, FlatFile, FlatFileList, Quote, QuoteExtended, QuoteList
 from market_client.rest import AsyncMarketClient, MarketClient
 from market_client.stream import QuoteStream, stream
 
@@ -48,10 +49,13 @@ __all__ = [
     "CandleGap",
     "CandleSeries",
     "CandleUpdate",
+    "ChecksumMismatch",
     "Conflict",
     "Console",
     "ErrorMessage",
     "Event",
+    "FlatFile",
+    "FlatFileList",
     "Forbidden",
     "Gap",
     "Heartbeat",

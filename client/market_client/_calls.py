@@ -75,6 +75,17 @@ def kline(instrument_id: str, days: int | None = None, interval: str | None = No
     return Call("GET", f"/api/v1/kline/{_seg(instrument_id)}", m.CandleSeries, params, auth="key")
 
 
+def flatfiles(dataset: str, start: date | str | None = None, end: date | str | None = None,
+              fmt: str | None = None) -> Call[m.FlatFileList]:
+    """SPEC 18's listing: the closed trading days' files of `dataset` from `start` to `end` (both included)."""
+    params = _params(dataset=dataset, format=fmt, **{"from": _day(start), "to": _day(end)})
+    return Call("GET", "/api/v1/flatfiles", m.FlatFileList, params, auth="key")
+
+
+def _day(value: date | str | None) -> str | None:
+    return value.isoformat() if isinstance(value, date) else value
+
+
 def _instant(name: str, value: Instant | None) -> str | None:
     """A range bound as the server reads it (SPEC 14): an aware datetime as ISO 8601 with its offset, a date as
     YYYY-MM-DD (00:00 Asia/Shanghai), an int as epoch milliseconds, a str as given (e.g. a `next` cursor)."""

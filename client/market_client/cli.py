@@ -2,6 +2,7 @@
 
     market-client quotes [--kind oil] [--ids brent,wti] [--json]
     market-client watch brent wti [--count N] [--candles 1m,1d] [--json]
+    market-client flatfiles ticks [--from 2026-11-02] [--to 2026-11-06] [--format parquet] [--download DIR]
 
 Every command takes `--key` (else env MARKET_KEY), `--url` (default http://127.0.0.1:8000)
 and, for `watch`, `--ws-url` (default: the port the server's /api/config names, else 8001).
@@ -42,6 +43,12 @@ def _parser() -> argparse.ArgumentParser:
     w.add_argument("--ws-url", help="WebSocket URL (default: ws://HOST:<port from /api/config>/ws/quotes)")
     w.add_argument("--count", type=int, help="stop after this many ticks")
     w.add_argument("--candles", help="also live candles of these intervals, comma-separated (1m,5m,15m,1h,1d)")
+    f = sub.add_parser("flatfiles", parents=[common], help="a closed trading day's files: list or download")
+    f.add_argument("dataset", choices=["ticks", "candles-1m", "candles-1d"])
+    f.add_argument("--from", dest="start", help="first trading day, YYYY-MM-DD (default: 30 days before --to)")
+    f.add_argument("--to", dest="end", help="last trading day, YYYY-MM-DD (default: today)")
+    f.add_argument("--format", choices=["csv.gz", "parquet"], default="csv.gz")
+    f.add_argument("--download", metavar="DIR", help="download every file listed into DIR (resumed, sha256 checked)")
     return parser
 
 
@@ -51,6 +58,8 @@ def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
     try:
         if args.command == "quotes":
             return _quotes(args, out)
+        if args.command == "flatfiles":
+            return _flatfiles(args, out)
         return asyncio.run(_watch(args, out))
     except ProblemError as exc:
         print(f"market-client: {exc.status} {exc.code}: {exc.detail}", file=sys.stderr)
@@ -70,6 +79,25 @@ def _quotes(args: argparse.Namespace, out: TextIO) -> int:
         out.write(msgspec.json.encode(result).decode() + "\n")
     else:
         out.write(format_table(result.quotes))
+    return 0
+
+
+def _flatfiles(args: argparse.Namespace, out: TextIO) -> int:
+    """List the files (date, rows, bytes, sha256, url), or download each into --download (one line per file:
+    the path, its bytes and sha256, checked)."""
+    with MarketClient(args.url, args.key) as api:
+        files = api.flatfiles(args.dataset, args.start, args.end, args.format).files
+        for entry in files:
+            if args.download:
+                path = api.download_flatfile(entry, args.download)
+                row: Any = {"path": str(path), "bytes": entry.bytes, "sha256": entry.sha256}
+                text = f"{path}  {entry.bytes} bytes  sha256 {entry.sha256} ok"
+            else:
+                row = m.to_builtins(entry)
+                text = f"{entry.date}  {entry.rows:>9} rows  {entry.bytes:>11} bytes  {entry.sha256}  {entry.url}"
+            out.write((msgspec.json.encode(row).decode() if args.json else text) + "\n")
+    if not files:
+        print(f"market-client: no {args.dataset} files in that range", file=sys.stderr)
     return 0
 
 

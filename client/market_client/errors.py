@@ -20,6 +20,10 @@ class TransportError(MarketError):
     """The server could not be reached, or the connection broke mid-request."""
 
 
+class ChecksumMismatch(MarketError):
+    """A downloaded flat file's sha256 is not the one the listing names (the partial file was deleted)."""
+
+
 class ProblemError(MarketError):
     """An HTTP error answer (or a refused WebSocket handshake) with its problem document."""
 

@@ -251,3 +251,19 @@ class ClientConfig(Model):
 def to_builtins(value: Any) -> Any:
     """A result as plain JSON-ready Python values (camelCase keys, ISO strings), e.g. for printing."""
     return msgspec.to_builtins(value)
+
+
+class FlatFile(Model):
+    """One closed trading day's file of a dataset (SPEC 18): where to GET it, its size, sha256 and data rows."""
+
+    dataset: str
+    date: date
+    format: str
+    url: str
+    bytes: int
+    sha256: str
+    rows: int
+
+
+class FlatFileList(Model):
+    files: list[FlatFile]

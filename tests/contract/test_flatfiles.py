@@ -14,6 +14,7 @@ import io
 import json
 from collections.abc import Iterator
 from datetime import datetime
+from pathlib import Path
 
 import httpx
 import pyarrow.parquet as pq
@@ -52,9 +53,8 @@ class Hub:
         return httpx.get(self.srv.base + path, headers=headers, timeout=30, **kw)  # type: ignore[arg-type]
 
 
-@pytest.fixture(scope="module", params=["granian", "robyn"])
-def hub(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
-    tmp = tmp_path_factory.mktemp(f"flat-{request.param}")
+def start_hub(tmp: Path, runtime: str) -> Hub:
+    """A hub on the fake clock whose data dir holds Tuesday's imported ticks and candles (the CLI's backfill)."""
     data = tmp / "data"
     data.mkdir()
     ticks = tmp / "ticks.jsonl"
@@ -71,11 +71,15 @@ def hub(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     assert run_cli(data, "candles", "import", str(daily)).returncode == 0
     feed = tmp / "feed.jsonl"
     feed.write_text("")
-    srv = ServerProcess(data, request.param, "--feed", f"jsonl:{feed}", "--clock-start", NOW, *MEMORY)
-    try:
-        yield Hub(srv, srv.create_key("professional")[1], srv.create_key("free")[1])
-    finally:
-        assert srv.stop() == 0, srv.output()
+    srv = ServerProcess(data, runtime, "--feed", f"jsonl:{feed}", "--clock-start", NOW, *MEMORY)
+    return Hub(srv, srv.create_key("professional")[1], srv.create_key("free")[1])
+
+
+@pytest.fixture(scope="module", params=["granian", "robyn"])
+def hub(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
+    started = start_hub(tmp_path_factory.mktemp(f"flat-{request.param}"), request.param)
+    yield started
+    assert started.srv.stop() == 0, started.srv.output()
 
 
 def _listing(hub: Hub, dataset: str, fmt: str = "csv.gz") -> list[dict]:
@@ -143,7 +147,8 @@ def test_free_keys_are_told_which_plan(hub: Hub) -> None:
 
 
 @pytest.mark.parametrize(("query", "field"), [
-    ({}, "dataset"), ({"dataset": "ticks", "from": ""}, "from"), ({"dataset": "ticks", "format": ""}, "format"), ({"dataset": "quotes"}, "dataset"), ({"dataset": "ticks", "format": "xlsx"}, "format"),
+    ({}, "dataset"), ({"dataset": "ticks", "from": ""}, "from"), ({"dataset": "ticks", "format": ""}, "format"),
+    ({"dataset": "quotes"}, "dataset"), ({"dataset": "ticks", "format": "xlsx"}, "format"),
     ({"dataset": "ticks", "from": "2026-13-01"}, "from"), ({"dataset": "ticks", "to": "yesterday"}, "to"),
     ({"dataset": "ticks", "from": "2026-11-18", "to": "2026-11-01"}, "to"),
     ({"dataset": "ticks", "from": "2024-01-01", "to": "2026-01-01"}, "to"),

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from server.api.core.router import Access, Router
 from server.api.docs.console_docs import CONSOLE_OPERATIONS, CONSOLE_SCHEMAS
-from server.api.docs.flatfile_docs import FLATFILE_OPERATIONS, FLATFILE_SCHEMAS
 from server.api.docs.examples import add_examples
+from server.api.docs.flatfile_docs import FLATFILE_OPERATIONS, FLATFILE_SCHEMAS
 from server.api.docs.schemas import INT, REQUESTS, RESPONSES, STR, S, anchored, closure, ref
 from server.api.keyed import DEFAULT_LIMIT as KLINE_DEFAULT_LIMIT
 from server.api.keyed import KLINE_INTERVALS, MAX_DAYS, MAX_IDS
