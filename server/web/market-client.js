@@ -44,6 +44,9 @@ var TransportError = class extends MarketError {
     super(message, options);
   }
 };
+var ChecksumError = class extends MarketError {
+  name = "ChecksumError";
+};
 var ProblemError = class extends MarketError {
   name = "ProblemError";
   status;
@@ -116,6 +119,79 @@ function asProblem(status, body, statusText) {
     return { ...p, status: typeof p.status === "number" ? p.status : status, detail, title: p.title ?? statusText };
   }
   return { type: "about:blank", title: statusText || `HTTP ${status}`, status, detail: "", code: `http_${status}` };
+}
+
+// dist/flatfiles.js
+async function downloadFlatfile(fetcher, baseUrl, entry, options = {}) {
+  let parts = options.held?.length ? [options.held] : [];
+  let held = options.held?.length ?? 0;
+  const attempts = options.attempts ?? 5;
+  for (let attempt = 0; attempt < attempts && held !== entry.bytes; attempt++) {
+    if (held > entry.bytes)
+      [parts, held] = [[], 0];
+    const headers = held ? { Range: `bytes=${held}-`, "If-Range": `"${entry.sha256}"` } : {};
+    let resp;
+    try {
+      resp = await fetcher(baseUrl + entry.url, headers, options.signal);
+    } catch (err) {
+      if (options.signal?.aborted)
+        throw err;
+      continue;
+    }
+    if (resp.status === 416) {
+      [parts, held] = [[], 0];
+      continue;
+    }
+    if (resp.status !== 200 && resp.status !== 206) {
+      const text = await resp.text();
+      let payload = text;
+      try {
+        payload = JSON.parse(text);
+      } catch {
+      }
+      throw problemError(resp.status, payload, {
+        requestId: resp.headers.get("x-request-id"),
+        rateLimit: null,
+        retryAfter: null,
+        statusText: resp.statusText
+      });
+    }
+    if (resp.status === 200)
+      [parts, held] = [[], 0];
+    const reader = resp.body?.getReader();
+    if (!reader)
+      continue;
+    try {
+      for (; ; ) {
+        const { done, value } = await reader.read();
+        if (done)
+          break;
+        parts.push(value);
+        held += value.length;
+        options.onProgress?.(held, entry.bytes);
+      }
+    } catch (err) {
+      if (options.signal?.aborted)
+        throw err;
+    }
+  }
+  if (held !== entry.bytes)
+    throw new TransportError(`${entry.url}: not complete after ${attempts} attempts`);
+  const body = join(parts, held);
+  const digest = Array.from(new Uint8Array(await crypto.subtle.digest("SHA-256", body)), (b) => b.toString(16).padStart(2, "0")).join("");
+  if (digest !== entry.sha256) {
+    throw new ChecksumError(`${entry.url}: the bytes received have sha256 ${digest}, not ${entry.sha256}`);
+  }
+  return body;
+}
+function join(parts, size) {
+  const out = new Uint8Array(size);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.length;
+  }
+  return out;
 }
 
 // dist/ratelimit.js
@@ -230,6 +306,24 @@ var MarketClient = class {
         return;
       to = first;
     }
+  }
+  // --- flat files (SPEC 18: professional and enterprise plans) ---------------------------
+  /** `GET /api/v1/flatfiles`: the closed trading days' files of a dataset (`from`/`to` YYYY-MM-DD, included). */
+  flatfiles(query, call) {
+    return this.get("/api/v1/flatfiles", { query, ...call });
+  }
+  /**
+   * One listed file's bytes, resumed with Range when a download breaks and checked against its sha256
+   * (ChecksumError); `held`: bytes an earlier broken download saved (src/flatfiles.ts).
+   */
+  downloadFlatfile(entry, options = {}) {
+    const fetcher = (url, headers, signal) => {
+      const all = { ...this.opts.headers, ...headers };
+      if (this.key)
+        all[KEY_HEADER] = this.key;
+      return this.fetchImpl(url, { headers: all, signal });
+    };
+    return downloadFlatfile(fetcher, this.baseUrl, entry, options);
   }
   // --- TradingView UDF datafeed (/api/v1/udf) ---------------------------------------------
   udf = {
@@ -1035,6 +1129,7 @@ async function defaultWebSocket() {
 export {
   Backoff,
   BadRequestError,
+  ChecksumError,
   CloseCode,
   ConflictError,
   ForbiddenError,
@@ -1050,6 +1145,7 @@ export {
   ServerError,
   TransportError,
   UnauthorizedError,
+  downloadFlatfile,
   parseRateLimit,
   parseRetryAfter,
   sleep

@@ -30,6 +30,11 @@ export class TransportError extends MarketError {
   }
 }
 
+/** A downloaded flat file's bytes do not have the sha256 its listing names (SPEC 18). */
+export class ChecksumError extends MarketError {
+  override name = "ChecksumError";
+}
+
 /** The server answered with an error status and (usually) a problem document. */
 export class ProblemError extends MarketError {
   override name = "ProblemError";

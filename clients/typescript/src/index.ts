@@ -7,6 +7,8 @@ export type { ConsoleCalls } from "./console.js";
 export { QuoteStream, CloseCode } from "./stream.js";
 export type { SocketLike, StateChange, StreamEvents, StreamOptions, StreamState, WebSocketConstructor } from "./stream.js";
 export { ResumeState } from "./resume.js";
+export { downloadFlatfile } from "./flatfiles.js";
+export type { DownloadOptions, FlatFile } from "./flatfiles.js";
 export type { Gap } from "./resume.js";
 export { Backoff } from "./backoff.js";
 export type { BackoffOptions } from "./backoff.js";
@@ -14,6 +16,7 @@ export { parseRateLimit, parseRetryAfter } from "./ratelimit.js";
 export type { RateLimit } from "./ratelimit.js";
 export {
   BadRequestError,
+  ChecksumError,
   ConflictError,
   ForbiddenError,
   MarketError,

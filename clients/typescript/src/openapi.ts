@@ -361,6 +361,40 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/flatfiles": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The flat files of closed trading days: one per dataset and day, with size, sha256 and rows */
+        get: operations["get_flatfiles"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/flatfiles/{dataset}/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download one flat file (Range for a resumed download; If-None-Match with its ETag) */
+        get: operations["get_flatfile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/instruments": {
         parameters: {
             query?: never;
@@ -974,6 +1008,29 @@ export interface components {
             /** @constant */
             status: "received";
         };
+        FlatFile: {
+            /** @description the file's size (Content-Length of a whole download) */
+            bytes: number;
+            /** @enum {string} */
+            dataset: "ticks" | "candles-1m" | "candles-1d";
+            /**
+             * Format: date
+             * @description the trading day
+             * @example 2026-11-17
+             */
+            date: string;
+            /** @enum {string} */
+            format: "csv.gz" | "parquet";
+            /** @description data rows (the CSV's header line not counted) */
+            rows: number;
+            /** @description hex sha256 of the file: its strong ETag */
+            sha256: string;
+            /** @description where to GET it (relative to this server) */
+            url: string;
+        };
+        FlatFileList: {
+            files: components["schemas"]["FlatFile"][];
+        };
         Health: {
             /** @constant */
             status: "ok";
@@ -1085,7 +1142,7 @@ export interface components {
              * @description stable snake_case identifier
              * @enum {string}
              */
-            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
+            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "range_not_satisfiable" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
             /** @description on plan_required: where to ask for the plan */
             consoleUrl?: string;
             /** @description on plan_required: the key's plan */
@@ -1112,7 +1169,7 @@ export interface components {
         };
         ProblemPage: {
             /** @enum {string} */
-            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
+            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "range_not_satisfiable" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
             description: string;
             status: number;
             title: string;
@@ -1368,7 +1425,7 @@ export interface components {
         /** @description A problem document (RFC 9457) with the TradingView UDF error fields added */
         UdfError: {
             /** @enum {string} */
-            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
+            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "range_not_satisfiable" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
             detail: string;
             /** @description the same text as detail */
             errmsg: string;
@@ -3905,6 +3962,278 @@ export interface operations {
             };
         };
     };
+    get_flatfiles: {
+        parameters: {
+            query: {
+                /** @description ticks (id,ts,seq,price,volume), candles-1m or candles-1d (id,t,o,h,l,c,v as in /api/v1/kline) */
+                dataset: "ticks" | "candles-1m" | "candles-1d";
+                /** @description csv.gz (the default) or parquet */
+                format?: "csv.gz" | "parquet";
+                /** @description first trading day, included (default: 30 days before to) */
+                from?: string;
+                /** @description last trading day, included (default: today; at most 366 days after from) */
+                to?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the files, by day (days with rows only; a day's file exists once the trading day has closed, within the dataset's retention) */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FlatFileList"];
+                };
+            };
+            /** @description dataset missing or unknown, format unknown, from or to not a date, to before from, more than 366 days (invalid_parameter, errors[].field names it); a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the key's plan has no flat files: professional or enterprise (plan_required, with requiredPlan) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_flatfile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the ETag held: 304 when unchanged */
+                "If-None-Match"?: string;
+                /** @description the ETag held: a range is sent only if the file is still that one */
+                "If-Range"?: string;
+                /** @description one byte range (RFC 9110): the rest of a broken download */
+                Range?: string;
+            };
+            path: {
+                /** @description the dataset */
+                dataset: "ticks" | "candles-1m" | "candles-1d";
+                /** @description the trading day and format */
+                file: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the whole file */
+            200: {
+                headers: {
+                    "Accept-Ranges"?: string;
+                    "Access-Control-Allow-Origin"?: string;
+                    "Content-Disposition"?: string;
+                    "Content-Length"?: number;
+                    /** @description "<sha256>" */
+                    ETag?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description the range asked for (Content-Range: bytes first-last/size) */
+            206: {
+                headers: {
+                    "Accept-Ranges"?: string;
+                    "Access-Control-Allow-Origin"?: string;
+                    "Content-Disposition"?: string;
+                    "Content-Length"?: number;
+                    "Content-Range"?: string;
+                    /** @description "<sha256>" */
+                    ETag?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description If-None-Match matched: the file held is this one */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the key's plan has no flat files: professional or enterprise (plan_required, with requiredPlan) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such file: unknown dataset, a name that is not YYYY-MM-DD.csv.gz or .parquet, a day no venue traded, not closed yet, outside the retention, or without rows */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the range starts past the end (range_not_satisfiable; Content-Range: bytes *\/size) */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     get_instruments: {
         parameters: {
             query?: never;
@@ -5637,7 +5966,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description a problem `code` */
-                code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
+                code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "range_not_satisfiable" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
             };
             cookie?: never;
         };

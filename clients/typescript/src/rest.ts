@@ -5,6 +5,7 @@
 // turns every error status into a ProblemError subclass. The named methods are one line each.
 
 import { type ConsoleCalls, consoleCalls } from "./console.js";
+import { type DownloadOptions, type FlatFile, downloadFlatfile } from "./flatfiles.js";
 import {
   ProblemError,
   RateLimitedError,
@@ -161,6 +162,26 @@ export class MarketClient {
       if (sameInstant(first, to)) return; // the server cannot go further back
       to = first;
     }
+  }
+
+  // --- flat files (SPEC 18: professional and enterprise plans) ---------------------------
+
+  /** `GET /api/v1/flatfiles`: the closed trading days' files of a dataset (`from`/`to` YYYY-MM-DD, included). */
+  flatfiles(query: QueryOf<"/api/v1/flatfiles", "get">, call?: CallOptions) {
+    return this.get("/api/v1/flatfiles", { query, ...call });
+  }
+
+  /**
+   * One listed file's bytes, resumed with Range when a download breaks and checked against its sha256
+   * (ChecksumError); `held`: bytes an earlier broken download saved (src/flatfiles.ts).
+   */
+  downloadFlatfile(entry: FlatFile, options: DownloadOptions = {}): Promise<Uint8Array> {
+    const fetcher = (url: string, headers: Record<string, string>, signal?: AbortSignal) => {
+      const all: Record<string, string> = { ...this.opts.headers, ...headers };
+      if (this.key) all[KEY_HEADER] = this.key;
+      return this.fetchImpl(url, { headers: all, signal });
+    };
+    return downloadFlatfile(fetcher, this.baseUrl, entry, options);
   }
 
   // --- TradingView UDF datafeed (/api/v1/udf) ---------------------------------------------

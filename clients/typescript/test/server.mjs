@@ -1,7 +1,8 @@
 // Starts the real market server (`python -m server serve`) on free ports for the package's tests.
 //
 // The Python comes from MARKET_PYTHON (tests/client_ts/test_typescript_client.py passes its own), else the
-// project's .venv. Every server gets its own data dir; `stop()` sends SIGTERM and waits.
+// project's .venv. Every server gets its own data dir; `stop()` sends SIGTERM and waits. Its demo instruments
+// move at any hour (MARKET_DEMO_HOURS=always unless set): no test may depend on the day it runs (SPEC 16).
 
 import { spawn, spawnSync } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
@@ -56,7 +57,7 @@ export class Server {
     if (!this.port) [this.port, this.wsPort] = await freePorts(2);
     const cmd = ["-m", "server", "serve", "--data-dir", this.dataDir, "--port", String(this.port),
       "--ws-port", String(this.wsPort), "--public-rate", "100000", ...this.args];
-    const proc = spawn(PYTHON, cmd, { cwd: ROOT, env: { ...process.env, PYTHONUNBUFFERED: "1" },
+    const proc = spawn(PYTHON, cmd, { cwd: ROOT, env: { MARKET_DEMO_HOURS: "always", ...process.env, PYTHONUNBUFFERED: "1" },
       stdio: ["ignore", "pipe", "pipe"] });
     this.proc = proc;
     proc.stdout.on("data", (d) => { this.log += d; });
