@@ -183,7 +183,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     epoch = engine.epoch(f"{int(clock())}-{os.urandom(3).hex()}")  # redis: the shared tick history's, if any
     venues = VenueBook.load(settings.calendar_file)  # every venue's sessions and holidays (SPEC 16)
     state, feed, keeper = make_market(group(FeedSettings), catalogue, repos.candles, clock, epoch, venues,
-                                      history_opener(group(StorageSettings), group(EngineSettings)))
+                                      history_opener(group(StorageSettings)), archive_writer(settings, engine))
     archive_ok, jobs, deep, flat = history_parts(keeper, registry, group(StorageSettings), clock, venues, repos.candles)
     keys = KeyCache(repos.keys)  # filled by the key watch's start, before anything is served
     router = Router()
@@ -210,6 +210,8 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     applied.subscribe(stream.core.fanout.on_ticks)
     if keeper is not None:
         applied.subscribe(keeper.on_ticks)
+        if keeper.archive is not None:
+            ticks.lead_listeners.append(keeper.archive.on_lead)
     watch.listeners.append(stream.on_revoked)
     watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
@@ -262,18 +264,23 @@ def history_parts(keeper: CandleKeeper | None, registry: Registry, storage: Stor
     return archive.register_metrics(registry), jobs, deep, flat
 
 
-def history_opener(storage: StorageSettings, engine: EngineSettings) -> Callable[[], History] | None:
-    """The durable history of a live feed (SPEC 18): SQLite in the data dir or PostgreSQL; None on the Redis engine
-    (its archive would be written by the feed's lease holder, fenced: not built yet)."""
-    if engine.engine is EngineKind.REDIS:
-        return None
-    url = storage.database_url
-    return (lambda: History.postgres(url)) if url else (lambda: History.sqlite(storage.data_dir))
+def history_opener(storage: StorageSettings) -> Callable[[], History]:
+    """The durable history of a live feed (SPEC 18): SQLite in the data dir or PostgreSQL."""
+    url, every = storage.database_url, storage.archive_commit_s
+    return (lambda: History.postgres(url, every)) if url else (lambda: History.sqlite(storage.data_dir, every))
+
+
+def archive_writer(settings: Settings, engine: Engine) -> Callable[[], bool] | None:
+    """Who writes the tick archive: on the Redis engine with PostgreSQL (one archive for every hub) the feed's
+    lease holder only; otherwise every hub writes its own (None)."""
+    if engine.ticks.shared and settings.database_url:
+        return lambda: engine.ticks.leading
+    return None
 
 
 def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, clock: Callable[[], float],
                 epoch: str, venues: VenueBook, open_history: Callable[[], History] | None = None,
-                ) -> tuple[MarketState, FeedSource, CandleKeeper | None]:
+                may_write: Callable[[], bool] | None = None) -> tuple[MarketState, FeedSource, CandleKeeper | None]:
     """The market state, the feed source that moves it and, for a live feed, the keeper of its daily candles and
     (`open_history`: the durable history, SPEC 18) of its tick archive, replayed into the state first."""
     clocks = [venues.for_instrument(inst.id) for inst in catalogue.instruments]
@@ -286,7 +293,7 @@ def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, 
                             max(c.trading_day(int(now * 1000)) for c in clocks))
     state = MarketState(catalogue, book, demo=False, epoch=epoch, clocks=clocks)
     state.roll(now)  # each instrument's live candle: its venue's trading day now
-    archive = ArchiveKeeper(open_history(), state) if open_history is not None else None
+    archive = ArchiveKeeper(open_history(), state, may_write) if open_history is not None else None
     if archive is not None:  # the candles as they were before a restart (even kill -9):
         archive.restore_closed()  # earlier sessions' intraday buckets, as stored
         archive.replay()  # and today's, from the archived ticks

@@ -68,6 +68,7 @@ class TickPath:
                        lambda: float(self.supervisor.ready()))
         self._feed_task: asyncio.Task[None] | None = None
         self._published_ts: np.ndarray | None = None  # per instrument: newest tick ts when this hub took the feed
+        self.lead_listeners: list[Callable[[bool], None]] = []
 
     def _feed_stat(self, name: str) -> Callable[[], float]:
         return lambda: float(self.feed.stats().get(name, 0))
@@ -128,7 +129,9 @@ class TickPath:
         await tick_log.lease_tried()  # a lone hub leads (feed, evidence anchoring) before it is ready
 
     def on_lead(self, leading: bool) -> None:
-        """The feed runs on the lease holder only."""
+        """The feed runs on the lease holder only; `lead_listeners` hear of every change (a shared archive)."""
+        for listener in self.lead_listeners:
+            listener(leading)
         if leading:
             # a replayed jsonl file starts after these (NaN: that instrument never ticked)
             self._published_ts = np.nan_to_num(self.state.updated_ts, nan=-np.inf)

@@ -280,3 +280,6 @@ class StorageSettings(Group):
         factory=dict, parse=retention_days, metavar="KIND=DAYS,...",
         help="days of history a live feed keeps per kind, the ones that differ from the defaults ticks=30, 1m=366, "
              "5m=730, 15m=1095, 1h=1830, 1d=3660 (0 keeps forever; docs/storage.md)")
+    # hidden (tests): the tick archive's group-commit interval (SPEC 18: at least once a second; a test holds a
+    # leader's ticks uncommitted longer to kill it with them in its buffer)
+    archive_commit_s: float = setting(0.5, parse=number, check=above(0, 60, "must be between 0 and 60 seconds"))

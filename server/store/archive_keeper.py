@@ -10,14 +10,20 @@
   the replay for every instrument the archive has ticks of, never added to.
 - `close()` commits what is buffered (at shutdown, after the feed stopped).
 
-Not yet (issue 31): closed intraday buckets of earlier days are not stored, so after a restart the rings hold
-today's session only; the Redis engine does not archive (its lease holder would, fenced as in SPEC 15).
+Many hubs on one archive (the Redis engine with `--database-url`, SPEC 18): every hub applies every tick from the
+Redis stream, but only the feed's lease holder writes them (`may_write`). Each hub keeps the ticks it applied in
+the last RECENT_S seconds; one that takes the lease (`on_lead`) first writes those again: what the last holder
+applied but had not committed when it stopped (at most its last group commit, under a second) is not lost, and
+the archive keeps one row per tick (it ignores a tick it holds: (id, ts, seq) is its key), so nothing is written
+twice. With a data dir of its own (SQLite) each hub writes its own archive, every tick.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
+from collections import deque
 from collections.abc import Callable
 
 from server.core.background import cancel_and_wait
@@ -25,6 +31,7 @@ from server.core.metrics import Registry
 from server.market.daily import unopen_live
 from server.market.state import AppliedTick, MarketState
 from server.market.tick import Tick
+from server.store.archive import Tick as ArchivedTick
 from server.store.archive import TickArchive
 from server.store.candle_store import Bar, CandleStore
 from server.store.history import History
@@ -34,12 +41,18 @@ from server.store.storage import StorageClosed
 log = logging.getLogger("market.archive")
 
 FAR_MS = 1 << 53  # "until now and later": the archive's read takes [start, end)
+# a hub keeps the ticks it applied this long: more than a lease holder can leave uncommitted when it stops (its
+# group commit, under a second) plus the lease's expiry (3 s) and a slow take-over
+RECENT_S = 30.0
 
 
 class ArchiveKeeper:
-    def __init__(self, history: History, state: MarketState) -> None:
+    def __init__(self, history: History, state: MarketState, may_write: Callable[[], bool] | None = None) -> None:
+        """`may_write`: on a shared archive, whether this hub holds the feed's lease (None: it always writes)."""
         self.history = history
         self.state = state
+        self.may_write = may_write
+        self.recent: deque[tuple[float, list[ArchivedTick]]] = deque()  # (monotonic, batch): the last RECENT_S
         self.lost = 0  # ticks the writer refused (its buffer full while commits kept failing)
         # interval -> row -> the bucket start (s) after which the ring's buckets are not stored yet: loaded ones
         # are, and the newest stored is stored again (it may have grown); a bucket the retention job deleted from
@@ -47,9 +60,31 @@ class ArchiveKeeper:
         self.stored_after = {name: [-(2**62)] * ring.n for name, ring in state.intraday.rings.items()}
 
     def on_ticks(self, applied: list[AppliedTick]) -> None:
-        """An applied-ticks listener: the batch into the writer's buffer (no I/O here)."""
-        if not self.history.submit_ticks([(t.id, int(t.ts * 1000), t.seq, t.price, t.volume) for t in applied]):
-            self.lost += len(applied)
+        """An applied-ticks listener: the batch into the writer's buffer (no I/O here); on a shared archive only
+        while this hub holds the feed's lease, and kept for RECENT_S in case it takes the lease."""
+        rows = [(t.id, int(t.ts * 1000), t.seq, t.price, t.volume) for t in applied]
+        if self.may_write is not None:
+            now = time.monotonic()
+            recent = self.recent
+            recent.append((now, rows))
+            while recent[0][0] < now - RECENT_S:
+                recent.popleft()
+            if not self.may_write():
+                return
+        self._submit(rows)
+
+    def on_lead(self, leading: bool) -> None:
+        """The lease came to this hub (a listener of the tick path's lead changes): the ticks it applied in the
+        last RECENT_S go to the archive first (see the module docstring); the archive skips those it holds."""
+        if leading and self.may_write is not None and self.recent:
+            rows = [tick for _, batch in self.recent for tick in batch]
+            self._submit(rows)
+            log.info("took the feed's lease: %d recently applied ticks handed to the archive (those it holds are "
+                     "skipped)", len(rows))
+
+    def _submit(self, rows: list[ArchivedTick]) -> None:
+        if not self.history.submit_ticks(rows):
+            self.lost += len(rows)
 
     def restore_closed(self) -> int:
         """Each intraday ring's stored buckets from before each instrument's live session (the newest `capacity`),
