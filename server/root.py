@@ -185,8 +185,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     state, feed, keeper = make_market(group(FeedSettings), catalogue, repos.candles, clock, epoch, venues,
                                       history_opener(group(StorageSettings)), archive_writer(settings, engine))
     archive_ok, jobs, deep, flat = history_parts(keeper, registry, group(StorageSettings), clock, venues, repos.candles)
-    keys = KeyCache(repos.keys)  # filled by the key watch's start, before anything is served
-    router = Router()
+    keys, router = KeyCache(repos.keys), Router()  # the key cache is filled by the key watch's start
     meter = UsageMeter(clock())  # the console's usage per key (SPEC 17), counted by the pipeline and the stream
     app = make_app(settings, router, keys, registry, engine, buckets, clock, meter)
     history = TickHistory(len(ids), tick_frame)  # resumes (SPEC 7)
@@ -210,8 +209,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     applied.subscribe(stream.core.fanout.on_ticks)
     if keeper is not None:
         applied.subscribe(keeper.on_ticks)
-        if keeper.archive is not None:
-            ticks.lead_listeners.append(keeper.archive.on_lead)
+        ticks.lead_listeners.append(keeper.on_lead)  # a shared archive: a new lease holder writes what it applied
     watch.listeners.append(stream.on_revoked)
     watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream

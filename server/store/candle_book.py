@@ -86,6 +86,11 @@ class CandleKeeper:
             self._persisted_day = day
             self._writing = asyncio.get_running_loop().create_task(self._write(), name="candle-keeper")
 
+    def on_lead(self, leading: bool) -> None:
+        """The feed's lease came to this hub or left it (the tick path's lead listener): the archive's concern."""
+        if self.archive is not None:
+            self.archive.on_lead(leading)
+
     async def _write(self) -> None:
         try:
             await self.repo.upsert(export_candles(self.catalogue, self.book))
