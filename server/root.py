@@ -255,7 +255,7 @@ def history_parts(keeper: CandleKeeper | None, registry: Registry, storage: Stor
     days = {**DEFAULT_DAYS, **storage.retention}
     archive, instruments = keeper.archive, keeper.catalogue.instruments
     ids = [i.id for i in instruments]
-    deep = DeepRanges(archive.history, ids, [i.decimals for i in instruments])
+    deep = DeepRanges(archive.history, ids, [i.decimals for i in instruments], daily)
     flat = FlatFileDays(archive.history, daily, ids, [venues.for_instrument(i) for i in ids],
                         storage.data_dir / "flatfiles", days)
     jobs: list[Service] = [RetentionJob(archive.history, Retention(days), clock), FlatFileJob(flat, clock)]

@@ -188,7 +188,7 @@ class MarketApi:
         limit = _count("limit", query.get("limit"), MAX_LIMIT,
                        DEFAULT_DAILY_LIMIT if interval == DAILY else DEFAULT_LIMIT)
         earliest = "from" in query
-        oldest = DeepRanges.below(self.state.ranges, row, interval, start) if self.deep is not None else None
+        oldest = self.deep.below(self.state.ranges, row, interval, start) if self.deep is not None else None
         if oldest is not None:
             return self._deep_range(row, inst_id, interval, start, end, limit, earliest, oldest)  # type: ignore[return-value]
 

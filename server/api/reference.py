@@ -89,7 +89,7 @@ class ReferenceApi:
         if self.state is None:
             return Response(200, self._instruments[inst_id])
         earliest = {iv: self._first_held(row, iv) for iv in intervals_of(inst)}
-        if self.deep is not None and inst.publication == "continuous":
+        if self.deep is not None:
             return self._with_stored(inst, earliest)  # type: ignore[return-value]
         return Response(200, orjson.dumps({**instrument_view(inst), "earliest": earliest}))
 
@@ -102,7 +102,7 @@ class ReferenceApi:
     async def _with_stored(self, inst: Instrument, earliest: dict[str, str | None]) -> Response:
         """`earliest` counting the stored history's older intraday buckets (read on a history thread)."""
         assert self.deep is not None
-        stored = await self.deep.earliest(inst.id, list(INTERVALS))
+        stored = await self.deep.earliest(inst.id, intervals_of(inst))
         for interval, first in stored.items():
             held = earliest.get(interval)
             if first is not None and (held is None or first < held):  # the same ISO format: ordered as text

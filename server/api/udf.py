@@ -17,6 +17,7 @@ UDF's conventions, where they differ from /kline's (docs/charting.md):
 
 from __future__ import annotations
 
+import calendar
 import math
 import re
 import time
@@ -160,9 +161,10 @@ class UdfApi:
     def _below(self, row: int, interval: str, start: float, end: float,
                countback: int | None) -> Coroutine[Any, Any, Response] | None:
         """The stored history's answer when the request reaches below the ring (SPEC 18), else None."""
-        if self.deep is None or interval == DAILY:
+        if self.deep is None:
             return None
-        hi_s = math.floor(end) + 1
+        shift = _DAY_OFFSET_S if interval == DAILY else 0  # UDF times -> /kline's bucket starts, as in _bars
+        hi_s, start = math.floor(end) - shift + 1, start - shift
         starts, _ = self.state.ranges.held(row, interval)
         if countback is not None:
             held = int((starts < hi_s).sum())
@@ -170,7 +172,7 @@ class UdfApi:
                 return None
             oldest = float(starts[0]) if len(starts) else math.inf
         else:
-            found = DeepRanges.below(self.state.ranges, row, interval, start)
+            found = self.deep.below(self.state.ranges, row, interval, start)
             if found is None:
                 return None
             oldest = found
@@ -184,7 +186,7 @@ class UdfApi:
         if not series:
             return Response(200, _NO_DATA)
         return Response(200, orjson.dumps({
-            "s": "ok", "t": [int(datetime.fromisoformat(c["t"]).timestamp()) for c in series],
+            "s": "ok", "t": [_udf_time(c["t"]) for c in series],
             "o": [c["o"] for c in series], "h": [c["h"] for c in series], "l": [c["l"] for c in series],
             "c": [c["c"] for c in series], "v": [c["v"] for c in series],
         }))
@@ -293,3 +295,10 @@ def _seconds(query: dict[str, str], field: str) -> int:
 
 def _param(field: str, message: str) -> ApiError:
     return udf_fields(ApiError("invalid_parameter", message, errors=[{"field": field, "message": message}]))
+
+
+def _udf_time(t: str) -> int:
+    """A served candle's ``t`` as its UDF time: a daily candle's date at 00:00 UTC, else the instant."""
+    if len(t) == 10:
+        return calendar.timegm(date.fromisoformat(t).timetuple())
+    return int(datetime.fromisoformat(t).timestamp())

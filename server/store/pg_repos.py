@@ -32,7 +32,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from server.core.keys import ApiKey, key_from_row
 from server.evidence import Block
 from server.store.candle_rows import CHUNK as CANDLE_CHUNK
-from server.store.candle_rows import Candle
+from server.store.candle_rows import Candle, between_params, between_sql
 from server.store.console_schema import OWNER_ENABLED  # issue 32
 from server.store.content import CONTENT_COLUMNS, ContentKind, item_view
 from server.store.errors import UnstorableValue
@@ -409,6 +409,14 @@ class PgCandles:
             rows = await cur.fetchall()
         return [(r["instrument"], date.fromisoformat(r["day"]), r["o"], r["h"], r["l"], r["c"], r["v"])
                 for r in rows]
+
+    async def between(self, first: date, last: date, inst: str | None = None, limit: int | None = None,
+                      newest: bool = False) -> list[Candle]:
+        async with self.storage.pool.connection() as conn:
+            cur = await conn.execute(between_sql(inst, limit, newest, "%s"), between_params(first, last, inst, limit))
+            rows = await cur.fetchall()
+        out = [(r["instrument"], date.fromisoformat(r["day"]), r["o"], r["h"], r["l"], r["c"], r["v"]) for r in rows]
+        return out[::-1] if newest else out
 
     async def upsert(self, candles: list[Candle]) -> None:
         rows = [(i, d.isoformat(), o, h, lo, c, v) for i, d, o, h, lo, c, v in candles]

@@ -142,6 +142,10 @@ class SqliteCandles:
         """At start-up, before the server accepts anything (the feed's history is built from it)."""
         return self.storage.read_blocking(lambda c: CandleRepo(c).since(first_day))
 
+    async def between(self, first: date, last: date, inst: str | None = None, limit: int | None = None,
+                      newest: bool = False) -> list[Candle]:
+        return await self.storage.read(lambda c: CandleRepo(c).between(first, last, inst, limit, newest))
+
     async def upsert(self, candles: list[Candle]) -> None:
         await self.storage.write(lambda c: CandleRepo(c).upsert(candles))
 

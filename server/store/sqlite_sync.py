@@ -17,7 +17,7 @@ from datetime import date
 from typing import Any
 
 from server.core.keys import ApiKey, hash_key, key_from_row, new_key
-from server.store.candle_rows import CHUNK, Candle
+from server.store.candle_rows import CHUNK, Candle, between_params, between_sql
 from server.store.console_schema import OWNER_ENABLED  # issue 32
 from server.store.content import CONTENT_COLUMNS, IMPORT_CHUNK, ContentItem, ContentKind, content_values, item_view
 from server.store.errors import integrity_errors
@@ -195,6 +195,12 @@ class CandleRepo:
             (first_day.isoformat(),),
         )
         return [(r[0], date.fromisoformat(r[1]), r[2], r[3], r[4], r[5], r[6]) for r in rows]
+
+    def between(self, first: date, last: date, inst: str | None = None, limit: int | None = None,
+                newest: bool = False) -> list[Candle]:
+        rows = self.conn.execute(between_sql(inst, limit, newest, "?"), between_params(first, last, inst, limit))
+        out = [(r[0], date.fromisoformat(r[1]), r[2], r[3], r[4], r[5], r[6]) for r in rows]
+        return out[::-1] if newest else out
 
 
 class OutboxRepo:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
-from datetime import datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from server.market.timefmt import TZ
+from server.market.venue_book import VenueBook
 from tests.conftest import ServerProcess, run_cli, sqlite_only
 from tests.tmpfs import small_tmpfs
 
@@ -238,6 +239,54 @@ def test_range_queries_reach_below_the_ring_into_the_stored_history(tmp_path: Pa
         assert back["v"] == list(range(51, 101)) and back["c"] == [c["c"] for c in walked[50:100]]
         earliest = httpx.get(f"{srv.base}/api/v1/instruments/brent", headers=h).json()["earliest"]
         assert earliest == {"1m": walked[0]["t"], "5m": None, "15m": None, "1h": None, "1d": None}, earliest
+    finally:
+        assert srv.stop() == 0, srv.output()
+
+
+def test_daily_ranges_reach_below_the_daily_book(tmp_path: Path) -> None:
+    """SPEC 18 depth for 1d: 300 imported trading days of brent, the daily book holding the newest 90: a range
+    from the first pages through all 300 with `next`, the latest 150 join the table's 60 and the book's 90, UDF
+    daily history with countback 150 (00:00 UTC times), and `earliest` names the first day."""
+    data = tmp_path / "data"
+    data.mkdir()
+    days = VenueBook.load().for_instrument("brent").trading_days_back(date(2026, 11, 17), 300)
+    rows = [f"brent,{d.isoformat()},{80 + k * 0.01:.2f},{81 + k * 0.01:.2f},{79 + k * 0.01:.2f},{80 + k * 0.01:.2f},"
+            f"{k + 1}" for k, d in enumerate(days)]
+    daily = tmp_path / "daily.csv"
+    daily.write_text("\n".join(rows) + "\n")
+    assert run_cli(data, "candles", "import", str(daily)).returncode == 0
+    feed = tmp_path / "feed.jsonl"
+    feed.write_text("")
+    srv = ServerProcess(data, "robyn", "--feed", f"jsonl:{feed}", "--clock-start", NOW, *MEMORY)
+    try:
+        h = {"X-SERVICE-Key": srv.demo_key}
+
+        def page(**params: Any) -> dict[str, Any]:
+            resp = httpx.get(f"{srv.base}/api/v1/kline/brent", headers=h, params={"interval": "1d", **params})
+            assert resp.status_code == 200, resp.text
+            return resp.json()  # type: ignore[no-any-return]
+
+        book = page(limit=1000)["series"]
+        assert 0 < len(book) < 300  # the book holds the newest trading days only
+        walked, cursor = [], days[0].isoformat()
+        while cursor is not None:
+            body = page(**{"from": cursor, "limit": 120})
+            walked += body["series"]
+            cursor = body["next"]
+        live = walked.pop()  # Wednesday's live candle (no tick yet: Tuesday's close carried)
+        assert live["t"] == "2026-11-18" and live["v"] == 0 and live["c"] == walked[-1]["c"]
+        assert [c["t"] for c in walked] == [d.isoformat() for d in days] and [c["v"] for c in walked] == list(
+            range(1, 301))
+        assert walked[-len(book) + 1:] == book[:-1]  # a day reads the same from the table and the book
+        assert walked[0] == {"t": days[0].isoformat(), "o": 80.0, "h": 81.0, "l": 79.0, "c": 80.0, "v": 1}
+        assert page(to="2026-11-18", limit=150)["series"] == walked[-150:]
+        udf = httpx.get(f"{srv.base}/api/v1/udf/history", headers=h, params={
+            "symbol": "brent", "resolution": "1D", "to": int(datetime(2026, 11, 17, tzinfo=UTC).timestamp()),
+            "countback": 150}).json()
+        assert udf["s"] == "ok" and udf["v"] == list(range(151, 301))
+        assert udf["t"][0] == int(datetime.combine(days[150], datetime.min.time(), UTC).timestamp())
+        earliest = httpx.get(f"{srv.base}/api/v1/instruments/brent", headers=h).json()["earliest"]
+        assert earliest["1d"] == days[0].isoformat(), earliest
     finally:
         assert srv.stop() == 0, srv.output()
 
