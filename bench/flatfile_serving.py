@@ -126,7 +126,7 @@ def run(hub: subprocess.Popen[bytes], base: str, data: Path) -> None:
         base_rss = status(hub.pid, "VmRSS")
         got = [0, 0]
 
-        def client(i: int, entry: dict = entry) -> None:
+        def client(i: int, entry: dict = entry, got: list[int] = got) -> None:
             got[i] = download(base, key, entry["url"], {})
             got[i] += download(base, key, entry["url"], {"Range": f"bytes={entry['bytes'] // 3}-"})
 

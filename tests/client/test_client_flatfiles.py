@@ -17,7 +17,7 @@ import pytest
 from market_client import ChecksumMismatch, Forbidden, MarketClient
 from market_client.cli import main
 
-from tests.contract.test_flatfiles import Hub, start_hub
+from tests.contract.test_flatfile_routes import Hub, start_hub
 
 
 @pytest.fixture(scope="module")
