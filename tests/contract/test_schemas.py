@@ -328,7 +328,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/udf/history": "/api/v1/udf/history?symbol=brent&resolution=60&to=2000000000&countback=5",
         "/api/v1/instruments/{id}": "/api/v1/instruments/sc",
         "/api/v1/venues/{id}/calendar": "/api/v1/venues/zce/calendar?from=2026-09-28&to=2026-10-09",
-        # the demo feed keeps no durable history, so no flat file: the documented 404 (test_flatfile_routes.py: the 200s)
+        # no durable history on the demo feed, so no flat file: the documented 404 (test_flatfile_routes.py: 200s)
         "/api/v1/flatfiles/{dataset}/{file}": "/api/v1/flatfiles/ticks/2026-11-17.csv.gz",
         "/api/v1/flatfiles": "/api/v1/flatfiles?dataset=ticks",
     }
