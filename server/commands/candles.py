@@ -10,13 +10,14 @@ from __future__ import annotations
 import argparse
 import csv
 import sys
-from datetime import date
+from datetime import date, datetime, time
 from pathlib import Path
 from typing import Any
 
 from server.commands.common import CommandError, command, db
 from server.commands.history_files import report, with_history
 from server.market.catalogue import default_catalogue
+from server.market.timefmt import TZ
 from server.market.venue_book import VenueBook
 from server.store.backfill import MAX_NAMED, ImportReport, import_candles, import_ticks
 from server.store.candle_rows import Candle
@@ -45,8 +46,8 @@ def _import(ns: argparse.Namespace) -> int:
     known = default_catalogue().index
     if ns.interval != "1d":
         path = Path(ns.csv)
-        return report("candles", with_history(ns, lambda candles, _a: import_candles(candles, ns.interval, path,
-                                                                                     set(known))))
+        done = with_history(ns, lambda candles, _a: import_candles(candles, ns.interval, path, set(known)))
+        return report("candles", done, Path(ns.data_dir), "candles-1m" if ns.interval == "1m" else None)
     try:
         venues = VenueBook.load(ns.calendar_file)
     except (OSError, ValueError) as exc:
@@ -68,13 +69,18 @@ def _import(ns: argparse.Namespace) -> int:
         db(ns).candles.upsert(candles)
     print(IMPORT_NOTE, file=sys.stderr)
     result = ImportReport(len(candles), len(errors), errors[:MAX_NAMED])
-    return report("candles", result)
+    if candles:  # the daily flat files' span: the candles' own days
+        days = [c[1] for c in candles]
+        result.first_ms = int(datetime.combine(min(days), time(12), TZ).timestamp() * 1000)
+        result.last_ms = int(datetime.combine(max(days), time(12), TZ).timestamp() * 1000)
+    return report("candles", result, Path(ns.data_dir), "candles-1d")
 
 
 def _import_ticks(ns: argparse.Namespace) -> int:
     known = set(default_catalogue().index)
     path = Path(ns.file)
-    return report("ticks", with_history(ns, lambda _c, archive: import_ticks(archive, path, known)))
+    return report("ticks", with_history(ns, lambda _c, archive: import_ticks(archive, path, known)),
+                  Path(ns.data_dir), "ticks")
 
 
 def _parse(row: list[str], known: dict[str, int], venues: VenueBook) -> Candle:

@@ -11,13 +11,16 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TypeVar
 
 from server.commands.common import CommandError
+from server.market.timefmt import TZ
 from server.store.archive import TickArchive
 from server.store.backfill import ImportReport
 from server.store.candle_store import CandleStore
+from server.store.flatfiles import drop_days
 
 T = TypeVar("T")
 
@@ -44,9 +47,17 @@ def with_history(ns: argparse.Namespace, fn: Callable[[CandleStore, TickArchive]
         archive.close()
 
 
-def report(what: str, result: ImportReport) -> int:
-    """Print the import's outcome; 1 when any row was bad (the good ones are imported all the same)."""
+def report(what: str, result: ImportReport, data_dir: Path | None = None, dataset: str | None = None) -> int:
+    """Print the import's outcome; 1 when any row was bad (the good ones are imported all the same). With
+    `dataset`, the data dir's flat files of the days the rows touched are deleted (made again when asked for)."""
     print(f"imported {result.rows} {what}")
+    if data_dir is not None and dataset is not None and result.first_ms is not None and result.last_ms is not None:
+        # a row's trading day is its local date's, the day before (a US evening) or the one after (a night session)
+        first = datetime.fromtimestamp(result.first_ms / 1000, TZ).date() - timedelta(days=1)
+        last = datetime.fromtimestamp(result.last_ms / 1000, TZ).date() + timedelta(days=2)
+        dropped = drop_days(data_dir / "flatfiles", dataset, first, last)
+        if dropped:
+            print(f"{dataset} flat files of {dropped} days deleted: made again from the new rows when asked for")
     if result.bad:
         more = result.bad - len(result.errors)
         print(f"{result.bad} bad rows skipped (the others were imported):\n  " + "\n  ".join(result.errors)

@@ -16,7 +16,7 @@ import csv
 import gzip
 import io
 import math
-from collections.abc import Callable, Collection, Container, Iterator
+from collections.abc import Callable, Collection, Container, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -39,6 +39,18 @@ class ImportReport:
     rows: int = 0  # good rows written
     bad: int = 0  # bad rows skipped
     errors: list[str] = field(default_factory=list)  # the first MAX_NAMED bad rows, "line N: reason"
+
+    first_ms: int | None = None  # the span of the good rows' times (which days' flat files they change)
+    last_ms: int | None = None
+
+    def wrote(self, batch: Sequence[tuple]) -> None:
+        """Count a written batch of ticks or bars (time in position 1, epoch ms) and widen the span."""
+        self.rows += len(batch)
+        if batch:
+            times = [row[1] for row in batch]
+            lo, hi = min(times), max(times)
+            self.first_ms = lo if self.first_ms is None else min(self.first_ms, lo)
+            self.last_ms = hi if self.last_ms is None else max(self.last_ms, hi)
 
     def skip(self, lineno: int, reason: str) -> None:
         self.bad += 1
@@ -174,11 +186,11 @@ def import_ticks(archive: TickArchive, path: Path, known: Container[str], chunk:
         batch.append(tick)
         if len(batch) >= chunk:
             archive.append(batch)
-            report.rows += len(batch)
+            report.wrote(batch)
             batch = []
     if batch:
         archive.append(batch)
-        report.rows += len(batch)
+        report.wrote(batch)
     return report
 
 
@@ -225,7 +237,7 @@ def import_candles(store: CandleStore, interval: str, path: Path, known: Collect
     try:
         for batch in clean_bar_blocks(path, interval, known, bucket_start):
             store.put_closed(interval, batch)
-            report.rows += len(batch)
+            report.wrote(batch)
         return report
     except NotClean:
         pass
@@ -246,9 +258,9 @@ def _import_candle_rows(store: CandleStore, interval: str, path: Path, known: Co
                 report.skip(lineno, str(exc))
             if len(batch) >= chunk:
                 store.put_closed(interval, batch)
-                report.rows += len(batch)
+                report.wrote(batch)
                 batch = []
     if batch:
         store.put_closed(interval, batch)
-        report.rows += len(batch)
+        report.wrote(batch)
     return report

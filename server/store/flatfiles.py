@@ -197,3 +197,18 @@ def day_file(root: Path, dataset: str, day: date, fmt: str, rows: Callable[[], I
 
 def _default_day(ms: int) -> date:
     return default_trading_day(ms / 1000)
+
+
+def drop_days(root: Path, dataset: str, first: date, last: date) -> int:
+    """Delete the dataset's files (both formats, with their sidecars) of days first..last: an import changed
+    them, so they are made again on their next request. Returns how many days had files."""
+    folder = root / dataset
+    if not folder.is_dir():
+        return 0
+    dropped = set()
+    for path in folder.iterdir():
+        day = path.name.lstrip(".")[:10]
+        if first.isoformat() <= day <= last.isoformat():
+            path.unlink(missing_ok=True)
+            dropped.add(day)
+    return len(dropped)

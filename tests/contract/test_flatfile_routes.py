@@ -192,3 +192,22 @@ def test_answers_agree_with_the_openapi_document(hub: Hub) -> None:
     seen = {(p, s) for p, _m, s in check.seen}
     assert documented - seen <= {(listing, "405"), (download, "405"), (listing, "429"), (download, "429"),
                                  (listing, "500"), (download, "500")}
+
+
+def test_an_import_into_a_day_makes_its_files_again(tmp_path: Path) -> None:
+    """A day's files are made once; `ticks import` of rows of that day deletes them (the CLI says so), so the next
+    listing makes them from the new rows."""
+    hub = start_hub(tmp_path, "granian")
+    try:
+        before = _listing(hub, "ticks")[0]
+        late = tmp_path / "late.jsonl"
+        late.write_text(json.dumps(dict(zip(FIELDS, ("brent", _ms(17, 16, 2), 3, 80.75, 2.0), strict=True))) + "\n")
+        out = run_cli(hub.srv.data_dir, "ticks", "import", str(late))
+        # Monday's file (no rows) and Tuesday's
+        assert out.returncode == 0 and "ticks flat files of 2 days deleted" in out.stdout, out.stdout
+        after = _listing(hub, "ticks")[0]
+        assert after["rows"] == before["rows"] + 1 and after["sha256"] != before["sha256"]
+        body = gzip.decompress(hub.get(after["url"]).content).decode()
+        assert "brent,2026-11-17T16:02:00.000+08:00,3,80.75,2.0" in body
+    finally:
+        assert hub.srv.stop() == 0, hub.srv.output()
