@@ -70,6 +70,7 @@ from server.market.trading_axis import VenueAxis
 from server.market.venue_book import VenueBook
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
+from server.store.archive_gap import store_missing_days
 from server.store.archive_keeper import ArchiveKeeper, RetentionJob
 from server.store.backend import open_repositories
 from server.store.candle_book import CandleKeeper, load_candle_book
@@ -287,13 +288,17 @@ def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, 
         hours = clocks if settings.demo_hours is DemoHours.SESSIONS else None
         return state, DemoSource(walk, settings.tick_interval_ms / 1000.0, clock, hours), None
     now = clock()
+    history = open_history() if open_history is not None else None
+    if history is not None:  # the daily candles of sessions a killed hub had not stored, from its archived ticks
+        store_missing_days(history, candles, [i.id for i in catalogue.instruments], clocks, int(now * 1000))
     book = load_candle_book(catalogue, candles, VenueAxis([c.days for c in clocks]),
                             max(c.trading_day(int(now * 1000)) for c in clocks))
     state = MarketState(catalogue, book, demo=False, epoch=epoch, clocks=clocks)
     state.roll(now)  # each instrument's live candle: its venue's trading day now
-    archive = ArchiveKeeper(open_history(), state, may_write) if open_history is not None else None
+    archive = ArchiveKeeper(history, state, may_write) if history is not None else None
     if archive is not None:  # the candles as they were before a restart (even kill -9):
         archive.restore_closed()  # earlier sessions' intraday buckets, as stored
+        archive.store_missing_bars()  # those of sessions a killed hub had not stored, from the archived ticks
         archive.replay()  # and today's, from the archived ticks
     feed = JsonlSource(catalogue, settings.feed_path or "-", clock, state.history_start)
     return state, feed, CandleKeeper(catalogue, book, candles, archive)

@@ -25,6 +25,7 @@ import logging
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import partial
 
 from server.core.background import cancel_and_wait
 from server.core.metrics import Registry
@@ -33,6 +34,7 @@ from server.market.state import AppliedTick, MarketState
 from server.market.tick import Tick
 from server.store.archive import Tick as ArchivedTick
 from server.store.archive import TickArchive
+from server.store.archive_gap import DAY_MS, GAP_DAYS, missing_bars
 from server.store.candle_store import Bar, CandleStore
 from server.store.history import History
 from server.store.retention import Retention
@@ -109,6 +111,39 @@ class ArchiveKeeper:
                     self.stored_after[name][row] = bars[-1][1] // 1000
                     n += len(bars)
         return n
+
+    def store_missing_bars(self) -> int:
+        """The intraday buckets of sessions after the newest stored ones and before the live one, rebuilt from the
+        archived ticks (server/store/archive_gap.py), stored and loaded into the rings; how many. Blocking: start-up
+        only, after `restore_closed`, before `replay`."""
+        state = self.state
+        if not state.clocks:
+            return 0
+        ids = [inst.id for inst in state.catalogue.instruments]
+        spans = []
+        for row in range(len(ids)):
+            live = self._floor_ms(row)
+            stored = max((after[row] + state.intraday.rings[name].seconds) * 1000
+                         for name, after in self.stored_after.items())
+            spans.append((max(live - GAP_DAYS * DAY_MS, stored), live))
+        per_row = self.history.read_blocking(lambda _c, archive: [
+            list(archive.read(inst, lo, hi)) if lo < hi else [] for inst, (lo, hi) in zip(ids, spans, strict=True)])
+        bars: dict[str, list[Bar]] = {name: [] for name in state.intraday.rings}
+        for row, ticks in enumerate(per_row):
+            if ticks:
+                for name, made in missing_bars(ids[row], state.clocks[row], partial(state.floors.of, row),
+                                               ticks).items():
+                    bars[name] += made
+        total = sum(len(made) for made in bars.values())
+        if total:
+            for name, made in bars.items():
+                def put(candles: CandleStore, _archive: TickArchive, n: str = name, b: list[Bar] = made) -> None:
+                    candles.put_closed(n, b)
+
+                self.history.write_blocking(put)
+            self.restore_closed()
+            log.info("rebuilt %d intraday buckets of sessions not stored before (from the archived ticks)", total)
+        return total
 
     def closed_bars(self) -> dict[str, list[Bar]]:
         """On the loop: the intraday buckets not stored yet, per interval, for `store_closed` (upserts: the newest,

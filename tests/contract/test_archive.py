@@ -124,6 +124,40 @@ def test_kill_9_keeps_todays_candles(tmp_path: Path, runtime: str) -> None:
         assert again.stop() == 0, again.output()
 
 
+@pytest.mark.parametrize("runtime", ["robyn"])
+def test_a_session_killed_before_its_roll_keeps_its_candles_on_a_later_day(tmp_path: Path, runtime: str) -> None:
+    """Tuesday's hub is killed with SIGKILL before its day rolled (so it stored no candle of Tuesday); started on
+    Wednesday, the hub answers Tuesday's intraday buckets and daily candle exactly as Tuesday's hub did, rebuilt
+    from the archived ticks."""
+    feed = tmp_path / "ticks.jsonl"
+    data = tmp_path / "data"
+    tuesday = _ticks(17)
+    feed.write_text("".join(json.dumps(t) + "\n" for t in tuesday))
+    first = ServerProcess(data, runtime, "--feed", f"jsonl:{feed}", "--clock-start", YESTERDAY, *MEMORY)
+    key = first.demo_key
+    try:
+        assert _until(lambda: _metric(first, "market_archive_committed_ticks") == len(tuesday)), first.output()
+        before = _answers(first, key)
+        first.proc.send_signal(signal.SIGKILL)
+        first.proc.wait(10)
+    finally:
+        if first.proc.poll() is None:
+            first.stop()
+    feed.write_text("")
+    again = ServerProcess(data, runtime, "--feed", f"jsonl:{feed}", "--clock-start", NOW, *MEMORY)
+    try:
+        after = _answers(again, key)
+        for inst in IDS:
+            for interval in ("1m", "5m", "1h"):
+                assert after[f"{inst}-{interval}"] == before[f"{inst}-{interval}"], (inst, interval)
+            tuesday_candle = [c for c in after[f"{inst}-1d"] if c["t"] == "2026-11-17"]
+            assert tuesday_candle == [before[f"{inst}-1d"][-1]], (inst, after[f"{inst}-1d"], before[f"{inst}-1d"])
+            assert after[inst]["prevClose"] == before[inst]["price"]  # Wednesday's change is from Tuesday's close
+        assert "rebuilt" in again.output(), again.output()
+    finally:
+        assert again.stop() == 0, again.output()
+
+
 def test_backfill_imports_ticks_and_intraday_candles_and_names_bad_rows(tmp_path: Path) -> None:
     """SPEC 18 backfill: `ticks import` and `candles import --interval 1m` keep good rows and name bad ones (exit
     1); a live hub started afterwards shows the imported minutes before today's session and replays today's
