@@ -129,9 +129,11 @@ def test_parquet_and_candles(hub: Hub) -> None:
     table = pq.read_table(io.BytesIO(body))
     assert table.column_names == ["id", "ts", "seq", "price", "volume"] and table.num_rows == len(TUESDAY)
     minutes = _listing(hub, "candles-1m")
-    assert [(f["date"], f["rows"]) for f in minutes] == [("2026-11-17", 2)]  # the night bar with Tuesday's
+    # Tuesday's: the imported bars (the night one with them) and those the hub rebuilt from the imported ticks of
+    # Tuesday's session that no stored bar covers (brent 16:01, methanol 10:00 and 14:00: SPEC 18, never lose a bar)
+    assert [(f["date"], f["rows"]) for f in minutes] == [("2026-11-17", 5)]
     text = gzip.decompress(hub.get(minutes[0]["url"]).content).decode().splitlines()
-    assert text[0] == "id,t,o,h,l,c,v" and text[2].startswith("methanol,2026-11-16T21:30:00.000+08:00,")
+    assert text[0] == "id,t,o,h,l,c,v" and text[3].startswith("methanol,2026-11-16T21:30:00.000+08:00,")
     daily = _listing(hub, "candles-1d")
     assert [(f["date"], f["rows"]) for f in daily] == [("2026-11-16", 1), ("2026-11-17", 2)]
     text = gzip.decompress(hub.get(daily[1]["url"]).content).decode().splitlines()
