@@ -8,6 +8,9 @@
   live daily candle and today's intraday buckets are exactly what they were, less at most the last second of
   ticks (the writer's group commit); a live candle the previous run stored (its shutdown flush) is replaced by
   the replay for every instrument the archive has ticks of, never added to.
+- `restore_closed()` loads the stored intraday buckets of earlier sessions into the rings, and
+  `store_missing_bars()` first rebuilds, stores and loads those of sessions a killed hub never stored
+  (server/store/archive_gap.py).
 - `close()` commits what is buffered (at shutdown, after the feed stopped).
 
 Many hubs on one archive (the Redis engine with `--database-url`, SPEC 18): every hub applies every tick from the
