@@ -26,7 +26,7 @@ from server.market.timefmt import TZ
 from server.market.venue_clock import VenueClock
 from server.store.archive import TickArchive
 from server.store.candle_store import CandleStore
-from server.store.flatfiles import DATASETS, FORMATS, FlatFile, cached, day_file, file_path
+from server.store.flatfiles import DATASETS, FORMATS, FlatFile, cached, day_file, drop_days, file_path
 from server.store.history import History
 from server.store.repositories import Candles
 from server.store.storage import StorageClosed
@@ -88,10 +88,14 @@ class FlatFileDays:
                 return found
             if dataset == "candles-1d":
                 rows = sorted(c for c in await self.daily.since(day) if c[1] == day)
-                return await asyncio.to_thread(day_file, self.root, dataset, day, fmt, lambda: rows)
-            return await self.history.read(
-                lambda candles, archive: day_file(self.root, dataset, day, fmt,
-                                                  lambda: self._rows(dataset, day, candles, archive)))
+                made = await asyncio.to_thread(day_file, self.root, dataset, day, fmt, lambda: rows)
+            else:
+                made = await self.history.read(
+                    lambda candles, archive: day_file(self.root, dataset, day, fmt,
+                                                      lambda: self._rows(dataset, day, candles, archive)))
+            if not made.rows:  # not kept: rows may still come for that day (an import, another hub's archive)
+                drop_days(self.root, dataset, day, day)
+            return made
 
     def path(self, dataset: str, day: date, fmt: str) -> Path:
         return file_path(self.root, dataset, day, fmt)
@@ -169,8 +173,7 @@ class FlatFileJob:
             for day in self.days.days(dataset, today - timedelta(days=self.back_days), today, now_ms):
                 for fmt in FORMATS:
                     if cached(self.days.root, dataset, day, fmt) is None:
-                        await self.days.file(dataset, day, fmt)
-                        made += 1
+                        made += bool((await self.days.file(dataset, day, fmt)).rows)
         return made
 
 

@@ -75,13 +75,13 @@ def _time_text(dataset: str, trading_day: Callable[[int], date]) -> Callable[[in
 
 
 def write_csv_gz(dataset: str, rows: Iterable[tuple], out: Path, trading_day: Callable[[int], date]) -> int:
-    """Rows as CSV, gzipped (mtime 0: the same rows make the same bytes); returns the row count. Lines are
+    """Rows as CSV, gzipped (no name, mtime 0: the same rows make the same bytes on every hub); the row count. Lines are
     built BATCH at a time and handed to gzip together (3x less CPU than csv.writer per row); numbers are written
     as csv.writer writes them (`str`), an id that needs quoting is quoted as it would quote it."""
     text = _time_text(dataset, trading_day)
     quoted: dict[str, str] = {}
     n = 0
-    with open(out, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz:
+    with open(out, "wb") as raw, gzip.GzipFile(filename="", fileobj=raw, mode="wb", mtime=0, compresslevel=6) as gz:
         gz.write((",".join(HEADERS[dataset]) + "\n").encode())
         for batch in _batches(rows, BATCH):
             lines = [",".join((quoted.get(r[0]) or _quote(r[0], quoted), text(r[1]), *map(str, r[2:])))

@@ -19,7 +19,8 @@ from tests.conftest import ServerProcess
 from tests.pg_service import pg_schema
 from tests.redis_service import redis_prefix, require_redis
 
-T0 = 1_795_000_000.0  # seconds; the ticks' own times (the archive keeps whatever a feed stamps)
+T0 = 1_795_000_000.0  # 2026-11-18 17:46:40 +08:00; the ticks' own times (the archive keeps whatever a feed stamps)
+NOW = "2026-11-21T12:00:00+08:00"  # the hubs' clock (hidden --clock-start): a Saturday, the week's files exist
 
 
 def _ticks(start: int, n: int) -> list[dict[str, Any]]:
@@ -70,7 +71,7 @@ def test_a_killed_leader_loses_and_duplicates_no_archived_tick(tmp_path: Path) -
                 return []
 
         flags = ("--engine", "redis", "--redis-url", url, "--redis-prefix", prefix, "--database-url", database,
-                 "--feed", f"jsonl:{feed}")
+                 "--feed", f"jsonl:{feed}", "--clock-start", NOW)
         leader = ServerProcess(tmp_path / "a", "granian", *flags, "--archive-commit-s", "30")
         follower = None
         try:
@@ -92,6 +93,12 @@ def test_a_killed_leader_loses_and_duplicates_no_archived_tick(tmp_path: Path) -
             assert _until(lambda: _metric(follower, "market_archive_committed_ticks") >= len(everything))
             assert _applied(follower) == len(everything)  # each tick applied once: nothing fed again
             rows = archived()
+            third = ServerProcess(tmp_path / "c", "granian", *flags)  # a hub joining later serves the same history
+            try:
+                key = (tmp_path / "a" / "demo-key.txt").read_text().strip()  # made by the first hub, in PostgreSQL
+                listings = [_flat_files(hub, key) for hub in (follower, third)]
+            finally:
+                assert third.stop() == 0, third.output()
         finally:
             if leader.proc.poll() is None:
                 leader.stop()
@@ -100,3 +107,12 @@ def test_a_killed_leader_loses_and_duplicates_no_archived_tick(tmp_path: Path) -
     assert len(rows) == len(everything)  # no tick twice (under another seq) and none lost
     assert sorted((i, ts) for i, ts, _ in rows) == sorted((t["id"], int(t["ts"] * 1000)) for t in everything)
     assert len({(i, seq) for i, _, seq in rows}) == len(rows)
+    assert listings[0] == listings[1] and sum(f["rows"] for f in listings[0]) == len(everything), listings
+
+
+def _flat_files(srv: ServerProcess, key: str) -> list[dict[str, Any]]:
+    """The ticks' flat files of the week (SPEC 18: made by each hub from the one history, byte for byte alike)."""
+    r = httpx.get(srv.base + "/api/v1/flatfiles", params={"dataset": "ticks", "from": "2026-11-16", "to": "2026-11-21"},
+                  headers={"X-SERVICE-Key": key}, timeout=30)
+    assert r.status_code == 200, r.text
+    return r.json()["files"]  # type: ignore[no-any-return]

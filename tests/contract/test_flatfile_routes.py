@@ -205,8 +205,8 @@ def test_an_import_into_a_day_makes_its_files_again(tmp_path: Path) -> None:
         late = tmp_path / "late.jsonl"
         late.write_text(json.dumps(dict(zip(FIELDS, ("brent", _ms(17, 16, 2), 3, 80.75, 2.0), strict=True))) + "\n")
         out = run_cli(hub.srv.data_dir, "ticks", "import", str(late))
-        # Monday's file (no rows) and Tuesday's
-        assert out.returncode == 0 and "ticks flat files of 2 days deleted" in out.stdout, out.stdout
+        # Tuesday's (Monday had no rows: nothing was kept for it)
+        assert out.returncode == 0 and "ticks flat files of 1 days deleted" in out.stdout, out.stdout
         after = _listing(hub, "ticks")[0]
         assert after["rows"] == before["rows"] + 1 and after["sha256"] != before["sha256"]
         body = gzip.decompress(hub.get(after["url"]).content).decode()

@@ -124,3 +124,15 @@ def test_csv_quotes_as_csv_writer_would(tmp_path: Path) -> None:
                  for r in rows])
     assert text == expected.getvalue() and info.rows == 2
     assert next(csv.reader(io.StringIO(text.splitlines()[1])))[0] == 'odd,"id'
+
+
+def test_the_same_rows_make_the_same_bytes_wherever_they_are_made(tmp_path: Path,
+                                                                  stores: tuple[SqliteTickArchive, SqliteCandleStore]
+                                                                  ) -> None:
+    """Two hubs (two roots, two temporary names, two processes) make byte-identical files of one history: the
+    sha256 is the same ETag on every hub (no file name or time in the gzip header)."""
+    a, s = stores
+    made = [day_file(tmp_path / root, "ticks", DAY, fmt, lambda: day_rows("ticks", a, s, T0, T0 + 1000))
+            for root in ("one", "two/deeper") for fmt in ("csv.gz", "parquet")]
+    assert made[0].sha256 == made[2].sha256 and made[1].sha256 == made[3].sha256
+    assert b".tmp" not in file_path(tmp_path / "one", "ticks", DAY, "csv.gz").read_bytes()
