@@ -250,7 +250,7 @@ def history_parts(keeper: CandleKeeper | None, registry: Registry, storage: Stor
                   ) -> tuple[Callable[[], bool], list[Service], DeepRanges | None, FlatFileDays | None]:
     """A live feed's history (SPEC 18): its /metrics and the check /readyz adds, its retention job (pruned as
     --retention says), the range queries below the rings and the flat files (kept in the data dir's flatfiles/,
-    made ahead by their job); nothing for the demo feed or the Redis engine."""
+    made ahead by their job); nothing for the demo feed."""
     if keeper is None or keeper.archive is None:
         return (lambda: True), [], None, None
     days = {**DEFAULT_DAYS, **storage.retention}

@@ -8,7 +8,7 @@
   end; `If-Range` with another ETag sends the whole file), streamed by the runtime from the file.
 
 Professional and enterprise keys only (`plan_required` names the plan). A hub without a durable history (the demo
-feed, the Redis engine) lists no files.
+feed) lists no files.
 """
 
 from __future__ import annotations
