@@ -19,10 +19,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from datetime import date
+from functools import partial
 
 from server.market.intraday import INTERVALS, IntradayRing
 from server.market.venue_clock import VenueClock
-from server.store.archive import Tick
+from server.store.archive import Tick, TickArchive
 from server.store.candle_rows import Candle
 from server.store.candle_store import Bar
 from server.store.history import History
@@ -80,17 +81,21 @@ def store_missing_days(history: History, repo: Candles, ids: Sequence[str], cloc
                        now_ms: int) -> int:
     """Upsert the daily candles `missing_days` finds (blocking: start-up, before the daily book loads)."""
     starts = [live_start_ms(c, now_ms) for c in clocks]
-    per_row = history.read_blocking(lambda _c, archive: [list(archive.read(inst, s - GAP_DAYS * DAY_MS, s))
-                                                         for inst, s in zip(ids, starts, strict=True)])
-    if not any(per_row):
-        return 0
     first = min(c.trading_day(s - GAP_DAYS * DAY_MS) for c, s in zip(clocks, starts, strict=True))
     held: dict[str, set[date]] = {}
     for inst, day, *_ in repo.since_blocking(first):
         held.setdefault(inst, set()).add(day)
-    made = [c for inst, clock, ticks in zip(ids, clocks, per_row, strict=True) if ticks
-            for c in missing_days(inst, clock, ticks, held.get(inst, set()))]
+    made: list[Candle] = []
+    for inst, clock, start in zip(ids, clocks, starts, strict=True):  # one instrument's ticks in memory at a time
+        ticks = history.read_blocking(partial(read_ticks, inst=inst, start=start - GAP_DAYS * DAY_MS, end=start))
+        if ticks:
+            made += missing_days(inst, clock, ticks, held.get(inst, set()))
     if made:
         repo.upsert_blocking(made)
         log.info("rebuilt %d daily candles of sessions not stored before (from the archived ticks)", len(made))
     return len(made)
+
+
+def read_ticks(_candles: object, archive: TickArchive, inst: str, start: int, end: int) -> list[Tick]:
+    """One instrument's archived ticks of [start, end), as a history reader's call."""
+    return list(archive.read(inst, start, end))

@@ -37,7 +37,7 @@ from server.market.state import AppliedTick, MarketState
 from server.market.tick import Tick
 from server.store.archive import Tick as ArchivedTick
 from server.store.archive import TickArchive
-from server.store.archive_gap import DAY_MS, GAP_DAYS, missing_bars
+from server.store.archive_gap import DAY_MS, GAP_DAYS, missing_bars, read_ticks
 from server.store.candle_store import Bar, CandleStore
 from server.store.history import History
 from server.store.retention import Retention
@@ -129,10 +129,11 @@ class ArchiveKeeper:
             stored = max((after[row] + state.intraday.rings[name].seconds) * 1000
                          for name, after in self.stored_after.items())
             spans.append((max(live - GAP_DAYS * DAY_MS, stored), live))
-        per_row = self.history.read_blocking(lambda _c, archive: [
-            list(archive.read(inst, lo, hi)) if lo < hi else [] for inst, (lo, hi) in zip(ids, spans, strict=True)])
         bars: dict[str, list[Bar]] = {name: [] for name in state.intraday.rings}
-        for row, ticks in enumerate(per_row):
+        for row, (lo, hi) in enumerate(spans):  # one instrument's ticks in memory at a time
+            if lo >= hi:
+                continue
+            ticks = self.history.read_blocking(partial(read_ticks, inst=ids[row], start=lo, end=hi))
             if ticks:
                 for name, made in missing_bars(ids[row], state.clocks[row], partial(state.floors.of, row),
                                                ticks).items():
@@ -266,3 +267,4 @@ class RetentionJob:
                 if any(deleted.values()):
                     log.info("retention: deleted %s", ", ".join(f"{n} {kind}" for kind, n in deleted.items() if n))
             await asyncio.sleep(self.every_s)
+

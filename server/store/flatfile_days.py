@@ -87,7 +87,7 @@ class FlatFileDays:
             if found is not None:
                 return found
             if dataset == "candles-1d":
-                rows = sorted(c for c in await self.daily.since(day) if c[1] == day)
+                rows = await self.daily.between(day, day)  # by day, then instrument
                 made = await asyncio.to_thread(day_file, self.root, dataset, day, fmt, lambda: rows)
             else:
                 made = await self.history.read(
