@@ -191,32 +191,24 @@ class ArchiveKeeper:
         return int(state.floors.of(row, state.candles.live_day(row)) * 1000) if len(state.candles) else 0
 
     def replay(self) -> int:
-        """Apply each instrument's archived ticks of its live trading day again (see the module docstring);
-        returns how many. Blocking: start-up only."""
+        """Apply each instrument's archived ticks of its live trading day again (see the module docstring), one
+        instrument at a time (its session's ticks in memory, not every instrument's); returns how many. Blocking:
+        start-up only."""
         state = self.state
-        ids = [inst.id for inst in state.catalogue.instruments]
-        starts = [self._floor_ms(row) for row in range(len(ids))]
-
-        def read(_candles: CandleStore, archive: TickArchive) -> list[list[tuple[str, int, int, float, float]]]:
-            return [list(archive.read(inst, start, FAR_MS)) for inst, start in zip(ids, starts, strict=True)]
-
-        per_row = self.history.read_blocking(read)
-        batch: list[Tick] = []
-        seqs: list[int] = []
-        rows = []
-        for row, ticks in enumerate(per_row):
+        total = instruments = 0
+        for row, inst in enumerate(i.id for i in state.catalogue.instruments):
+            ticks = self.history.read_blocking(partial(read_ticks, inst=inst, start=self._floor_ms(row), end=FAR_MS))
             if not ticks:
                 continue
-            rows.append(row)
-            for _, ts_ms, seq, price, volume in sorted(ticks, key=lambda t: t[2]):  # accepted order
-                batch.append(Tick(row, price, ts_ms / 1000, volume))
-                seqs.append(seq)
-        if not batch:
-            return 0
-        unopen_live(state.candles, rows)  # the stored live candle of a previous run is replaced, not added to
-        state.apply(batch, seqs)
-        log.info("replayed %d archived ticks of today's sessions (%d instruments)", len(batch), len(rows))
-        return len(batch)
+            ticks.sort(key=lambda t: t[2])  # the order they were accepted in
+            unopen_live(state.candles, [row])  # the stored live candle of a previous run is replaced, not added to
+            state.apply([Tick(row, price, ts_ms / 1000, volume) for _, ts_ms, _, price, volume in ticks],
+                        [t[2] for t in ticks])
+            total += len(ticks)
+            instruments += 1
+        if total:
+            log.info("replayed %d archived ticks of today's sessions (%d instruments)", total, instruments)
+        return total
 
     def close(self) -> bool:
         return self.history.close()
