@@ -1,8 +1,9 @@
 """Flat files (SPEC 18): a closed trading day's ticks or candles as one CSV.gz or Parquet file, for bulk download.
 
 - `GET /api/v1/flatfiles?dataset=&from=&to=&format=` lists the files of the closed trading days in the range
-  (both dates included, at most 366 days; `to` defaults to today, `from` to 30 days before `to`; `format` csv.gz,
-  the default, or parquet): `{files: [{dataset, date, format, url, bytes, sha256, rows}]}`, days with rows only.
+  (both dates included, at most 366 days; `to` defaults to today, `from` to 30 days before `to`; `dataset` one of
+  ticks, candles-1m, candles-1d, or left out for all three; `format` csv.gz, the default, or parquet):
+  `{files: [{dataset, date, format, url, bytes, sha256, rows}]}` by date, days with rows only.
 - `GET /api/v1/flatfiles/{dataset}/{date}.csv.gz` (or `.parquet`) sends it: `Content-Length`, the strong ETag
   `"<sha256>"` (If-None-Match: 304), `Accept-Ranges: bytes` and one `Range` (206 with `Content-Range`; 416 past the
   end; `If-Range` with another ETag sends the whole file), streamed by the runtime from the file.
@@ -49,9 +50,9 @@ class FlatFilesApi:
     async def listing(self, req: Request) -> Response:
         _entitled(req)
         query = known_query(req, LIST_PARAMS)
-        dataset = query.get("dataset", "")
-        if dataset not in DATASETS:
-            raise _param("dataset", f"dataset is required: one of {', '.join(DATASETS)}")
+        dataset = query.get("dataset")
+        if dataset is not None and dataset not in DATASETS:
+            raise _param("dataset", f"dataset must be one of {', '.join(DATASETS)} (or left out: all of them)")
         fmt = query.get("format", "csv.gz")
         if fmt not in FORMATS:
             raise _param("format", f"format must be one of {', '.join(FORMATS)}")
@@ -64,10 +65,12 @@ class FlatFilesApi:
             raise _param("to", f"a listing spans at most {MAX_DAYS} days (from and to both included)")
         files: list[dict[str, Any]] = []
         if self.days is not None:
-            for day in self.days.days(dataset, start, end, now_ms):
-                info = await self.days.file(dataset, day, fmt)
-                if info.rows:
-                    files.append(_entry(info))
+            for name in (dataset,) if dataset is not None else DATASETS:
+                for day in self.days.days(name, start, end, now_ms):
+                    info = await self.days.file(name, day, fmt)
+                    if info.rows:
+                        files.append(_entry(info))
+        files.sort(key=lambda f: (f["date"], DATASETS.index(f["dataset"])))
         return Response(200, orjson.dumps({"files": files}), headers=[("cache-control", "private, no-cache")])
 
     async def download(self, req: Request) -> Response:

@@ -141,6 +141,14 @@ def test_parquet_and_candles(hub: Hub) -> None:
                         "methanol,2026-11-17,2400.0,2402.0,2399.0,2402.0,6.0"]
 
 
+def test_a_listing_without_dataset_has_every_dataset(hub: Hub) -> None:
+    r = hub.get("/api/v1/flatfiles", params={"from": "2026-11-16", "to": "2026-11-18"})
+    assert r.status_code == 200, r.text
+    assert [(f["date"], f["dataset"]) for f in r.json()["files"]] == [
+        ("2026-11-16", "candles-1d"), ("2026-11-17", "ticks"), ("2026-11-17", "candles-1m"),
+        ("2026-11-17", "candles-1d")]
+
+
 def test_free_keys_are_told_which_plan(hub: Hub) -> None:
     for path in ("/api/v1/flatfiles?dataset=ticks", "/api/v1/flatfiles/ticks/2026-11-17.csv.gz"):
         r = hub.get(path, key=hub.free)
@@ -149,7 +157,8 @@ def test_free_keys_are_told_which_plan(hub: Hub) -> None:
 
 
 @pytest.mark.parametrize(("query", "field"), [
-    ({}, "dataset"), ({"dataset": "ticks", "from": ""}, "from"), ({"dataset": "ticks", "format": ""}, "format"),
+    ({"dataset": ""}, "dataset"), ({"dataset": "ticks", "from": ""}, "from"),
+    ({"dataset": "ticks", "format": ""}, "format"),
     ({"dataset": "quotes"}, "dataset"), ({"dataset": "ticks", "format": "xlsx"}, "format"),
     ({"dataset": "ticks", "from": "2026-13-01"}, "from"), ({"dataset": "ticks", "to": "yesterday"}, "to"),
     ({"dataset": "ticks", "from": "2026-11-18", "to": "2026-11-01"}, "to"),

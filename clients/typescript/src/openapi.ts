@@ -3964,9 +3964,9 @@ export interface operations {
     };
     get_flatfiles: {
         parameters: {
-            query: {
-                /** @description ticks (id,ts,seq,price,volume), candles-1m or candles-1d (id,t,o,h,l,c,v as in /api/v1/kline) */
-                dataset: "ticks" | "candles-1m" | "candles-1d";
+            query?: {
+                /** @description ticks (id,ts,seq,price,volume), candles-1m or candles-1d (id,t,o,h,l,c,v as in /api/v1/kline); left out: all three */
+                dataset?: "ticks" | "candles-1m" | "candles-1d";
                 /** @description csv.gz (the default) or parquet */
                 format?: "csv.gz" | "parquet";
                 /** @description first trading day, included (default: 30 days before to) */
@@ -3980,7 +3980,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description the files, by day (days with rows only; a day's file exists once the trading day has closed, within the dataset's retention) */
+            /** @description the files, by day, then dataset (days with rows only; a day's file exists once the trading day has closed, within the dataset's retention) */
             200: {
                 headers: {
                     "Access-Control-Allow-Origin"?: string;
@@ -4001,7 +4001,7 @@ export interface operations {
                     "application/json": components["schemas"]["FlatFileList"];
                 };
             };
-            /** @description dataset missing or unknown, format unknown, from or to not a date, to before from, more than 366 days (invalid_parameter, errors[].field names it); a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            /** @description dataset unknown, format unknown, from or to not a date, to before from, more than 366 days (invalid_parameter, errors[].field names it); a query parameter the endpoint does not define (unknown_parameter, naming it) */
             400: {
                 headers: {
                     [name: string]: unknown;

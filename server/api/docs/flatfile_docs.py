@@ -46,17 +46,18 @@ FLATFILE_OPERATIONS: dict[tuple[str, str], S] = {
         "tags": ["flat files"],
         "parameters": [
             _param("dataset", "query", DATASET, "ticks (id,ts,seq,price,volume), candles-1m or candles-1d "
-                                                "(id,t,o,h,l,c,v as in /api/v1/kline)", required=True),
+                                                "(id,t,o,h,l,c,v as in /api/v1/kline); left out: all three"),
             _param("from", "query", DATE, f"first trading day, included (default: {DEFAULT_DAYS} days before to)"),
             _param("to", "query", DATE, f"last trading day, included (default: today; at most {MAX_DAYS} days "
                                         "after from)"),
             _param("format", "query", FORMAT, "csv.gz (the default) or parquet"),
         ],
         "responses": {
-            "200": {"description": "the files, by day (days with rows only; a day's file exists once the trading "
+            "200": {"description": "the files, by day, then dataset (days with rows only; a day's file exists once "
+                                   "the trading "
                                    "day has closed, within the dataset's retention)",
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FlatFileList"}}}},
-            "400": _problem("dataset missing or unknown, format unknown, from or to not a date, to before from, "
+            "400": _problem("dataset unknown, format unknown, from or to not a date, to before from, "
                             f"more than {MAX_DAYS} days (invalid_parameter, errors[].field names it)"),
             "403": PLAN,
         },
