@@ -56,7 +56,7 @@ def _applied(srv: ServerProcess) -> float:
 
 
 def test_a_killed_leader_loses_and_duplicates_no_archived_tick(tmp_path: Path) -> None:
-    """The leader commits its archive buffer every 30 s here (hidden --archive-commit-s), so when it is killed
+    """The leader commits its archive buffer every 60 s here (hidden --archive-commit-s), so when it is killed
     every tick it fed is applied on both hubs and committed by neither: all of them reach the archive only through
     the hub that takes the lease over, once each; that hub then feeds (and archives) the rest of the file."""
     url = require_redis()
@@ -72,7 +72,7 @@ def test_a_killed_leader_loses_and_duplicates_no_archived_tick(tmp_path: Path) -
 
         flags = ("--engine", "redis", "--redis-url", url, "--redis-prefix", prefix, "--database-url", database,
                  "--feed", f"jsonl:{feed}", "--clock-start", NOW)
-        leader = ServerProcess(tmp_path / "a", "granian", *flags, "--archive-commit-s", "30")
+        leader = ServerProcess(tmp_path / "a", "granian", *flags, "--archive-commit-s", "60")
         follower = None
         try:
             assert _until(lambda: _leads(leader)), leader.output()
