@@ -11,14 +11,14 @@ whole number), so a bucket reads the same whether it came from the ring or the s
 from __future__ import annotations
 
 import math
-from datetime import date, datetime, time, timedelta
+from datetime import date, timedelta
 from typing import Any
 
 import numpy as np
 
 from server.market.intraday import bucket_iso
 from server.market.ranges import DAILY, CandleRanges
-from server.market.timefmt import TZ
+from server.market.timefmt import day_start, local_date
 from server.store.candle_rows import Candle
 from server.store.candle_store import Bar, CandleStore, Page
 from server.store.history import History
@@ -117,24 +117,20 @@ class DeepRanges:
                  "v": round(b[6])} for t, b in zip(times, bars, strict=True)]
 
 
-def _day_start(day: date) -> float:
-    return datetime.combine(day, time(), TZ).timestamp()
-
-
 def _first_day(t: float) -> date:
     """The first day whose 00:00 +08:00 is at or after ``t``."""
     if t == -math.inf:
         return date(1970, 1, 1)
-    day = datetime.fromtimestamp(t, TZ).date()
-    return day if _day_start(day) >= t else day + timedelta(days=1)
+    day = local_date(t)
+    return day if day_start(day) >= t else day + timedelta(days=1)
 
 
 def _last_day(t: float) -> date:
     """The last day whose 00:00 +08:00 is before ``t``."""
     if t == math.inf:
         return date(9999, 12, 30)
-    day = datetime.fromtimestamp(t, TZ).date()
-    return day if _day_start(day) < t else day - timedelta(days=1)
+    day = local_date(t)
+    return day if day_start(day) < t else day - timedelta(days=1)
 
 
 def _ms(t: float) -> int:

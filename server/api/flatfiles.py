@@ -15,7 +15,7 @@ feed) lists no files.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from typing import Any
 
 import orjson
@@ -24,7 +24,7 @@ from server.api.core.query import known_query
 from server.api.core.router import Access, Router
 from server.api.core.types import FileBody, Request, Response
 from server.core.errors import ApiError
-from server.market.timefmt import TZ
+from server.market.timefmt import local_date
 from server.store.byte_range import RangeNotSatisfiable, parse_range
 from server.store.flatfile_days import FlatFileDays
 from server.store.flatfiles import DATASETS, FORMATS, FlatFile
@@ -57,7 +57,7 @@ class FlatFilesApi:
         if fmt not in FORMATS:
             raise _param("format", f"format must be one of {', '.join(FORMATS)}")
         now_ms = int(self.clock() * 1000)
-        end = _date(query, "to") or datetime.fromtimestamp(now_ms / 1000, TZ).date()
+        end = _date(query, "to") or local_date(now_ms / 1000)
         start = _date(query, "from") or end - timedelta(days=DEFAULT_DAYS)
         if end < start:
             raise _param("to", "to is before from")

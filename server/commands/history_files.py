@@ -11,12 +11,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import TypeVar
 
 from server.commands.common import CommandError
-from server.market.timefmt import TZ
+from server.market.timefmt import local_date
 from server.store.archive import TickArchive
 from server.store.backfill import ImportReport
 from server.store.candle_store import CandleStore
@@ -53,8 +53,8 @@ def report(what: str, result: ImportReport, data_dir: Path | None = None, datase
     print(f"imported {result.rows} {what}")
     if data_dir is not None and dataset is not None and result.first_ms is not None and result.last_ms is not None:
         # a row's trading day is its local date's, the day before (a US evening) or the one after (a night session)
-        first = datetime.fromtimestamp(result.first_ms / 1000, TZ).date() - timedelta(days=1)
-        last = datetime.fromtimestamp(result.last_ms / 1000, TZ).date() + timedelta(days=2)
+        first = local_date(result.first_ms / 1000) - timedelta(days=1)
+        last = local_date(result.last_ms / 1000) + timedelta(days=2)
         dropped = drop_days(data_dir / "flatfiles", dataset, first, last)
         if dropped:
             print(f"{dataset} flat files of {dropped} days deleted: made again from the new rows when asked for")

@@ -23,14 +23,12 @@ twice. With a data dir of its own (SQLite) each hub writes its own archive, ever
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections import deque
 from collections.abc import Callable
 from functools import partial
 
-from server.core.background import cancel_and_wait
 from server.core.metrics import Registry
 from server.market.daily import unopen_live
 from server.market.state import AppliedTick, MarketState
@@ -39,9 +37,8 @@ from server.store.archive import Tick as ArchivedTick
 from server.store.archive import TickArchive
 from server.store.archive_gap import DAY_MS, GAP_DAYS, missing_bars, read_ticks
 from server.store.candle_store import Bar, CandleStore
-from server.store.history import History
+from server.store.history import History, HistoryRounds
 from server.store.retention import Retention
-from server.store.storage import StorageClosed
 
 log = logging.getLogger("market.archive")
 
@@ -231,32 +228,19 @@ class ArchiveKeeper:
         return lambda: self.history.writable
 
 
-class RetentionJob:
+class RetentionJob(HistoryRounds):
     """The history's retention (SPEC 18): a pruning round at start and every `every_s` after, on the history's
     writer thread (short transactions: the archive's commits and the candle writes wait at most one step)."""
 
+    name = "retention"
+
     def __init__(self, history: History, retention: Retention, clock: Callable[[], float],
                  every_s: float = 3600.0) -> None:
-        self.history, self.retention, self.clock, self.every_s = history, retention, clock, every_s
-        self._task: asyncio.Task[None] | None = None
+        super().__init__(every_s)
+        self.history, self.retention, self.clock = history, retention, clock
 
-    async def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="history-retention")
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        await cancel_and_wait(task)
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                deleted = await self.history.prune(self.clock(), self.retention)
-            except StorageClosed:
-                return
-            except Exception:
-                log.exception("retention round failed (retried at the next round)")
-            else:
-                if any(deleted.values()):
-                    log.info("retention: deleted %s", ", ".join(f"{n} {kind}" for kind, n in deleted.items() if n))
-            await asyncio.sleep(self.every_s)
-
+    async def round(self) -> dict[str, int]:
+        deleted = await self.history.prune(self.clock(), self.retention)
+        if any(deleted.values()):
+            log.info("retention: deleted %s", ", ".join(f"{n} {kind}" for kind, n in deleted.items() if n))
+        return deleted

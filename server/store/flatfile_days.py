@@ -18,18 +18,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from pathlib import Path
 
-from server.core.background import cancel_and_wait
-from server.market.timefmt import TZ
+from server.market.timefmt import local_date
 from server.market.venue_clock import VenueClock
 from server.store.archive import TickArchive
 from server.store.candle_store import CandleStore
 from server.store.flatfiles import DATASETS, FORMATS, FlatFile, cached, day_file, drop_days, file_path
-from server.store.history import History
+from server.store.history import History, HistoryRounds
 from server.store.repositories import Candles
-from server.store.storage import StorageClosed
 
 log = logging.getLogger("market.flatfiles")
 
@@ -56,7 +54,7 @@ class FlatFileDays:
 
     def floor(self, dataset: str, now_ms: int) -> date:
         """The first day the dataset's retention keeps."""
-        return _local_date(now_ms) - timedelta(days=self.retention[KIND[dataset]])
+        return local_date(now_ms / 1000) - timedelta(days=self.retention[KIND[dataset]])
 
     def days(self, dataset: str, start: date, end: date, now_ms: int) -> list[date]:
         """The closed trading days in [start, end] that the retention keeps, ascending."""
@@ -126,47 +124,24 @@ class FlatFileDays:
 
     def drop_before(self, dataset: str, floor: date) -> int:
         """Delete the dataset's files (and sidecars) of days before `floor`; the count of days dropped."""
-        folder = self.root / dataset
-        dropped: set[str] = set()
-        if folder.is_dir():
-            for path in folder.iterdir():
-                name = path.name.lstrip(".")
-                if name[:10] < floor.isoformat() and name[:4].isdigit():
-                    path.unlink(missing_ok=True)
-                    dropped.add(name[:10])
-        return len(dropped)
+        return drop_days(self.root, dataset, date.min, floor - timedelta(days=1))
 
 
-class FlatFileJob:
+class FlatFileJob(HistoryRounds):
     """Makes the files of the newest closed trading days ahead of the first request (both formats), and drops the
     files the retention no longer keeps; a round at start and every `every_s` after."""
 
+    name = "flat files"
+
     def __init__(self, days: FlatFileDays, clock: Callable[[], float], every_s: float = 600.0,
                  back_days: int = 3) -> None:
-        self.days, self.clock, self.every_s, self.back_days = days, clock, every_s, back_days
-        self._task: asyncio.Task[None] | None = None
-
-    async def start(self) -> None:
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="flatfiles")
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        await cancel_and_wait(task)
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                await self.round()
-            except StorageClosed:
-                return
-            except Exception:
-                log.exception("flat files round failed (retried at the next round)")
-            await asyncio.sleep(self.every_s)
+        super().__init__(every_s)
+        self.days, self.clock, self.back_days = days, clock, back_days
 
     async def round(self) -> int:
         """One round; the count of files made."""
         now_ms = int(self.clock() * 1000)
-        today = _local_date(now_ms)
+        today = local_date(now_ms / 1000)
         made = 0
         for dataset in DATASETS:
             self.days.drop_before(dataset, self.days.floor(dataset, now_ms))
@@ -176,6 +151,3 @@ class FlatFileJob:
                         made += bool((await self.days.file(dataset, day, fmt)).rows)
         return made
 
-
-def _local_date(ts_ms: int) -> date:
-    return datetime.fromtimestamp(ts_ms / 1000, TZ).date()

@@ -208,7 +208,7 @@ def drop_days(root: Path, dataset: str, first: date, last: date) -> int:
     dropped = set()
     for path in folder.iterdir():
         day = path.name.lstrip(".")[:10]
-        if first.isoformat() <= day <= last.isoformat():
+        if day[:4].isdigit() and first.isoformat() <= day <= last.isoformat():
             path.unlink(missing_ok=True)
             dropped.add(day)
     return len(dropped)

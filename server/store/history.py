@@ -16,19 +16,53 @@ it, `fn` must not keep it, and a call after `close()` raises `StorageClosed`.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
+from server.core.background import cancel_and_wait
 from server.store.archive import ArchiveStats, ArchiveWriter, Tick, TickArchive
 from server.store.candle_store import Bar, CandleStore
 from server.store.retention import Retention, prune
 from server.store.storage import StorageClosed
 
+log = logging.getLogger("market.archive")
 T = TypeVar("T")
 Fn = Callable[[CandleStore, TickArchive], T]
+
+
+class HistoryRounds:
+    """A background job on the history: `round()` at start and every `every_s` after, until stopped or the history
+    closes; a failed round is logged and tried again at the next one (the retention, the flat files)."""
+
+    name = "history"  # what the log calls a failed round
+
+    def __init__(self, every_s: float) -> None:
+        self.every_s = every_s
+        self._task: asyncio.Task[None] | None = None
+
+    async def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=self.name)
+
+    async def stop(self) -> None:
+        task, self._task = self._task, None
+        await cancel_and_wait(task)
+
+    async def round(self) -> object:
+        raise NotImplementedError
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                await self.round()
+            except StorageClosed:
+                return
+            except Exception:
+                log.exception("%s round failed (retried at the next round)", self.name)
+            await asyncio.sleep(self.every_s)
 
 
 class History:
