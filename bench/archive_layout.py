@@ -7,7 +7,7 @@
                  else the row says skipped)
 - parquet:       one Parquet segment (zstd) per commit, a range read opens the segments whose span overlaps
 
-Each commit is one second of ticks (`--rate` ticks, the group commit of server/store/archive.py); the ticks of
+Each commit is one second of ticks (`--rate` ticks, the group commit of server/store/history/archive.py); the ticks of
 `--instruments` instruments interleave in time order as a live feed produces them. Range query: one instrument,
 one hour, out of the whole archive (the rebuild of live candles and the flat files read per instrument).
 

@@ -31,7 +31,7 @@ import httpx
 
 from server.market.catalogue import default_catalogue
 from server.market.timefmt import TZ
-from server.store.archive_sqlite import SqliteTickArchive
+from server.store.history.archive_sqlite import SqliteTickArchive
 from tests.conftest import free_ports
 
 START = int(datetime(2026, 11, 17, 9, 0, tzinfo=TZ).timestamp() * 1000)

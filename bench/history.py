@@ -1,4 +1,5 @@
-"""Issue 31's figures for the durable history (server/store/archive*.py, candle_store.py, backfill.py, flatfiles.py).
+"""Issue 31's figures for the durable history (store/history/: archive*.py, candle_store.py, backfill.py;
+store/flatfiles/files.py).
 
     taskset -c 0 .venv/bin/python -m bench.history ingest   # ArchiveWriter: 50k ticks/s offered for 30 s
     taskset -c 0 .venv/bin/python -m bench.history ingest --pg postgresql://postgres@127.0.0.1:5432/wt31_bench
@@ -24,12 +25,12 @@ from collections.abc import Iterator
 from datetime import date
 from pathlib import Path
 
-from server.store.archive import ArchiveWriter, Tick
-from server.store.archive_sqlite import SqliteTickArchive
-from server.store.backfill import import_candles
-from server.store.byte_range import iter_file, parse_range
-from server.store.candle_store import Bar, SqliteCandleStore
-from server.store.flatfiles import day_file, day_rows, file_path
+from server.store.flatfiles.byte_range import iter_file, parse_range
+from server.store.flatfiles.files import day_file, day_rows, file_path
+from server.store.history.archive import ArchiveWriter, Tick
+from server.store.history.archive_sqlite import SqliteTickArchive
+from server.store.history.backfill import import_candles
+from server.store.history.candle_store import Bar, SqliteCandleStore
 
 T0 = 1_767_196_800_000  # 2026-01-01 00:00 +08:00
 MINUTE = 60_000
@@ -60,7 +61,7 @@ def bench_ingest(root: Path, args: argparse.Namespace) -> None:
     thread commits them. Reports what was committed, the largest lag and the process's CPU per tick."""
     load0 = f"{os.getloadavg()[0]:.2f}"
     if args.pg:
-        from server.store.archive_pg import PgTickArchive
+        from server.store.history.archive_pg import PgTickArchive
 
         writer = ArchiveWriter(lambda: PgTickArchive(args.pg))
     else:
@@ -140,7 +141,7 @@ def bench_import(root: Path, args: argparse.Namespace) -> None:
             fh.writelines(f"{b[0]},{b[1]},{b[2]},{b[3]},{b[4]},{b[5]},{b[6]:.0f}\n" for b in bars_of(inst, 365, rng))
     size = csv_path.stat().st_size
     if args.pg:
-        from server.store.archive_pg import PgCandleStore
+        from server.store.history.archive_pg import PgCandleStore
 
         store: SqliteCandleStore | PgCandleStore = PgCandleStore(args.pg)
     else:

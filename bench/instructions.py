@@ -106,8 +106,8 @@ def build(tmp: Path, engine: str = "memory", redis_url: str = "", runtime: str =
     from server.http.granian_rsgi import RsgiAdapter
     from server.root import bench_static_body
     from server.root import build as build_node
-    from server.store.db import open_db
-    from server.store.sqlite_sync import KeyRepo
+    from server.store.sql.db import open_db
+    from server.store.sql.sqlite_sync import KeyRepo
 
     data = tmp / "data"
     data.mkdir()

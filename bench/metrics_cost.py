@@ -33,11 +33,11 @@ from server.core.limits import Gcra
 from server.core.metrics import LATENCY_BUCKETS, HttpMetrics, Registry
 from server.core.usage import UsageMeter
 from server.engine.memory import MemoryLimiter
-from server.store.db import open_db
-from server.store.key_cache import KeyCache
-from server.store.sqlite_repos import SqliteKeys
-from server.store.sqlite_sync import KeyRepo
-from server.store.storage import SqliteStorage
+from server.store.accounts.key_cache import KeyCache
+from server.store.sql.db import open_db
+from server.store.sql.sqlite_repos import SqliteKeys
+from server.store.sql.sqlite_sync import KeyRepo
+from server.store.sql.storage import SqliteStorage
 
 BODY = b'{"quotes":[]}' * 200  # the handler returns cached bytes, as the quotes endpoint does
 

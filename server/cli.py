@@ -25,7 +25,7 @@ from server.config import (
     settings_from_args,
 )
 from server.logs import configure_logging
-from server.store.db import storage_errors
+from server.store.sql.db import storage_errors
 
 GROUPS = [keys, candles, evidence, outbox, users, content, receipts, db, subscriptions]
 
@@ -90,7 +90,7 @@ def _check_engine(settings: Settings) -> None:
 
 def _check_database(url: str) -> None:
     """--database-url that cannot be reached or migrated: one line and exit 1, before anything starts."""
-    from server.store.pg import connect, migrate
+    from server.store.sql.pg import connect, migrate
 
     conn = connect(url)  # psycopg.Error: reported by main() without a traceback
     try:
@@ -121,7 +121,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"market-server: storage error in data dir {ns.data_dir}: {exc}", file=sys.stderr)
         return 1
     except storage_errors() as exc:  # psycopg's, once a --database-url loaded it: unreachable, refused, ...
-        from server.store.pg import redact
+        from server.store.sql.pg import redact
 
         reason = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
         print(f"market-server: PostgreSQL error at {redact(ns.database_url or '')}: {reason}", file=sys.stderr)

@@ -70,15 +70,15 @@ from server.market.trading_axis import VenueAxis
 from server.market.venue_book import VenueBook
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
-from server.store.archive_gap import store_missing_days
-from server.store.archive_keeper import ArchiveKeeper, RetentionJob
-from server.store.backend import open_repositories
-from server.store.candle_book import CandleKeeper, load_candle_book
-from server.store.flatfile_days import FlatFileDays, FlatFileJob
-from server.store.history import History
-from server.store.key_cache import KeyCache
-from server.store.repositories import Candles, Repositories
-from server.store.retention import DEFAULT_DAYS, Retention
+from server.store.accounts.key_cache import KeyCache
+from server.store.flatfiles.days import FlatFileDays, FlatFileJob
+from server.store.history.archive_gap import store_missing_days
+from server.store.history.archive_keeper import ArchiveKeeper, RetentionJob
+from server.store.history.candle_book import CandleKeeper, load_candle_book
+from server.store.history.retention import DEFAULT_DAYS, Retention
+from server.store.history.threads import History
+from server.store.sql.backend import open_repositories
+from server.store.sql.repositories import Candles, Repositories
 from server.stream.messages import tick_frame
 from server.stream.resume_history import TickHistory
 from server.stream.service import StreamService, stream_limits

@@ -22,7 +22,7 @@ import pytest
 # depend on the day and time it runs); a test about the hours passes --demo-hours sessions itself
 os.environ.setdefault("MARKET_DEMO_HOURS", "always")
 
-from server.store.admin import AdminRepos, open_admin
+from server.store.sql.admin import AdminRepos, open_admin
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNTIMES = ("granian", "robyn")

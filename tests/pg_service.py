@@ -102,7 +102,7 @@ def _rows(cursor: Any) -> Any:
 class QmarkConnection:
     """Tests only: a check the API cannot make, written once in sqlite3's style (`?` placeholders, rows by index
     and by name, `with conn:` commits) and run on a test server's PostgreSQL schema. The server never does this:
-    its repositories speak PostgreSQL's dialect (server/store/pg_sync.py, pg_repos.py)."""
+    its repositories speak PostgreSQL's dialect (server/store/sql/pg_sync.py, pg_repos.py)."""
 
     def __init__(self, url: str) -> None:
         self.conn = psycopg.connect(url, autocommit=True, connect_timeout=10)

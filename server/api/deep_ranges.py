@@ -19,10 +19,10 @@ import numpy as np
 from server.market.intraday import bucket_iso
 from server.market.ranges import DAILY, CandleRanges
 from server.market.timefmt import day_start, local_date
-from server.store.candle_rows import Candle
-from server.store.candle_store import Bar, CandleStore, Page
-from server.store.history import History
-from server.store.repositories import Candles
+from server.store.history.candle_rows import Candle
+from server.store.history.candle_store import Bar, CandleStore, Page
+from server.store.history.threads import History
+from server.store.sql.repositories import Candles
 
 FAR_MS = 1 << 53
 

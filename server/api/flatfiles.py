@@ -25,9 +25,9 @@ from server.api.core.router import Access, Router
 from server.api.core.types import FileBody, Request, Response
 from server.core.errors import ApiError
 from server.market.timefmt import local_date
-from server.store.byte_range import RangeNotSatisfiable, parse_range
-from server.store.flatfile_days import FlatFileDays
-from server.store.flatfiles import DATASETS, FORMATS, FlatFile
+from server.store.flatfiles.byte_range import RangeNotSatisfiable, parse_range
+from server.store.flatfiles.days import FlatFileDays
+from server.store.flatfiles.files import DATASETS, FORMATS, FlatFile
 from server.stream.handshake import plan_required
 
 LIST_PARAMS = frozenset({"dataset", "from", "to", "format"})

@@ -13,7 +13,7 @@ from server.api.docs.openapi import build_openapi
 from server.config import HttpSettings, ProcessSettings
 from server.core.errors import ApiError
 from server.core.metrics import Registry
-from server.store.repositories import Storage
+from server.store.sql.repositories import Storage
 
 STORAGE_CHECK_S = 2.0
 

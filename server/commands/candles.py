@@ -19,8 +19,8 @@ from server.commands.history_files import report, with_history
 from server.market.catalogue import default_catalogue
 from server.market.timefmt import TZ
 from server.market.venue_book import VenueBook
-from server.store.backfill import MAX_NAMED, ImportReport, import_candles, import_ticks
-from server.store.candle_rows import Candle
+from server.store.history.backfill import MAX_NAMED, ImportReport, import_candles, import_ticks
+from server.store.history.candle_rows import Candle
 
 # Imported candles show nowhere under the demo feed, which makes its own history: the operator is told,
 # on every import, which feed uses them and when (a server that is running loads them at its next start).

@@ -10,7 +10,7 @@ from typing import Any
 import orjson
 
 from server.config import add_data_dir
-from server.store.admin import AdminRepos, open_admin
+from server.store.sql.admin import AdminRepos, open_admin
 
 
 class CommandError(Exception):
@@ -43,7 +43,7 @@ def check_data_dir(path: Path, create: bool) -> None:
 
 def db(ns: argparse.Namespace) -> AdminRepos:
     """The command's repositories: PostgreSQL with --database-url (migrated and seeded like a new data dir),
-    else SQLite in --data-dir (server/store/admin.py)."""
+    else SQLite in --data-dir (server/store/sql/admin.py)."""
     return open_admin(Path(ns.data_dir), getattr(ns, "database_url", None))
 
 

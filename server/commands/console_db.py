@@ -7,8 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from server.store.console import PgDb, SqliteDb
-from server.store.console_repo import ConsoleRepo
+from server.store.accounts.console import PgDb, SqliteDb
+from server.store.accounts.console_repo import ConsoleRepo
 
 T = TypeVar("T")
 
@@ -16,7 +16,7 @@ T = TypeVar("T")
 def with_console(ns: argparse.Namespace, fn: Callable[[ConsoleRepo], T]) -> T:
     url = getattr(ns, "database_url", None)
     if url:
-        from server.store.pg import connect, migrate
+        from server.store.sql.pg import connect, migrate
 
         conn = connect(url)
         try:
@@ -24,7 +24,7 @@ def with_console(ns: argparse.Namespace, fn: Callable[[ConsoleRepo], T]) -> T:
             return fn(ConsoleRepo(PgDb(conn)))
         finally:
             conn.close()
-    from server.store.db import open_db
+    from server.store.sql.db import open_db
 
     sconn = open_db(Path(ns.data_dir))
     try:

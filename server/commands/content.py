@@ -12,7 +12,7 @@ from typing import Any
 from server.api.core.body import Fields
 from server.commands.common import CommandError, command, db, load_json_file
 from server.commands.import_fields import localised, parse_items, report, string_list, timestamp
-from server.store.content import ContentItem, ContentKind
+from server.store.site.content import ContentItem, ContentKind
 
 
 def register(sub: Any) -> None:

@@ -1,7 +1,7 @@
 """`db migrate --database-url URL`: apply PostgreSQL's pending schema migrations (and seed an empty database).
 
 The server applies them at start too, and so does every other command; this one is for a deploy step that
-migrates before starting new servers. Concurrent runs wait on one advisory lock (server/store/pg.py).
+migrates before starting new servers. Concurrent runs wait on one advisory lock (server/store/sql/pg.py).
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from server.commands.common import command
-from server.store.db import open_db
+from server.store.sql.db import open_db
 
 
 def register(sub: Any) -> None:
@@ -25,7 +25,7 @@ def _migrate(ns: argparse.Namespace) -> int:
         open_db(Path(ns.data_dir)).close()
         print(f"SQLite in {ns.data_dir} is up to date (its tables are created when it is opened)")
         return 0
-    from server.store.pg import MIGRATIONS, connect, migrate, redact
+    from server.store.sql.pg import MIGRATIONS, connect, migrate, redact
 
     conn = connect(ns.database_url)
     try:

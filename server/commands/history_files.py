@@ -1,7 +1,7 @@
 """Backfill for the commands (SPEC 18): the history's own connections in this process, and the import report.
 
 `candles import --interval 1m|5m|15m|1h` writes the candle store and `ticks import` the tick archive, through
-server/store/backfill.py: chunked transactions on the history's own file (SQLite, beside the hub's database,
+server/store/history/backfill.py: chunked transactions on the history's own file (SQLite, beside the hub's database,
 WAL: a running hub keeps reading and writing) or PostgreSQL tables, so a live hub is never frozen. Bad rows
 are counted and named, good rows are kept; the exit status is 1 when any row was bad.
 """
@@ -17,10 +17,10 @@ from typing import TypeVar
 
 from server.commands.common import CommandError
 from server.market.timefmt import local_date
-from server.store.archive import TickArchive
-from server.store.backfill import ImportReport
-from server.store.candle_store import CandleStore
-from server.store.flatfiles import drop_days
+from server.store.flatfiles.files import drop_days
+from server.store.history.archive import TickArchive
+from server.store.history.backfill import ImportReport
+from server.store.history.candle_store import CandleStore
 
 T = TypeVar("T")
 
@@ -29,13 +29,13 @@ def with_history(ns: argparse.Namespace, fn: Callable[[CandleStore, TickArchive]
     """`fn(candles, archive)` on the history of --database-url, or of --data-dir."""
     url = getattr(ns, "database_url", None)
     if url:
-        from server.store.archive_pg import PgCandleStore, PgTickArchive
+        from server.store.history.archive_pg import PgCandleStore, PgTickArchive
 
         candles: CandleStore = PgCandleStore(url)
         archive: TickArchive = PgTickArchive(url)
     else:
-        from server.store.archive_sqlite import SqliteTickArchive
-        from server.store.candle_store import SqliteCandleStore
+        from server.store.history.archive_sqlite import SqliteTickArchive
+        from server.store.history.candle_store import SqliteCandleStore
 
         candles, archive = SqliteCandleStore(Path(ns.data_dir)), SqliteTickArchive(Path(ns.data_dir))
     try:

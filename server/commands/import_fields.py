@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from server.api.core.body import Fields
 from server.market.timefmt import TZ
-from server.store.content import Localised
+from server.store.site.content import Localised
 
 T = TypeVar("T")
 MAX_REPORTED = 50

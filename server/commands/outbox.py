@@ -14,8 +14,8 @@ from typing import Any
 from server.commands.common import CommandError, command, db, print_json
 from server.market.timefmt import iso
 from server.notify.channels import describe
-from server.store.jobs import IllegalTransition, JobState
-from server.store.outbox import Job, JobNotFound
+from server.store.outbox.jobs import IllegalTransition, JobState
+from server.store.outbox.queue import Job, JobNotFound
 
 
 def register(sub: Any) -> None:

@@ -15,14 +15,14 @@ from typing import Any
 from server.api.core.body import Fields
 from server.commands.common import CommandError, command, db, load_json_file, print_json
 from server.commands.import_fields import parse_items, report, timestamp
-from server.store.admin import AdminReceipts
-from server.store.receipts import (
+from server.store.site.receipts import (
     RECEIPT_NO_PATTERN,
     IllegalTransition,
     ReceiptConflict,
     ReceiptData,
     ReceiptStatus,
 )
+from server.store.sql.admin import AdminReceipts
 
 _RECEIPT_NO = re.compile(RECEIPT_NO_PATTERN)
 MAX_QUANTITY = 1e12

@@ -14,8 +14,8 @@ from server.api.console.context import subscription_view
 from server.commands.common import CommandError, command, print_json
 from server.commands.console_db import with_console
 from server.core.limits import MAX_RATE
-from server.store.console import NotPending, SubscriptionStatus
-from server.store.console_repo import ConsoleRepo
+from server.store.accounts.console import NotPending, SubscriptionStatus
+from server.store.accounts.console_repo import ConsoleRepo
 
 
 def register(sub: Any) -> None:

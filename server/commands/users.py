@@ -18,8 +18,8 @@ from server.api.site import fields as site_fields
 from server.commands.common import CommandError, command, db
 from server.commands.console_db import with_console
 from server.core.limits import MAX_RATE
-from server.store.console import PLANS, Role
-from server.store.users import DuplicateEmail
+from server.store.accounts.console import PLANS, Role
+from server.store.accounts.users import DuplicateEmail
 
 
 def register(sub: Any) -> None:

@@ -53,7 +53,7 @@ def ws_max_conn(text: str) -> dict[str, int]:
     return {**DEFAULT_WS_MAX_CONN, **pairs(text, PLANS)}
 
 
-HISTORY_KINDS = ("ticks", "1m", "5m", "15m", "1h", "1d")  # server/store/retention.py's kinds (SPEC 18)
+HISTORY_KINDS = ("ticks", "1m", "5m", "15m", "1h", "1d")  # server/store/history/retention.py's kinds (SPEC 18)
 
 
 def retention_days(text: str) -> dict[str, int]:

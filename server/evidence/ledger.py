@@ -1,7 +1,7 @@
 """Ledgers that record Merkle roots. `Ledger` is the seam for a real chain adapter.
 
 `HashChain` is a hash chain in a database table (`LocalLedger`: SQLite; PostgreSQL's in
-server/store/pg_sync.py). Heights start at 1; the first block's
+server/store/sql/pg_sync.py). Heights start at 1; the first block's
 prev_hash is 32 zero bytes.
 
     block_hash = SHA-256(b"evidence-block/v1" || u64be(height) || prev_hash

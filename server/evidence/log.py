@@ -43,7 +43,7 @@ def normalize_hash(hash_hex: str) -> str:
 
 class MerkleLog:
     """The log's logic over its tables; subclasses give their database's SQL (`EvidenceLog` below: SQLite;
-    PostgreSQL's in server/store/pg_sync.py). One instance per connection, one connection per thread."""
+    PostgreSQL's in server/store/sql/pg_sync.py). One instance per connection, one connection per thread."""
 
     def __init__(self, ledger: Ledger, clock: Callable[[], float] = time.time) -> None:
         self.ledger = ledger

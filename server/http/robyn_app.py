@@ -61,7 +61,7 @@ from server.api.core.pipeline import MAX_BODY, App
 from server.api.core.types import FileBody, Request, Response
 from server.config import BENCH_STATIC_PATH, Settings
 from server.http.edge import EdgeGate, shutting_down
-from server.store.byte_range import iter_file
+from server.store.flatfiles.byte_range import iter_file
 
 log = logging.getLogger("market.robyn")
 

@@ -1,4 +1,4 @@
-"""The outbox's retry policy and a delivery's failure: pure, no I/O (the job states are server/store/jobs.py)."""
+"""The outbox's retry policy and a delivery's failure: pure, no I/O (the job states are server/store/outbox/jobs.py)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from server.store.jobs import JobState, Retry
+from server.store.outbox.jobs import JobState, Retry
 
 S = JobState
 

@@ -19,7 +19,7 @@ import aiosmtplib
 
 from server.notify import message
 from server.notify.jobs import DeliveryFailed
-from server.store.outbox import Job
+from server.store.outbox.queue import Job
 
 log = logging.getLogger("market.notify.mail")
 

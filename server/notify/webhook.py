@@ -15,7 +15,7 @@ import httpx
 from server.config import Webhook
 from server.notify import formats
 from server.notify.jobs import DeliveryFailed
-from server.store.outbox import Job
+from server.store.outbox.queue import Job
 
 MAX_RESPONSE_BYTES = 64 * 1024
 

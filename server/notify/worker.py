@@ -35,11 +35,11 @@ from server.notify.channels import EMAIL, Channel, describe, scrub, sensitive_st
 from server.notify.jobs import Backoff, DeliveryFailed
 from server.notify.mail import MailSender
 from server.notify.webhook import WebhookSender
-from server.store.db import storage_errors
-from server.store.jobs import IllegalTransition, JobState
-from server.store.outbox import Job
-from server.store.repositories import Outbox
-from server.store.storage import StorageClosed
+from server.store.outbox.jobs import IllegalTransition, JobState
+from server.store.outbox.queue import Job
+from server.store.sql.db import storage_errors
+from server.store.sql.repositories import Outbox
+from server.store.sql.storage import StorageClosed
 
 log = logging.getLogger("market.notify")
 

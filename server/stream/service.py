@@ -23,7 +23,7 @@ from server.core.metrics import Registry
 from server.core.usage import UsageMeter
 from server.market.catalogue import Catalogue
 from server.market.state import MarketState
-from server.store.key_cache import KeyCache
+from server.store.accounts.key_cache import KeyCache
 from server.stream.candle_frames import CandleFrames
 from server.stream.clock import run_clock
 from server.stream.connection import CLOSE_TIMEOUT_S, StreamConnection

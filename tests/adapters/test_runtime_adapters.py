@@ -23,8 +23,8 @@ from server.config import Runtime, Settings
 from server.http.edge import EdgeGate
 from server.http.granian_rsgi import RsgiAdapter
 from server.root import Node, build
-from server.store.db import open_db
-from server.store.sqlite_sync import KeyRepo
+from server.store.sql.db import open_db
+from server.store.sql.sqlite_sync import KeyRepo
 
 T = TypeVar("T")
 

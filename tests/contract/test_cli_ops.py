@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from server.store.db import DB_NAME
+from server.store.sql.db import DB_NAME
 from tests.conftest import ROOT, run_cli, sqlite_only
 
 HASH = "ab" * 32

@@ -34,12 +34,12 @@ from server.config import Settings, Webhook
 from server.core.metrics import Registry
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
-from server.store.db import open_db
-from server.store.jobs import JobState
-from server.store.records import Cooperation, Inquiry
-from server.store.sqlite_repos import SqliteOutbox
-from server.store.sqlite_sync import OutboxRepo, RecordRepo
-from server.store.storage import SqliteStorage
+from server.store.outbox.jobs import JobState
+from server.store.site.records import Cooperation, Inquiry
+from server.store.sql.db import open_db
+from server.store.sql.sqlite_repos import SqliteOutbox
+from server.store.sql.sqlite_sync import OutboxRepo, RecordRepo
+from server.store.sql.storage import SqliteStorage
 from tests.conftest import (
     RUNTIMES,
     ServerProcess,

@@ -26,11 +26,11 @@ from server.core.usage import UsageMeter
 from server.engine.redis_client import AutoPipeline
 from server.engine.redis_engine import RedisEngine, connect
 from server.engine.redis_gcra import RedisGcra
-from server.store.db import open_db
-from server.store.key_cache import KeyCache
-from server.store.sqlite_repos import SqliteKeys
-from server.store.sqlite_sync import KeyRepo
-from server.store.storage import SqliteStorage
+from server.store.accounts.key_cache import KeyCache
+from server.store.sql.db import open_db
+from server.store.sql.sqlite_repos import SqliteKeys
+from server.store.sql.sqlite_sync import KeyRepo
+from server.store.sql.storage import SqliteStorage
 from tests.conftest import free_port
 from tests.redis_service import OwnRedis, redis_prefix, require_redis
 

@@ -14,8 +14,8 @@ import httpx
 import pytest
 from aiosmtpd.controller import Controller
 
-from server.store.pg import connect
-from server.store.pg_sync import PgEvidenceLog
+from server.store.sql.pg import connect
+from server.store.sql.pg_sync import PgEvidenceLog
 from tests.conftest import ServerProcess, free_port
 from tests.contract.test_notify import Inbox, Receiver
 from tests.pg_service import pg_schema

@@ -21,7 +21,7 @@ import pytest
 from server.api.core.types import Request
 from server.config import Settings, Webhook
 from server.root import build
-from server.store.db import DB_NAME
+from server.store.sql.db import DB_NAME
 from tests.conftest import RUNTIMES, ServerProcess, database_url, free_port, run_cli, sqlite_only
 
 COOPERATION = {"company": "宁波某化工有限公司", "contactName": "李四", "email": "li@example.cn", "type": "data"}

@@ -10,10 +10,10 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from server.store.archive import ArchiveWriter, Tick
-from server.store.archive_pg import DAY_MS, PgCandleStore, PgTickArchive, partition_day, partition_name
-from server.store.backfill import import_candles, import_ticks
-from server.store.candle_store import Bar
+from server.store.history.archive import ArchiveWriter, Tick
+from server.store.history.archive_pg import DAY_MS, PgCandleStore, PgTickArchive, partition_day, partition_name
+from server.store.history.backfill import import_candles, import_ticks
+from server.store.history.candle_store import Bar
 from tests.pg_service import pg_schema
 
 T0 = 1_790_000_000_000  # 2026-09-21 UTC, 12:53
@@ -89,7 +89,7 @@ def test_candles_on_postgres(url: str) -> None:
 
 
 def test_history_threads_on_postgres(url: str) -> None:
-    from server.store.history import History
+    from server.store.history.threads import History
 
     h = History.postgres(url, interval_s=0.02)
     h.submit_ticks(ticks(20))
@@ -114,7 +114,7 @@ def test_backfill_into_postgres(url: str, tmp_path: Path) -> None:
 
 
 def test_writer_survives_a_lost_connection(url: str) -> None:
-    from server.store.pg import connect
+    from server.store.sql.pg import connect
 
     archives: list[PgTickArchive] = []
 
@@ -150,7 +150,7 @@ def test_partition_dropped_under_the_writer_is_made_again(url: str) -> None:
 
 
 def test_candle_reader_reconnects(url: str) -> None:
-    from server.store.pg import connect
+    from server.store.sql.pg import connect
 
     s = PgCandleStore(url)
     s.put_closed("1h", [("brent", T0, 1, 2, 0.5, 1.5, 3)])

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from server.store.archive import ArchiveWriter, Tick
-from server.store.archive_sqlite import HISTORY_DB, SqliteTickArchive
-from server.store.candle_store import Bar, SqliteCandleStore
+from server.store.history.archive import ArchiveWriter, Tick
+from server.store.history.archive_sqlite import HISTORY_DB, SqliteTickArchive
+from server.store.history.candle_store import Bar, SqliteCandleStore
 from tests.conftest import ROOT
 from tests.tmpfs import small_tmpfs
 
@@ -213,8 +213,8 @@ def test_candle_store_bad_inputs(tmp_path: Path) -> None:
 KILLED_WRITER = """
 import sys, time
 from pathlib import Path
-from server.store.archive import ArchiveWriter
-from server.store.archive_sqlite import SqliteTickArchive
+from server.store.history.archive import ArchiveWriter
+from server.store.history.archive_sqlite import SqliteTickArchive
 w = ArchiveWriter(lambda: SqliteTickArchive(Path(sys.argv[1])), interval_s=0.05)
 w.submit([("brent", 1_790_000_000_000 + k, k + 1, 80.0, 1.0) for k in range(10_000)])
 w.flush()

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from server.core.keys import ApiKey, hash_key
-from server.store.key_cache import KeyCache
-from server.store.sqlite_repos import SqliteKeys
-from server.store.sqlite_sync import KeyRepo
-from server.store.storage import SqliteStorage
+from server.store.accounts.key_cache import KeyCache
+from server.store.sql.sqlite_repos import SqliteKeys
+from server.store.sql.sqlite_sync import KeyRepo
+from server.store.sql.storage import SqliteStorage
 
 
 class CountingKeys:

@@ -11,12 +11,12 @@ import pytest
 
 from server.commands.console_db import with_console
 from server.core.usage import UsageMeter, local_day, next_midnight
-from server.store.console import CapReached, NotPending, OpenRequest, PgDb, Role, SqliteDb, SubscriptionStatus
-from server.store.console_repo import ConsoleRepo
-from server.store.db import DB_NAME, open_db
-from server.store.schema import SQLITE_SCHEMA
-from server.store.sqlite_sync import KeyRepo, UserRepo
-from server.store.users import new_user
+from server.store.accounts.console import CapReached, NotPending, OpenRequest, PgDb, Role, SqliteDb, SubscriptionStatus
+from server.store.accounts.console_repo import ConsoleRepo
+from server.store.accounts.users import new_user
+from server.store.sql.db import DB_NAME, open_db
+from server.store.sql.schema import SQLITE_SCHEMA
+from server.store.sql.sqlite_sync import KeyRepo, UserRepo
 from tests.pg_service import pg_schema
 
 # 2026-03-01 23:59:59 in Asia/Shanghai (15:59:59 UTC), and one second later the next day
@@ -55,7 +55,7 @@ def repo(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ConsoleRepo
         yield ConsoleRepo(SqliteDb(conn))
         conn.close()
         return
-    from server.store.pg import connect, migrate
+    from server.store.sql.pg import connect, migrate
 
     with pg_schema() as url:
         pg = connect(url)

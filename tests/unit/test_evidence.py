@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from server.evidence import merkle
-from server.store.evidence_sqlite import EvidenceLog, LocalLedger
+from server.store.site.evidence_sqlite import EvidenceLog, LocalLedger
 
 # --- independent reference (RFC 9162 2.1.1 and 2.1.3.2) ---------------------------------
 

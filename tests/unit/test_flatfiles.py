@@ -13,10 +13,10 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from server.store.archive_sqlite import SqliteTickArchive
-from server.store.byte_range import ByteRange, RangeNotSatisfiable, iter_file, parse_range
-from server.store.candle_store import SqliteCandleStore
-from server.store.flatfiles import cached, day_file, day_rows, file_path
+from server.store.flatfiles.byte_range import ByteRange, RangeNotSatisfiable, iter_file, parse_range
+from server.store.flatfiles.files import cached, day_file, day_rows, file_path
+from server.store.history.archive_sqlite import SqliteTickArchive
+from server.store.history.candle_store import SqliteCandleStore
 
 T0 = 1_790_000_040_000  # 2026-09-21T22:14:00+08:00
 DAY = date(2026, 9, 22)

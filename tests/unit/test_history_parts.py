@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from server.store.archive import Tick
-from server.store.archive_sqlite import SqliteTickArchive
-from server.store.backfill import MAX_NAMED, import_candles, import_ticks, parse_instant
-from server.store.candle_rebuild import closed_rows, rebuild_candles, rebuild_from_archive
-from server.store.candle_store import SqliteCandleStore
-from server.store.retention import DAY_MS, Retention, earliest_all, prune
+from server.store.history.archive import Tick
+from server.store.history.archive_sqlite import SqliteTickArchive
+from server.store.history.backfill import MAX_NAMED, import_candles, import_ticks, parse_instant
+from server.store.history.candle_rebuild import closed_rows, rebuild_candles, rebuild_from_archive
+from server.store.history.candle_store import SqliteCandleStore
+from server.store.history.retention import DAY_MS, Retention, earliest_all, prune
 
 T0 = 1_790_000_040_000  # 2026-09-21 14:14:00 UTC (a 1m bucket start)
 WIDTH = {"1m": 60_000, "5m": 300_000, "15m": 900_000, "1h": 3_600_000, "1d": DAY_MS}
@@ -140,7 +140,7 @@ def test_import_candles(tmp_path: Path) -> None:
 
 
 def test_clean_candle_file_takes_the_fast_path(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from server.store import backfill_fast
+    from server.store.history import backfill_fast
 
     rows = [f"{i},{T0 + k * 60_000},1,2,0.5,1.5,{k}" for i in ("brent", "wti") for k in range(500)]
     clean = tmp_path / "clean.csv.gz"

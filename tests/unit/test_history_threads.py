@@ -1,4 +1,4 @@
-"""server/store/history.py: the hub's view of the history (ticks submitted on the loop, candles written and read
+"""server/store/history/threads.py: the hub's view of the history (ticks submitted on the loop, candles written and read
 on storage threads), on SQLite."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from server.store.archive import TickArchive
-from server.store.candle_store import CandleStore, Page
-from server.store.history import History
-from server.store.storage import StorageClosed
+from server.store.history.archive import TickArchive
+from server.store.history.candle_store import CandleStore, Page
+from server.store.history.threads import History
+from server.store.sql.storage import StorageClosed
 
 T0 = 1_790_000_040_000
 

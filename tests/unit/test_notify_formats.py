@@ -13,7 +13,7 @@ import pytest
 from server.config import ConfigError
 from server.notify import formats, message
 from server.notify.mail import build_email, parse_smtp_url
-from server.store.outbox import Job, JobState
+from server.store.outbox.queue import Job, JobState
 
 RECORD = {
     "id": "inq_01ABC", "status": "received", "createdAt": "2026-03-02T10:00:00.000+08:00", "userId": "usr_1",

@@ -11,11 +11,11 @@ import pytest
 from server.config import Settings, Webhook
 from server.notify.channels import Channel, configured_channels, scrub, sensitive_strings
 from server.notify.jobs import Backoff
-from server.store.db import open_db, transaction
-from server.store.jobs import TRANSITIONS, IllegalTransition, JobState, transition
-from server.store.outbox import JobNotFound
-from server.store.records import Cooperation
-from server.store.sqlite_sync import OutboxRepo, RecordRepo
+from server.store.outbox.jobs import TRANSITIONS, IllegalTransition, JobState, transition
+from server.store.outbox.queue import JobNotFound
+from server.store.site.records import Cooperation
+from server.store.sql.db import open_db, transaction
+from server.store.sql.sqlite_sync import OutboxRepo, RecordRepo
 
 S = JobState
 ALLOWED = {

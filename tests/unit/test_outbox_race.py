@@ -20,12 +20,12 @@ from server.config import Settings
 from server.core.metrics import Registry
 from server.notify.jobs import DeliveryFailed
 from server.notify.worker import OutboxWorker, Sender
-from server.store.db import open_db
-from server.store.jobs import JobState, Retry
-from server.store.outbox import Job
-from server.store.sqlite_repos import SqliteOutbox
-from server.store.sqlite_sync import OutboxRepo
-from server.store.storage import SqliteStorage
+from server.store.outbox.jobs import JobState, Retry
+from server.store.outbox.queue import Job
+from server.store.sql.db import open_db
+from server.store.sql.sqlite_repos import SqliteOutbox
+from server.store.sql.sqlite_sync import OutboxRepo
+from server.store.sql.storage import SqliteStorage
 
 
 class GatedOutbox(SqliteOutbox):

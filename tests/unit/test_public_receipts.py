@@ -11,9 +11,8 @@ from pathlib import Path
 import orjson
 import pytest
 
-from server.store.db import open_db
-from server.store.evidence_sqlite import EvidenceLog
-from server.store.receipts import (
+from server.store.site.evidence_sqlite import EvidenceLog
+from server.store.site.receipts import (
     TRANSITIONS,
     IllegalTransition,
     ReceiptConflict,
@@ -24,7 +23,8 @@ from server.store.receipts import (
     demo_receipts,
     mask_holder,
 )
-from server.store.sqlite_sync import ReceiptRepo
+from server.store.sql.db import open_db
+from server.store.sql.sqlite_sync import ReceiptRepo
 
 S = ReceiptStatus
 

@@ -17,9 +17,9 @@ from server.core.errors import ApiError
 from server.market.catalogue import default_catalogue
 from server.market.state import build_demo_state
 from server.market.tick import Tick
-from server.store.db import open_db
-from server.store.records import Cooperation, Inquiry, new_record_id
-from server.store.sqlite_sync import OutboxRepo, RecordRepo
+from server.store.site.records import Cooperation, Inquiry, new_record_id
+from server.store.sql.db import open_db
+from server.store.sql.sqlite_sync import OutboxRepo, RecordRepo
 
 NOW = 1_790_000_000.0
 

@@ -1,4 +1,4 @@
-"""The operator's repositories (what the CLI commands use, server/store/admin.py) on both backends: SQLite in a
+"""The operator's repositories (what the CLI commands use, server/store/sql/admin.py) on both backends: SQLite in a
 data dir and PostgreSQL in a fresh schema (tests/pg_service.py). Same calls, same answers."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from server.store.admin import AdminRepos, open_admin
-from server.store.content import ContentItem, ContentKind, Localised
-from server.store.jobs import IllegalTransition
-from server.store.outbox import JobNotFound
-from server.store.receipts import ReceiptConflict, ReceiptData, ReceiptStatus
-from server.store.users import DuplicateEmail
+from server.store.accounts.users import DuplicateEmail
+from server.store.outbox.jobs import IllegalTransition
+from server.store.outbox.queue import JobNotFound
+from server.store.site.content import ContentItem, ContentKind, Localised
+from server.store.site.receipts import ReceiptConflict, ReceiptData, ReceiptStatus
+from server.store.sql.admin import AdminRepos, open_admin
 from tests.pg_service import pg_schema
 
 NOW = 1_790_000_000.0

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from server.store.pg import MIGRATIONS, connect, migrate
-from server.store.pg_repos import RECONNECT_MAX_S, PgStorage, async_pool, pg_repositories
-from server.store.pg_sync import PgEvidenceLog, PgKeyRepo, PgReceiptRepo
-from server.store.receipts import ReceiptData, ReceiptStatus
-from server.store.records import Cooperation
+from server.store.site.receipts import ReceiptData, ReceiptStatus
+from server.store.site.records import Cooperation
+from server.store.sql.pg import MIGRATIONS, connect, migrate
+from server.store.sql.pg_repos import RECONNECT_MAX_S, PgStorage, async_pool, pg_repositories
+from server.store.sql.pg_sync import PgEvidenceLog, PgKeyRepo, PgReceiptRepo
 from tests.conftest import ROOT
 from tests.pg_service import pg_schema
 
@@ -210,7 +210,7 @@ def test_two_hubs_starting_together_create_one_demo_key(url: str) -> None:
 
 def test_sqlite_runs_do_not_import_psycopg() -> None:
     """psycopg's import is ~0.2 s, half of a CLI command's start-up: only a PostgreSQL URL loads it."""
-    code = ("import sys, server.cli, server.root, server.serve, server.evidence, server.store.users; "
+    code = ("import sys, server.cli, server.root, server.serve, server.evidence, server.store.accounts.users; "
             "sys.exit('psycopg' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, timeout=60).returncode == 0
 

@@ -19,21 +19,21 @@ import pytest
 
 from server.core.keys import hash_key
 from server.notify.jobs import Backoff
-from server.store.content import ContentKind
-from server.store.db import DB_NAME, open_db
-from server.store.errors import UnstorableValue
-from server.store.evidence_sqlite import EvidenceLog
-from server.store.jobs import JobState
-from server.store.pg_repos import PgStorage, pg_repositories
-from server.store.pg_sync import PgKeyRepo
-from server.store.receipts import ReceiptConflict, ReceiptData, ReceiptStatus
-from server.store.records import Cooperation, Inquiry
-from server.store.repositories import Repositories, Storage
-from server.store.schema import MIGRATIONS
-from server.store.sqlite_repos import sqlite_repositories
-from server.store.sqlite_sync import KeyRepo, ReceiptRepo
-from server.store.storage import SqliteStorage, StorageClosed
-from server.store.users import DuplicateEmail
+from server.store.accounts.users import DuplicateEmail
+from server.store.outbox.jobs import JobState
+from server.store.site.content import ContentKind
+from server.store.site.evidence_sqlite import EvidenceLog
+from server.store.site.receipts import ReceiptConflict, ReceiptData, ReceiptStatus
+from server.store.site.records import Cooperation, Inquiry
+from server.store.sql.db import DB_NAME, open_db
+from server.store.sql.errors import UnstorableValue
+from server.store.sql.pg_repos import PgStorage, pg_repositories
+from server.store.sql.pg_sync import PgKeyRepo
+from server.store.sql.repositories import Repositories, Storage
+from server.store.sql.schema import MIGRATIONS
+from server.store.sql.sqlite_repos import sqlite_repositories
+from server.store.sql.sqlite_sync import KeyRepo, ReceiptRepo
+from server.store.sql.storage import SqliteStorage, StorageClosed
 from tests.conftest import ROOT
 from tests.pg_service import pg_schema
 
@@ -178,8 +178,8 @@ def test_text_with_a_nul_is_never_a_driver_error(storage: Storage, repos: Reposi
 
 
 def test_every_table_is_created_whatever_was_imported(tmp_path: Path) -> None:
-    """The schema is one explicit list per backend (server/store/schema.py), not a registry filled by imports."""
-    code = ("import sys; from pathlib import Path; from server.store.db import open_db; "
+    """The schema is one explicit list per backend (server/store/sql/schema.py), not a registry filled by imports."""
+    code = ("import sys; from pathlib import Path; from server.store.sql.db import open_db; "
             "c = open_db(Path(sys.argv[1])); "
             "print(' '.join(sorted(r[0] for r in c.execute(\"SELECT name FROM sqlite_master WHERE type='table'\"))))")
     out = subprocess.run([sys.executable, "-c", code, str(tmp_path / "data")], cwd=ROOT, capture_output=True,

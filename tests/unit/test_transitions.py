@@ -7,8 +7,8 @@ from enum import Enum
 import pytest
 
 from server.core.transitions import IllegalTransition, Transitions
-from server.store.jobs import TRANSITIONS as JOBS
-from server.store.receipts import TRANSITIONS as RECEIPTS
+from server.store.outbox.jobs import TRANSITIONS as JOBS
+from server.store.site.receipts import TRANSITIONS as RECEIPTS
 from server.stream.states import ALLOWED as SESSIONS
 
 

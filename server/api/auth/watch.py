@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 from server.core.background import cancel_and_wait, log_round_failure
 from server.engine import RevocationChannel
-from server.store.db import storage_errors
-from server.store.key_cache import KeyCache
-from server.store.storage import StorageClosed
+from server.store.accounts.key_cache import KeyCache
+from server.store.sql.db import storage_errors
+from server.store.sql.storage import StorageClosed
 
 log = logging.getLogger("market.keys")
 

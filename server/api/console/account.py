@@ -24,8 +24,8 @@ from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.core.errors import ApiError
 from server.core.usage import local_day
-from server.store.console import PAID_PLANS, OpenRequest, SubscriptionStatus
-from server.store.records import ChannelSpec
+from server.store.accounts.console import PAID_PLANS, OpenRequest, SubscriptionStatus
+from server.store.site.records import ChannelSpec
 
 MAX_DAYS = 366
 DEFAULT_DAYS = 30

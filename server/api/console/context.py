@@ -18,8 +18,8 @@ from server.api.site.accounts import BearerAuth
 from server.config import Settings
 from server.core.errors import ApiError
 from server.market.timefmt import iso
-from server.store.console import Account, ConsoleKey, Event, Subscription, UsageRow
-from server.store.console_store import ConsoleStore
+from server.store.accounts.console import Account, ConsoleKey, Event, Subscription, UsageRow
+from server.store.accounts.console_store import ConsoleStore
 
 CONSOLE_RATE = 30  # console requests per minute per account
 CONSOLE_PATH = "/console"
@@ -62,7 +62,7 @@ class ConsoleContext:
         return self.settings.rate_for(plan, rate)
 
     def limits(self, account: Account) -> dict[str, int]:
-        from server.store.console import KEY_CAPS
+        from server.store.accounts.console import KEY_CAPS
 
         return {"rate": self.rate(account.plan, account.rate), "keys": KEY_CAPS.get(account.plan, 1),
                 "wsConnections": self.settings.ws_max_conn.get(account.plan, 0)}

@@ -7,7 +7,7 @@ from server.api.core.body import Fields, json_object
 from server.api.core.types import Request, Response
 from server.core.errors import ApiError
 from server.core.limits import MAX_RATE
-from server.store.console import Account, NotPending
+from server.store.accounts.console import Account, NotPending
 
 
 async def decide_request(ctx: ConsoleContext, req: Request, operator: Account, approve: bool) -> Response:

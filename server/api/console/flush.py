@@ -14,10 +14,10 @@ from collections.abc import Callable
 
 from server.core.background import cancel_and_wait, log_round_failure
 from server.core.usage import UsageMeter, next_midnight
-from server.store.console import UsageCounts
-from server.store.console_store import ConsoleStore
-from server.store.db import storage_errors
-from server.store.storage import StorageClosed
+from server.store.accounts.console import UsageCounts
+from server.store.accounts.console_store import ConsoleStore
+from server.store.sql.db import storage_errors
+from server.store.sql.storage import StorageClosed
 
 log = logging.getLogger("market.usage")
 

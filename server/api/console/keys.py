@@ -11,7 +11,7 @@ from server.api.core.body import Fields, json_object
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.core.errors import ApiError
-from server.store.console import CapReached
+from server.store.accounts.console import CapReached
 
 MAX_LABEL = 100
 PREFIX = "/api/console/keys"

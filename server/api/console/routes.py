@@ -1,6 +1,6 @@
 """Wiring of the service console (SPEC 17): its routes on the router and its usage flusher (a hub service).
 
-Called by the composition root with what the console uses: the hub's storage (server/store/console_store.py picks
+Called by the composition root with what the console uses: the hub's storage (store/accounts/console_store.py picks
 the database), the site's token secret, the pipeline's per-subject buckets and client address, the engine's
 revocation channel (rotation and revocation reach every hub at once), the outbox channels and the worker's wake.
 """
@@ -18,9 +18,9 @@ from server.api.core.router import Router
 from server.api.site.accounts import BearerAuth
 from server.config import Settings
 from server.core.usage import UsageMeter
-from server.store.console_store import ConsoleStore
-from server.store.records import ChannelSpec
-from server.store.repositories import Repositories
+from server.store.accounts.console_store import ConsoleStore
+from server.store.site.records import ChannelSpec
+from server.store.sql.repositories import Repositories
 
 
 def register_console(settings: Settings, router: Router, repos: Repositories, tokens: TokenService,

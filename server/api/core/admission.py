@@ -25,7 +25,7 @@ from server.core.limits import Decision, Gcra, Rate, shared_rate
 from server.core.metrics import Counter
 from server.core.usage import UsageMeter
 from server.engine import Limiter, Pending
-from server.store.key_cache import KeyCache
+from server.store.accounts.key_cache import KeyCache
 
 KEYED, OPEN, AWAIT = Access.KEYED, Access.OPEN, Pending.AWAIT
 MAX_KNOWN = 10_000  # secrets whose bucket and rate are kept (as KeyCache keeps its secrets)

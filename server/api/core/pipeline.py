@@ -36,7 +36,7 @@ from server.core.limits import Decision, Gcra, Rate
 from server.core.metrics import HttpMetrics
 from server.core.usage import UsageMeter
 from server.engine import Limiter, Pending
-from server.store.key_cache import KeyCache
+from server.store.accounts.key_cache import KeyCache
 
 log = logging.getLogger("market.http")
 perf_counter = time.perf_counter

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from server.api.flatfiles import DEFAULT_DAYS, MAX_DAYS, MEDIA
-from server.store.flatfiles import DATASETS, FORMATS
+from server.store.flatfiles.files import DATASETS, FORMATS
 
 S = dict  # a JSON schema fragment
 STR: S = {"type": "string"}

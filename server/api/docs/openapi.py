@@ -25,7 +25,7 @@ from server.config import HttpSettings
 from server.core.errors import ERROR_KINDS
 from server.market.catalogue import KINDS, default_catalogue
 from server.market.venues import VENUES
-from server.store.receipts import RECEIPT_NO_PATTERN
+from server.store.site.receipts import RECEIPT_NO_PATTERN
 
 RATE_HEADERS: dict[str, S] = {
     "X-RateLimit-Limit": {"schema": INT, "description": "requests per minute of this bucket"},

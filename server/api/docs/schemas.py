@@ -30,7 +30,7 @@ from server.api.site.records import COOPERATION_TYPES, MAX_MESSAGE, MAX_QUANTITY
 from server.core.errors import ERROR_KINDS
 from server.market.catalogue import KINDS
 from server.market.intraday import INTERVALS
-from server.store.receipts import RECEIPT_NO_PATTERN
+from server.store.site.receipts import RECEIPT_NO_PATTERN
 from server.stream.messages import CANDLE_INTERVALS, MAX_EPOCH, MAX_SEQ, ErrorCode
 from server.stream.messages import MAX_IDS as MAX_STREAM_IDS
 

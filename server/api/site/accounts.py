@@ -18,8 +18,8 @@ from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.site import fields as site_fields
 from server.core.errors import ApiError
-from server.store.repositories import Users
-from server.store.users import DuplicateEmail, User
+from server.store.accounts.users import DuplicateEmail, User
+from server.store.sql.repositories import Users
 
 MAX_HASHING = 2
 REALM = 'Bearer realm="market"'

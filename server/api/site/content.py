@@ -29,10 +29,10 @@ from server.api.core.types import Request, Response
 from server.api.site.fields import int_params
 from server.core.background import log_round_failure
 from server.core.metrics import Registry
-from server.store.content import ContentKind
-from server.store.db import storage_errors
-from server.store.repositories import Content
-from server.store.storage import StorageClosed
+from server.store.site.content import ContentKind
+from server.store.sql.db import storage_errors
+from server.store.sql.repositories import Content
+from server.store.sql.storage import StorageClosed
 
 log = logging.getLogger("market.site")
 

@@ -16,8 +16,8 @@ from server.api.core.types import Request, Response
 from server.api.site.fields import param_error
 from server.core.errors import ApiError
 from server.market.timefmt import iso
-from server.store.receipts import RECEIPT_NO_PATTERN
-from server.store.repositories import Evidence, Receipts
+from server.store.site.receipts import RECEIPT_NO_PATTERN
+from server.store.sql.repositories import Evidence, Receipts
 
 _RECEIPT_NO = re.compile(RECEIPT_NO_PATTERN)
 _HEX64 = re.compile(r"[0-9a-fA-F]{64}")

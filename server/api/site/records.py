@@ -15,8 +15,8 @@ from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.site import fields as site_fields
 from server.api.site.accounts import BearerAuth
-from server.store.records import Accepted, Cooperation, Inquiry
-from server.store.repositories import Records
+from server.store.site.records import Accepted, Cooperation, Inquiry
+from server.store.sql.repositories import Records
 
 MAX_MESSAGE = 2000
 MAX_QUANTITY = 1e12

@@ -26,9 +26,9 @@ from server.core.background import log_round_failure
 from server.core.metrics import Registry
 from server.evidence.log import ANCHOR_BATCH
 from server.market.state import MarketState
-from server.store.db import storage_errors
-from server.store.repositories import Evidence, Repositories
-from server.store.storage import StorageClosed
+from server.store.sql.db import storage_errors
+from server.store.sql.repositories import Evidence, Repositories
+from server.store.sql.storage import StorageClosed
 
 log = logging.getLogger("market.site")
 

@@ -1,0 +1,153 @@
+"""Which flat files there are and what each holds (SPEC 18): one file per dataset per closed trading day.
+
+A trading day's file holds, for every instrument whose venue trades that day, the rows of that instrument's
+trading day (SPEC 16: a night session's ticks and minutes belong to the next trading day's file): the archive is
+read over a window a little wider than the day (its previous close to its close) and each row is kept when its
+venue's ``trading_day`` is the file's day. Rows come by instrument id, then time.
+
+A day's files exist once it has *closed*: ``SETTLE_MS`` after the last close among the venues trading it (the
+closing tick's grace is 60 s, the archive commits at least once a second). A file is made on first use, on a
+history reader thread, and kept (server/store/flatfiles/files.py: written under a temporary name, then renamed, with its
+sidecar of bytes, sha256 and rows); ``FlatFileJob`` makes the newest closed days' files ahead of the first
+request and deletes the files of days the retention no longer keeps. Days are listed within the dataset's
+retention (ticks: the ticks' days; candles-1m: 1m's; candles-1d: 1d's), and only days with rows.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from datetime import date, timedelta
+from pathlib import Path
+
+from server.market.timefmt import local_date
+from server.market.venue_clock import VenueClock
+from server.store.flatfiles.files import DATASETS, FORMATS, FlatFile, cached, day_file, drop_days, file_path
+from server.store.history.archive import TickArchive
+from server.store.history.candle_store import CandleStore
+from server.store.history.threads import History, HistoryRounds
+from server.store.sql.repositories import Candles
+
+log = logging.getLogger("market.flatfiles")
+
+SETTLE_MS = 120_000  # a day's files are made this long after its last venue's close
+MARGIN_MS = 120_000  # read this much around a venue's day (rows outside it are dropped by their trading day)
+KIND = {"ticks": "ticks", "candles-1m": "1m", "candles-1d": "1d"}  # the retention kind of each dataset
+
+
+class FlatFileDays:
+    def __init__(self, history: History, daily: Candles, ids: Sequence[str], clocks: Sequence[VenueClock],
+                 root: Path, retention: Mapping[str, int]) -> None:
+        """`ids` and `clocks`: every instrument and its venue's clock, in the same order; `retention`: days kept per
+        kind (ticks, 1m, 1d ...)."""
+        self.history, self.daily, self.root, self.retention = history, daily, root, retention
+        self.by_id = sorted(zip(ids, clocks, strict=True))  # the files' order: by instrument id
+        self.venues = list({id(c): c for c in clocks}.values())
+        self._making: dict[tuple[str, date, str], asyncio.Lock] = {}
+
+    # --- which days -------------------------------------------------------------------------------------------
+    def closes_at(self, day: date) -> int | None:
+        """Epoch ms from which the day's files exist; None when no venue trades that day."""
+        closes = [c.close_ms(day) for c in self.venues if c.is_trading_day(day)]
+        return max(closes) + SETTLE_MS if closes else None
+
+    def floor(self, dataset: str, now_ms: int) -> date:
+        """The first day the dataset's retention keeps."""
+        return local_date(now_ms / 1000) - timedelta(days=self.retention[KIND[dataset]])
+
+    def days(self, dataset: str, start: date, end: date, now_ms: int) -> list[date]:
+        """The closed trading days in [start, end] that the retention keeps, ascending."""
+        out = []
+        day = max(start, self.floor(dataset, now_ms))
+        while day <= end:
+            closes = self.closes_at(day)
+            if closes is not None:
+                if closes > now_ms:
+                    break
+                out.append(day)
+            day += timedelta(days=1)
+        return out
+
+    def available(self, dataset: str, day: date, now_ms: int) -> bool:
+        closes = self.closes_at(day)
+        return closes is not None and closes <= now_ms and day >= self.floor(dataset, now_ms)
+
+    # --- the files ----------------------------------------------------------------------------------------------
+    async def file(self, dataset: str, day: date, fmt: str) -> FlatFile:
+        """The day's file, made once (concurrent requests for one file wait for the one making it)."""
+        found = cached(self.root, dataset, day, fmt)
+        if found is not None:
+            return found
+        lock = self._making.setdefault((dataset, day, fmt), asyncio.Lock())
+        async with lock:
+            found = cached(self.root, dataset, day, fmt)
+            if found is not None:
+                return found
+            if dataset == "candles-1d":
+                rows = await self.daily.between(day, day)  # by day, then instrument
+                made = await asyncio.to_thread(day_file, self.root, dataset, day, fmt, lambda: rows)
+            else:
+                made = await self.history.read(
+                    lambda candles, archive: day_file(self.root, dataset, day, fmt,
+                                                      lambda: self._rows(dataset, day, candles, archive)))
+            if not made.rows:  # not kept: rows may still come for that day (an import, another hub's archive)
+                drop_days(self.root, dataset, day, day)
+            return made
+
+    def path(self, dataset: str, day: date, fmt: str) -> Path:
+        return file_path(self.root, dataset, day, fmt)
+
+    def _rows(self, dataset: str, day: date, candles: CandleStore, archive: TickArchive) -> Iterator[tuple]:
+        """The day's rows of `ticks` or `candles-1m` (on a history reader thread), streamed."""
+        windows = {id(c): self._window(c, day) for c in self.venues if c.is_trading_day(day)}
+        if dataset == "ticks":
+            for inst, clock in self.by_id:
+                window = windows.get(id(clock))
+                if window is not None:
+                    trading_day = clock.trading_day
+                    yield from (t for t in archive.read(inst, *window) if trading_day(t[1]) == day)
+            return
+        if not windows:
+            return
+        lo, hi = min(w[0] for w in windows.values()), max(w[1] for w in windows.values())
+        days_of: dict[str, Callable[[int], date]] = {inst: clock.trading_day for inst, clock in self.by_id}
+        for bar in candles.read_all("1m", lo, hi):
+            of = days_of.get(bar[0])
+            if of is not None and of(bar[1]) == day:
+                yield bar
+
+    @staticmethod
+    def _window(clock: VenueClock, day: date) -> tuple[int, int]:
+        previous = clock.previous_trading_day(day) or day - timedelta(days=7)
+        return clock.close_ms(previous) - MARGIN_MS, clock.close_ms(day) + MARGIN_MS
+
+    def drop_before(self, dataset: str, floor: date) -> int:
+        """Delete the dataset's files (and sidecars) of days before `floor`; the count of days dropped."""
+        return drop_days(self.root, dataset, date.min, floor - timedelta(days=1))
+
+
+class FlatFileJob(HistoryRounds):
+    """Makes the files of the newest closed trading days ahead of the first request (both formats), and drops the
+    files the retention no longer keeps; a round at start and every `every_s` after."""
+
+    name = "flat files"
+
+    def __init__(self, days: FlatFileDays, clock: Callable[[], float], every_s: float = 600.0,
+                 back_days: int = 3) -> None:
+        super().__init__(every_s)
+        self.days, self.clock, self.back_days = days, clock, back_days
+
+    async def round(self) -> int:
+        """One round; the count of files made."""
+        now_ms = int(self.clock() * 1000)
+        today = local_date(now_ms / 1000)
+        made = 0
+        for dataset in DATASETS:
+            self.days.drop_before(dataset, self.days.floor(dataset, now_ms))
+            for day in self.days.days(dataset, today - timedelta(days=self.back_days), today, now_ms):
+                for fmt in FORMATS:
+                    if cached(self.days.root, dataset, day, fmt) is None:
+                        made += bool((await self.days.file(dataset, day, fmt)).rows)
+        return made
+
