@@ -34,8 +34,8 @@ def measure(conns: int, batches: int = BATCHES) -> float:
     from server.core.keys import ApiKey
     from server.core.limits import Gcra
     from server.core.metrics import Registry
+    from server.market.candles.daily import CandleBook
     from server.market.catalogue import default_catalogue
-    from server.market.daily import CandleBook
     from server.market.state import MarketState
     from server.market.tick import Tick
     from server.stream import core as stream_core

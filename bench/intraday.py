@@ -25,8 +25,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from server.api.core.cache import VersionedCache
 from server.api.core.types import Request
 from server.api.keyed import MarketApi
+from server.market.candles.intraday import IntradayBook
 from server.market.catalogue import default_catalogue
-from server.market.intraday import IntradayBook
 from server.market.inventory import InventoryBook
 from server.market.state import build_demo_state
 from server.market.timefmt import TZ

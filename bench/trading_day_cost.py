@@ -29,8 +29,8 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from server.market.tick_tables import HOUR_MS
-from server.market.venue_book import VenueBook
+from server.market.venues.book import VenueBook
+from server.market.venues.tick_tables import HOUR_MS
 
 
 def _cpu_model() -> str:
@@ -119,10 +119,10 @@ def _state_batches(stamps: list[int]) -> list[list[Any]]:
 
 
 def _state(first: float, clocks: bool) -> Any:
+    from server.market.candles.daily import CandleBook
+    from server.market.candles.trading_axis import VenueAxis
     from server.market.catalogue import default_catalogue
-    from server.market.daily import CandleBook
     from server.market.state import MarketState
-    from server.market.trading_axis import VenueAxis
 
     cat = default_catalogue()
     book = VenueBook.load()

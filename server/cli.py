@@ -58,8 +58,8 @@ def _serve(ns: argparse.Namespace) -> int:
     except FeedUnavailable as exc:
         raise CommandError(str(exc)) from None
     if settings.calendar_file is not None:  # a bad notice names its file, entry and field: one line, exit 2
-        from server.market.calendar_notices import CalendarFileError
-        from server.market.venue_book import VenueBook
+        from server.market.venues.book import VenueBook
+        from server.market.venues.calendar_notices import CalendarFileError
 
         try:
             VenueBook.load(settings.calendar_file)

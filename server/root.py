@@ -63,11 +63,11 @@ from server.engine import Engine
 from server.feeds import DemoSource, FeedSource, JsonlSource
 from server.lifecycle import HttpRuntime, shutdown
 from server.market.applied import AppliedTicks
+from server.market.candles.trading_axis import VenueAxis
 from server.market.catalogue import Catalogue, default_catalogue
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state
-from server.market.trading_axis import VenueAxis
-from server.market.venue_book import VenueBook
+from server.market.venues.book import VenueBook
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
 from server.store.accounts.key_cache import KeyCache

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from server.market.intraday import bucket_iso
-from server.market.ranges import DAILY, CandleRanges
+from server.market.candles.intraday import bucket_iso
+from server.market.candles.ranges import DAILY, CandleRanges
 from server.market.timefmt import day_start, local_date
 from server.store.history.candle_rows import Candle
 from server.store.history.candle_store import Bar, CandleStore, Page

@@ -26,7 +26,7 @@ from server.api.core.types import Request, Response
 from server.api.deep_ranges import DeepRanges
 from server.api.udf import UdfApi
 from server.core.errors import ApiError
-from server.market.intraday import INTERVALS, INTRADAY_CAPACITY
+from server.market.candles.intraday import INTERVALS, INTRADAY_CAPACITY
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState
 from server.market.timefmt import day_start, iso

@@ -24,11 +24,11 @@ from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.deep_ranges import DeepRanges
 from server.core.errors import ApiError
+from server.market.candles.intraday import INTERVALS
 from server.market.catalogue import Catalogue, Instrument
-from server.market.intraday import INTERVALS
 from server.market.state import MarketState
-from server.market.venue_book import VenueBook
-from server.market.venue_views import CalendarRangeError, calendar, venue_summary
+from server.market.venues.book import VenueBook
+from server.market.venues.views import CalendarRangeError, calendar, venue_summary
 
 DAILY = "1d"
 NO_PARAMS: frozenset[str] = frozenset()

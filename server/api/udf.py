@@ -33,12 +33,12 @@ from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.deep_ranges import DeepRanges
 from server.core.errors import ApiError, udf_fields
+from server.market.candles.intraday import window
+from server.market.candles.ranges import DAILY
 from server.market.catalogue import Instrument
-from server.market.intraday import window
-from server.market.ranges import DAILY
 from server.market.state import MarketState
-from server.market.venue_clock import VenueClock
-from server.market.venue_views import session_holidays, udf_session
+from server.market.venues.clock import VenueClock
+from server.market.venues.views import session_holidays, udf_session
 
 PREFIX = "/api/v1/udf/"
 # UDF resolution -> /kline interval; "D" is the older spelling of "1D" (accepted, not advertised)

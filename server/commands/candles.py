@@ -18,7 +18,7 @@ from server.commands.common import CommandError, command, db
 from server.commands.history_files import report, with_history
 from server.market.catalogue import default_catalogue
 from server.market.timefmt import TZ
-from server.market.venue_book import VenueBook
+from server.market.venues.book import VenueBook
 from server.store.history.backfill import MAX_NAMED, ImportReport, import_candles, import_ticks
 from server.store.history.candle_rows import Candle
 

@@ -25,9 +25,9 @@ from server.feeds.lines import FeedReadError, LineReader
 from server.market.catalogue import Catalogue
 from server.market.demo import DemoWalk
 from server.market.tick import Tick
-from server.market.venue_clock import VenueClock
-from server.market.venue_feed import in_session, prints_between
-from server.market.venues import Publication
+from server.market.venues.clock import VenueClock
+from server.market.venues.data import Publication
+from server.market.venues.feed import in_session, prints_between
 
 log = logging.getLogger("market.feed")
 

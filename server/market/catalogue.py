@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from server.market.venues import INSTRUMENT_VENUES, VENUES, session_of
+from server.market.venues.data import INSTRUMENT_VENUES, VENUES, session_of
 
 Localised = dict[str, str]
 
@@ -31,7 +31,7 @@ class Instrument:
     base_price: float
     daily_vol: float
     volume_base: float
-    venue: str = ""  # a server.market.venues.VENUES id (SPEC 16)
+    venue: str = ""  # a server.market.venues.data.VENUES id (SPEC 16)
     session: str = ""  # the session template its ticks follow (night hours differ per product)
     publication: str = "continuous"  # continuous, daily (an assessment) or monthly (Saudi CP)
 

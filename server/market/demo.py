@@ -12,8 +12,8 @@ from datetime import date, timedelta
 
 import numpy as np
 
+from server.market.candles.intraday import INTERVALS, session_start
 from server.market.catalogue import Catalogue
-from server.market.intraday import INTERVALS, session_start
 from server.market.tick import Tick
 from server.market.timefmt import day_start, trading_days_back
 

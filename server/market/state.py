@@ -26,17 +26,17 @@ from datetime import date
 
 import numpy as np
 
+from server.market.candles.daily import CandleBook
+from server.market.candles.intraday import IntradayBook, session_start
+from server.market.candles.ranges import CandleRanges
+from server.market.candles.trading_axis import VenueAxis, WeekdayAxis, axis_columns, axis_days_back
 from server.market.catalogue import Catalogue
-from server.market.daily import CandleBook
 from server.market.demo import DemoWalk, fit_to_venues
-from server.market.intraday import IntradayBook, session_start
 from server.market.inventory import InventoryBook
-from server.market.ranges import CandleRanges
 from server.market.spreads import SpreadCalculator
 from server.market.tick import Tick
 from server.market.timefmt import day_start, iso, trading_day
-from server.market.trading_axis import VenueAxis, WeekdayAxis, axis_columns, axis_days_back
-from server.market.venue_clock import VenueClock
+from server.market.venues.clock import VenueClock
 
 _DAY_OFFSET_S = 8 * 3600
 

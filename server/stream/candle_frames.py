@@ -35,8 +35,8 @@ from datetime import date
 import numpy as np
 import orjson
 
-from server.market.intraday import INTERVALS, bucket_iso
-from server.market.ranges import DAILY
+from server.market.candles.intraday import INTERVALS, bucket_iso
+from server.market.candles.ranges import DAILY
 from server.market.state import AppliedTick, MarketState
 from server.stream.wire import text_frame
 

@@ -24,7 +24,7 @@ import httpx
 import pytest
 
 from server.market.timefmt import TZ
-from server.market.venue_book import VenueBook
+from server.market.venues.book import VenueBook
 from tests.conftest import ServerProcess, run_cli, sqlite_only
 from tests.tmpfs import small_tmpfs
 

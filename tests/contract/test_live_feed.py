@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from server.market.timefmt import TZ
-from server.market.venue_book import VenueBook
+from server.market.venues.book import VenueBook
 from tests.conftest import ServerProcess, run_cli
 
 # The server runs on a fake "now" (hidden --clock-start) so the test holds on any calendar day: a Monday, a

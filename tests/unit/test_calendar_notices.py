@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from server.market.calendar_notices import (
+from server.market.venues.calendar_notices import (
     DEFAULT_NOTICES,
     CalendarFileError,
     load_notices,
     merge,
     parse_notices,
 )
-from server.market.venues import VENUES
+from server.market.venues.data import VENUES
 
 IDS = tuple(VENUES)
 

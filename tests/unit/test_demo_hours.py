@@ -9,7 +9,7 @@ from server.feeds import DemoSource
 from server.market.catalogue import default_catalogue
 from server.market.demo import DemoWalk
 from server.market.tick import Tick
-from server.market.venue_book import VenueBook
+from server.market.venues.book import VenueBook
 
 CAT = default_catalogue()
 BOOK = VenueBook.load()

@@ -3,7 +3,7 @@ from datetime import date, timedelta
 import numpy as np
 import pytest
 
-from server.market.daily import CandleBook, all_days, closed_candles, ticked_candles
+from server.market.candles.daily import CandleBook, all_days, closed_candles, ticked_candles
 from server.market.timefmt import trading_days_back
 
 FRI = date(2026, 11, 20)

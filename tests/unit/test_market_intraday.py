@@ -8,9 +8,8 @@ from datetime import date, datetime, timedelta
 import numpy as np
 import pytest
 
-from server.market.catalogue import default_catalogue
-from server.market.daily import CandleBook, closed_candles
-from server.market.intraday import (
+from server.market.candles.daily import CandleBook, closed_candles
+from server.market.candles.intraday import (
     INTERVALS,
     INTRADAY_CAPACITY,
     IntradayBook,
@@ -18,6 +17,7 @@ from server.market.intraday import (
     bucket_iso,
     session_start,
 )
+from server.market.catalogue import default_catalogue
 from server.market.state import MarketState, build_demo_state
 from server.market.tick import Tick
 from server.market.timefmt import TZ, day_start, iso, trading_days_back
@@ -185,7 +185,7 @@ def test_kept_candle_texts_are_the_formatted_candles_byte_for_byte_as_the_ring_m
     orjson.dumps(format(...)) of the same columns."""
     import orjson
 
-    from server.market.intraday import joined
+    from server.market.candles.intraday import joined
 
     ring = IntradayRing(2, 60, capacity=50)
     rng = np.random.default_rng(7)

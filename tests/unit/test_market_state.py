@@ -5,8 +5,8 @@ import numpy as np
 import orjson
 import pytest
 
+from server.market.candles.daily import CandleBook
 from server.market.catalogue import default_catalogue
-from server.market.daily import CandleBook
 from server.market.state import MarketState, build_demo_state
 from server.market.tick import Tick
 from server.market.timefmt import TZ, iso, trading_days_back

@@ -12,8 +12,8 @@ import pytest
 
 from server.core.limits import Gcra
 from server.core.metrics import Registry
+from server.market.candles.daily import CandleBook
 from server.market.catalogue import default_catalogue
-from server.market.daily import CandleBook
 from server.market.state import MarketState
 from server.market.tick import Tick
 from server.market.timefmt import TZ

@@ -15,13 +15,13 @@ import chinese_calendar
 import numpy as np
 import pytest
 
+from server.market.candles.daily import CandleBook
+from server.market.candles.trading_axis import VenueAxis, axis_days_back
 from server.market.catalogue import default_catalogue
-from server.market.daily import CandleBook
 from server.market.state import MarketState, build_demo_state
 from server.market.tick import Tick
-from server.market.trading_axis import VenueAxis, axis_days_back
-from server.market.venue_book import VenueBook
-from server.market.venues import INSTRUMENT_VENUES
+from server.market.venues.book import VenueBook
+from server.market.venues.data import INSTRUMENT_VENUES
 
 SH = ZoneInfo("Asia/Shanghai")
 CAT = default_catalogue()

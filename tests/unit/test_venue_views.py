@@ -8,8 +8,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from server.market.venue_book import VenueBook
-from server.market.venue_views import CalendarRangeError, calendar, session_holidays, udf_session, venue_summary
+from server.market.venues.book import VenueBook
+from server.market.venues.views import CalendarRangeError, calendar, session_holidays, udf_session, venue_summary
 
 
 @pytest.fixture(scope="module")

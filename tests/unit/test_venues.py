@@ -14,11 +14,11 @@ import chinese_calendar
 import pytest
 
 from server.market.catalogue import default_catalogue
-from server.market.tick_tables import GRACE_MS
-from server.market.venue_book import VenueBook
-from server.market.venue_clock import MarketStatus, VenueClock
-from server.market.venue_feed import in_session, prints_between, status_changes
-from server.market.venues import INSTRUMENT_VENUES, VENUES, Publication, validate
+from server.market.venues.book import VenueBook
+from server.market.venues.clock import MarketStatus, VenueClock
+from server.market.venues.data import INSTRUMENT_VENUES, VENUES, Publication, validate
+from server.market.venues.feed import in_session, prints_between, status_changes
+from server.market.venues.tick_tables import GRACE_MS
 
 SH = ZoneInfo("Asia/Shanghai")
 UTC = ZoneInfo("UTC")
@@ -263,7 +263,7 @@ def test_past_the_known_calendar_weekdays_are_assumed_and_said_once(caplog: pyte
     book = VenueBook.load()
     zce = book.clock("zce")
     assert book.known_until("zce") == date(2026, 12, 31)
-    with caplog.at_level(logging.WARNING, logger="server.market.day_calendars"):
+    with caplog.at_level(logging.WARNING, logger="server.market.venues.day_calendars"):
         assert zce.is_trading_day(date(2026, 12, 31))
         assert not caplog.records
         assert zce.is_trading_day(date(2027, 1, 1))  # a Friday; the 2027 notice is not in the package yet

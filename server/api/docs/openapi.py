@@ -24,7 +24,7 @@ from server.api.site.content import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET
 from server.config import HttpSettings
 from server.core.errors import ERROR_KINDS
 from server.market.catalogue import KINDS, default_catalogue
-from server.market.venues import VENUES
+from server.market.venues.data import VENUES
 from server.store.site.receipts import RECEIPT_NO_PATTERN
 
 RATE_HEADERS: dict[str, S] = {

@@ -28,8 +28,8 @@ from server.api.core.body import WS_CLASS
 from server.api.site.fields import EMAIL_PATTERN, MAX_EMAIL, MAX_PHONE, PHONE_PATTERN
 from server.api.site.records import COOPERATION_TYPES, MAX_MESSAGE, MAX_QUANTITY, MIN_QUANTITY
 from server.core.errors import ERROR_KINDS
+from server.market.candles.intraday import INTERVALS
 from server.market.catalogue import KINDS
-from server.market.intraday import INTERVALS
 from server.store.site.receipts import RECEIPT_NO_PATTERN
 from server.stream.messages import CANDLE_INTERVALS, MAX_EPOCH, MAX_SEQ, ErrorCode
 from server.stream.messages import MAX_IDS as MAX_STREAM_IDS

@@ -22,7 +22,7 @@ from datetime import date, timedelta
 from pathlib import Path
 
 from server.market.timefmt import local_date
-from server.market.venue_clock import VenueClock
+from server.market.venues.clock import VenueClock
 from server.store.flatfiles.files import DATASETS, FORMATS, FlatFile, cached, day_file, drop_days, file_path
 from server.store.history.archive import TickArchive
 from server.store.history.candle_store import CandleStore

@@ -21,8 +21,8 @@ from collections.abc import Callable, Sequence
 from datetime import date
 from functools import partial
 
-from server.market.intraday import INTERVALS, IntradayRing
-from server.market.venue_clock import VenueClock
+from server.market.candles.intraday import INTERVALS, IntradayRing
+from server.market.venues.clock import VenueClock
 from server.store.history.archive import Tick, TickArchive
 from server.store.history.candle_rows import Candle
 from server.store.history.candle_store import Bar

@@ -30,7 +30,7 @@ from collections.abc import Callable
 from functools import partial
 
 from server.core.metrics import Registry
-from server.market.daily import unopen_live
+from server.market.candles.daily import unopen_live
 from server.market.state import AppliedTick, MarketState
 from server.market.tick import Tick
 from server.store.history.archive import Tick as ArchivedTick

@@ -15,10 +15,10 @@ from datetime import date
 import numpy as np
 
 from server.core.background import log_round_failure
+from server.market.candles.daily import CandleBook, ticked_candles
+from server.market.candles.trading_axis import TradingAxis, axis_columns, axis_days_back
 from server.market.catalogue import Catalogue
-from server.market.daily import CandleBook, ticked_candles
 from server.market.state import AppliedTick
-from server.market.trading_axis import TradingAxis, axis_columns, axis_days_back
 from server.store.history.archive_keeper import ArchiveKeeper
 from server.store.history.candle_rows import Candle
 from server.store.sql.db import storage_errors

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import orjson
 
-from server.market.daily import Arrays5
+from server.market.candles.daily import Arrays5
 from server.market.timefmt import day_start, previous_weekday
 
 INTERVALS: dict[str, int] = {"1m": 60, "5m": 300, "15m": 900, "1h": 3600}

@@ -16,8 +16,8 @@ from typing import Any
 import chinese_calendar
 import holidays
 
-from server.market.calendar_notices import VenueNotices
-from server.market.venues import CalendarKind, VenueSpec
+from server.market.venues.calendar_notices import VenueNotices
+from server.market.venues.data import CalendarKind, VenueSpec
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Daily OHLCV candles in numpy ring buffers on one day axis, each row on its own venue's trading days.
 
 Invariant: only ``apply_tick``, ``roll_to``, ``advance`` and ``load_history`` mutate the buffers. The columns
-are the days of a ``TradingAxis`` (the union of every row's trading days, server/market/trading_axis.py); a
+are the days of a ``TradingAxis`` (the union of every row's trading days, server/market/candles/trading_axis.py); a
 row's candle on a day its venue is shut exists in the arrays but is never shown (``opened`` is False there), so
 each instrument has one candle per trading day of its venue (SPEC 16). Each row has its own live candle: the
 newest column the row trades on whose day is not after the row's current trading day (``advance`` sets it from
@@ -24,7 +24,7 @@ from datetime import date
 
 import numpy as np
 
-from server.market.trading_axis import TradingAxis, WeekdayAxis, axis_days_back
+from server.market.candles.trading_axis import TradingAxis, WeekdayAxis, axis_days_back
 
 OHLCV = tuple[float, float, float, float, float]
 Arrays5 = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]

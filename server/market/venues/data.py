@@ -1,6 +1,6 @@
 """Venues as data: time zones, session templates, trading-day closes and calendar sources.
 
-Pure data plus validation; ``server.market.venue_clock`` turns a venue and a session
+Pure data plus validation; ``server.market.venues.clock`` turns a venue and a session
 template into trading days, sessions and statuses. Sources for every number here are
 listed in docs/venues.md.
 

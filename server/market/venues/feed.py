@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-from server.market.venue_clock import BREAK_MAX_MS, MarketStatus, VenueClock
-from server.market.venues import Publication
+from server.market.venues.clock import BREAK_MAX_MS, MarketStatus, VenueClock
+from server.market.venues.data import Publication
 
 
 def in_session(clock: VenueClock, ts_ms: int) -> bool:

@@ -9,8 +9,8 @@ from datetime import date
 import numpy as np
 import orjson
 
-from server.market.daily import CandleBook
-from server.market.intraday import IntradayBook, bucket_iso, joined, window
+from server.market.candles.daily import CandleBook
+from server.market.candles.intraday import IntradayBook, bucket_iso, joined, window
 
 _DAY_OFFSET_S = 8 * 3600
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()

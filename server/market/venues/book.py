@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from datetime import date
 from pathlib import Path
 
-from server.market.calendar_notices import Notices, load_notices
-from server.market.day_calendars import DayCalendar
-from server.market.venue_clock import VenueClock
-from server.market.venues import INSTRUMENT_VENUES, SESSIONS, VENUES, VenueSpec, session_of, validate
+from server.market.venues.calendar_notices import Notices, load_notices
+from server.market.venues.clock import VenueClock
+from server.market.venues.data import INSTRUMENT_VENUES, SESSIONS, VENUES, VenueSpec, session_of, validate
+from server.market.venues.day_calendars import DayCalendar
 
 
 class VenueBook:

@@ -31,7 +31,7 @@ class _Span(Protocol):
 
 
 class Clock(Protocol):
-    """What the tables read from a venue clock (``server.market.venue_clock.VenueClock``)."""
+    """What the tables read from a venue clock (``server.market.venues.clock.VenueClock``)."""
 
     def trading_days(self, start: date, end: date) -> list[date]: ...
     def windows(self, day: date) -> Sequence[_Span]: ...

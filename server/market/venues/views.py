@@ -9,8 +9,8 @@ from datetime import date, timedelta
 from typing import Any
 
 from server.market.timefmt import iso as shanghai_iso
-from server.market.venue_clock import VenueClock
-from server.market.venues import WindowSpec
+from server.market.venues.clock import VenueClock
+from server.market.venues.data import WindowSpec
 
 MAX_CALENDAR_DAYS = 366
 

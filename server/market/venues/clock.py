@@ -5,7 +5,7 @@ The close of trading day D is the venue's close time plus the 60 s grace of the 
 (the exchange stamps it at the end time), cut back to the first window of the next trading day
 where that starts sooner (global FX rolls at 17:00 New York exactly).
 
-Cost: ``trading_day`` and ``bucket_ts`` are closures over ``server.market.tick_tables`` (one
+Cost: ``trading_day`` and ``bucket_ts`` are closures over ``server.market.venues.tick_tables`` (one
 ``dict.get`` per tick); everything else here is for requests, not ticks. Windows of a day are
 laid out once and cached (the calendar and notices are fixed when the clock is built).
 """
@@ -18,9 +18,9 @@ from datetime import date, datetime, time, timedelta
 from enum import StrEnum
 from zoneinfo import ZoneInfo
 
-from server.market.day_calendars import DayCalendar
-from server.market.tick_tables import HOUR_MS, TickTables
-from server.market.venues import SessionTemplate, VenueSpec, WindowSpec
+from server.market.venues.data import SessionTemplate, VenueSpec, WindowSpec
+from server.market.venues.day_calendars import DayCalendar
+from server.market.venues.tick_tables import HOUR_MS, TickTables
 
 BREAK_MAX_MS = 3 * HOUR_MS  # a pause shorter than this between two windows is a break, else closed
 _SATURDAY = 5

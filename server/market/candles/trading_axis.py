@@ -5,7 +5,7 @@ row's candle on a day its venue does not trade is never shown (``open_rows``), s
 one candle per trading day of its own venue (SPEC 16) while the arrays stay rectangular.
 
 - ``WeekdayAxis``: Monday to Friday, every row open (no venue clocks: the unit tests' books, old data dirs).
-- ``VenueAxis``: the venues' calendars (``server.market.venue_clock``): a date is on the axis when any row's
+- ``VenueAxis``: the venues' calendars (``server.market.venues.clock``): a date is on the axis when any row's
   venue trades that day (a CFETS make-up Saturday, the first of a month for a monthly price included).
 """
 
