@@ -24,7 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from server.api.core.cache import VersionedCache
 from server.api.core.types import Request
-from server.api.keyed import MarketApi
+from server.api.market.keyed import MarketApi
 from server.market.candles.intraday import IntradayBook
 from server.market.catalogue import default_catalogue
 from server.market.inventory import InventoryBook

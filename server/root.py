@@ -33,14 +33,14 @@ from server.api.console.routes import register_console
 from server.api.core.cache import VersionedCache
 from server.api.core.pipeline import App, build_app
 from server.api.core.router import Router
-from server.api.deep_ranges import DeepRanges
 from server.api.docs.asyncapi import register_asyncapi
-from server.api.flatfiles import FlatFilesApi
-from server.api.keyed import MarketApi
-from server.api.ops import OpsApi
-from server.api.reference import ReferenceApi
+from server.api.market.deep_ranges import DeepRanges
+from server.api.market.flatfiles import FlatFilesApi
+from server.api.market.keyed import MarketApi
+from server.api.market.reference import ReferenceApi
+from server.api.ops.health import OpsApi
+from server.api.ops.web import WebApi
 from server.api.site.routes import SiteTasks, register_public_site
-from server.api.web import WebApi
 from server.config import (
     DemoHours,
     EngineKind,

@@ -1,4 +1,4 @@
-"""server/api/web.py without a server: which files load, how index.html is versioned, 304s, config."""
+"""server/api/ops/web.py without a server: which files load, how index.html is versioned, 304s, config."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import orjson
 import pytest
 
 from server.api.core.types import Request
-from server.api.web import IMMUTABLE, REVALIDATE, WEB_ROOT, WebApi, load_files, versioned_index
+from server.api.ops.web import IMMUTABLE, REVALIDATE, WEB_ROOT, WebApi, load_files, versioned_index
 from server.config import Settings
 from server.core.errors import ApiError
 

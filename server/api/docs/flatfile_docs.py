@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.api.flatfiles import DEFAULT_DAYS, MAX_DAYS, MEDIA
+from server.api.market.flatfiles import DEFAULT_DAYS, MAX_DAYS, MEDIA
 from server.store.flatfiles.files import DATASETS, FORMATS
 
 S = dict  # a JSON schema fragment

@@ -17,9 +17,9 @@ from server.api.docs.console_docs import CONSOLE_OPERATIONS, CONSOLE_SCHEMAS
 from server.api.docs.examples import add_examples
 from server.api.docs.flatfile_docs import FLATFILE_OPERATIONS, FLATFILE_SCHEMAS
 from server.api.docs.schemas import INT, REQUESTS, RESPONSES, STR, S, anchored, closure, ref
-from server.api.keyed import DEFAULT_LIMIT as KLINE_DEFAULT_LIMIT
-from server.api.keyed import KLINE_INTERVALS, MAX_DAYS, MAX_IDS
-from server.api.keyed import MAX_LIMIT as KLINE_MAX_LIMIT
+from server.api.market.keyed import DEFAULT_LIMIT as KLINE_DEFAULT_LIMIT
+from server.api.market.keyed import KLINE_INTERVALS, MAX_DAYS, MAX_IDS
+from server.api.market.keyed import MAX_LIMIT as KLINE_MAX_LIMIT
 from server.api.site.content import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET
 from server.config import HttpSettings
 from server.core.errors import ERROR_KINDS

@@ -22,7 +22,7 @@ import orjson
 from server.api.core.query import known_query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
-from server.api.deep_ranges import DeepRanges
+from server.api.market.deep_ranges import DeepRanges
 from server.core.errors import ApiError
 from server.market.candles.intraday import INTERVALS
 from server.market.catalogue import Catalogue, Instrument

@@ -31,7 +31,7 @@ from server.api.core.cache import VersionedCache
 from server.api.core.query import known_query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
-from server.api.deep_ranges import DeepRanges
+from server.api.market.deep_ranges import DeepRanges
 from server.core.errors import ApiError, udf_fields
 from server.market.candles.intraday import window
 from server.market.candles.ranges import DAILY

@@ -24,7 +24,7 @@ from server.api.docs.problem_pages import ProblemPages
 from server.config import FeedSettings, HttpSettings, StreamSettings
 from server.core.errors import ApiError
 
-WEB_ROOT = Path(__file__).resolve().parent.parent / "web"
+WEB_ROOT = Path(__file__).resolve().parents[2] / "web"  # server/web
 WS_PATH = "/ws/quotes"
 VENDOR = "vendor/"
 CONTENT_TYPES = {

@@ -23,8 +23,8 @@ from server.api.core.cache import VersionedCache
 from server.api.core.query import known_query as _query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
-from server.api.deep_ranges import DeepRanges
-from server.api.udf import UdfApi
+from server.api.market.deep_ranges import DeepRanges
+from server.api.market.udf import UdfApi
 from server.core.errors import ApiError
 from server.market.candles.intraday import INTERVALS, INTRADAY_CAPACITY
 from server.market.inventory import InventoryBook
