@@ -40,7 +40,7 @@ EPOCH = "bench-epoch"
 
 
 def tick_frames(ids: list[str], n: int) -> list[bytes]:
-    from server.stream.wire import text_frame
+    from server.stream.protocol.wire import text_frame
 
     seqs = dict.fromkeys(ids, 0)
     frames = []
@@ -69,7 +69,7 @@ async def serve(n: int) -> None:
     from websockets.asyncio.server import serve as ws_serve
 
     from server.market.catalogue import default_catalogue
-    from server.stream.wire import text_frame
+    from server.stream.protocol.wire import text_frame
 
     ids = [i.id for i in default_catalogue().instruments]
     frames = tick_frames(ids, n)

@@ -39,7 +39,7 @@ def measure(conns: int, batches: int = BATCHES) -> float:
     from server.market.state import MarketState
     from server.market.tick import Tick
     from server.stream import core as stream_core
-    from server.stream.messages import tick_frame
+    from server.stream.protocol.messages import tick_frame
 
     catalogue = default_catalogue()
     n = len(catalogue.instruments)
@@ -76,13 +76,13 @@ def _parts(stream_core: Any, state: Any, catalogue: Any, key: Any, buckets: Any,
            tick_frame: Any) -> tuple[Any, ...]:
     """(connect, admit, open, on_ticks, on_clock) of the core in this tree, after issue 33's split or before."""
     try:
-        from server.stream.candle_frames import CandleFrames
+        from server.stream.delivery.candle_frames import CandleFrames
+        from server.stream.delivery.resume_history import TickHistory
         from server.stream.limits import StreamLimits
         from server.stream.metrics import StreamMetrics
-        from server.stream.resume_history import TickHistory
     except ImportError:  # before the split: one StreamCore with every method, building its own candle frames
         lim = stream_core.StreamLimits(max_conn={"enterprise": 10**6}, heartbeat_s=5.0)
-        history = __import__("server.stream.resume_history", fromlist=["TickHistory"]).TickHistory
+        history = __import__("server.stream.delivery.resume_history", fromlist=["TickHistory"]).TickHistory
         core = stream_core.StreamCore(state, catalogue, "E", lim, stream_core.StreamMetrics(registry, lambda: 0.0),
                                       lambda s: key, buckets, history(len(catalogue.instruments), tick_frame))
         return core.connect, core.admit, core.open, core.on_ticks, core.on_clock

@@ -51,11 +51,11 @@ from server.market.catalogue import default_catalogue  # noqa: E402
 from server.market.state import AppliedTick  # noqa: E402
 from server.market.timefmt import iso  # noqa: E402
 from server.stream.core import StreamCore  # noqa: E402
+from server.stream.delivery.resume_history import TickHistory  # noqa: E402
 from server.stream.limits import StreamLimits  # noqa: E402
-from server.stream.messages import tick_frame, tick_payload  # noqa: E402
 from server.stream.metrics import StreamMetrics  # noqa: E402
-from server.stream.resume_history import TickHistory  # noqa: E402
-from server.stream.wire import text_frame  # noqa: E402
+from server.stream.protocol.messages import tick_frame, tick_payload  # noqa: E402
+from server.stream.protocol.wire import text_frame  # noqa: E402
 
 CAT = default_catalogue()
 IDS = [i.id for i in CAT.instruments]

@@ -272,7 +272,7 @@ class Snapshot:
         self.ids = [inst.id for inst in state.catalogue.instruments]
 
     def get(self) -> bytes:
-        from server.stream.messages import snapshot_payload
+        from server.stream.protocol.messages import snapshot_payload
 
         state = self.state
         if self.version != state.version:

@@ -79,8 +79,8 @@ from server.store.history.retention import DEFAULT_DAYS, Retention
 from server.store.history.threads import History
 from server.store.sql.backend import open_repositories
 from server.store.sql.repositories import Candles, Repositories
-from server.stream.messages import tick_frame
-from server.stream.resume_history import TickHistory
+from server.stream.delivery.resume_history import TickHistory
+from server.stream.protocol.messages import tick_frame
 from server.stream.service import StreamService, stream_limits
 from server.ticks import Housekeeping, TickPath
 

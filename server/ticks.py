@@ -36,7 +36,7 @@ from server.feeds import FeedSource, FeedSupervisor
 from server.market.applied import AppliedTicks
 from server.market.state import AppliedTick, MarketState
 from server.market.tick import Tick
-from server.stream.resume_history import TickHistory, logged_tick
+from server.stream.delivery.resume_history import TickHistory, logged_tick
 
 log = logging.getLogger("market.ticks")
 

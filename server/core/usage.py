@@ -79,7 +79,7 @@ class UsageMeter:
 
     def collect_with(self, collector: Callable[[UsageMeter], None]) -> None:
         """`collector(meter)` runs at each take, before the counters are swapped: it adds what its part counts
-        its own way (the stream's frames per subscription group, server/stream/registry.py)."""
+        its own way (the stream's frames per subscription group, server/stream/delivery/registry.py)."""
         self.collectors.append(collector)
 
     def take(self, now: float) -> tuple[str, dict[tuple[str, str], tuple[int, int, int, int, int]], set[str]]:

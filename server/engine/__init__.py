@@ -122,7 +122,7 @@ class TickLog(Protocol):
 class ResumeHistory(Protocol):
     async def tail(self, enough: Callable[[list[int], float], bool]) -> list[Numbered]:
         """The log's batches up to where this hub joins, oldest first, going back until `enough(ticks per
-        instrument, seconds spanned)`: the resume history (server/stream/resume_history.py) of a hub that starts."""
+        instrument, seconds spanned)`: the resume history (stream/delivery/resume_history.py) of a hub that starts."""
         ...
 
 

@@ -48,13 +48,13 @@ from websockets.server import ServerProtocol
 
 from server.core.errors import ApiError, CloseCode
 from server.stream.core import StreamCore
-from server.stream.handshake import KEY_HEADER, WS_PATH, handshake_key
-from server.stream.messages import Payload
-from server.stream.states import SessionState
-from server.stream.wire import DeflateCache, deflate_factory
+from server.stream.protocol.handshake import KEY_HEADER, WS_PATH, handshake_key
+from server.stream.protocol.messages import Payload
+from server.stream.protocol.states import SessionState
+from server.stream.protocol.wire import DeflateCache, deflate_factory
 
 if TYPE_CHECKING:
-    from server.stream.session import Session
+    from server.stream.protocol.session import Session
 
 MAX_MESSAGE = 64 * 1024  # bigger client messages close with 1009
 CLOSE_TIMEOUT_S = 2.0  # after a close starts, the TCP connection is dropped at the latest this much later

@@ -9,7 +9,7 @@ Who calls which part:
 - the connection pump (connection.py): ``sessions`` (handshake, open, close, buffer pauses) and ``messages``
   (what the client sends);
 - the applied-tick bus (the root subscribes it): ``fanout.on_ticks``;
-- the stream clock task (clock.py): ``schedule`` (candle runs, heartbeats);
+- the stream clock task (delivery/clock.py): ``schedule`` (candle runs, heartbeats);
 - the service's sweeper (service.py): ``keepalive.sweep``.
 
 What the parts share is built here once: the two subscription registries (instrument rows, and candle channels
@@ -25,21 +25,21 @@ from server.core.keys import ApiKey
 from server.core.limits import Gcra
 from server.core.usage import UsageMeter
 from server.market.catalogue import Catalogue
-from server.stream.candle_frames import CandleFrames, K
-from server.stream.client_messages import ClientMessages
-from server.stream.clock import Schedule
-from server.stream.fanout import FanOut
-from server.stream.heartbeats import Heartbeats
-from server.stream.keepalive import Keepalive
+from server.stream.connections.client_messages import ClientMessages
+from server.stream.connections.keepalive import Keepalive
+from server.stream.connections.sessions import Sessions
+from server.stream.delivery.candle_frames import CandleFrames, K
+from server.stream.delivery.clock import Schedule
+from server.stream.delivery.fanout import FanOut
+from server.stream.delivery.heartbeats import Heartbeats
+from server.stream.delivery.registry import SubscriptionRegistry
+from server.stream.delivery.replay import Replay
+from server.stream.delivery.resume_history import TickHistory
+from server.stream.delivery.snapshots import QuoteSource, Snapshots
+from server.stream.delivery.venue_status import venue_status_of
 from server.stream.limits import StreamLimits
 from server.stream.metrics import StreamMetrics
-from server.stream.registry import SubscriptionRegistry
-from server.stream.replay import Replay
-from server.stream.resume_history import TickHistory
-from server.stream.session import Session
-from server.stream.sessions import Sessions
-from server.stream.snapshots import QuoteSource, Snapshots
-from server.stream.venue_status import venue_status_of
+from server.stream.protocol.session import Session
 
 
 class StreamCore:

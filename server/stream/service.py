@@ -24,13 +24,13 @@ from server.core.usage import UsageMeter
 from server.market.catalogue import Catalogue
 from server.market.state import MarketState
 from server.store.accounts.key_cache import KeyCache
-from server.stream.candle_frames import CandleFrames
-from server.stream.clock import run_clock
 from server.stream.connection import CLOSE_TIMEOUT_S, StreamConnection
 from server.stream.core import StreamCore
+from server.stream.delivery.candle_frames import CandleFrames
+from server.stream.delivery.clock import run_clock
+from server.stream.delivery.resume_history import TickHistory
 from server.stream.limits import StreamLimits
 from server.stream.metrics import StreamMetrics
-from server.stream.resume_history import TickHistory
 
 log = logging.getLogger("market.stream")
 BACKLOG = 4096

@@ -17,14 +17,14 @@ from server.market.catalogue import default_catalogue
 from server.market.state import MarketState
 from server.market.tick import Tick
 from server.market.timefmt import TZ
-from server.stream import messages as msg
-from server.stream.candle_frames import GRACE_S, CandleFrames, K
 from server.stream.core import StreamCore
+from server.stream.delivery.candle_frames import GRACE_S, CandleFrames, K
+from server.stream.delivery.resume_history import TickHistory
 from server.stream.limits import StreamLimits
-from server.stream.messages import tick_frame
 from server.stream.metrics import StreamMetrics
-from server.stream.outbuf import OutBuffer
-from server.stream.resume_history import TickHistory
+from server.stream.protocol import messages as msg
+from server.stream.protocol.messages import tick_frame
+from server.stream.protocol.outbuf import OutBuffer
 from tests.unit.test_stream_core import KEYS, Sink
 
 CAT = default_catalogue()

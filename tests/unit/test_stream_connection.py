@@ -24,9 +24,9 @@ from server.core.metrics import Registry
 from server.market.catalogue import default_catalogue
 from server.market.state import build_demo_state
 from server.stream.connection import CLOSE_TIMEOUT_S
+from server.stream.delivery.resume_history import TickHistory
 from server.stream.limits import StreamLimits
-from server.stream.messages import tick_frame
-from server.stream.resume_history import TickHistory
+from server.stream.protocol.messages import tick_frame
 from server.stream.service import StreamService
 
 KEY = ApiKey("key_t", "professional", None, None, 0.0, None)

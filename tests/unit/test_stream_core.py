@@ -16,12 +16,12 @@ from server.core.metrics import Registry
 from server.market.catalogue import default_catalogue
 from server.market.state import AppliedTick
 from server.stream.core import StreamCore
+from server.stream.delivery.resume_history import TickHistory
 from server.stream.limits import StreamLimits
-from server.stream.messages import tick_frame
 from server.stream.metrics import StreamMetrics
-from server.stream.resume_history import TickHistory
-from server.stream.session import Session
-from server.stream.states import SessionState
+from server.stream.protocol.messages import tick_frame
+from server.stream.protocol.session import Session
+from server.stream.protocol.states import SessionState
 
 CAT = default_catalogue()
 IDS = [i.id for i in CAT.instruments]

@@ -8,8 +8,8 @@ import zlib
 from websockets.extensions.permessage_deflate import PerMessageDeflate
 from websockets.frames import Frame, Opcode
 
-from server.stream import wire
-from server.stream.wire import DeflateCache, deflate_frame, split_frames, text_frame
+from server.stream.protocol import wire
+from server.stream.protocol.wire import DeflateCache, deflate_frame, split_frames, text_frame
 
 TAIL = b"\x00\x00\xff\xff"
 

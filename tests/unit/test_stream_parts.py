@@ -9,12 +9,12 @@ from websockets.frames import Frame, Opcode
 from server.api.docs.asyncapi import build_asyncapi
 from server.config import Settings
 from server.core.errors import CloseCode
-from server.stream.messages import ClientOp, ErrorCode, MessageError, Op, parse_client_message
-from server.stream.outbuf import OutBuffer
-from server.stream.registry import SubscriptionRegistry
-from server.stream.session import MessageRate
-from server.stream.states import ALLOWED, IllegalTransition, SessionState, check_transition
-from server.stream.wire import text_frame
+from server.stream.delivery.registry import SubscriptionRegistry
+from server.stream.protocol.messages import ClientOp, ErrorCode, MessageError, Op, parse_client_message
+from server.stream.protocol.outbuf import OutBuffer
+from server.stream.protocol.session import MessageRate
+from server.stream.protocol.states import ALLOWED, IllegalTransition, SessionState, check_transition
+from server.stream.protocol.wire import text_frame
 
 # --- states -------------------------------------------------------------------------
 

@@ -8,9 +8,9 @@ import orjson
 import pytest
 
 from server.market.state import AppliedTick
-from server.stream import messages as msg
-from server.stream.messages import tick_frame
-from server.stream.resume_history import TickHistory
+from server.stream.delivery.resume_history import TickHistory
+from server.stream.protocol import messages as msg
+from server.stream.protocol.messages import tick_frame
 from tests.unit.test_stream_core import IDS, Sink, make_core, open_session, tick
 
 

@@ -151,9 +151,9 @@ def test_status_frames_go_to_a_venues_subscribers_when_it_breaks_and_reopens() -
     """SPEC 16: `status` when a venue opens, breaks or closes, to the sessions subscribed to its instruments."""
     import json
 
-    from server.stream.registry import SubscriptionRegistry
-    from server.stream.venue_status import venue_status_of
-    from server.stream.wire import text_frame
+    from server.stream.delivery.registry import SubscriptionRegistry
+    from server.stream.delivery.venue_status import venue_status_of
+    from server.stream.protocol.wire import text_frame
 
     registry: SubscriptionRegistry[str] = SubscriptionRegistry(len(CAT.instruments))
     got: dict[str, list[bytes]] = {"zce-only": [], "cme-only": [], "both": []}

@@ -9,7 +9,7 @@ import pytest
 from server.core.transitions import IllegalTransition, Transitions
 from server.store.outbox.jobs import TRANSITIONS as JOBS
 from server.store.site.receipts import TRANSITIONS as RECEIPTS
-from server.stream.states import ALLOWED as SESSIONS
+from server.stream.protocol.states import ALLOWED as SESSIONS
 
 
 class Light(Enum):

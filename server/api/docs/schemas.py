@@ -31,8 +31,8 @@ from server.core.errors import ERROR_KINDS
 from server.market.candles.intraday import INTERVALS
 from server.market.catalogue import KINDS
 from server.store.site.receipts import RECEIPT_NO_PATTERN
-from server.stream.messages import CANDLE_INTERVALS, MAX_EPOCH, MAX_SEQ, ErrorCode
-from server.stream.messages import MAX_IDS as MAX_STREAM_IDS
+from server.stream.protocol.messages import CANDLE_INTERVALS, MAX_EPOCH, MAX_SEQ, ErrorCode
+from server.stream.protocol.messages import MAX_IDS as MAX_STREAM_IDS
 
 S = dict[str, Any]
 REF_PREFIX = "#/components/schemas/"

@@ -28,7 +28,7 @@ from server.market.timefmt import local_date
 from server.store.flatfiles.byte_range import RangeNotSatisfiable, parse_range
 from server.store.flatfiles.days import FlatFileDays
 from server.store.flatfiles.files import DATASETS, FORMATS, FlatFile
-from server.stream.handshake import plan_required
+from server.stream.protocol.handshake import plan_required
 
 LIST_PARAMS = frozenset({"dataset", "from", "to", "format"})
 MAX_DAYS = 366

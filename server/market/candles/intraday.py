@@ -78,7 +78,7 @@ class IntradayRing:
         self._newest = [-(2**62)] * n_instruments  # start of the newest bucket
         # per instrument: no bucket starts before this (the end of a bucket the stream sent as final by the clock,
         # so a tick arriving later, stamped inside it, cannot change what was sent as final: it counts toward
-        # the bucket that starts here; server/stream/candle_frames.py)
+        # the bucket that starts here; server/stream/delivery/candle_frames.py)
         self.sealed = [-(2**62)] * n_instruments
         # a tick reads and writes single cells through memoryviews (Python floats): about half the cost of numpy scalars
         # (typed Any: typeshed knows memoryview items as int only, whatever the format; these are "q" and "d")

@@ -13,15 +13,15 @@ from time import perf_counter
 from server.core.errors import CloseCode
 from server.market.catalogue import Catalogue
 from server.market.timefmt import iso
-from server.stream import messages as msg
-from server.stream.candle_frames import CandleFrames, K
-from server.stream.messages import Payload
+from server.stream.delivery.candle_frames import CandleFrames, K
+from server.stream.delivery.registry import SubscriptionRegistry
+from server.stream.delivery.replay import Replay
+from server.stream.delivery.snapshots import Snapshots
 from server.stream.metrics import StreamMetrics
-from server.stream.registry import SubscriptionRegistry
-from server.stream.replay import Replay
-from server.stream.session import Session
-from server.stream.snapshots import Snapshots
-from server.stream.wire import text_frame
+from server.stream.protocol import messages as msg
+from server.stream.protocol.messages import Payload
+from server.stream.protocol.session import Session
+from server.stream.protocol.wire import text_frame
 
 INTERVAL_INDEX = {name: k for k, name in enumerate(msg.CANDLE_INTERVALS)}
 

@@ -3,9 +3,9 @@ instruments, as the frames that were sent, or None when the client must take a s
 
 from __future__ import annotations
 
+from server.stream.delivery.resume_history import TickHistory
+from server.stream.delivery.snapshots import QuoteSource
 from server.stream.metrics import StreamMetrics
-from server.stream.resume_history import TickHistory
-from server.stream.snapshots import QuoteSource
 
 MAX_REPLAY_BYTES = 8 * 1024 * 1024  # one resume's replay: about 75,000 ticks; a bigger gap gets a snapshot
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from server.stream.outbuf import OutBuffer
-from server.stream.states import SessionState, check_transition
+from server.stream.protocol.outbuf import OutBuffer
+from server.stream.protocol.states import SessionState, check_transition
 
 MAX_MESSAGES_PER_S = 20
 

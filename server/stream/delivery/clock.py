@@ -1,5 +1,5 @@
 """The stream clock: candle runs (whole seconds + GRACE_S) and heartbeats (multiples of --heartbeat-s) on the
-server's clock, so every hub runs them in the same phase (server/stream/candle_frames.py). `Schedule` decides
+server's clock, so every hub runs them in the same phase (server/stream/delivery/candle_frames.py). `Schedule` decides
 what is due (no I/O: tests call `on_clock` with the time they choose); `run_clock` is the task that calls it."""
 
 from __future__ import annotations
@@ -9,12 +9,12 @@ import logging
 import math
 from collections.abc import Callable
 
-from server.stream.candle_frames import GRACE_S, CandleFrames
-from server.stream.fanout import FanOut
-from server.stream.heartbeats import Heartbeats
-from server.stream.registry import SubscriptionRegistry
-from server.stream.session import Session
-from server.stream.venue_status import VenueStatus
+from server.stream.delivery.candle_frames import GRACE_S, CandleFrames
+from server.stream.delivery.fanout import FanOut
+from server.stream.delivery.heartbeats import Heartbeats
+from server.stream.delivery.registry import SubscriptionRegistry
+from server.stream.delivery.venue_status import VenueStatus
+from server.stream.protocol.session import Session
 
 log = logging.getLogger("market.stream")
 

@@ -15,10 +15,10 @@ from collections.abc import Mapping, Sequence
 from typing import Protocol
 
 from server.market.timefmt import iso
-from server.stream import messages as msg
-from server.stream.registry import Group, SubscriptionRegistry, write_ready
-from server.stream.session import Session
-from server.stream.wire import text_frame
+from server.stream.delivery.registry import Group, SubscriptionRegistry, write_ready
+from server.stream.protocol import messages as msg
+from server.stream.protocol.session import Session
+from server.stream.protocol.wire import text_frame
 
 _HELD_KEY = -(1 << 40)  # held status frames' keys count down from here: below every candle channel's (-1 - ch)
 _RECHECK_MS = 3_600_000  # a venue with no window edge ahead (past its calendar): looked at again within an hour

@@ -38,7 +38,7 @@ import orjson
 from server.market.candles.intraday import INTERVALS, bucket_iso
 from server.market.candles.ranges import DAILY
 from server.market.state import AppliedTick, MarketState
-from server.stream.wire import text_frame
+from server.stream.protocol.wire import text_frame
 
 CANDLE_INTERVALS: tuple[str, ...] = (*INTERVALS, DAILY)  # 1m, 5m, 15m, 1h, 1d
 K = len(CANDLE_INTERVALS)

@@ -19,14 +19,14 @@ from server.core.errors import ApiError, CloseCode
 from server.core.keys import ApiKey
 from server.core.limits import Gcra
 from server.core.usage import UsageMeter
-from server.stream.handshake import Refusal, decide
+from server.stream.delivery.registry import SubscriptionRegistry
+from server.stream.delivery.snapshots import Snapshots
 from server.stream.limits import StreamLimits
 from server.stream.metrics import StreamMetrics
-from server.stream.outbuf import OutBuffer
-from server.stream.registry import SubscriptionRegistry
-from server.stream.session import Session
-from server.stream.snapshots import Snapshots
-from server.stream.states import SessionState
+from server.stream.protocol.handshake import Refusal, decide
+from server.stream.protocol.outbuf import OutBuffer
+from server.stream.protocol.session import Session
+from server.stream.protocol.states import SessionState
 
 
 class Sessions:

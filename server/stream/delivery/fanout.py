@@ -3,9 +3,9 @@
 Each tick is framed once (the frame the resume history keeps is the one sent live), the frames of a batch are
 joined once per subscription group, and the joined bytes go to each ready member's write; a member over its
 buffer cap holds them instead, conflated to the latest frame per instrument (per channel for candles). A
-heartbeat waiting for a batch heads that batch's write to its group (server/stream/heartbeats.py).
+heartbeat waiting for a batch heads that batch's write to its group (server/stream/delivery/heartbeats.py).
 
-Invariants (with server/stream/sessions.py's): everything runs on the hub's single event-loop thread and every
+Invariants (with stream/connections/sessions.py's): everything runs on the hub's single event-loop thread and every
 write is whole frames, so writes to one connection never interleave mid-frame; a write never removes a member
 from a registry synchronously (a transport reports a lost connection later, through the loop), but it may hold
 one (a transport calls ``pause_writing`` from inside ``write``): each group's ready writers are walked as a copy.
@@ -17,12 +17,12 @@ from time import perf_counter
 from typing import Any
 
 from server.market.state import AppliedTick
-from server.stream.candle_frames import CandleFrames
-from server.stream.heartbeats import Heartbeats
+from server.stream.delivery.candle_frames import CandleFrames
+from server.stream.delivery.heartbeats import Heartbeats
+from server.stream.delivery.registry import SubscriptionRegistry, write_ready
+from server.stream.delivery.resume_history import TickHistory
 from server.stream.metrics import StreamMetrics
-from server.stream.registry import SubscriptionRegistry, write_ready
-from server.stream.resume_history import TickHistory
-from server.stream.session import Session
+from server.stream.protocol.session import Session
 
 
 class FanOut:

@@ -16,13 +16,13 @@ from __future__ import annotations
 import math
 
 from server.market.timefmt import iso
-from server.stream import messages as msg
+from server.stream.delivery.registry import Group, SubscriptionRegistry, write_ready
+from server.stream.delivery.snapshots import QuoteSource
 from server.stream.limits import StreamLimits
 from server.stream.metrics import StreamMetrics
-from server.stream.registry import Group, SubscriptionRegistry, write_ready
-from server.stream.session import Session
-from server.stream.snapshots import QuoteSource
-from server.stream.wire import PING_FRAME, text_frame
+from server.stream.protocol import messages as msg
+from server.stream.protocol.session import Session
+from server.stream.protocol.wire import PING_FRAME, text_frame
 
 BEAT_WAIT_S = 0.25  # a heartbeat waits at most this long (and a quarter of its interval) for a tick batch to ride
 

@@ -8,8 +8,8 @@ import math
 from typing import Any, Protocol
 
 from server.market.timefmt import iso
-from server.stream import messages as msg
-from server.stream.wire import text_frame
+from server.stream.protocol import messages as msg
+from server.stream.protocol.wire import text_frame
 
 MAX_SETS = 64  # distinct sets held per version; past it the cache starts over
 

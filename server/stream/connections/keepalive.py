@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from server.core.errors import CloseCode
+from server.stream.connections.sessions import Sessions
 from server.stream.limits import StreamLimits
-from server.stream.session import Session
-from server.stream.sessions import Sessions
-from server.stream.states import SessionState
+from server.stream.protocol.session import Session
+from server.stream.protocol.states import SessionState
 
 
 @dataclass(frozen=True, slots=True)

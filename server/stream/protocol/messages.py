@@ -15,7 +15,7 @@ from typing import Any, Protocol
 import orjson
 
 from server.market.timefmt import iso
-from server.stream.wire import text_frame
+from server.stream.protocol.wire import text_frame
 
 MAX_IDS = 500  # more ids than the catalogue could ever hold; bounds the work per message
 MAX_EPOCH = 128  # characters
@@ -143,7 +143,7 @@ class AppliedTickLike(Protocol):
 
 
 def tick_frame(t: AppliedTickLike) -> bytes:
-    """The one frame of a tick, sent live and kept for resumes (server.stream.resume_history)."""
+    """The one frame of a tick, sent live and kept for resumes (server.stream.delivery.resume_history)."""
     return text_frame(tick_payload(t.id, t.price, t.change, iso(t.ts), t.seq))
 
 
