@@ -8,7 +8,7 @@
 - server/config/parsers.py: parsers and URL checks of the richer values.
 
 The root hands each part only its group: `settings.group(NotifySettings)`. Adding a flag is adding one
-field to one group. This package imports no part it configures.
+field to one group. This package imports `core` only, no part it configures.
 """
 
 from server.config.groups import (

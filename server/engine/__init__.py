@@ -23,6 +23,8 @@ the same code path serves both.
 
 On Redis one object (`RedisTicks`) is the bus, the log and the history, as one Redis Stream is all three;
 on memory `MemoryTicks` is. `server.root.make_engine` is the only place that looks at `settings.engine`.
+
+May import `core`, `config` and `market` (layer 3, beside `store`, which it never imports).
 """
 
 from __future__ import annotations

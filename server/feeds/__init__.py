@@ -4,6 +4,7 @@ A source only yields batches of ticks (`batches()`, an async iterator); it owns 
 builds the state and the tick path applies what the source yields. The ``FeedSupervisor`` runs a source and
 restarts it when it fails, so a feed is never dead without the log, ``/readyz`` and the metrics saying so. The
 jsonl source's file-following reader thread is ``server.feeds.lines``, its parser ``server.feeds.jsonl``.
+May import `core`, `config`, `market`, `engine` and `store` (layer 4).
 """
 
 from __future__ import annotations

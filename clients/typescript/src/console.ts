@@ -2,13 +2,12 @@
 // operators' decisions. Bearer-authenticated: `client.token` (set by `signIn()`, or given in the options) goes
 // with every /api/console request. Keep the token in memory: never in localStorage or a URL.
 
-import type { CallOptions } from "./http.js";
-import type { MarketClient } from "./rest.js";
+import type { CallOptions, TypedClient } from "./http.js";
 
 type Q<T> = { [K in keyof T]?: T[K] | undefined };
 
 /** The console namespace of a client (`client.console`). */
-export function consoleCalls(c: MarketClient) {
+export function consoleCalls(c: TypedClient) {
   const base = "/api/console";
   return {
     /** Sign in (POST /api/auth/login) and keep the token on the client for the console's calls. */

@@ -46,3 +46,14 @@ export interface CallOptions {
   /** The fetch cache mode: `no-cache` revalidates a cached answer by its ETag (a 304 costs no body). */
   cache?: RequestCache;
 }
+
+/** What the console's calls need of a client (`MarketClient` is one): the typed core and the Bearer token. Declared
+ * here so that console.ts and rest.ts do not import each other. */
+export interface TypedClient {
+  token: string | null;
+  get<P extends PathsWith<"get">>(path: P, options: RequestOptions<P, "get">): Promise<SuccessBody<P, "get">>;
+  post<P extends PathsWith<"post">>(path: P, options: RequestOptions<P, "post">): Promise<SuccessBody<P, "post">>;
+  request<M extends Method, P extends PathsWith<M> & keyof paths>(method: M, path: P,
+    options: RequestOptions<P, M>): Promise<{ data: SuccessBody<P, M> }>;
+  login(body: BodyOf<"/api/auth/login", "post">, call?: CallOptions): Promise<SuccessBody<"/api/auth/login", "post">>;
+}

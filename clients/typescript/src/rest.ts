@@ -12,7 +12,9 @@ import {
   TransportError,
   problemError,
 } from "./errors.js";
-import type { BodyOf, CallOptions, Method, PathsWith, QueryOf, RequestOptions, SuccessBody } from "./http.js";
+import type {
+  BodyOf, CallOptions, Method, PathsWith, QueryOf, RequestOptions, SuccessBody, TypedClient,
+} from "./http.js";
 import type { paths } from "./openapi.js";
 import { type RateLimit, parseRateLimit, parseRetryAfter } from "./ratelimit.js";
 import type {
@@ -76,7 +78,7 @@ function defaultBase(): string {
   return loc?.origin && loc.origin !== "null" ? loc.origin : DEFAULT_BASE;
 }
 
-export class MarketClient {
+export class MarketClient implements TypedClient {
   readonly baseUrl: string;
   key: string | null;
   /** The console's Bearer token (memory only: keep it out of localStorage and URLs). */
