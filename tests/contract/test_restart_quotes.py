@@ -198,13 +198,15 @@ def test_a_restart_names_each_seq_with_its_own_price(tmp_path: Path, variant: tu
             return answers
 
         def restarted(marker: int) -> ServerProcess:
-            """A hub started again; it has read the feed file through (a marker tick written after it started is
-            applied, so the file's older lines, if any, were handled before it)."""
+            """A hub started again; it has read the feed file through: a marker tick (urea's seq `marker`) written
+            after it started is applied and archived, so the file's older lines, if any, were handled before it
+            and anything they published again is in the archive too (it commits in the order ticks applied)."""
             srv = start()
             with feed.open("a") as fh:
                 fh.write(_lines([{"id": MARKER, "price": 2000.0 + marker, "ts": (session + timedelta(
                     minutes=10, seconds=marker)).isoformat(), "volume": 1}]))
             assert _until(lambda: _quote(srv, MARKER)["price"] == 2000.0 + marker), srv.output()
+            assert _until(lambda: (MARKER, marker) in archive.rows()), srv.output()
             return srv
 
         try:
