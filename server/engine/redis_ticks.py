@@ -184,12 +184,19 @@ class RedisTicks:
 
     async def last_ticks(self, entries: int = JOIN_SCAN) -> Replicated:
         """The newest tick of each instrument among the stream's last `entries` batches (a joining hub
-        shows the prices and times every other hub shows, not its own start-up ones)."""
+        shows the prices and times every other hub shows, not its own start-up ones), with its own seq.
+
+        The entries come newest first, but a batch holds its ticks in feed order, several of one instrument
+        among them (ticks a millisecond apart, or in the same one): an instrument's newest tick is the one with
+        the highest seq, its last in the newest batch that has it, never the first (issue 44: a restarted hub
+        named seq N with the price of N-1)."""
         newest: dict[int, tuple[Tick, int]] = {}
         answer: Any = await self._joining("the newest ticks", lambda: self.client.xrevrange(self.stream, count=entries))
         for _, fields in answer:
             for tick, seq in self._decode(fields[b"b"]):
-                newest.setdefault(tick.row, (tick, seq))
+                held = newest.get(tick.row)
+                if held is None or seq > held[1]:
+                    newest[tick.row] = (tick, seq)
             if len(newest) == len(self.ids):
                 break
         return sorted(newest.values(), key=lambda pair: pair[0].ts)

@@ -178,8 +178,15 @@ class MarketState:
     def restore(self, last: list[tuple[Tick, int]], seqs: dict[str, int], untouched_at: float | None) -> None:
         """Continue from a shared tick log (a hub joining others, or restarting on Redis): each instrument's newest
         tick as every hub shows it (its volume was counted there), every instrument's seq, and for a demo state the
-        time of the prices no tick has moved yet (`untouched_at`: the same on every hub)."""
-        self.apply([Tick(t.row, t.price, t.ts, 0.0) for t, _ in last], [seq for _, seq in last])
+        time of the prices no tick has moved yet (`untouched_at`: the same on every hub).
+
+        A live feed's state already holds its archived ticks (the archive's replay, before this): a tick of the log
+        older (by seq) than the one the state holds for its instrument is not applied over it (a log that lost its
+        newest entries), and no seq goes back; the log's newest tick that the replay applied already is applied
+        again (its volume not counted twice): the same price, and its time as the log keeps it."""
+        held = self.seq
+        newer = [(t, seq) for t, seq in last if seq >= held[t.row]]
+        self.apply([Tick(t.row, t.price, t.ts, 0.0) for t, _ in newer], [seq for _, seq in newer])
         if untouched_at is not None:
             untouched = np.ones(len(self.updated_ts), dtype=bool)
             untouched[[t.row for t, _ in last]] = False
@@ -187,7 +194,7 @@ class MarketState:
             self.updated = float(np.nanmax(self.updated_ts))
         for inst_id, seq in seqs.items():
             row = self.catalogue.index.get(inst_id)
-            if row is not None:
+            if row is not None and seq > self.seq[row]:
                 self.seq[row] = seq
         self.version += 1
 

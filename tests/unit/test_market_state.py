@@ -56,6 +56,23 @@ def test_apply_updates_price_seq_change_and_version() -> None:
     assert state.apply([]) == [] and state.version == 1
 
 
+def test_restore_after_a_replay_keeps_each_seq_with_its_own_price() -> None:
+    """Issue 44: a restarting hub replays its archive, then continues from the tick log. The log's newest tick,
+    applied by the replay already, is applied again (same price, volume not counted twice); one older than the
+    replayed one (a log that lost its newest entries) is not applied over it; no seq goes back."""
+    state = flat_state()
+    state.apply([Tick(METHANOL, 2415.0, FRI_10, 3.0), Tick(METHANOL, 2416.0, FRI_10 + 0.001, 2.0),
+                 Tick(BRENT, 101.5, FRI_10, 1.0), Tick(BRENT, 101.75, FRI_10 + 0.001, 1.0)], [7, 8, 4, 5])
+    before = state.quote_extended(METHANOL), state.quote_extended(BRENT)
+    state.restore([(Tick(BRENT, 101.5, FRI_10, 9.0), 4), (Tick(METHANOL, 2416.0, FRI_10 + 0.001, 2.0), 8)],
+                  {"methanol": 8, "brent": 5}, None)
+    assert (state.quote_extended(METHANOL), state.quote_extended(BRENT)) == before
+    state.restore([], {"methanol": 3}, None)
+    assert state.quote_extended(METHANOL) == before[0]
+    state.restore([(Tick(METHANOL, 2417.0, FRI_10 + 0.002, 0.0), 9)], {"methanol": 9, "brent": 1_000_005}, None)
+    assert (state.prices[METHANOL], state.seq[METHANOL], state.seq[BRENT]) == (2417.0, 9, 1_000_005)
+
+
 def test_quote_fields_and_formatting() -> None:
     state = flat_state()
     state.apply([Tick(METHANOL, 2415.0, FRI_10, 1.0)])
