@@ -114,7 +114,7 @@ ROOMS: dict[str, dict[str, set[str]]] = {
         "outbox": set(), "sql": {"*"}, "history": {"sql"}, "flatfiles": {"history", "sql"},
         "site": {"sql", "outbox"}, "accounts": {"sql", "outbox", "site"},
     },
-    "market": {"venues": set(), "candles": set()},
+    "market": {"venues": set(), "candles": set(), "contracts": {"venues"}},
     "stream": {"protocol": set(), "delivery": {"protocol"}, "connections": {"protocol", "delivery"}},
     "api": {
         "core": set(), "auth": {"core"}, "site": {"core", "auth"}, "console": {"core", "auth", "site"},
