@@ -7,7 +7,8 @@ those: a kline request holding both parameters that answered 400 naming `days` (
 range check names). SPEC 16 adds two more: a venue calendar spans at most 366 days with `to` not before `from`
 (400 naming `to`), and an instrument published once a day or month has no intraday candles (/kline's `interval`,
 UDF history's `resolution`: 400 naming it); and SPEC 17's usage range has `from` not after `to` (400 naming
-`from`), and SPEC 18's flat-file listing spans at most 366 days with `to` not before `from` (400 naming `to`).
+`from`), and SPEC 18's flat-file listing spans at most 366 days with `to` not before `from` (400 naming `to`), as
+UDF's time-scale marks have `to` not before `from` (400 naming `to`).
 Every other combination the document allows must be accepted.
 """
 
@@ -21,6 +22,7 @@ import schemathesis
 KLINE = "/api/v1/kline/{id}"
 CALENDAR = "/api/v1/venues/{id}/calendar"
 UDF_HISTORY = "/api/v1/udf/history"
+UDF_MARKS = "/api/v1/udf/timescale_marks"  # SPEC 14: to not before from
 USAGE = "/api/console/usage"  # SPEC 17: from must not be after to
 FLATFILES = "/api/v1/flatfiles"  # SPEC 18: at most 366 days, to not before from
 PUBLISHED = "published once a"  # the detail of SPEC 16's daily-only refusal
@@ -30,7 +32,7 @@ PUBLISHED = "published once a"  # the detail of SPEC 16's daily-only refusal
 def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
     """True keeps the failure."""
     path = getattr(case.operation, "path", None)
-    if path not in (KLINE, CALENDAR, UDF_HISTORY, USAGE, FLATFILES) or response.status_code != 400:
+    if path not in (KLINE, CALENDAR, UDF_HISTORY, UDF_MARKS, USAGE, FLATFILES) or response.status_code != 400:
         return True
     if "rejected" not in str(getattr(failure, "title", "")).lower():  # ST202 only
         return True
@@ -42,7 +44,7 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
         return True
     if PUBLISHED in problem.get("detail", "") and named in ({"interval"}, {"resolution"}):
         return False  # an intraday interval of a once-a-day publication
-    if path in (CALENDAR, FLATFILES):
+    if path in (CALENDAR, FLATFILES, UDF_MARKS):
         return named != {"to"}  # the span or the order of from and to
     if path == USAGE:
         return not ("from" in query and "to" in query and named == {"from"})

@@ -236,7 +236,7 @@ def test_openapi_documents_range_queries(replay: httpx.Client) -> None:
     assert "next" in doc["components"]["schemas"]["CandleSeries"]["properties"]
     described = op["responses"]["400"]["description"]
     assert "from" in described and "days" in described
-    for path in ("config", "symbols", "search", "history", "time"):
+    for path in ("config", "symbols", "search", "history", "time", "timescale_marks"):
         assert f"/api/v1/udf/{path}" in doc["paths"], path
 
 
@@ -267,6 +267,7 @@ def test_udf_config_and_time(replay: httpx.Client) -> None:
     config = _udf(replay, "config").json()
     assert config["supported_resolutions"] == ["1", "5", "15", "60", "1D"]
     assert config["supports_search"] is True and config["supports_time"] is True
+    assert config["supports_timescale_marks"] is True
     resp = _udf(replay, "time")
     assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/plain")
     assert abs(int(resp.text) - datetime.fromisoformat(SATURDAY_NOON).timestamp()) < 600  # the server's clock
@@ -277,11 +278,11 @@ def test_udf_symbols_and_search(replay: httpx.Client) -> None:
     assert {k: info[k] for k in ("name", "ticker", "type", "session", "timezone", "minmov", "pricescale",
                                  "has_intraday", "supported_resolutions", "volume_precision", "data_status")} == {
         # SPEC 16: ICE Futures Europe's hours in London time (Sunday's session opens at 23:00)
-        "name": "brent", "ticker": "brent", "type": "commodity", "session": "0100-2300|2300-2300:2",
+        "name": "brent", "ticker": "brent", "type": "commodity", "session": "0100-2300:3456|2300F-2300:2",
         "timezone": "Europe/London",
         "minmov": 1, "pricescale": 100, "has_intraday": True, "supported_resolutions": ["1", "5", "15", "60", "1D"],
         "volume_precision": 0, "data_status": "streaming"}
-    assert "Brent" in info["description"] and info["exchange"]
+    assert "Brent" in info["description"] and info["exchange"] == info["listed_exchange"] == "ICE-EU"
     assert _udf(replay, "symbols", symbol="usdcny").json()["type"] == "forex"
     decimals = {inst.id: inst.decimals for inst in default_catalogue().instruments}
     assert _udf(replay, "symbols", symbol="usdcny").json()["pricescale"] == 10 ** decimals["usdcny"] > 100

@@ -138,7 +138,9 @@ def test_reference_data_and_udf_symbols(venue_server: httpx.Client) -> None:
     assert cfr == {"1d": cfr_daily[0]["t"] if cfr_daily else None}  # an assessment: daily candles only
     assert instruments["sc"]["venue"] == "ine" and "1m" in instruments["sc"]["intervals"]
     sc = venue_server.get("/api/v1/udf/symbols", params={"symbol": "sc"}).json()
-    assert sc["session"] == "2100-0230,0900-1015,1030-1130,1330-1500" and sc["timezone"] == "Asia/Shanghai"
+    assert sc["session"] == "2100F-0230,0900-1015,1030-1130,1330-1500:3456|2100F3-0230,0900-1015,1030-1130,1330-1500:2"
+    assert sc["timezone"] == "Asia/Shanghai" and sc["exchange"] == sc["listed_exchange"] == "INE"
+    assert (sc["minmov"], sc["pricescale"]) == (1, 10)  # SC's tick: 0.1 CNY/bbl
     assert "20261001" in sc["session_holidays"].split(",") and sc["has_intraday"] is True
     cfr = venue_server.get("/api/v1/udf/symbols", params={"symbol": "methanol-cfr"}).json()
     assert cfr["has_intraday"] is False and cfr["supported_resolutions"] == ["1D"]

@@ -9,7 +9,8 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from server.market.venues.book import VenueBook
-from server.market.venues.views import CalendarRangeError, calendar, session_holidays, udf_session, venue_summary
+from server.market.venues.tradingview import chart_hours
+from server.market.venues.views import CalendarRangeError, calendar, venue_summary
 
 
 @pytest.fixture(scope="module")
@@ -44,23 +45,34 @@ def test_calendar_offsets_follow_dst(book: VenueBook) -> None:
     assert doc["days"][1]["sessions"] == [{"start": "2026-03-08T17:00:00-05:00", "end": "2026-03-09T16:00:00-05:00"}]
 
 
+CN_DAY = "0900-1015,1030-1130,1330-1500"
+YEAR = (date(2026, 1, 1), date(2026, 12, 31))
+
+
 @pytest.mark.parametrize(("instrument", "session"), [
-    ("sc", "2100-0230,0900-1015,1030-1130,1330-1500"),
-    ("methanol", "2100-2300,0900-1015,1030-1130,1330-1500"),
-    ("urea", "0900-1015,1030-1130,1330-1500"),
-    ("wti", "1700-1600"),
-    ("brent", "0100-2300|2300-2300:2"),
-    ("ttf", "0800-1800"),
-    ("methanol-cfr", "1630-1700"),
-    ("jkm", "1600-1630"),
+    # a night session starts on the evening before (F), Monday's on Friday's (F3): the library's grammar
+    ("sc", f"2100F-0230,{CN_DAY}:3456|2100F3-0230,{CN_DAY}:2"),
+    ("methanol", f"2100F-2300,{CN_DAY}:3456|2100F3-2300,{CN_DAY}:2"),
+    ("urea", f"{CN_DAY}:23456"),
+    ("wti", "1700F-1600:23456"),
+    ("brent", "0100-2300:3456|2300F-2300:2"),
+    ("ttf", "0800-1800:23456"),
+    ("usdcny", "0930F-0300:34567"),  # 09:30 to 03:00 the next day: written on the day it ends
+    ("methanol-cfr", "1630-1700:23456"),
+    ("jkm", "1600-1630:23456"),
+    ("cp-propane", "24x7"),  # a monthly price has no weekly hours
 ])
 def test_udf_session(book: VenueBook, instrument: str, session: str) -> None:
-    assert udf_session(book.for_instrument(instrument)) == session
+    assert chart_hours(book.for_instrument(instrument), *YEAR).session == session
 
 
-def test_udf_session_holidays(book: VenueBook) -> None:
-    text = session_holidays(book.clock("zce"), date(2026, 6, 1), date(2026, 10, 31))
-    assert text == "20260619,20260925,20261001,20261002,20261005,20261006,20261007"
+def test_udf_session_holidays_and_corrections(book: VenueBook) -> None:
+    hours = chart_hours(book.clock("zce"), date(2026, 6, 1), date(2026, 10, 31))
+    assert hours.session_holidays == "20260619,20260925,20261001,20261002,20261005,20261006,20261007"
+    # no night session before the first trading day after a holiday (SPEC 16)
+    assert hours.corrections == f"{CN_DAY}:20260622,20260928,20261008"
+    assert hours.closures[0] == (date(2026, 6, 19), "Dragon Boat Festival")
+    assert chart_hours(book.clock("cme"), *YEAR).corrections == ""  # its hours do not depend on the day before
 
 
 def test_a_run_time_file_adds_closures_and_cancels_a_night(tmp_path: Path) -> None:

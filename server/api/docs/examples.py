@@ -48,6 +48,8 @@ SAMPLES: tuple[str, ...] = (
     "/api/v1/udf/search?type=stock",
     "/api/v1/udf/history?symbol=brent&resolution=60&to=4102444800&countback=2",
     "/api/v1/udf/history?symbol=brent&resolution=2&to=1",
+    "/api/v1/udf/timescale_marks?symbol=methanol&from=1790812800&to=1791417600&resolution=1D",
+    "/api/v1/udf/timescale_marks?symbol=methanol&from=2&to=1",
     "/api/v1/spreads",
     "/api/v1/inventory",
     "/api/market/fx",

@@ -121,6 +121,18 @@ UDF_OPERATIONS: dict[tuple[str, str], S] = {
                                          "date at 00:00 UTC), or no_data (with nextTime when older bars exist)"),
                       "400": udf_problem("a parameter missing or invalid, unknown symbol, from > to")},
     },
+    ("GET", "/api/v1/udf/timescale_marks"): {
+        "summary": "UDF time-scale marks: the holiday closures of the symbol's venue with from <= time <= to (time: "
+                   "the date at 00:00 UTC), within the range its session_holidays cover", "tags": UDF_TAGS,
+        "parameters": [param("symbol", "query", SYMBOL, "instrument id", True),
+                       param("from", "query", SECONDS, "epoch seconds, counted in", True),
+                       param("to", "query", SECONDS, "epoch seconds, counted in", True),
+                       param("resolution", "query", {"type": "string", "enum": ["1", "5", "15", "60", "1D", "D"]},
+                             "the chart's resolution (the marks do not depend on it)")],
+        "responses": {"200": {"description": "marks in date order", "content": {"application/json": {
+                          "schema": {"type": "array", "items": ref("UdfTimescaleMark")}}}},
+                      "400": udf_problem("a parameter missing or invalid, unknown symbol, from > to")},
+    },
     ("GET", "/api/v1/udf/time"): {
         "summary": "The server's time in epoch seconds, as plain text", "tags": UDF_TAGS,
         "responses": {"200": {"description": "epoch seconds", "content": {"text/plain": {

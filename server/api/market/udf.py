@@ -12,7 +12,10 @@ UDF's conventions, where they differ from /kline's (docs/charting.md):
   bar held (TradingView always sends `from`);
 - an unknown symbol is a 400 naming `symbol` (a query parameter naming an unknown id, as `ids` in SPEC 6);
 - errors are problem documents with UDF's `s: "error"` and `errmsg` added (server/core/errors.py
-  `udf_fields`, also applied by the pipeline to its own refusals on these paths: 401, 404, 405, 429).
+  `udf_fields`, also applied by the pipeline to its own refusals on these paths: 401, 404, 405, 429);
+- a symbol's `session`, `session_holidays` and `corrections` are its venue's hours in the Charting Library's
+  grammar (server/market/venues/tradingview.py) over the known range: the year before today's to the calendar's
+  known end (at most the year after today's); `timescale_marks` marks that range's holiday closures.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ import math
 import re
 import time
 from collections.abc import Callable, Coroutine
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, date, datetime
+from decimal import Decimal
 from typing import Any
 
 import orjson
@@ -36,9 +40,10 @@ from server.core.errors import ApiError, udf_fields
 from server.market.candles.intraday import window
 from server.market.candles.ranges import DAILY
 from server.market.catalogue import Instrument
+from server.market.contracts.specs import PRODUCTS
 from server.market.state import MarketState
 from server.market.venues.clock import VenueClock
-from server.market.venues.views import session_holidays, udf_session
+from server.market.venues.tradingview import ChartHours, chart_hours
 
 PREFIX = "/api/v1/udf/"
 # UDF resolution -> /kline interval; "D" is the older spelling of "1D" (accepted, not advertised)
@@ -53,13 +58,13 @@ _SECONDS = re.compile(r"-?[0-9]{1,12}")
 _COUNT = re.compile(r"[0-9]{1,6}")
 _NO_DATA = orjson.dumps({"s": "no_data"})
 MAX_DEEP_BARS = 20_000  # a from/to request reaching the stored history: at most its latest 20,000 bars
-HOLIDAYS_BEHIND_DAYS = 366  # session_holidays covers the year behind and the year ahead (a chart scrolls back)
-HOLIDAYS_AHEAD_DAYS = 366
+HOLIDAY_COLOR = "red"
 
 CONFIG_PARAMS: frozenset[str] = frozenset()
 SYMBOLS_PARAMS = frozenset({"symbol"})
 SEARCH_PARAMS = frozenset({"query", "type", "exchange", "limit"})
 HISTORY_PARAMS = frozenset({"symbol", "resolution", "from", "to", "countback"})
+MARKS_PARAMS = frozenset({"symbol", "resolution", "from", "to"})
 
 
 class UdfApi:
@@ -73,7 +78,13 @@ class UdfApi:
         self.catalogue = state.catalogue
         today = datetime.fromtimestamp(clock(), UTC).date()
         clocks = state.clocks or (None,) * len(self.catalogue.instruments)
-        self._symbols = {inst.id: orjson.dumps(symbol_info(inst, venue, today))
+        hours: dict[VenueClock, ChartHours] = {}  # one per clock: instruments of a venue share it
+        for venue in clocks:
+            if venue is not None and venue not in hours:
+                hours[venue] = known_hours(venue, today)
+        self._hours = {inst.id: hours[venue] for inst, venue in zip(self.catalogue.instruments, clocks, strict=True)
+                       if venue is not None}
+        self._symbols = {inst.id: orjson.dumps(symbol_info(inst, venue, self._hours.get(inst.id)))
                          for inst, venue in zip(self.catalogue.instruments, clocks, strict=True)}
         self._config = orjson.dumps(config())
 
@@ -85,6 +96,8 @@ class UdfApi:
         router.add("GET", PREFIX + "search", self.search, Access.KEYED, name="udf-search", version=static)
         router.add("GET", PREFIX + "history", self.history, Access.KEYED, name="udf-history", version=data)
         router.add("GET", PREFIX + "time", self.time, Access.KEYED, name="udf-time")
+        router.add("GET", PREFIX + "timescale_marks", self.timescale_marks, Access.KEYED, name="udf-timescale-marks",
+                   version=static)
 
     # --- endpoints ---------------------------------------------------------------------------------------------
 
@@ -211,6 +224,23 @@ class UdfApi:
             "c": [c["c"] for c in series], "v": [c["v"] for c in series],
         })
 
+    def timescale_marks(self, req: Request) -> Response:
+        """The holiday closures of the symbol's venue with from <= time <= to (a closure's time is its date at
+        00:00 UTC, as a daily bar's); none for a symbol without a venue."""
+        query = _query(req, MARKS_PARAMS)
+        symbol = self._symbol(query)
+        start, end = _seconds(query, "from"), _seconds(query, "to")
+        if start > end:
+            raise _param("to", "to must not be before from (both are counted in)")
+        if "resolution" in query and query["resolution"] not in RESOLUTIONS:
+            raise _param("resolution", f"resolution must be one of {', '.join(SUPPORTED_RESOLUTIONS)}")
+        hours = self._hours.get(symbol)
+        closures = hours.closures if hours is not None else ()
+        return Response(200, orjson.dumps([
+            {"id": f"holiday-{day:%Y%m%d}", "time": at, "color": HOLIDAY_COLOR, "label": "H",
+             "tooltip": [f"{day.isoformat()}: {name} (closed)"]}
+            for day, name in closures if start <= (at := calendar.timegm(day.timetuple())) <= end]))
+
     def time(self, req: Request) -> Response:
         _query(req, CONFIG_PARAMS)
         return Response(200, str(int(self.clock())).encode(), "text/plain; charset=utf-8")
@@ -229,7 +259,7 @@ def config() -> dict[str, Any]:
         "supports_search": True,
         "supports_group_request": False,
         "supports_marks": False,
-        "supports_timescale_marks": False,
+        "supports_timescale_marks": True,
         "supports_time": True,
         "exchanges": [],
         "symbols_types": [{"name": "All types", "value": ""}, {"name": "Commodity", "value": "commodity"},
@@ -237,21 +267,40 @@ def config() -> dict[str, Any]:
     }
 
 
-def symbol_info(inst: Instrument, clock: VenueClock | None, today: date) -> dict[str, Any]:
-    """TradingView's symbol: with its venue's real session, zone and holidays of the year ahead (SPEC 16); a
-    daily or monthly publication has no intraday bars."""
+def known_hours(clock: VenueClock, today: date) -> ChartHours:
+    """The venue's hours from the year before today's to its calendar's known end, at most the year after today's."""
+    end = min(clock.days.known_until, date(today.year + 1, 12, 31))
+    return chart_hours(clock, date(today.year - 1, 1, 1), end)
+
+
+def price_steps(inst: Instrument) -> tuple[int, int]:
+    """(minmov, pricescale): a futures product's tick (1 -> 1, 1; 0.005 -> 5, 1000), else 1 unit of the last
+    decimal the instrument quotes."""
+    product = PRODUCTS.get(inst.id)
+    if product is None:
+        return 1, 10 ** inst.decimals
+    tick = Decimal(repr(product.tick)).normalize()
+    places = max(0, -int(tick.as_tuple().exponent))
+    return int(tick.scaleb(places)), 10 ** places
+
+
+def symbol_info(inst: Instrument, clock: VenueClock | None, hours: ChartHours | None) -> dict[str, Any]:
+    """TradingView's symbol: its venue's hours in the library's grammar, zone and code (SPEC 14, 16); a daily or
+    monthly publication has no intraday bars."""
     continuous = inst.publication == "continuous"
+    minmov, pricescale = price_steps(inst)
+    exchange = inst.source["en"] if clock is None else clock.venue.id.upper()
     info: dict[str, Any] = {
         "name": inst.id,
         "ticker": inst.id,
         "description": inst.name["en"],
         "type": TYPES[inst.kind],
-        "session": "24x7" if clock is None else udf_session(clock),
+        "session": "24x7" if hours is None else hours.session,
         "timezone": "Asia/Shanghai" if clock is None else clock.venue.zone,
-        "exchange": inst.source["en"],
-        "listed_exchange": inst.source["en"],
-        "minmov": 1,
-        "pricescale": 10 ** inst.decimals,
+        "exchange": exchange,
+        "listed_exchange": exchange,
+        "minmov": minmov,
+        "pricescale": pricescale,
         "has_intraday": continuous,
         "has_daily": True,
         "supported_resolutions": SUPPORTED_RESOLUTIONS if continuous else ["1D"],
@@ -262,9 +311,9 @@ def symbol_info(inst: Instrument, clock: VenueClock | None, today: date) -> dict
     }
     if continuous:
         info["intraday_multipliers"] = ["1", "5", "15", "60"]
-    if clock is not None:
-        info["session_holidays"] = session_holidays(clock, today - timedelta(days=HOLIDAYS_BEHIND_DAYS),
-                                                    today + timedelta(days=HOLIDAYS_AHEAD_DAYS))
+    if hours is not None:
+        info["session_holidays"] = hours.session_holidays
+        info["corrections"] = hours.corrections
     return info
 
 

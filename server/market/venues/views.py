@@ -1,4 +1,5 @@
-"""Plain-data views of a venue clock for the HTTP layer: the calendar and TradingView UDF fields.
+"""Plain-data views of a venue clock for the HTTP layer: the calendar and the venue list (TradingView's fields:
+tradingview.py).
 
 Everything returns dicts, lists and strings ready for JSON; nothing here serialises.
 """
@@ -10,7 +11,6 @@ from typing import Any
 
 from server.market.timefmt import iso as shanghai_iso
 from server.market.venues.clock import VenueClock
-from server.market.venues.data import WindowSpec
 
 MAX_CALENDAR_DAYS = 366
 
@@ -65,24 +65,3 @@ def holidays(clock: VenueClock, start: date, end: date) -> list[dict[str, str]]:
             out.append({"date": day.isoformat(), "name": name})
         day += timedelta(days=1)
     return out
-
-
-def _spans(specs: tuple[WindowSpec, ...]) -> str:
-    return ",".join(f"{start.replace(':', '')}-{end.replace(':', '')}" for _, start, _, end in specs)
-
-
-def udf_session(clock: VenueClock) -> str:
-    """TradingView's ``session``: the template's windows as HHMM-HHMM in the venue zone, night first
-    (e.g. "2100-0230,0900-1015,1030-1130,1330-1500"); a window whose end is not after its start runs
-    overnight from the day before, as TradingView reads it. A different Monday (ICE's Sunday-evening
-    open) is added in TradingView's per-weekday form, "0100-2300|2300-2300:2"."""
-    template = clock.template
-    text = _spans(template.night + template.day)
-    if template.monday:
-        text += f"|{_spans(template.night + template.monday)}:2"
-    return text
-
-
-def session_holidays(clock: VenueClock, start: date, end: date) -> str:
-    """TradingView's ``session_holidays``: comma-separated YYYYMMDD weekdays without trading."""
-    return ",".join(h["date"].replace("-", "") for h in holidays(clock, start, end))
