@@ -569,10 +569,12 @@ def test_query_parameters_agree_with_their_schemas(api: ServerProcess, http: htt
     poster = Poster(http, operator_auth(api, http))
     paths = {"/api/v1/kline/{id}": "/api/v1/kline/brent", "/api/v1/venues/{id}/calendar": "/api/v1/venues/zce/calendar"}
     # a parameter that applies only together with another (kline's limit: intraday intervals only)
-    # and one bounded by another (UDF history: from <= to, so any from the schema allows is tried with the
-    # latest to it allows)
+    # and one bounded by another (UDF history and time-scale marks: from <= to, so any from the schema allows is
+    # tried with the latest to it allows, any to with the earliest from)
     context = {("/api/v1/kline/{id}", "limit"): {"interval": "5m"},
-               ("/api/v1/udf/history", "from"): {"to": str(SECONDS["maximum"])}}
+               ("/api/v1/udf/history", "from"): {"to": str(SECONDS["maximum"])},
+               ("/api/v1/udf/timescale_marks", "from"): {"to": str(SECONDS["maximum"])},
+               ("/api/v1/udf/timescale_marks", "to"): {"from": str(SECONDS["minimum"])}}
     problems: list[str] = []
     for path, method, op in operations(spec):
         params = [p for p in op.get("parameters", []) if p["in"] == "query"]
