@@ -14,8 +14,8 @@ UDF's conventions, where they differ from /kline's (docs/charting.md):
 - errors are problem documents with UDF's `s: "error"` and `errmsg` added (server/core/errors.py
   `udf_fields`, also applied by the pipeline to its own refusals on these paths: 401, 404, 405, 429);
 - a symbol's `session`, `session_holidays` and `corrections` are its venue's hours in the Charting Library's
-  grammar (server/market/venues/tradingview.py) over the known range: the year before today's to the calendar's
-  known end (at most the year after today's); `timescale_marks` marks that range's holiday closures.
+  grammar (server/market/venues/tradingview.py) over the known range (`known_hours`); `timescale_marks` marks that
+  range's holiday closures.
 """
 
 from __future__ import annotations
@@ -78,12 +78,13 @@ class UdfApi:
         self.catalogue = state.catalogue
         today = datetime.fromtimestamp(clock(), UTC).date()
         clocks = state.clocks or (None,) * len(self.catalogue.instruments)
-        hours: dict[VenueClock, ChartHours] = {}  # one per clock: instruments of a venue share it
-        for venue in clocks:
-            if venue is not None and venue not in hours:
-                hours[venue] = known_hours(venue, today)
-        self._hours = {inst.id: hours[venue] for inst, venue in zip(self.catalogue.instruments, clocks, strict=True)
-                       if venue is not None}
+        shared: dict[VenueClock, ChartHours] = {}  # made once per clock: the instruments of a venue share it
+        self._hours: dict[str, ChartHours] = {}
+        for inst, venue in zip(self.catalogue.instruments, clocks, strict=True):
+            if venue is not None:
+                if venue not in shared:
+                    shared[venue] = known_hours(venue, today)
+                self._hours[inst.id] = shared[venue]
         self._symbols = {inst.id: orjson.dumps(symbol_info(inst, venue, self._hours.get(inst.id)))
                          for inst, venue in zip(self.catalogue.instruments, clocks, strict=True)}
         self._config = orjson.dumps(config())
@@ -268,8 +269,9 @@ def config() -> dict[str, Any]:
 
 
 def known_hours(clock: VenueClock, today: date) -> ChartHours:
-    """The venue's hours from the year before today's to its calendar's known end, at most the year after today's."""
-    end = min(clock.days.known_until, date(today.year + 1, 12, 31))
+    """The venue's hours from the year before today's to its calendar's known end (today, when that has passed:
+    weekdays assumed), at most the end of the year after today's."""
+    end = min(max(clock.days.known_until, today), date(today.year + 1, 12, 31))
     return chart_hours(clock, date(today.year - 1, 1, 1), end)
 
 
