@@ -113,6 +113,7 @@ def test_a_one_digit_year_names_the_nearest_listed_or_recently_expired_contract(
     (('"yymm"', '"yyyymm"'), "field 'symbol_form'"),
     (("listed = 12\n", "listed = 12\nmonths = [0, 13]\n"), "field 'months'"),
     (("last_trading_month = 0\n", ""), "missing field 'last_trading_month'"),
+    (("listed = 12\n", "listed = 6\nmonths = [1]\n"), "field 'listed'"),  # six Januaries: six years
 ])
 def test_a_bad_listing_field_names_file_entry_and_field(change: tuple[str, str], names: str) -> None:
     from tests.unit.test_product_specs import GOOD

@@ -23,12 +23,13 @@ from datetime import date, timedelta
 from typing import Any
 
 from server.market.contracts.expiry import Days, Expiry, add_months, last_trading_day, next_trading_day
+from server.market.contracts.rules import MAX_LISTED
 from server.market.contracts.specs import ProductSpec
 from server.market.contracts.symbols import SymbolDate, contract_id, read_symbol, symbol
 
 EARLIEST_YEAR = 2005  # the PRC holiday package starts in 2004; older contracts are not known
 KNOWN_AFTER_EXPIRY = timedelta(days=365)  # an expired contract stays in the list and `?symbol=` this long
-_HORIZON = 12 * 6  # months: more than the widest listing (MAX_LISTED contracts of 12 months a year)
+_HORIZON = MAX_LISTED + 12  # months: more than the widest listing (rules.py bounds it to MAX_LISTED months)
 _YEAR_BACK = 12 + 4  # months before the front that can hold a contract expired within a year (offsets reach -3)
 
 
@@ -144,7 +145,7 @@ class ContractBook:
         for y, m in self._months_back(product, year, month):
             if (year, month) not in self._listed_from(product, y, m):
                 return next_trading_day(self.calendars[product.venue], self._expiry(product, y, m).day)
-        return next_trading_day(self.calendars[product.venue], date(year - 5, 1, 1))  # unreachable with MAX_LISTED
+        raise AssertionError("unreachable: rules.parse_listing keeps a listing within MAX_LISTED months")
 
 
 def _months_from(year: int, month: int) -> Iterator[tuple[int, int]]:

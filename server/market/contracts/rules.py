@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
-MAX_LISTED = 60  # five years of months at most, so a one-digit year (MA605, CLM6) names one contract
+MAX_LISTED = 60  # the listed contracts span five years at most, so a one-digit year (MA605, CLM6) names one
 _RULE = re.compile(r"(trading-day) (-?[1-9][0-9]?)|(calendar-day) ([1-9][0-9]?)|(before-day) ([1-9][0-9]?) ([1-9])")
 
 
@@ -90,7 +90,12 @@ def parse_listing(entry: dict[str, Any]) -> ListingRule:
     if form not in {f.value for f in SymbolForm}:
         raise ValueError(f"field 'symbol_form' must be one of {', '.join(f.value for f in SymbolForm)}")
     rule, day, back = _day_rule(entry)
-    return ListingRule(
+    listing = ListingRule(
         months=_months(entry), serial=_int(entry, "serial", 0, 0, MAX_LISTED),
         listed=_int(entry, "listed", None, 1, MAX_LISTED), rule=rule, day=day, back=back,
         month_offset=_int(entry, "last_trading_month", None, -3, 0), symbol_form=SymbolForm(form))
+    for front in range(1, 13):  # whichever month is the front, the listed contracts lie within MAX_LISTED months
+        if sum(listing.has(k, (front + k - 1) % 12 + 1) for k in range(MAX_LISTED)) < listing.listed:
+            raise ValueError(f"field 'listed': {listing.listed} contracts of these months span more than "
+                             f"{MAX_LISTED} months")
+    return listing
