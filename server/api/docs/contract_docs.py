@@ -66,7 +66,8 @@ CONTRACT_OPERATIONS: dict[tuple[str, str], S] = {
         "responses": {
             "200": _answer("no parameter: {instruments: [Instrument]}; product or symbol: {product, instruments: "
                            "[Contract]}", "InstrumentList", "ContractList"),
-            "400": _problem("product and symbol both given, or one not in its form (a symbol's month not 01-12) "
+            "400": _problem("product and symbol both given, or one not in its form (a symbol's month not 01-12, "
+                            "MA613) "
                             "(invalid_parameter, errors[].field names it)"),
             "404": _problem("no such futures product, or no listed or recently expired contract has the symbol"),
         },

@@ -17,7 +17,7 @@ from server.api.core.query import param_error
 from server.core.errors import ApiError
 from server.market.contracts.listing import Contract, ContractBook
 from server.market.contracts.specs import PRODUCT_ID
-from server.market.contracts.symbols import SHAPE, SymbolError, read_id
+from server.market.contracts.symbols import SHAPE, read_id
 from server.market.venues.book import VenueBook
 
 PARAMS = frozenset({"product", "symbol"})
@@ -61,12 +61,9 @@ class ContractViews:
 
     def _by_symbol(self, text: str, now_ms: int) -> Contract:
         if not re.search(SYMBOL_PATTERN, text):
-            raise param_error("symbol", "symbol must be an exchange code such as MA605, pp2605 or CLM6")
+            raise param_error("symbol", "symbol must be an exchange code such as MA605, pp2605 or CLM6 (month 01-12)")
         today_of = {v: self._today(v, now_ms) for v in {p.venue for p in self.contracts.products.values()}}
-        try:
-            found = self.contracts.resolve(text, today_of)
-        except SymbolError as exc:
-            raise param_error("symbol", str(exc)) from None
+        found = self.contracts.resolve(text, today_of)
         if found is None:
             raise ApiError("not_found", f"No listed contract, nor one expired within a year, has the symbol {text!r}.")
         return found

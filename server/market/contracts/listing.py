@@ -90,8 +90,7 @@ class ContractBook:
 
     def resolve(self, text: str, today_of: Mapping[str, date]) -> Contract | None:
         """The contract an exchange symbol names: listed, or expired within KNOWN_AFTER_EXPIRY, the nearest one
-        when a one-digit year fits several (`today_of`: venue id -> its current trading day). SymbolError: a
-        product's symbol naming no month."""
+        when a one-digit year fits several (`today_of`: venue id -> its current trading day)."""
         for product in self.products.values():
             found = read_symbol(product.listing.symbol_form, product.code, text)
             if found is not None:

@@ -17,12 +17,9 @@ from dataclasses import dataclass
 from server.market.contracts.rules import SymbolForm
 
 MONTH_LETTERS = "FGHJKMNQUVXZ"
-SHAPE = re.compile(r"[A-Za-z]{1,8}([0-9]{3,4}|[FGHJKMNQUVXZ][0-9])")  # any exchange's symbol looks like this
+# any exchange's symbol looks like this: letters, then a year and a month 01-12, or a month letter and a year digit
+SHAPE = re.compile(r"[A-Za-z]{1,8}([0-9]{1,2}(0[1-9]|1[0-2])|[FGHJKMNQUVXZ][0-9])")
 _ID = re.compile(r"(.+)-([0-9]{4})(0[1-9]|1[0-2])")
-
-
-class SymbolError(ValueError):
-    """A symbol of a known product whose date part is not that product's form (`MA613`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,8 +48,7 @@ def symbol(form: SymbolForm, code: str, year: int, month: int) -> str:
 
 
 def read_symbol(form: SymbolForm, code: str, text: str) -> SymbolDate | None:
-    """The date part of `text` if it is a symbol of the product `code` (None: another product's); SymbolError when
-    it starts with the code and is in the product's form but names no month."""
+    """The date part of `text` if it is a symbol of the product `code` (None: another product's, or no month)."""
     if not text.startswith(code):
         return None
     rest = text[len(code):]
@@ -65,5 +61,5 @@ def read_symbol(form: SymbolForm, code: str, text: str) -> SymbolDate | None:
         return None
     month = int(rest[-2:])
     if not 1 <= month <= 12:
-        raise SymbolError(f"{text!r}: month {rest[-2:]} (a {code} symbol is {code}{'Y' * (digits - 2)}MM)")
+        return None
     return SymbolDate(2000 + int(rest[:2]) if digits == 4 else int(rest[0]), month, digits - 2)
