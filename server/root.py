@@ -34,7 +34,6 @@ from server.api.core.cache import VersionedCache
 from server.api.core.pipeline import App, build_app
 from server.api.core.router import Router
 from server.api.docs.asyncapi import register_asyncapi
-from server.api.market.contract_views import ContractViews
 from server.api.market.deep_ranges import DeepRanges
 from server.api.market.flatfiles import FlatFilesApi
 from server.api.market.keyed import MarketApi
@@ -66,7 +65,6 @@ from server.lifecycle import HttpRuntime, shutdown
 from server.market.applied import AppliedTicks
 from server.market.candles.trading_axis import VenueAxis
 from server.market.catalogue import Catalogue, default_catalogue
-from server.market.contracts.listing import ContractBook
 from server.market.contracts.specs import load_products
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state
@@ -199,8 +197,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     engine.revocations.subscribe(watch.on_revoked)
     started = threading.Event()  # set by Node.start once every part runs
     MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock, deep).register(router)
-    contracts = ContractViews(ContractBook(load_products(settings.catalogue_file), venues.calendars), venues)
-    ReferenceApi(catalogue, venues, clock, state, deep, contracts).register(router)  # SPEC 16, 19
+    ReferenceApi(catalogue, venues, clock, state, deep, load_products(settings.catalogue_file)).register(router)
     FlatFilesApi(flat, clock).register(router)  # a closed trading day's ticks and candles as files (SPEC 18)
     http, stream_settings = group(HttpSettings), group(StreamSettings)
     WebApi(http, group(FeedSettings), stream_settings).register(router)  # the dashboard at /, /static/..., /api/config

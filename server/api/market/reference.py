@@ -15,7 +15,7 @@ once the hub has started.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any
 
@@ -30,6 +30,8 @@ from server.api.market.deep_ranges import DeepRanges
 from server.core.errors import ApiError
 from server.market.candles.intraday import INTERVALS
 from server.market.catalogue import Catalogue, Instrument
+from server.market.contracts.listing import ContractBook
+from server.market.contracts.specs import ProductSpec
 from server.market.state import MarketState
 from server.market.venues.book import VenueBook
 from server.market.venues.views import CalendarRangeError, calendar, venue_summary
@@ -54,10 +56,12 @@ def instrument_view(inst: Instrument) -> dict[str, Any]:
 class ReferenceApi:
     def __init__(self, catalogue: Catalogue, venues: VenueBook, clock: Callable[[], float],
                  state: MarketState | None = None, deep: DeepRanges | None = None,
-                 contracts: ContractViews | None = None) -> None:
+                 products: Mapping[str, ProductSpec] | None = None) -> None:
         """`state`: the candles held, for an instrument's `earliest` (SPEC 18); `deep`: a live feed's stored
-        history, whose older buckets count too; `contracts`: the futures products' contracts (SPEC 19)."""
-        self.state, self.deep, self.contracts = state, deep, contracts
+        history, whose older buckets count too; `products`: the futures products, whose contracts it answers too
+        (SPEC 19)."""
+        self.state, self.deep = state, deep
+        self.contracts = ContractViews(ContractBook(products, venues.calendars), venues) if products else None
         self.catalogue = catalogue
         self.venues = venues
         self.clock = clock
