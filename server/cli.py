@@ -65,6 +65,12 @@ def _serve(ns: argparse.Namespace) -> int:
             VenueBook.load(settings.calendar_file)
         except CalendarFileError as exc:
             raise ConfigError(f"--calendar-file: {exc}") from None
+    try:  # a bad product names its file, entry and field: one line, exit 2
+        from server.market.contracts.specs import CatalogueFileError, load_products
+
+        load_products(settings.catalogue_file)
+    except CatalogueFileError as exc:
+        raise ConfigError(f"--catalogue-file: {exc}") from None
     _check_engine(settings)
     if settings.database_url:
         _check_database(settings.database_url)

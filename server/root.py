@@ -65,6 +65,7 @@ from server.lifecycle import HttpRuntime, shutdown
 from server.market.applied import AppliedTicks
 from server.market.candles.trading_axis import VenueAxis
 from server.market.catalogue import Catalogue, default_catalogue
+from server.market.contracts.specs import load_products
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state
 from server.market.venues.book import VenueBook
@@ -196,7 +197,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     engine.revocations.subscribe(watch.on_revoked)
     started = threading.Event()  # set by Node.start once every part runs
     MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock, deep).register(router)
-    ReferenceApi(catalogue, venues, clock, state, deep).register(router)  # instruments, venues, calendars (SPEC 16)
+    ReferenceApi(catalogue, venues, clock, state, deep, load_products(settings.catalogue_file)).register(router)
     FlatFilesApi(flat, clock).register(router)  # a closed trading day's ticks and candles as files (SPEC 18)
     http, stream_settings = group(HttpSettings), group(StreamSettings)
     WebApi(http, group(FeedSettings), stream_settings).register(router)  # the dashboard at /, /static/..., /api/config

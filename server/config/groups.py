@@ -102,6 +102,10 @@ def _readable_file(path: Path | None) -> str | None:
     return None
 
 
+def _readable_files(paths: tuple[Path, ...]) -> str | None:
+    return next((bad for bad in map(_readable_file, paths) if bad), None)
+
+
 @dataclass(frozen=True)
 class FeedSettings(Group):
     """Where ticks come from: the feed source (server/feeds/)."""
@@ -116,6 +120,10 @@ class FeedSettings(Group):
     calendar_file: Path | None = setting(None, "a TOML file of exchange notices (holidays, cancelled night "
                                          "sessions) extending the repository's (docs/venues.md)", parse=Path,
                                          check=_readable_file)
+    catalogue_file: tuple[Path, ...] = setting((), "a TOML file of futures products (listing, expiry, tick, ...) "
+                                               "extending or replacing the repository's (docs/contracts.md); "
+                                               "repeatable, a later file wins", parse=Path, kind=Kind.APPEND,
+                                               check=_readable_files)
 
     @property
     def feed_path(self) -> str | None:

@@ -340,6 +340,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/static/vendor/{file}": "/static/vendor/nope.js", "/problems/{code}": "/problems/nope",
         "/api/v1/instruments/{id}": "/api/v1/instruments/zzz",
         "/api/v1/venues/{id}/calendar": "/api/v1/venues/zzz/calendar?from=2026-09-28&to=2026-10-09",
+        "/api/v1/instruments": "/api/v1/instruments?product=zzz",  # SPEC 19: no such futures product
     }
     bad = {
         "/api/v1/quotes": "/api/v1/quotes?kind=metals", "/api/v1/kline/{id}": "/api/v1/kline/brent?days=0",

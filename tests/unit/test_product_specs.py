@@ -11,7 +11,8 @@ from server.market.contracts.specs import PRODUCTS, CatalogueFileError, load_pro
 
 FUTURES_VENUES = {"shfe", "ine", "dce", "zce", "ice-eu", "cme", "ice-endex", "gme"}
 GOOD = ('id = "rubber"\nvenue = "shfe"\ncode = "ru"\ntick = 5\nmultiplier = 10\nlimit_pct = 0.08\n'
-        'settlement = "vwap-day"\n')
+        'settlement = "vwap-day"\nlisted = 12\nlast_trading_day = "calendar-day 15"\nlast_trading_month = 0\n'
+        'symbol_form = "yymm"\n')
 
 
 def test_every_futures_instrument_is_a_product_on_its_venue() -> None:

@@ -20,3 +20,8 @@ def known_query(req: Request, allowed: frozenset[str]) -> dict[str, str]:
         raise ApiError("unknown_parameter", f"Unknown query parameter{plural} {names}: this endpoint {takes}.",
                        errors=[{"field": name, "message": message} for name in unknown])
     return query
+
+
+def param_error(field: str, message: str) -> ApiError:
+    """400 ``invalid_parameter`` naming the query parameter ``field``."""
+    return ApiError("invalid_parameter", message, errors=[{"field": field, "message": message}])

@@ -50,6 +50,11 @@ SAMPLES: tuple[str, ...] = (
     "/api/v1/udf/history?symbol=brent&resolution=2&to=1",
     "/api/v1/udf/timescale_marks?symbol=methanol&from=1790812800&to=1791417600&resolution=1D",
     "/api/v1/udf/timescale_marks?symbol=methanol&from=2&to=1",
+    "/api/v1/instruments?product=urea",  # SPEC 19: a product's contracts, a symbol, a contract
+    "/api/v1/instruments?symbol=MA605",
+    "/api/v1/instruments?symbol=MA613",
+    "/api/v1/instruments?product=nope",
+    "/api/v1/instruments/pp-202605",
     "/api/v1/spreads",
     "/api/v1/inventory",
     "/api/market/fx",

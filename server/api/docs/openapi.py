@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from server.api.core.router import Access, Router
 from server.api.docs.console_docs import CONSOLE_OPERATIONS, CONSOLE_SCHEMAS
+from server.api.docs.contract_docs import CONTRACT_OPERATIONS, CONTRACT_SCHEMAS
 from server.api.docs.examples import add_examples
 from server.api.docs.flatfile_docs import FLATFILE_OPERATIONS, FLATFILE_SCHEMAS
 from server.api.docs.schemas import INT, REQUESTS, RESPONSES, STR, S, anchored, closure, ref
@@ -187,14 +188,6 @@ OPERATIONS: dict[tuple[str, str], S] = {
                       "404": problem("unknown instrument")},
     },
     **UDF_OPERATIONS,
-    ("GET", "/api/v1/instruments"): {
-        "summary": "Reference data: every instrument with its venue, publication and candle intervals",
-        "tags": ["reference data"], "responses": ok("InstrumentList"),
-    },
-    ("GET", "/api/v1/instruments/{id}"): {
-        "summary": "One instrument's reference data", "tags": ["reference data"], "parameters": [ID],
-        "responses": {**ok("Instrument"), "404": problem("unknown instrument")},
-    },
     ("GET", "/api/v1/venues"): {
         "summary": "Every venue: its status now, trading day, next open and close, calendar horizon, instruments",
         "tags": ["reference data"], "responses": ok("VenueList"),
@@ -341,6 +334,7 @@ OPERATIONS: dict[tuple[str, str], S] = {
 }
 OPERATIONS.update(CONSOLE_OPERATIONS)  # issue 32: the service console (server/api/docs/console_docs.py)
 OPERATIONS.update(FLATFILE_OPERATIONS)  # SPEC 18's flat files (server/api/docs/flatfile_docs.py)
+OPERATIONS.update(CONTRACT_OPERATIONS)  # SPEC 16's instruments with SPEC 19's contracts (contract_docs.py)
 
 
 def _operation(method: str, pattern: str, access: Access, name: str) -> S:
@@ -428,7 +422,8 @@ def build_openapi(router: Router, settings: HttpSettings) -> S:
         "tags": TAGS,
         "paths": dict(sorted(paths.items(), key=lambda item: (not item[0].startswith("/api/v1/"), item[0]))),
         "components": {
-            "schemas": {**closure(*RESPONSES, *REQUESTS), **CONSOLE_SCHEMAS, **FLATFILE_SCHEMAS},
+            "schemas": {**closure(*RESPONSES, *REQUESTS), **CONSOLE_SCHEMAS, **FLATFILE_SCHEMAS,
+                        **CONTRACT_SCHEMAS},
             "securitySchemes": {
                 "ServiceKey": {"type": "apiKey", "in": "header", "name": "X-SERVICE-Key"},
                 "Bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},

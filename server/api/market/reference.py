@@ -1,31 +1,37 @@
 """Reference data (SPEC 16): the instruments, their venues, each venue's state now and its calendar.
 
 - `GET /api/v1/instruments` and `/{id}`: what each instrument is, where it trades, how often it is published and
-  which candle intervals it has (a daily or monthly publication has no intraday candles).
+  which candle intervals it has (a daily or monthly publication has no intraday candles); with `?product=` or
+  `?symbol=`, and for a contract id, the futures contracts (SPEC 19, server/api/market/contract_views.py).
 - `GET /api/v1/venues`: every venue with its status now (open, break, closed), trading day, next open and close,
   how far ahead its calendar is known and its instruments.
 - `GET /api/v1/venues/{id}/calendar?from=&to=`: each trading day in the range (both dates included, at most 366
   days) with its session windows, and the weekdays it is shut.
 
-The instrument answers never change while the hub runs; the venue list changes with the clock (remembered per
-minute: every session window starts and ends on a minute); a calendar range is fixed once the hub has started.
+The catalogue's instrument answers never change while the hub runs; the contracts' status and the venue list change
+with the clock (remembered per minute: every session window starts and ends on a minute); a calendar range is fixed
+once the hub has started.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any
 
 import orjson
 
-from server.api.core.query import known_query
+from server.api.core.query import known_query, param_error
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
+from server.api.market.contract_views import PARAMS as CONTRACT_PARAMS
+from server.api.market.contract_views import ContractViews
 from server.api.market.deep_ranges import DeepRanges
 from server.core.errors import ApiError
 from server.market.candles.intraday import INTERVALS
 from server.market.catalogue import Catalogue, Instrument
+from server.market.contracts.listing import ContractBook
+from server.market.contracts.specs import ProductSpec
 from server.market.state import MarketState
 from server.market.venues.book import VenueBook
 from server.market.venues.views import CalendarRangeError, calendar, venue_summary
@@ -49,10 +55,13 @@ def instrument_view(inst: Instrument) -> dict[str, Any]:
 
 class ReferenceApi:
     def __init__(self, catalogue: Catalogue, venues: VenueBook, clock: Callable[[], float],
-                 state: MarketState | None = None, deep: DeepRanges | None = None) -> None:
+                 state: MarketState | None = None, deep: DeepRanges | None = None,
+                 products: Mapping[str, ProductSpec] | None = None) -> None:
         """`state`: the candles held, for an instrument's `earliest` (SPEC 18); `deep`: a live feed's stored
-        history, whose older buckets count too."""
+        history, whose older buckets count too; `products`: the futures products, whose contracts it answers too
+        (SPEC 19)."""
         self.state, self.deep = state, deep
+        self.contracts = ContractViews(ContractBook(products, venues.calendars), venues) if products else None
         self.catalogue = catalogue
         self.venues = venues
         self.clock = clock
@@ -62,7 +71,8 @@ class ReferenceApi:
 
     def register(self, router: Router) -> None:
         fixed, minute = _fixed, self._minute
-        router.add("GET", "/api/v1/instruments", self.instruments, Access.KEYED, name="instruments", version=fixed)
+        router.add("GET", "/api/v1/instruments", self.instruments, Access.KEYED, name="instruments",
+                   version=minute)  # a contract's status moves with the clock; the catalogue's list is built once
         router.add("GET", "/api/v1/instruments/{id}", self.instrument, Access.KEYED, name="instrument",
                    version=self._held_version)  # `earliest` moves as the rings roll and the retention prunes
         router.add("GET", "/api/v1/venues", self.venue_list, Access.KEYED, name="venues", version=minute)
@@ -76,15 +86,20 @@ class ReferenceApi:
         return (self.state.version if self.state is not None else 0), int(self.clock() // 60)
 
     def instruments(self, req: Request) -> Response:
-        known_query(req, NO_PARAMS)
-        return Response(200, self._all)
+        query = known_query(req, CONTRACT_PARAMS if self.contracts is not None else NO_PARAMS)
+        if not query or self.contracts is None:
+            return Response(200, self._all)
+        return Response(200, self.contracts.listing(query, int(self.clock() * 1000)))
 
     def instrument(self, req: Request) -> Response:
         known_query(req, NO_PARAMS)
         inst_id = req.path_params["id"]
         row = self.catalogue.index.get(inst_id)
         if row is None:
-            raise ApiError("not_found", f"Unknown instrument id {inst_id!r}.")
+            contract = self.contracts.one(inst_id, int(self.clock() * 1000)) if self.contracts is not None else None
+            if contract is None:
+                raise ApiError("not_found", f"Unknown instrument id {inst_id!r}.")
+            return Response(200, contract)
         inst = self.catalogue.instruments[row]
         if self.state is None:
             return Response(200, self._instruments[inst_id])
@@ -124,11 +139,11 @@ class ReferenceApi:
             raise ApiError("not_found", f"Unknown venue id {venue_id!r}.")
         start, end = _date(query, "from"), _date(query, "to")
         if (end - start).days + 1 > MAX_CALENDAR_DAYS:
-            raise _param("to", f"a calendar spans at most {MAX_CALENDAR_DAYS} days (from and to both included)")
+            raise param_error("to", f"a calendar spans at most {MAX_CALENDAR_DAYS} days (from and to both included)")
         try:
             return Response(200, orjson.dumps(calendar(self.venues.clock(venue_id), start, end)))
         except CalendarRangeError as exc:
-            raise _param("to", str(exc)) from None
+            raise param_error("to", str(exc)) from None
 
 
 def _fixed() -> object:
@@ -138,7 +153,7 @@ def _fixed() -> object:
 def _date(query: dict[str, str], field: str) -> date:
     raw = query.get(field, "")
     if not raw.strip():
-        raise _param(field, f"{field} is required (YYYY-MM-DD)")
+        raise param_error(field, f"{field} is required (YYYY-MM-DD)")
     try:
         return date.fromisoformat(raw) if len(raw) == 10 else _bad_date(field)
     except ValueError:
@@ -146,8 +161,4 @@ def _date(query: dict[str, str], field: str) -> date:
 
 
 def _bad_date(field: str) -> date:
-    raise _param(field, f"{field} must be a date (YYYY-MM-DD)")
-
-
-def _param(field: str, message: str) -> ApiError:
-    return ApiError("invalid_parameter", message, errors=[{"field": field, "message": message}])
+    raise param_error(field, f"{field} must be a date (YYYY-MM-DD)")

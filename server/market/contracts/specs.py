@@ -15,9 +15,12 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from server.market.contracts.rules import ListingRule, parse_listing
 from server.market.venues.data import VENUES
 
 DEFAULT_PRODUCTS = Path(__file__).with_name("products.toml")
+PRODUCT_ID = re.compile(r"[a-z0-9][a-z0-9-]{0,39}")
+_CODE = re.compile(r"[A-Za-z]{1,8}")
 _WINDOW = re.compile(r"vwap-window ([01]\d|2[0-3]):([0-5]\d)-([01]\d|2[0-3]):([0-5]\d)")
 
 
@@ -34,7 +37,8 @@ class ProductSpec:
     multiplier: float
     limit_pct: float  # 0: no daily price limit
     settlement: str  # "vwap-day" or "vwap-window HH:MM-HH:MM"
-    entry: dict[str, Any]  # the whole table as read (listing rules and other fields read by later modules)
+    entry: dict[str, Any]  # the whole table as read (fields read by later modules)
+    listing: ListingRule  # which months are listed, the last trading day's rule, the symbol's form (rules.py)
 
     @property
     def settle_window(self) -> tuple[str, str] | None:
@@ -56,6 +60,8 @@ def _spec(entry: Any, where: str) -> ProductSpec:
     if not isinstance(entry, dict):
         raise CatalogueFileError(f"{where}: not a table")
     pid = _field(entry, "id", str, where)
+    if not PRODUCT_ID.fullmatch(pid):
+        raise CatalogueFileError(f"{where}: field 'id' must be lower-case letters, digits and dashes (methanol)")
     venue = _field(entry, "venue", str, where)
     if venue not in VENUES:
         raise CatalogueFileError(f"{where}: field 'venue': unknown venue {venue!r}")
@@ -68,10 +74,17 @@ def _spec(entry: Any, where: str) -> ProductSpec:
         raise CatalogueFileError(f"{where}: field 'multiplier' must be > 0")
     if not 0 <= limit < 1:
         raise CatalogueFileError(f"{where}: field 'limit_pct' must be in [0, 1)")
+    code = _field(entry, "code", str, where)
+    if not _CODE.fullmatch(code):
+        raise CatalogueFileError(f"{where}: field 'code' must be 1-8 letters (the exchange's product code)")
     settlement = _field(entry, "settlement", str, where)
     if settlement != "vwap-day" and not _WINDOW.fullmatch(settlement):
         raise CatalogueFileError(f"{where}: field 'settlement' must be 'vwap-day' or 'vwap-window HH:MM-HH:MM'")
-    return ProductSpec(pid, venue, _field(entry, "code", str, where), tick, mult, limit, settlement, dict(entry))
+    try:
+        listing = parse_listing(entry)
+    except ValueError as exc:
+        raise CatalogueFileError(f"{where}: {exc}") from None
+    return ProductSpec(pid, venue, code, tick, mult, limit, settlement, dict(entry), listing)
 
 
 def parse_products(text: str, origin: str) -> dict[str, ProductSpec]:
