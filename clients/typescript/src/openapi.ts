@@ -402,7 +402,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Reference data: every instrument with its venue, publication and candle intervals */
+        /** Reference data: every instrument with its venue, publication and candle intervals; with product or symbol, futures contracts (SPEC 19) */
         get: operations["get_instruments"];
         put?: never;
         post?: never;
@@ -419,7 +419,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** One instrument's reference data */
+        /** One instrument's reference data, or a futures contract's ({product}-{YYYYMM}) */
         get: operations["get_instrument"];
         put?: never;
         post?: never;
@@ -591,6 +591,23 @@ export interface paths {
         };
         /** The server's time in epoch seconds, as plain text */
         get: operations["get_udf_time"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/udf/timescale_marks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** UDF time-scale marks: the holiday closures of the symbol's venue with from <= time <= to (time: the date at 00:00 UTC), within the range its session_holidays cover */
+        get: operations["get_udf_timescale_marks"];
         put?: never;
         post?: never;
         delete?: never;
@@ -971,6 +988,47 @@ export interface components {
             role: "customer" | "operator";
             /** @description the latest subscription request, if any */
             subscription: components["schemas"]["Subscription"] | null;
+        };
+        Contract: {
+            /**
+             * Format: date
+             * @description the trading day after the contract listed before it expired (the Chinese exchanges' listing day; for CME/ICE the day this service starts to list it)
+             */
+            firstTradingDay: string;
+            /**
+             * @description {product}-{YYYYMM}
+             * @example methanol-202605
+             */
+            id: string;
+            /**
+             * Format: date
+             * @description by the exchange's rule, counted on the venue's calendar
+             */
+            lastTradingDay: string;
+            /** @description daily price limit, a fraction of the previous settlement; null: the venue has none */
+            limitPct: number | null;
+            /** @description the delivery month */
+            month: string;
+            multiplier: number;
+            product: string;
+            /** @description a date here lies past the venue's calendarKnownUntil: counted on weekdays, it may move when holidays are published */
+            provisional: boolean;
+            /**
+             * @description on the venue's current trading day: expired after the last trading day's close
+             * @enum {string}
+             */
+            status: "listed" | "expired";
+            /**
+             * @description the exchange's code: ZCE MA605, DCE/SHFE/INE pp2605, CME/ICE CLM6
+             * @example MA605
+             */
+            symbol: string;
+            tickSize: number;
+            venue: string;
+        };
+        ContractList: {
+            instruments: components["schemas"]["Contract"][];
+            product: string;
         };
         /** @description at least one of email or phone */
         Cooperation: {
@@ -1463,6 +1521,8 @@ export interface components {
             type: string;
         };
         UdfSymbol: {
+            /** @description days whose windows differ from the session's, windows:YYYYMMDD,...;... */
+            corrections?: string;
             currency_code?: string;
             /**
              * @description endofday: an assessment or monthly price (daily bars only)
@@ -1470,6 +1530,10 @@ export interface components {
              */
             data_status: "streaming" | "endofday";
             description: string;
+            /**
+             * @description the venue's code
+             * @example ZCE
+             */
             exchange: string;
             has_daily?: boolean;
             has_intraday: boolean;
@@ -1477,14 +1541,14 @@ export interface components {
             listed_exchange?: string;
             minmov: number;
             name: string;
-            /** @description 10 ** the price's decimals */
+            /** @description a futures product's tick is minmov / pricescale */
             pricescale: number;
             /**
-             * @description the venue's sessions in the venue's time zone (HHMM-HHMM,...; a night session first)
-             * @example 2100-0230,0900-1015
+             * @description the venue's weekly hours in the Charting Library's grammar, venue time: windows:days|... (F/Fn: starts 1/n days before)
+             * @example 2100F-2300,0900-1500:3456|2100F3-2300,0900-1500:2
              */
             session: string;
-            /** @description weekdays the venue is shut, YYYYMMDD,... */
+            /** @description session days the venue is shut, YYYYMMDD,... */
             session_holidays?: string;
             supported_resolutions: string[];
             ticker: string;
@@ -1498,6 +1562,13 @@ export interface components {
             /** @description the price's unit, e.g. CNY/t */
             unit?: string;
             volume_precision: number;
+        };
+        UdfTimescaleMark: {
+            color: string;
+            id: string;
+            label: string;
+            time: number;
+            tooltip: string[];
         };
         Usage: {
             /**
@@ -4236,14 +4307,19 @@ export interface operations {
     };
     get_instruments: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description a futures product: its listed contracts and those expired within a year, by delivery month */
+                product?: string;
+                /** @description an exchange code (case as the exchange writes it): the contract it names, listed or expired within a year; a one-digit year (ZCE MA605, CME CLM6) names the nearest such contract */
+                symbol?: string;
+            };
             header?: never;
             path?: never;
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description no parameter: {instruments: [Instrument]}; product or symbol: {product, instruments: [Contract]} */
             200: {
                 headers: {
                     "Access-Control-Allow-Origin"?: string;
@@ -4261,10 +4337,10 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["InstrumentList"];
+                    "application/json": components["schemas"]["InstrumentList"] | components["schemas"]["ContractList"];
                 };
             };
-            /** @description a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            /** @description product and symbol both given, or one not in its form (a symbol's month not 01-12, MA613) (invalid_parameter, errors[].field names it); a query parameter the endpoint does not define (unknown_parameter, naming it) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4275,6 +4351,15 @@ export interface operations {
             };
             /** @description missing, unknown or revoked X-SERVICE-Key */
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such futures product, or no listed or recently expired contract has the symbol */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -4327,14 +4412,14 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description instrument id, e.g. brent, methanol, usdcny */
+                /** @description instrument id (brent, methanol, usdcny) or contract id (methanol-202605) */
                 id: string;
             };
             cookie?: never;
         };
         requestBody?: never;
         responses: {
-            /** @description OK */
+            /** @description an instrument, or a contract */
             200: {
                 headers: {
                     "Access-Control-Allow-Origin"?: string;
@@ -4352,7 +4437,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["Instrument"];
+                    "application/json": components["schemas"]["Instrument"] | components["schemas"]["Contract"];
                 };
             };
             /** @description a query parameter the endpoint does not define (unknown_parameter, naming it) */
@@ -4373,7 +4458,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description unknown instrument */
+            /** @description unknown instrument, or a contract not listed yet */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -5308,6 +5393,103 @@ export interface operations {
                 };
             };
             /** @description a query parameter (none is defined): a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg}; a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods): a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description rate limit exceeded: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID): a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg} */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["UdfError"];
+                };
+            };
+        };
+    };
+    get_udf_timescale_marks: {
+        parameters: {
+            query: {
+                /** @description epoch seconds, counted in */
+                from: number;
+                /** @description the chart's resolution (the marks do not depend on it) */
+                resolution?: "1" | "5" | "15" | "60" | "1D" | "D";
+                /** @description instrument id */
+                symbol: string;
+                /** @description epoch seconds, counted in */
+                to: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description marks in date order */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["UdfTimescaleMark"][];
+                };
+            };
+            /** @description a parameter missing or invalid, unknown symbol, from > to: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg}; a query parameter the endpoint does not define (unknown_parameter, naming it) */
             400: {
                 headers: {
                     [name: string]: unknown;
