@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from server.core.keys import ApiKey, hash_key
+from server.store.accounts import key_cache
 from server.store.accounts.key_cache import KeyCache
 from server.store.sql.sqlite_repos import SqliteKeys
 from server.store.sql.sqlite_sync import KeyRepo
@@ -111,5 +112,23 @@ def test_a_key_forgotten_here_stays_out_and_a_refresh_reports_only_what_it_revok
         storage.write_blocking(lambda c: KeyRepo(c).revoke(b.id))
         assert await cache.refresh() == {b.id}
         assert cache.lookup(b_secret) is None and cache.by_id(b.id) is None
+
+    asyncio.run(scenario())
+
+
+def test_the_revoked_set_is_bounded_oldest_forgotten_first(storage: SqliteStorage,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_REVOKED ids the oldest is forgotten: storage (revoked there long since) is the record again."""
+    monkeypatch.setattr(key_cache, "MAX_REVOKED", 3)
+
+    async def scenario() -> None:
+        key, secret = storage.write_blocking(lambda c: KeyRepo(c).create("professional"))
+        cache = KeyCache(CountingKeys(SqliteKeys(storage)))
+        cache.forget({key.id})
+        for n in range(2):
+            cache.forget({f"key_other_{n}"})
+        assert await cache.refresh() == set() and cache.lookup(secret) is None  # 3 held: still refused
+        cache.forget({"key_other_2"})  # a fourth: the oldest, this key, is forgotten
+        assert await cache.refresh() == set() and cache.lookup(secret) == key  # storage still has it active
 
     asyncio.run(scenario())
