@@ -132,3 +132,9 @@ def test_the_revoked_set_is_bounded_oldest_forgotten_first(storage: SqliteStorag
         assert await cache.refresh() == set() and cache.lookup(secret) == key  # storage still has it active
 
     asyncio.run(scenario())
+
+
+def test_a_cache_built_with_keys_answers_before_any_refresh(storage: SqliteStorage) -> None:
+    key, secret = storage.write_blocking(lambda c: KeyRepo(c).create("professional"))
+    cache = KeyCache(CountingKeys(SqliteKeys(storage)), initial={hash_key(secret): key})
+    assert cache.lookup(secret) == key and cache.by_id(key.id) == key and cache.lookup("mk_other") is None
