@@ -112,7 +112,8 @@ export class QuoteBook {
     return changed;
   }
 
-  /** Apply a tick {id, price, change, ts, seq}; returns the row, or null for an unknown id. */
+  /** Apply a tick {id, price, change, ts, seq; a futures tick also bid, ask, oi, vol}; returns the row, or null
+   * for an unknown id. */
   applyTick(tick) {
     const row = this.rows.get(tick.id);
     if (!row) return null;
@@ -124,6 +125,7 @@ export class QuoteBook {
       change: tick.change,
       changePct: prevClose ? (100 * tick.change) / prevClose : null,
       updated: tick.ts,
+      ...(tick.oi === undefined ? {} : { bid: tick.bid, ask: tick.ask, openInterest: tick.oi, volume: tick.vol }),
     };
     row.prevClose = prevClose;
     return row;

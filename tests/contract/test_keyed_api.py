@@ -71,11 +71,13 @@ def test_single_quote_extended(http: httpx.Client, pro_key: str) -> None:
     assert {"open", "high", "low", "prevClose", "volume", "seq"} <= q.keys()
     if q["open"] is None:  # the live trading day has not begun (SPEC 16: a weekend shows Monday's candle)
         assert q["low"] is q["high"] is None and q["volume"] == 0
-        assert q["change"] == 0 and q["prevClose"] == q["price"]
+        assert q["prevClose"] == q["price"]
     else:
         assert q["low"] <= q["price"] <= q["high"]
-        assert q["change"] == pytest.approx(q["price"] - q["prevClose"], abs=0.011)
-        assert q["changePct"] == pytest.approx(100 * q["change"] / q["prevClose"], abs=0.011)
+    # brent is a futures product (SPEC 19): its change is against the previous settlement, not the close
+    assert isinstance(q["prevSettle"], float) and q["bid"] <= q["ask"] and q["limitUp"] is None  # ICE: no limits
+    assert q["change"] == pytest.approx(q["price"] - q["prevSettle"], abs=0.011)
+    assert q["changePct"] == pytest.approx(100 * q["change"] / q["prevSettle"], abs=0.011)
     _problem(http.get("/api/v1/quotes/gold", headers={"X-SERVICE-Key": pro_key}), 404, "not_found")
 
 
