@@ -40,9 +40,10 @@ class FuturesDays:
     def before_tick(self, row: int, day: date, volume: float, tick: Tick) -> float:
         """A futures tick of trading day ``day`` is coming: the row's day moves on first (the day it leaves
         settles); this tick's volume (a feed's running total made an increment, against the right day's)."""
-        move_row(self.candles, row, day)
+        candles = self.candles
+        move_row(candles, row, day)
         self.settle_moved([row])
-        return self.board.tick_volume(row, volume, tick.detail)
+        return self.board.tick_volume(volume, tick.detail, float(candles.v[row, candles.row_col[row]]))
 
     def after_tick(self, row: int, tick: Tick, volume: float, decimals: int) -> dict:
         """The tick onto the board and into the live candle's `oi` and `s`; the tick frame's keys."""
@@ -55,7 +56,7 @@ class FuturesDays:
         bid, ask, oi = board.bid[row], board.ask[row], board.oi[row]
         return {"bid": round(bid, decimals) if math.isfinite(bid) else None,
                 "ask": round(ask, decimals) if math.isfinite(ask) else None,
-                "oi": round(oi) if math.isfinite(oi) else None, "vol": round(board.volume[row])}
+                "oi": round(oi) if math.isfinite(oi) else None, "vol": round(float(candles.v[row, col]))}
 
     def settle_moved(self, rows: Sequence[int]) -> None:
         """Rows whose live candle moved to a later day: the day they left settles and sets the new day's limits."""
@@ -68,6 +69,11 @@ class FuturesDays:
                 candles.s[row, old] = board.settlement(row)
             self._col[row] = col
             board.new_day(row, float(candles.s[row, old]))
+
+    def fields(self, row: int, decimals: int) -> dict:
+        """A futures quote's board fields, with the day's volume so far (the live candle's)."""
+        candles = self.candles
+        return self.board.fields(row, decimals) | {"volume": round(float(candles.v[row, candles.row_col[row]]))}
 
     def reference_price(self, row: int) -> float:
         """What `change` is taken against: a futures product's previous settlement (its previous close while no

@@ -251,7 +251,7 @@ class MarketState:
             "venue": inst.venue,
             "tradingDay": self._trading_day_of(row, ts),
         }
-        return out | self.futures.board.fields(row, dec) if self.futures.is_futures(row) else out
+        return out | self.futures.fields(row, dec) if self.futures.is_futures(row) else out
 
     def _trading_day_of(self, row: int, ts: float) -> str | None:
         """The trading day (of the instrument's venue) its newest tick belongs to; None before the first."""
@@ -269,7 +269,7 @@ class MarketState:
             "high": _finite_or_none(h, dec),
             "low": _finite_or_none(low, dec),
             "prevClose": _finite_or_none(self.candles.prev_close(row), dec),
-            "volume": out.get("volume", round(v)),  # a futures product's: the board's (a feed's running total)
+            "volume": round(v),
             "seq": int(self.seq[row]),
         })
         return out

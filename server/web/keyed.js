@@ -10,7 +10,7 @@ import { makeClient, settle } from "./calls.js";
 import { INTERVALS, PriceChart, intervalSwitch } from "./chart.js";
 import { el, flash, replaceChildren, signClass } from "./dom.js";
 import { CloseCode, QuoteStream } from "./market-client.js";
-import { QuoteBook, clockOf, formatNumber, viewerTime, zonedClock } from "./quotes.js";
+import { QuoteBook, clockOf, formatCount, formatNumber, viewerTime, zonedClock } from "./quotes.js";
 import { VenuePanel } from "./venues.js";
 
 const SIDE_REFRESH_MS = 60000; // spreads and inventories
@@ -366,7 +366,7 @@ export class KeyedSession {
     replaceChildren(cell, [
       `${formatNumber(q.bid, decimals)} / ${formatNumber(q.ask, decimals)}`,
       el("span", { class: "sub-book" }, this.ctx.i18n.t("settleOi", {
-        s: formatNumber(shown, decimals), oi: formatNumber(q.openInterest, 0) })),
+        s: formatNumber(shown, decimals), oi: formatCount(q.openInterest) })),
     ]);
   }
 

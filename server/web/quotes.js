@@ -26,6 +26,14 @@ export function formatNumber(value, decimals = 2, { sign = false } = {}) {
   return fmt.format(value);
 }
 
+const COMPACT = new Intl.NumberFormat("en-US", { notation: "compact", maximumFractionDigits: 1 });
+
+/** A count in few characters (open interest in a narrow cell): "1,002", "270.3K", "2.7M"; "—" for null. */
+export function formatCount(value) {
+  if (value === null || value === undefined || Number.isNaN(value)) return "—";
+  return Math.abs(value) < 10000 ? formatNumber(value, 0) : COMPACT.format(value);
+}
+
 /** "HH:MM:SS" of an ISO time with offset (the server's local time, Asia/Shanghai). */
 export function clockOf(iso) {
   const m = /T(\d{2}:\d{2}:\d{2})/.exec(iso ?? "");

@@ -114,6 +114,9 @@ def test_the_day_settles_then_limits_hold_and_frames_carry_the_book(
                {"id": "methanol", "price": 2576, "ts": ts("15:01:02"), "volume": 1})  # at the limit: valid
     q = wait_for(lambda: (q := quote(http, "methanol"))["seq"] == 4 and q)
     assert q["price"] == 2576.0 and bad_lines(http) == before + 1
+    feed.write({"id": "methanol", "price": 2570, "ts": ts("15:01:03"), "cumVolume": 10})  # the day's total: 3 + 7
+    q = wait_for(lambda: (q := quote(http, "methanol"))["seq"] == 5 and q)
+    assert q["volume"] == 10 and q["turnover"] == (2420 * 2 + 2576 * 1 + 2570 * 7) * 10
 
     series = http.get("/api/v1/kline/methanol", params={"interval": "1d", "limit": 2}).json()["series"]
     assert [(c["t"], c["s"], c["oi"]) for c in series] == [("2026-11-25", 2408.0, 1000), ("2026-11-26", None, 1002)]

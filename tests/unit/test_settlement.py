@@ -81,15 +81,16 @@ def test_board_published_settle_and_limits_win_and_cum_volume_becomes_increments
     board = FuturesBoard(["methanol"])
     board.new_day(0, 2413.0)
     assert (board.limit_down[0], board.limit_up[0]) == (2245.0, 2581.0)
-    assert board.tick_volume(0, 0.0, TickDetail(cum_volume=100.0)) == 100.0
+    assert board.tick_volume(0.0, TickDetail(cum_volume=100.0), 0.0) == 100.0
     board.apply(0, 2420.0, 100.0, _at(2, 0), TickDetail(cum_volume=100.0, oi=5000.0))
-    assert board.tick_volume(0, 0.0, TickDetail(cum_volume=130.0)) == 30.0
-    assert board.tick_volume(0, 0.0, TickDetail(cum_volume=90.0)) == 0.0  # a total that fell counts nothing
+    assert board.tick_volume(0.0, TickDetail(cum_volume=130.0), 100.0) == 30.0
+    assert board.tick_volume(0.0, TickDetail(cum_volume=90.0), 100.0) == 0.0  # a total that fell counts nothing
+    assert board.tick_volume(7.0, None, 100.0) == 7.0
     board.apply(0, 2430.0, 30.0, _at(2, 1), TickDetail(settle=2400.0, limit_up=2600.0, limit_down=2200.0))
     assert board.settlement(0) == 2400.0
     fields = board.fields(0, 0)
     assert fields["settle"] == 2400.0 and fields["limitUp"] == 2600.0 and fields["limitDown"] == 2200.0
-    assert fields["volume"] == 130 and fields["turnover"] == ((2420 * 100 + 2430 * 30) * 10)
+    assert fields["turnover"] == ((2420 * 100 + 2430 * 30) * 10)
     assert fields["openInterest"] == 5000
     board.new_day(0, 2400.0)
     fields = board.fields(0, 0)

@@ -1,14 +1,14 @@
 """The futures board (SPEC 19): what each futures product's quote shows beside its price, and its settlement.
 
 Per instrument row (rows that are not futures products keep NaNs and are never asked): the best bid and ask and
-their sizes, open interest (and the previous day's, for `oiChange`), the trading day's cumulative volume and
-turnover, the previous and the day's settlement, the day's limits, and the sums a settlement is weighed from.
-Only `apply` (a tick) and `new_day` (the row's trading day moved on) change it; the market state calls both. The
-arithmetic is server/market/contracts/settlement.py's.
+their sizes, open interest (and the previous day's, for `oiChange`), the trading day's cumulative turnover (its
+volume is the live daily candle's), the previous and the day's settlement, the day's limits, and the sums a
+settlement is weighed from. Only `apply` (a tick), `seed_day` (a demo's start) and `new_day` (the row's trading
+day moved on) change it; the market state calls them. The arithmetic is server/market/contracts/settlement.py's.
 
-Conventions: a tick's `cum_volume` is turned into this tick's volume here (a total below the day's so far counts
-nothing); turnover is the feed's running total when it sends one, else price * volume * multiplier summed. A
-feed's published settle and limits win over computed ones until the next trading day.
+Conventions: a tick's `cum_volume` is turned into this tick's volume against the day's volume so far (a total
+below it counts nothing); turnover is the feed's running total when it sends one, else price * volume *
+multiplier summed. A feed's published settle and limits win over computed ones until the next trading day.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ class FuturesBoard:
         self._local = list(local) or None
         self.bid, self.ask, self.bid_size, self.ask_size = ([_NAN] * n for _ in range(4))
         self.oi, self.oi_prev, self.last = ([_NAN] * n for _ in range(3))
-        self.volume, self.turnover = [0.0] * n, [0.0] * n
+        self.turnover = [0.0] * n
         self.prev_settle, self.settle = [_NAN] * n, [_NAN] * n  # settle: the day's, once published
         self.limit_down, self.limit_up = np.full(n, _NAN), np.full(n, _NAN)
         self._sums = [[0.0, 0.0, 0.0, 0.0] for _ in range(n)]  # the day's p*v, v; the window's p*v, v
@@ -55,11 +55,13 @@ class FuturesBoard:
         return self.specs[row] is not None
 
     # --- writing -------------------------------------------------------------------------------------------------
-    def tick_volume(self, row: int, volume: float, detail: TickDetail | None) -> float:
-        """This tick's volume: the feed's, or the rise of its running total (never negative)."""
+    @staticmethod
+    def tick_volume(volume: float, detail: TickDetail | None, so_far: float) -> float:
+        """This tick's volume: the feed's, or the rise of its running total over the day's ``so_far`` (never
+        negative)."""
         if detail is None or detail.cum_volume is None:
             return volume
-        return max(detail.cum_volume - self.volume[row], 0.0)
+        return max(detail.cum_volume - so_far, 0.0)
 
     def apply(self, row: int, price: float, volume: float, ts: float, detail: TickDetail | None) -> None:
         spec = self.specs[row]
@@ -73,7 +75,6 @@ class FuturesBoard:
             sums[2] += price * volume
             sums[3] += volume
         self.last[row] = price
-        self.volume[row] += volume
         self.turnover[row] += price * volume * spec.multiplier
         if detail is not None:
             self._take(row, detail)
@@ -105,7 +106,6 @@ class FuturesBoard:
             return
         if volume > 0 and math.isfinite(vwap):
             self._sums[row][:2] = [vwap * volume, volume]
-            self.volume[row] = volume
             self.turnover[row] = vwap * volume * spec.multiplier
         self.last[row], self.oi[row], self.oi_prev[row] = last, oi, oi_prev
         self.bid[row], self.ask[row] = last - spec.tick, last + spec.tick
@@ -118,7 +118,7 @@ class FuturesBoard:
         self.prev_settle[row] = prev_settle
         self.settle[row] = _NAN
         self.oi_prev[row] = self.oi[row]
-        self.volume[row] = self.turnover[row] = 0.0
+        self.turnover[row] = 0.0
         self._sums[row] = [0.0, 0.0, 0.0, 0.0]
         self.limit_down[row], self.limit_up[row] = limits(prev_settle, spec.limit_pct, spec.tick)
 
@@ -150,7 +150,6 @@ class FuturesBoard:
             "askSize": _count(self.ask_size[row]),
             "openInterest": _count(oi),
             "oiChange": _count(oi - prev),
-            "volume": round(self.volume[row]),
             "turnover": round(self.turnover[row]),
             "prevSettle": _num(self.prev_settle[row], decimals),
             "settle": _num(self.settle[row], decimals),
