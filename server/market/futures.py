@@ -37,13 +37,13 @@ class FuturesDays:
     def is_futures(self, row: int) -> bool:
         return self.board.specs[row] is not None
 
-    def before_tick(self, row: int, day: date, volume: float, tick: Tick) -> float:
+    def before_tick(self, row: int, day: date, tick: Tick) -> float:
         """A futures tick of trading day ``day`` is coming: the row's day moves on first (the day it leaves
         settles); this tick's volume (a feed's running total made an increment, against the right day's)."""
         candles = self.candles
         move_row(candles, row, day)
         self.settle_moved([row])
-        return self.board.tick_volume(volume, tick.detail, float(candles.v[row, candles.row_col[row]]))
+        return self.board.tick_volume(tick.volume, tick.detail, float(candles.v[row, candles.row_col[row]]))
 
     def after_tick(self, row: int, tick: Tick, volume: float, decimals: int) -> dict:
         """The tick onto the board and into the live candle's `oi` and `s`; the tick frame's keys."""

@@ -1,6 +1,7 @@
 """The market state: current prices, per-instrument sequence numbers, candles.
 
-Single writer: only ``apply``, ``restore`` and ``roll`` change it, and each change bumps
+Single writer: only ``apply``, ``restore`` and ``roll`` change it (a futures product's board and settlement too,
+through ``FuturesDays``: server/market/futures.py, docs/futures.md), and each change bumps
 ``version`` so readers can cache serialised views per version. Nothing outside writes its fields. Views return
 plain dicts and lists ready for orjson; they never mutate anything.
 
@@ -166,7 +167,7 @@ class MarketState:
             day = day_of[row](ms)
             bucket_ts = self._bucket_of[row](ms) / 1000  # type: ignore[index]
         futures = self.futures.is_futures(row)
-        volume = self.futures.before_tick(row, day, tick.volume, tick) if futures else tick.volume
+        volume = self.futures.before_tick(row, day, tick) if futures else tick.volume
         candles.apply_tick(row, tick.price, volume, day, seq)
         live = candles.days[candles.row_col[row]]  # the candle the tick went into (a late tick: the live one)
         if live != self._floor_day[row]:
