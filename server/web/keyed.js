@@ -356,17 +356,18 @@ export class KeyedSession {
     cells[0].lastChild.lastChild.textContent = zonedClock(q.updated, this.ctx.i18n);
   }
 
-  /** A futures quote's book in one cell (two short lines); "—" for spot and FX. */
+  /** A futures quote's book in one narrow cell (two short lines, prices without separators: the table must not
+   * scroll sideways at 1440 px); "—" for spot and FX. */
   _fillBook(cell, q, decimals) {
     if (q.bid === undefined) {
       cell.textContent = "—";
       return;
     }
-    const shown = q.settle ?? q.prevSettle;
+    const plain = (v) => (v === null || v === undefined ? "—" : v.toFixed(decimals));
     replaceChildren(cell, [
-      `${formatNumber(q.bid, decimals)} / ${formatNumber(q.ask, decimals)}`,
+      `${plain(q.bid)} / ${plain(q.ask)}`,
       el("span", { class: "sub-book" }, this.ctx.i18n.t("settleOi", {
-        s: formatNumber(shown, decimals), oi: formatCount(q.openInterest) })),
+        s: plain(q.settle ?? q.prevSettle), oi: formatCount(q.openInterest) })),
     ]);
   }
 
