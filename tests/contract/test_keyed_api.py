@@ -84,8 +84,10 @@ def test_single_quote_extended(http: httpx.Client, pro_key: str) -> None:
     assert q["id"] == "brent" and q["extended"] is True
     assert {"open", "high", "low", "prevClose", "volume", "seq"} <= q.keys()
     assert q["low"] <= q["price"] <= q["high"]
-    assert q["change"] == pytest.approx(q["price"] - q["prevClose"], abs=0.011)
-    assert q["changePct"] == pytest.approx(100 * q["change"] / q["prevClose"], abs=0.011)
+    # brent is a futures product (SPEC 19): its change is against the previous settlement, not the close
+    assert isinstance(q["prevSettle"], float) and q["bid"] <= q["ask"] and q["limitUp"] is None  # ICE: no limits
+    assert q["change"] == pytest.approx(q["price"] - q["prevSettle"], abs=0.011)
+    assert q["changePct"] == pytest.approx(100 * q["change"] / q["prevSettle"], abs=0.011)
     _problem(http.get("/api/v1/quotes/gold", headers={"X-SERVICE-Key": pro_key}), 404, "not_found")
 
 
