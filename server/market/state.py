@@ -80,7 +80,8 @@ class SessionFloors:
         return clock.close_ms(previous) // 1000 if previous is not None else int(session_start(day))
 
     def back(self, row: int, days: int) -> float:
-        """The first instant of ``row``'s most recent ``days`` trading days (its live candle's day counts)."""
+        """The first instant of ``row``'s most recent ``days`` shown trading days (its live candle's day counts once it
+        has traded)."""
         if not len(self.candles):
             return -math.inf
         shown = self.candles.shown_columns(row)
