@@ -31,7 +31,7 @@ from server.market.candles.intraday import IntradayBook, session_start
 from server.market.candles.ranges import CandleRanges
 from server.market.candles.trading_axis import VenueAxis, WeekdayAxis, axis_columns, axis_days_back
 from server.market.catalogue import Catalogue
-from server.market.demo import DemoWalk, fit_to_venues
+from server.market.demo import DemoWalk, fit_to_venues, venue_sessions, weekday_sessions
 from server.market.inventory import InventoryBook
 from server.market.spreads import SpreadCalculator
 from server.market.tick import Tick
@@ -310,21 +310,21 @@ def build_demo_state(
     live_days = [clock.trading_day(ms) for clock in clocks] if clocks else [trading_day(now)] * n
     columns = axis_columns(capacity) if clocks else capacity  # `capacity` trading days of every daily venue
     days = axis_days_back(axis, max(live_days), columns)
-    history = feed.history(days[-1], len(days), days, now)
-    _, o, h, low, c, v = history
-    buckets, live_volume, live_at = feed.intraday_history(history, now)
-    v[:, live_at] = live_volume
+    history = feed.history(days[-1], len(days), days)
     if clocks:
         started = np.array([bool(clock.windows(day)) and clock.windows(day)[0].start_ms <= ms
                             for clock, day in zip(clocks, live_days, strict=True)])
         opened = np.array([axis.open_rows(day) for day in days]).T
         fit_to_venues(history, opened, np.array([d.toordinal() for d in live_days]), started, feed.live_prices())
+    buckets = feed.intraday_history(history, now, venue_sessions(clocks) if clocks else weekday_sessions(n))
+    _, o, h, low, c, v = history
     candles = CandleBook(n, columns, axis)
     candles.load_history(days, o, h, low, c, v)
     candles.advance(np.array([d.toordinal() for d in live_days], dtype=np.int32))
     intraday = IntradayBook(n)
-    for name, arrays in buckets.items():
-        intraday.rings[name].load(*arrays)
+    for name, groups in buckets.items():
+        for rows, arrays in groups:
+            intraday.rings[name].load(*arrays, rows=rows)
     state = MarketState(catalogue, candles, demo=True, epoch=f"demo-{seed}-{int(now)}",
                         inventory=InventoryBook(catalogue, seed), intraday=intraday, clocks=clocks)
     state.updated_ts[:] = now
