@@ -184,10 +184,18 @@ class MarketState:
         A live feed's state already holds its archived ticks (the archive's replay, before this): a tick of the log
         older (by seq) than the one the state holds for its instrument is not applied over it (a log that lost its
         newest entries), and no seq goes back; the log's newest tick that the replay applied already is applied
-        again (its volume not counted twice): the same price, and its time as the log keeps it."""
-        held = self.seq
-        newer = [(t, seq) for t, seq in last if seq >= held[t.row]]
-        self.apply([Tick(t.row, t.price, t.ts, 0.0) for t, _ in newer], [seq for _, seq in newer])
+        again (its volume not counted twice): the same price, and its time as the log keeps it. A tick of an earlier
+        trading day than its instrument's unopened live candle sets the price only: a trading day's candle exists
+        from its own first tick (SPEC 16), so a hub restarted on a weekend shows what the others show."""
+        current: list[tuple[Tick, int]] = []
+        earlier: list[tuple[Tick, int]] = []
+        for t, seq in last:
+            if seq >= self.seq[t.row]:
+                (earlier if self._before_unopened_day(t) else current).append((t, seq))
+        self.apply([Tick(t.row, t.price, t.ts, 0.0) for t, _ in current], [seq for _, seq in current])
+        for t, seq in earlier:
+            self.prices[t.row], self.seq[t.row], self.updated_ts[t.row] = t.price, seq, t.ts
+            self.updated = max(self.updated, t.ts)
         if untouched_at is not None:
             untouched = np.ones(len(self.updated_ts), dtype=bool)
             untouched[[t.row for t, _ in last]] = False
@@ -198,6 +206,14 @@ class MarketState:
             if row is not None and seq > self.seq[row]:
                 self.seq[row] = seq
         self.version += 1
+
+    def _before_unopened_day(self, tick: Tick) -> bool:
+        """True when ``tick``'s trading day is before its row's live candle's day and that candle has no tick yet."""
+        candles, row = self.candles, tick.row
+        if not len(candles) or not math.isnan(candles.live(row)[0]):
+            return False
+        day = self._day_of[row](int(tick.ts * 1000)) if self._day_of is not None else trading_day(tick.ts)
+        return day.toordinal() < candles.days[candles.row_col[row]]
 
     def history_start(self) -> float:
         """The earliest tick time the state keeps (the first held trading day's start); -inf with no history."""

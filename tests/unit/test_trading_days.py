@@ -235,3 +235,18 @@ def test_the_seeded_volume_is_heavier_at_a_windows_open_and_close() -> None:
                 middle.extend(v[inside & (x > 0.35) & (x < 0.65)])
     assert len(edge) > 200 and len(middle) > 200
     assert np.mean(edge) > 1.5 * np.mean(middle)
+
+
+def test_a_hub_restored_on_a_weekend_opens_no_candle_for_monday() -> None:
+    """Joining the shared tick log (Redis engine) re-applies each instrument's newest tick: Friday's must set the
+    price, seq and time but not open Monday's candle (issue 40: a trading day's candle exists from its first tick);
+    a tick of the live day itself still counts."""
+    state = live_state(at(2026, 11, 29, 10, 0))  # Sunday
+    friday, monday_night = at(2026, 11, 27, 14, 0), at(2026, 11, 27, 21, 30)  # urea: Friday; methanol: Monday's night
+    state.restore([(Tick(row("urea"), 1701.0, friday, 4.0), 7), (Tick(row("methanol"), 2401.0, monday_night, 2.0), 5)],
+                  {}, None)
+    urea, methanol = state.quote_extended(row("urea")), state.quote_extended(row("methanol"))
+    assert (urea["price"], urea["seq"], urea["open"], urea["updated"][:16]) == (1701.0, 7, None, "2026-11-27T14:00")
+    assert candle_days(state, "urea")[-1] == "2026-11-27"
+    assert (methanol["price"], methanol["seq"], methanol["open"]) == (2401.0, 5, 2401.0)
+    assert candle_days(state, "methanol")[-1] == "2026-11-30"
