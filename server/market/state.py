@@ -316,9 +316,10 @@ def build_demo_state(
 ) -> tuple[MarketState, DemoWalk]:
     """The demo walk plus a state whose history ends in each instrument's live candle at the live price.
 
-    With venue clocks the history has candles on each venue's trading days only (SPEC 16). The intraday rings
-    are seeded from the daily history (each day's buckets aggregate to its candle), ending at ``now`` in the
-    live price; the live candle keeps the volume of the elapsed session."""
+    With venue clocks the history has candles on each venue's trading days only, and intraday buckets inside their
+    session windows only (none for an assessment; SPEC 16). The intraday rings are seeded from the daily history
+    (each day's buckets aggregate to its candle), ending at ``now`` in the live price; the live candle keeps the
+    volume of the elapsed session, and a trading day whose session has not begun has no candle yet."""
     feed = DemoWalk(catalogue, seed)
     n = len(catalogue.instruments)
     ms = int(now * 1000)
