@@ -195,6 +195,7 @@ def test_the_demo_seeds_intraday_buckets_inside_each_venues_sessions_only(now: f
         for name, ring in rings.items():
             t, _ = ring.arrays(r, ring.count(r))
             assert ring.count(r) > 0 and t[-1] <= now, (inst.id, name)
+            assert ring.arrays(r, 1)[1][3][-1] == state.prices[r], (inst.id, name)  # ends at the live price
             starts = np.array([w[0] for w in windows])
             k = np.searchsorted(starts, t + ring.seconds, "left") - 1  # the last window starting before the end
             assert np.all(k >= 0) and np.all(t < np.array([windows[i][1] for i in k])), (inst.id, name)
