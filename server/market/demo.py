@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable, Sequence
 from datetime import date, timedelta
 
 import numpy as np
@@ -18,6 +19,8 @@ from server.market.contracts.settlement import round_to_tick
 from server.market.contracts.specs import PRODUCTS
 from server.market.tick import Tick, TickDetail
 from server.market.timefmt import day_start, trading_days_back
+from server.market.venues.clock import VenueClock
+from server.market.venues.data import Publication
 
 # Seconds of continuous trading that one ``daily_vol`` is spread over. Using a
 # single session (rather than 24 h) keeps tick-to-tick moves visible on screen;
@@ -27,13 +30,19 @@ TRADING_DAY_SECONDS = 4 * 3600.0
 MEAN_REVERSION_PER_S = 1.0 / (5 * 86400.0)
 MOVE_FRACTION = (0.10, 0.40)
 
-# Intraday history: path points per base bucket (open, two inside, close); a session's base bucket is
-# the shortest interval whose ring reaches it (1m for the last 1,000 minutes, ..., 1h for older ones).
+# Intraday history: path points per base bucket (open, two inside, close); a day's base bucket is the
+# shortest interval whose ring still needs it (1m for the newest 1,000 minutes of sessions, ..., 1h for older days).
 SUBSTEPS = 4
+# The volume profile of a session window: mid-session weight 1, up to 1 + EDGE_WEIGHT at its open and at its
+# close, decaying over EDGE_WIDTH of the window (the U shape of exchange volume; heavier at the open and close).
+EDGE_WEIGHT = 3.0
+EDGE_WIDTH = 0.08
 
 History = tuple[list[date], np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 # per interval: (t, o, h, l, c, v), each shaped (n, k); t is the bucket start in epoch seconds
 Buckets = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+# a trading day's session windows as (start, end) in epoch seconds, ascending; empty on a day the venue is shut
+DayWindows = Callable[[date], Sequence[tuple[int, int]]]
 
 
 def _round_rows(values: np.ndarray, decimals: np.ndarray) -> np.ndarray:
@@ -82,10 +91,9 @@ class DemoWalk:
         """Current published (rounded) price of every instrument."""
         return np.maximum(_round_rows(self._true, self.decimals), self._tick_size)
 
-    def history(self, end_day: date, n: int = 90, days: list[date] | None = None,
-                now: float | None = None) -> History:
-        """``n`` trading days ending at ``end_day`` (or these ``days``) whose live day (the newest begun,
-        ``live_day_index``) closes at the live price."""
+    def history(self, end_day: date, n: int = 90, days: list[date] | None = None) -> History:
+        """``n`` trading days ending at ``end_day`` (or these ``days``) whose last day closes at the live price
+        (``fit_to_venues`` moves that to each row's live day)."""
         days = trading_days_back(end_day, n) if days is None else days
         n = len(days)
         rng = np.random.default_rng(self._history_seq)
@@ -99,67 +107,80 @@ class DemoWalk:
         bottom = np.minimum(o, c) * np.exp(-np.abs(rng.normal(0.0, 0.5, size=(self.n, n))) * vol)
         o, c, top, bottom = (np.maximum(_round_rows(a, self.decimals), self._tick_size[:, None])
                              for a in (o, c, top, bottom))
-        c[:, -1 if now is None else live_day_index(days, now)] = self.live_prices()
+        c[:, -1] = self.live_prices()
         h = np.maximum(top, np.maximum(o, c))
         low = np.minimum(bottom, np.minimum(o, c))
         v = np.round(self.volume_base[:, None] * rng.lognormal(0.0, 0.3, size=(self.n, n)))
         return days, o, h, low, c, v
 
-    def intraday_history(self, history: History, now: float,
-                         capacity: int = 1000) -> tuple[dict[str, Buckets], np.ndarray, int]:
-        """Intraday buckets of every interval, for the sessions of ``history``'s last days up to ``now``.
+    def intraday_history(self, history: History, now: float, sessions: Sequence[DayWindows | None],
+                         capacity: int = 1000) -> dict[str, list[tuple[list[int], Buckets]]]:
+        """Intraday buckets of every interval, per group of rows sharing their ``sessions`` (a row's trading days'
+        windows; None: published once a day, no intraday history), up to ``now``.
 
-        Each trading day's session (``session_start`` to the next local midnight; the live one up to
-        ``now``) is a random path from the day's open to its close that touches its high and low, so
-        the buckets of a day aggregate exactly to its daily candle (open, high, low, close; the day's
-        volume split over its buckets). The live day (the newest begun by ``now``; the days after it
-        have no buckets yet) keeps only the elapsed part of its volume: returned with the buckets and
-        its index, the caller puts it in that daily candle. Deterministic for a seed and ``now``.
-        """
-        days, o, h, low, c, v = history
+        Each trading day of a row is a random path from the day's open to its close that touches its high and low,
+        laid on the buckets of its session windows only (none at night, in a break or on a shut day), so the
+        buckets of a day aggregate exactly to its daily candle (open, high, low, close; the day's volume split by
+        ``volume_profile``). A group's live day (the newest whose first window began by ``now``) has buckets up to
+        the one holding ``now`` and keeps only the elapsed part of its volume: written into ``history``'s volume
+        (in place), so the daily candle stays the aggregate. Deterministic for a seed and ``now``."""
         rng = np.random.default_rng(self._intraday_seq)
-        live_at = live_day_index(days, now)
-        live_volume = v[:, live_at].copy()
-        reaches = sorted((now - capacity * sec, sec) for sec in INTERVALS.values())[::-1]  # shortest first
-        sessions: list[tuple[int, float, float, int]] = []  # (day index, start, end, base bucket)
-        for j in range(live_at, -1, -1):
-            start, end = session_start(days[j]), day_start(days[j] + timedelta(days=1))
-            if j:  # never before the previous axis day's end (a Sunday on the axis: a monthly print's day)
-                start = max(start, day_start(days[j - 1] + timedelta(days=1)))
-            base = next((sec for reach, sec in reaches if end > reach), None)
-            if base is None:
-                break  # older sessions fall out of every ring
-            sessions.append((j, start, end, base))
-        sessions.reverse()
-        parts: dict[str, list[Buckets]] = {name: [] for name in INTERVALS}
-        for j, start, end, base in sessions:
-            live = j == live_at
-            if live:
-                end = (math.floor(now / base) + 1) * base  # up to the bucket holding now
-                elapsed = min(max(now - start, 0.0) / (day_start(days[j] + timedelta(days=1)) - start), 1.0)
-                live_volume = np.maximum(np.round(v[:, j] * elapsed), 1.0)
-            n_buckets = round((end - start) / base)
-            if n_buckets <= 0:  # the live day has not begun (the axis' newest day is a later venue's)
-                continue
-            day_v = live_volume if live else v[:, j]
-            buckets = self._session_buckets(rng, start, base, n_buckets,
-                                            (o[:, j], h[:, j], low[:, j], c[:, j], day_v))
+        groups: dict[int, tuple[DayWindows, list[int]]] = {}
+        for row, windows_of in enumerate(sessions):
+            if windows_of is not None:
+                groups.setdefault(id(windows_of), (windows_of, []))[1].append(row)
+        out: dict[str, list[tuple[list[int], Buckets]]] = {name: [] for name in INTERVALS}
+        for windows_of, rows in groups.values():
+            seeded = _seeded_days(history[0], windows_of, now, capacity)
+            day_buckets = self._group_buckets(rng, rows, seeded, history, now)
             for name, sec in INTERVALS.items():
-                if sec >= base:
-                    parts[name].append(_coarsen(buckets, sec))
-        out: dict[str, Buckets] = {}
-        for name, chunks in parts.items():
-            joined = tuple(np.concatenate([ch[i] for ch in chunks], axis=1) for i in range(6))
-            out[name] = tuple(a[:, -capacity:] for a in joined)  # type: ignore[assignment]
-        return out, live_volume, live_at
+                chunks = [b for (_, _, base), b in zip(seeded, day_buckets, strict=True) if base <= sec]
+                if chunks:
+                    joined = tuple(np.concatenate([ch[i] for ch in chunks], axis=1) for i in range(6))
+                    out[name].append((rows, tuple(a[:, -capacity:] for a in _coarsen(joined, sec))))  # type: ignore[arg-type]
+        return out
 
-    def _session_buckets(self, rng: np.random.Generator, start: float, base: int, n_buckets: int,
-                         day: tuple[np.ndarray, ...]) -> Buckets:
-        """``n_buckets`` buckets of ``base`` seconds from ``start`` whose aggregate is ``day`` (o, h, l, c, v)."""
+    def _group_buckets(self, rng: np.random.Generator, rows: list[int],
+                       seeded: list[tuple[int, Sequence[tuple[int, int]], int]], history: History,
+                       now: float) -> list[Buckets]:
+        """The base buckets of each seeded day of ``rows`` (``_seeded_days``), in that order. Days whose windows
+        have the same shape (relative to their first bucket) are drawn together, one row per (instrument, day)."""
+        _, o, h, low, c, v = history
+        shapes: dict[tuple, list[tuple[int, np.ndarray]]] = {}
+        weights_of: dict[tuple, np.ndarray] = {}
+        for i, (j, windows, base) in enumerate(seeded):
+            full = bucket_starts(windows, base, math.inf)
+            t = full[full <= now]
+            key = (base, len(t), tuple((start - int(t[0]), end - int(t[0])) for start, end in windows))
+            if key not in weights_of:
+                weights_of[key] = volume_profile(full - t[0], base, [(s, e) for s, e in key[2]])
+            weights = weights_of[key]
+            elapsed = weights[:len(t)].sum() / weights.sum()
+            if elapsed < 1.0:  # the live day: the volume traded so far
+                v[rows, j] = np.maximum(np.round(v[rows, j] * elapsed), 1.0)
+            shapes.setdefault(key, []).append((i, t))
+        out: list[Buckets] = [()] * len(seeded)  # type: ignore[list-item]
+        for key, members in shapes.items():
+            cols = [seeded[i][0] for i, _ in members]
+            day = tuple(a[np.ix_(rows, cols)].ravel() for a in (o, h, low, c, v))  # (instrument, day) rows
+            starts = np.repeat(np.stack([t for _, t in members])[None], len(rows), axis=0).reshape(len(day[0]), -1)
+            made = self._day_buckets(rng, np.repeat(rows, len(members)), starts, key[0],
+                                     weights_of[key][:key[1]], day)
+            for k, (i, _) in enumerate(members):
+                out[i] = tuple(a.reshape(len(rows), len(members), -1)[:, k] for a in made)  # type: ignore[assignment]
+        return out
+
+    def _day_buckets(self, rng: np.random.Generator, rows: np.ndarray, t: np.ndarray, base: int,
+                     weights: np.ndarray, day: tuple[np.ndarray, ...]) -> Buckets:
+        """Buckets at the starts ``t`` (one row of them per row of ``day``; ``base`` seconds each) whose aggregate
+        is ``day`` (o, h, l, c, v of instruments ``rows``), the volume split in proportion to ``weights`` (with
+        noise)."""
         o, h, low, c, v = (a[:, None] for a in day)
-        n, points = self.n, n_buckets * SUBSTEPS
+        decimals = self.decimals[rows]
+        n, n_buckets = t.shape
+        points = n_buckets * SUBSTEPS
         frac = np.linspace(0.0, 1.0, points)
-        steps = rng.standard_normal((n, points)) * (self.vol[:, None] / math.sqrt(86400.0 / base * SUBSTEPS))
+        steps = rng.standard_normal((n, points)) * (self.vol[rows, None] / math.sqrt(86400.0 / base * SUBSTEPS))
         walk = np.cumsum(steps, axis=1)
         walk -= walk[:, :1] + frac * (walk[:, -1:] - walk[:, :1])  # a bridge: 0 at both ends
         path = np.exp(np.log(o) + frac * (np.log(c) - np.log(o)) + walk)
@@ -171,23 +192,21 @@ class DemoWalk:
         down = np.divide(bottom - low, bottom - trough, out=np.zeros_like(top), where=trough < bottom)
         path = np.where(path > top, top + (path - top) * up, path)
         path = np.where(path < bottom, bottom - (bottom - path) * down, path)
-        path = np.clip(_round_rows(path, self.decimals), low, h)
-        rows = np.arange(n)
+        path = np.clip(_round_rows(path, decimals), low, h)
+        at = np.arange(n)
         # the high and the low are touched exactly: where the stretch left them, else at an inside point
         at_high = np.where(peak[:, 0] > top[:, 0], path.argmax(axis=1), rng.integers(1, points - 1, n))
         at_low = np.where(trough[:, 0] < bottom[:, 0], path.argmin(axis=1), rng.integers(1, points - 1, n))
         at_low = np.where(at_low == at_high, at_high % (points - 2) + 1, at_low)
-        path[rows, at_high] = h[:, 0]
-        path[rows, at_low] = low[:, 0]
+        path[at, at_high] = h[:, 0]
+        path[at, at_low] = low[:, 0]
         path[:, 0], path[:, -1] = o[:, 0], c[:, 0]
         cube = path.reshape(n, n_buckets, SUBSTEPS)
-        weights = np.cumsum(rng.lognormal(0.0, 0.5, size=(n, n_buckets)), axis=1)
-        cum_v = np.round(v * weights / weights[:, -1:])
-        volumes = np.diff(cum_v, axis=1, prepend=0.0)
-        t = np.broadcast_to(int(start) + base * np.arange(n_buckets, dtype=np.int64), (n, n_buckets))
+        shares = np.cumsum(weights * rng.lognormal(0.0, 0.3, size=(n, n_buckets)), axis=1)
+        volumes = np.diff(np.round(v * shares / shares[:, -1:]), axis=1, prepend=0.0)
         points_of = [cube[:, :, k] for k in range(SUBSTEPS)]  # a reduction over a 4-wide axis is ~10x slower
-        return (t, points_of[0], functools.reduce(np.maximum, points_of), functools.reduce(np.minimum, points_of),
-                points_of[-1], volumes)
+        return (t.astype(np.int64), points_of[0], functools.reduce(np.maximum, points_of),
+                functools.reduce(np.minimum, points_of), points_of[-1], volumes)
 
     def next_batch(self, ts: float, interval_s: float) -> list[Tick]:
         """Move a random 10-40% subset of instruments one random-walk step."""
@@ -244,9 +263,9 @@ class DemoWalk:
 def _coarsen(buckets: Buckets, seconds: int) -> Buckets:
     """Consecutive buckets merged into buckets of ``seconds`` (a multiple of theirs, aligned)."""
     t, o, h, low, c, v = buckets
+    if not np.any(t[0] % seconds):
+        return buckets  # every bucket starts one of that size
     keys = t[0] // seconds
-    if len(keys) and keys[-1] - keys[0] == len(keys) - 1:
-        return buckets  # already that size
     _, first = np.unique(keys, return_index=True)
     last = np.append(first[1:], len(keys)) - 1
     return (keys[first][None, :].repeat(t.shape[0], axis=0) * seconds, o[:, first],
@@ -254,10 +273,64 @@ def _coarsen(buckets: Buckets, seconds: int) -> Buckets:
             np.add.reduceat(v, first, axis=1))
 
 
-def live_day_index(days: list[date], now: float) -> int:
-    """The index of the newest day whose ticks have begun by ``now`` (the axis may hold later days: a night
-    session opened them for another venue, or a monthly price's next print)."""
-    return max((j for j, day in enumerate(days) if session_start(day) <= now), default=len(days) - 1)
+def bucket_starts(windows: Sequence[tuple[int, int]], seconds: int, until: float) -> np.ndarray:
+    """The starts (<= ``until``) of the clock-aligned buckets of ``seconds`` that overlap these windows, ascending."""
+    out = np.concatenate([np.arange(start // seconds * seconds, min(end, until + 1), seconds, dtype=np.int64)
+                          for start, end in windows] or [np.zeros(0, dtype=np.int64)])
+    return out[np.diff(out, prepend=-1) > 0]  # two windows may share a coarse bucket (10:00 of 10:15 and 10:30)
+
+
+def volume_profile(starts: np.ndarray, seconds: int, windows: Sequence[tuple[int, int]]) -> np.ndarray:
+    """The relative volume of each bucket: the U-shaped profile of each window over the part of the bucket in it."""
+    weights = np.zeros(len(starts))
+    for start, end in windows:
+        lo, hi = np.maximum(starts, start), np.minimum(starts + seconds, end)
+        x = ((lo + hi) / 2 - start) / (end - start)  # where in the window that part lies, 0 (open) to 1 (close)
+        edge = EDGE_WEIGHT * (np.exp(-x / EDGE_WIDTH) + np.exp((x - 1) / EDGE_WIDTH))
+        weights += np.clip(hi - lo, 0, None) / seconds * (1.0 + edge)
+    return weights
+
+
+def _seeded_days(days: list[date], windows_of: DayWindows, now: float,
+                 capacity: int) -> list[tuple[int, Sequence[tuple[int, int]], int]]:
+    """(index into ``days``, windows, base bucket seconds) of the days whose buckets some ring holds, oldest first:
+    the trading days whose first window began by ``now``, newest first until every ring is full."""
+    held = dict.fromkeys(INTERVALS.values(), 0)
+    out = []
+    for j in range(len(days) - 1, -1, -1):
+        windows = windows_of(days[j])
+        if not windows or windows[0][0] > now:
+            continue
+        base = next((sec for sec in sorted(held) if held[sec] < capacity), None)
+        if base is None:
+            break  # older days fall out of every ring
+        for sec in held:
+            held[sec] += len(bucket_starts(windows, sec, now))
+        out.append((j, windows, base))
+    return out[::-1]
+
+
+def venue_sessions(clocks: Sequence[VenueClock]) -> list[DayWindows | None]:
+    """Each row's session windows from its venue clock (one function per clock: rows sharing one are seeded
+    together); None for a venue published once a day or month (no intraday history)."""
+    made: dict[int, DayWindows | None] = {}
+    for clock in clocks:
+        if id(clock) not in made:
+            made[id(clock)] = _clock_windows(clock) if clock.venue.publication is Publication.CONTINUOUS else None
+    return [made[id(clock)] for clock in clocks]
+
+
+def _clock_windows(clock: VenueClock) -> DayWindows:
+    return lambda day: [(w.start_ms // 1000, w.end_ms // 1000) for w in clock.windows(day)]
+
+
+def weekday_sessions(n: int) -> list[DayWindows | None]:
+    """Without venue clocks: every row trades from ``session_start`` to the day's local midnight."""
+
+    def windows(day: date) -> list[tuple[int, int]]:
+        return [(int(session_start(day)), int(day_start(day + timedelta(days=1))))]
+
+    return [windows] * n
 
 
 def fit_to_venues(history: History, opened: np.ndarray, live_days: np.ndarray, started: np.ndarray,

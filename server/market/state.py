@@ -32,7 +32,7 @@ from server.market.candles.intraday import IntradayBook, session_start
 from server.market.candles.ranges import CandleRanges
 from server.market.candles.trading_axis import VenueAxis, WeekdayAxis, axis_columns, axis_days_back
 from server.market.catalogue import Catalogue
-from server.market.demo import DemoWalk, fit_to_venues
+from server.market.demo import DemoWalk, fit_to_venues, venue_sessions, weekday_sessions
 from server.market.futures import FuturesDays
 from server.market.inventory import InventoryBook
 from server.market.spreads import SpreadCalculator
@@ -83,7 +83,8 @@ class SessionFloors:
         return clock.close_ms(previous) // 1000 if previous is not None else int(session_start(day))
 
     def back(self, row: int, days: int) -> float:
-        """The first instant of ``row``'s most recent ``days`` trading days (its live candle's day counts)."""
+        """The first instant of ``row``'s most recent ``days`` shown trading days (its live candle's day counts once it
+        has traded)."""
         if not len(self.candles):
             return -math.inf
         shown = self.candles.shown_columns(row)
@@ -192,10 +193,18 @@ class MarketState:
         A live feed's state already holds its archived ticks (the archive's replay, before this): a tick of the log
         older (by seq) than the one the state holds for its instrument is not applied over it (a log that lost its
         newest entries), and no seq goes back; the log's newest tick that the replay applied already is applied
-        again (its volume not counted twice): the same price, and its time as the log keeps it."""
-        held = self.seq
-        newer = [(t, seq) for t, seq in last if seq >= held[t.row]]
-        self.apply([Tick(t.row, t.price, t.ts, 0.0) for t, _ in newer], [seq for _, seq in newer])
+        again (its volume not counted twice): the same price, and its time as the log keeps it. A tick of an earlier
+        trading day than its instrument's unopened live candle sets the price only: a trading day's candle exists
+        from its own first tick (SPEC 16), so a hub restarted on a weekend shows what the others show."""
+        current: list[tuple[Tick, int]] = []
+        earlier: list[tuple[Tick, int]] = []
+        for t, seq in last:
+            if seq >= self.seq[t.row]:
+                (earlier if self._before_unopened_day(t) else current).append((t, seq))
+        self.apply([Tick(t.row, t.price, t.ts, 0.0) for t, _ in current], [seq for _, seq in current])
+        for t, seq in earlier:
+            self.prices[t.row], self.seq[t.row], self.updated_ts[t.row] = t.price, seq, t.ts
+            self.updated = max(self.updated, t.ts)
         if untouched_at is not None:
             untouched = np.ones(len(self.updated_ts), dtype=bool)
             untouched[[t.row for t, _ in last]] = False
@@ -206,6 +215,14 @@ class MarketState:
             if row is not None and seq > self.seq[row]:
                 self.seq[row] = seq
         self.version += 1
+
+    def _before_unopened_day(self, tick: Tick) -> bool:
+        """True when ``tick``'s trading day is before its row's live candle's day and that candle has no tick yet."""
+        candles, row = self.candles, tick.row
+        if not len(candles) or not math.isnan(candles.live(row)[0]):
+            return False
+        day = self._day_of[row](int(tick.ts * 1000)) if self._day_of is not None else trading_day(tick.ts)
+        return day.toordinal() < candles.days[candles.row_col[row]]
 
     def history_start(self) -> float:
         """The earliest tick time the state keeps (the first held trading day's start); -inf with no history."""
@@ -310,9 +327,10 @@ def build_demo_state(
 ) -> tuple[MarketState, DemoWalk]:
     """The demo walk plus a state whose history ends in each instrument's live candle at the live price.
 
-    With venue clocks the history has candles on each venue's trading days only (SPEC 16). The intraday rings
-    are seeded from the daily history (each day's buckets aggregate to its candle), ending at ``now`` in the
-    live price; the live candle keeps the volume of the elapsed session."""
+    With venue clocks the history has candles on each venue's trading days only, and intraday buckets inside their
+    session windows only (none for an assessment; SPEC 16). The intraday rings are seeded from the daily history
+    (each day's buckets aggregate to its candle), ending at ``now`` in the live price; the live candle keeps the
+    volume of the elapsed session, and a trading day whose session has not begun has no candle yet."""
     feed = DemoWalk(catalogue, seed)
     n = len(catalogue.instruments)
     ms = int(now * 1000)
@@ -320,15 +338,14 @@ def build_demo_state(
     live_days = [clock.trading_day(ms) for clock in clocks] if clocks else [trading_day(now)] * n
     columns = axis_columns(capacity) if clocks else capacity  # `capacity` trading days of every daily venue
     days = axis_days_back(axis, max(live_days), columns)
-    history = feed.history(days[-1], len(days), days, now)
-    _, o, h, low, c, v = history
-    buckets, live_volume, live_at = feed.intraday_history(history, now)
-    v[:, live_at] = live_volume
+    history = feed.history(days[-1], len(days), days)
     if clocks:
         started = np.array([bool(clock.windows(day)) and clock.windows(day)[0].start_ms <= ms
                             for clock, day in zip(clocks, live_days, strict=True)])
         opened = np.array([axis.open_rows(day) for day in days]).T
         fit_to_venues(history, opened, np.array([d.toordinal() for d in live_days]), started, feed.live_prices())
+    buckets = feed.intraday_history(history, now, venue_sessions(clocks) if clocks else weekday_sessions(n))
+    _, o, h, low, c, v = history
     candles = CandleBook(n, columns, axis)
     oi, settle = feed.board_history(history)
     candles.load_history(days, o, h, low, c, v, oi, settle)
@@ -336,16 +353,18 @@ def build_demo_state(
     candles.s[np.arange(n), candles.row_col] = np.nan  # today settles at its close
     candles.oi[np.isnan(candles.o)] = candles.s[np.isnan(candles.o)] = np.nan  # days not begun have neither
     intraday = IntradayBook(n)
-    for name, arrays in buckets.items():
-        intraday.rings[name].load(*arrays)
+    for name, groups in buckets.items():
+        for rows, arrays in groups:
+            intraday.rings[name].load(*arrays, rows=rows)
     state = MarketState(catalogue, candles, demo=True, epoch=f"demo-{seed}-{int(now)}",
                         inventory=InventoryBook(catalogue, seed), intraday=intraday, clocks=clocks)
     state.updated_ts[:] = now
     state.updated = now
     for row in state.futures.board.rows:  # the board's day so far, as the live candle tells it
         _, high, low_, close, volume = candles.live(row)
-        shown = candles.shown_columns(row)
-        oi_prev = float(candles.oi[row, shown[-2]]) if len(shown) > 1 else math.nan
+        before = candles.shown_columns(row)
+        before = before[before != candles.row_col[row]]  # the days before the live one (shown or not yet)
+        oi_prev = float(candles.oi[row, before[-1]]) if len(before) else math.nan
         state.futures.board.seed_day(row, (high + low_ + 2 * close) / 4, volume, close, float(feed.oi[row]), oi_prev)
     feed.bounds = state.futures.bounds()
     return state, feed

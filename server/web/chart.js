@@ -271,11 +271,14 @@ export class PriceChart {
   }
 
   /** Move the live (last) candle with a new price; an intraday price stamped `ts` (ISO 8601) past the last bucket
-   * opens the next bucket (its volume is the server's: it shows at the next load). */
-  updateLast(price, ts) {
+   * opens the next bucket (its volume is the server's: it shows at the next load). A daily price of a later
+   * trading day `day` than the last candle's leaves that candle alone: the day's candle exists from its first tick
+   * and comes with the next load or candle frame, never a copy of yesterday's. */
+  updateLast(price, ts, day) {
     let last = this.bars[this.bars.length - 1];
     if (!last || price === null || price === undefined) return;
     const seconds = INTERVALS[this.interval];
+    if (!seconds && day && day > last.time) return;
     const start = seconds && ts ? Math.floor(Date.parse(ts) / 1000 / seconds) * seconds + EXCHANGE_OFFSET_S : NaN;
     if (start > last.time) {
       last = { time: start, t: ts, open: price, high: price, low: price, close: price, volume: 0 };

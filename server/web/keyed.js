@@ -274,7 +274,7 @@ export class KeyedSession {
       for (const id of this.book.merge(r.data.quotes)) this._updateRow(this.book.get(id));
       const chartRow = this.chartId && this.book.get(this.chartId);
       if (chartRow) {
-        this.chart?.updateLast(chartRow.quote.price, chartRow.quote.updated);
+        this.chart?.updateLast(chartRow.quote.price, chartRow.quote.updated, chartRow.quote.tradingDay);
         this._renderChartMeta();
       }
     } else if (r.status === 401) {

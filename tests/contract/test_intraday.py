@@ -71,10 +71,14 @@ def _aggregate(buckets: list[dict]) -> dict:
             "c": buckets[-1]["c"], "v": sum(b["v"] for b in buckets)}
 
 
-def _session_start(day: str) -> float:
-    """Local midnight after the previous trading day: Saturday 00:00 for a Monday."""
-    d = datetime.fromisoformat(day).replace(tzinfo=TZ)
-    return (d - timedelta(days=2 if d.weekday() == 0 else 0)).timestamp()
+def _sessions(http: httpx.Client, inst: str, day: str) -> tuple[float, float]:
+    """(first window start of trading day ``day``, last window end of the trading day before it) of the
+    instrument's venue, from its calendar: where ``day``'s buckets begin and the previous day's end."""
+    venue = http.get(f"/api/v1/instruments/{inst}").json()["venue"]
+    start = (datetime.fromisoformat(day) - timedelta(days=7)).date().isoformat()
+    days = http.get(f"/api/v1/venues/{venue}/calendar", params={"from": start, "to": day}).json()["days"]
+    assert days[-1]["date"] == day
+    return _ts(days[-1]["sessions"][0]["start"]), _ts(days[-2]["sessions"][-1]["end"])
 
 
 @pytest.mark.parametrize("interval", list(INTRADAY))
@@ -138,12 +142,13 @@ def test_todays_daily_candle_is_the_aggregate_of_todays_buckets_on_a_weekday(dem
     for inst in ("brent", "methanol", "usdcny"):
         live, buckets = _today_consistent(demo, inst)
         assert live["t"] == "2026-11-18"
-        start = _session_start(live["t"])
+        start, previous_end = _sessions(demo, inst, live["t"])  # the venue's windows (SPEC 16)
         for interval, series in buckets.items():
-            today = [b for b in series if _ts(b["t"]) >= start]
+            sec = INTRADAY[interval]
+            today = [b for b in series if _ts(b["t"]) >= start // sec * sec]
             assert _aggregate(today) == {k: live[k] for k in "ohlcv"}, (inst, interval)
-            earlier = [b for b in series if _ts(b["t"]) < start]
-            assert earlier and _ts(earlier[-1]["t"]) == start - INTRADAY[interval]  # joins yesterday's session
+            earlier = [b for b in series if _ts(b["t"]) < start // sec * sec]
+            assert earlier and _ts(earlier[-1]["t"]) == (previous_end - 1) // sec * sec  # yesterday's last bucket
 
 
 # --- a jsonl feed on a Saturday: exact buckets, gaps, weekend ticks count for Monday ---------------------------

@@ -50,8 +50,11 @@ def test_gap_up_monday_opens_at_its_first_tick_not_at_prev_close() -> None:
     o, h, low, c, v = book.live(1)
     assert np.isnan([o, h, low]).all() and (c, v) == (50.0, 0.0)
     assert book.prev_close(1) == 50.0
-    # ... and reads as flat at the previous close, as it stays if the day closes without a tick
-    assert book.series(1, 1, 2) == [{"t": MON.isoformat(), "o": 50.0, "h": 50.0, "l": 50.0, "c": 50.0, "v": 0}]
+    # ... and not shown before its first tick (SPEC 16): the series ends with Friday's ...
+    assert [s["t"] for s in book.series(1, 2, 2)] == [(FRI - timedelta(days=1)).isoformat(), FRI.isoformat()]
+    # ... until the day closes without a tick: then it reads as flat at the previous close
+    book.roll_to(MON + timedelta(days=1))
+    assert book.series(1, 2, 2)[-1] == {"t": MON.isoformat(), "o": 50.0, "h": 50.0, "l": 50.0, "c": 50.0, "v": 0}
 
 
 def test_gap_down_day_after_a_quiet_day() -> None:

@@ -126,7 +126,8 @@ def test_state_settles_at_the_day_end_and_quotes_change_against_prev_settle(cloc
     assert after["prevSettle"] == settles and after["settle"] is None
     assert after["change"] == round(2404.0 - settles, 2)
     assert (after["limitDown"], after["limitUp"]) == limits(settles, 0.07, 1.0)
-    assert state.kline(row, 2)[0]["s"] == settles and state.kline(row, 2)[0]["oi"] == 7000
+    settled = state.kline(row, 1)[0]  # Thursday shows from its first tick (issue 40): Wednesday ends the series
+    assert settled["t"] == "2026-11-25" and settled["s"] == settles and settled["oi"] == 7000
     spot = state.quote(CAT.index[next(i for i in IDS if i not in PRODUCTS)])
     assert "prevSettle" not in spot and "bid" not in spot
 

@@ -69,7 +69,7 @@ def test_a_tuesday_night_tick_is_wednesdays_on_zce_and_tuesdays_on_cme() -> None
     # Wednesday 09:00: CME's Tuesday has closed (16:00 CT = 06:00 Shanghai), its Wednesday candle is live
     wed = at(2026, 11, 18, 9, 0)
     state.roll(wed)
-    assert candle_days(state, "wti")[-2:] == ["2026-11-17", "2026-11-18"]
+    assert candle_days(state, "wti")[-1] == "2026-11-17"  # Wednesday's candle shows from its first tick
     assert state.quote_extended(row("wti"))["prevClose"] == 102.0  # Tuesday's close, carried into Wednesday
     assert state.quote_extended(row("methanol"))["open"] == 101.0  # the night tick opened Wednesday's candle
 
@@ -143,7 +143,7 @@ def test_the_weekend_shows_mondays_candle(weekend: float) -> None:
     assert quote["tradingDay"] == "2026-11-23" and quote["open"] is None
     assert quote["prevClose"] == quote["price"]  # a futures product's change is against Friday's settlement
     assert quote["change"] == pytest.approx(quote["price"] - quote["prevSettle"], abs=1e-6) != 0.0
-    assert candle_days(state, "urea")[-2:] == ["2026-11-20", "2026-11-23"]
+    assert candle_days(state, "urea")[-1] == "2026-11-20"  # no candle for Monday before its first tick
     night = state.quote_extended(row("methanol"))
     assert night["tradingDay"] == "2026-11-23" and night["open"] is not None
 
@@ -174,3 +174,81 @@ def test_status_frames_go_to_a_venues_subscribers_when_it_breaks_and_reopens() -
     assert venues.on_clock(at(2026, 11, 18, 11, 30, 0)) == 2 and venues.status["zce"] == "break"  # lunch
     assert venues.on_clock(at(2026, 11, 18, 15, 0, 0)) == 2 and venues.status["zce"] == "closed"
     assert got["cme-only"] == []  # CME traded through all of it (07:30 CT onwards it is open)
+
+
+@pytest.mark.parametrize("now", [at(2026, 11, 29, 10, 0), at(2026, 10, 6, 10, 0), at(2026, 10, 9, 8, 30),
+                                 at(2026, 11, 18, 10, 30)], ids=["sunday", "national-day", "before-open", "monday"])
+def test_the_demo_seeds_intraday_buckets_inside_each_venues_sessions_only(now: float) -> None:
+    """SPEC 16: every seeded bucket of a continuous instrument overlaps a session window of a trading day of its venue
+    (none at night, in a break or on a holiday); an assessment has none; each trading day's 1h buckets aggregate
+    to its daily candle, and no daily candle shows for a day whose session has not begun."""
+    state, _ = build_demo_state(CAT, 11, now, clocks=CLOCKS)
+    ms = int(now * 1000)
+    for r, (inst, clock) in enumerate(zip(CAT.instruments, CLOCKS, strict=True)):
+        rings = state.intraday.rings
+        if clock.venue.publication != "continuous":
+            assert all(ring.count(r) == 0 for ring in rings.values()), inst.id
+            continue
+        last = date.fromisoformat(state.kline(r, 1)[-1]["t"])
+        assert clock.windows(last)[0].start_ms <= ms, inst.id  # the newest candle's session has begun
+        days = clock.trading_days(last - timedelta(days=200), last)
+        windows = [(w.start_ms // 1000, w.end_ms // 1000, w.day) for d in days for w in clock.windows(d)]
+        for name, ring in rings.items():
+            t, _ = ring.arrays(r, ring.count(r))
+            assert ring.count(r) > 0 and t[-1] <= now, (inst.id, name)
+            assert ring.arrays(r, 1)[1][3][-1] == state.prices[r], (inst.id, name)  # ends at the live price
+            starts = np.array([w[0] for w in windows])
+            k = np.searchsorted(starts, t + ring.seconds, "left") - 1  # the last window starting before the end
+            assert np.all(k >= 0) and np.all(t < np.array([windows[i][1] for i in k])), (inst.id, name)
+        # the 1h buckets of each closed day held whole aggregate to its daily candle
+        t, (o, h, low, c, v) = rings["1h"].arrays(r, 1000)
+        checked = 0
+        for candle in state.kline(r, 90)[:-1]:
+            day = date.fromisoformat(candle["t"])
+            ws = clock.windows(day)
+            m = (t + 3600 > ws[0].start_ms // 1000) & (t < ws[-1].end_ms // 1000)
+            if not m.any() or t[0] > ws[0].start_ms // 1000:
+                continue
+            checked += 1
+            assert (o[m][0], h[m].max(), low[m].min(), c[m][-1], round(v[m].sum())) == (
+                candle["o"], candle["h"], candle["l"], candle["c"], candle["v"]), (inst.id, day)
+        assert checked >= 20, inst.id
+
+
+def test_the_seeded_volume_is_heavier_at_a_windows_open_and_close() -> None:
+    """The demo's intraday volume profile (aggregate over every continuous instrument's 1m buckets): the first and
+    last 10 minutes of a session window trade more per minute than its middle."""
+    now = at(2026, 11, 29, 10, 0)
+    state, _ = build_demo_state(CAT, 11, now, clocks=CLOCKS)
+    edge, middle = [], []
+    for r, clock in enumerate(CLOCKS):
+        if clock.venue.publication != "continuous":
+            continue
+        t, (*_, v) = state.intraday.rings["1m"].arrays(r, 1000)
+        v = v / v.mean()
+        for d in clock.trading_days(date(2026, 11, 20), date(2026, 11, 30)):
+            for w in clock.windows(d):
+                start, end = w.start_ms // 1000, w.end_ms // 1000
+                inside = (t >= start) & (t < end)
+                if (t[inside] if inside.any() else [None])[0] != start or t[inside][-1] != end - 60:
+                    continue  # only windows the ring holds whole
+                x = (t - start) / (end - start)
+                edge.extend(v[inside & ((t < start + 600) | (t >= end - 600))])
+                middle.extend(v[inside & (x > 0.35) & (x < 0.65)])
+    assert len(edge) > 200 and len(middle) > 200
+    assert np.mean(edge) > 1.5 * np.mean(middle)
+
+
+def test_a_hub_restored_on_a_weekend_opens_no_candle_for_monday() -> None:
+    """Joining the shared tick log (Redis engine) re-applies each instrument's newest tick: Friday's must set the
+    price, seq and time but not open Monday's candle (issue 40: a trading day's candle exists from its first tick);
+    a tick of the live day itself still counts."""
+    state = live_state(at(2026, 11, 29, 10, 0))  # Sunday
+    friday, monday_night = at(2026, 11, 27, 14, 0), at(2026, 11, 27, 21, 30)  # urea: Friday; methanol: Monday's night
+    state.restore([(Tick(row("urea"), 1701.0, friday, 4.0), 7), (Tick(row("methanol"), 2401.0, monday_night, 2.0), 5)],
+                  {}, None)
+    urea, methanol = state.quote_extended(row("urea")), state.quote_extended(row("methanol"))
+    assert (urea["price"], urea["seq"], urea["open"], urea["updated"][:16]) == (1701.0, 7, None, "2026-11-27T14:00")
+    assert candle_days(state, "urea")[-1] == "2026-11-27"
+    assert (methanol["price"], methanol["seq"], methanol["open"]) == (2401.0, 5, 2401.0)
+    assert candle_days(state, "methanol")[-1] == "2026-11-30"

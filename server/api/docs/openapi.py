@@ -119,7 +119,8 @@ UDF_OPERATIONS: dict[tuple[str, str], S] = {
                        param("countback", "query", {**INT, "minimum": 1, "maximum": 5000},
                              "the latest N bars with t <= to; wins over from")],
         "responses": {**ok("UdfHistory", "s ok (bars: t is the bucket start in epoch seconds, a daily bar's its "
-                                         "date at 00:00 UTC), or no_data (with nextTime when older bars exist)"),
+                                         "date at 00:00 UTC; a trading day has bars from its first tick), or no_data "
+                                         "(with nextTime when older bars exist)"),
                       "400": udf_problem("a parameter missing or invalid, unknown symbol, from > to")},
     },
     ("GET", "/api/v1/udf/timescale_marks"): {
@@ -154,7 +155,8 @@ OPERATIONS: dict[tuple[str, str], S] = {
         "parameters": [ID], "responses": {**ok("QuoteExtended"), "404": problem("unknown instrument")},
     },
     ("GET", "/api/v1/kline/{id}"): {
-        "summary": "Candles: daily (90 trading days at most; the last is live) or intraday buckets "
+        "summary": "Candles: daily (90 trading days at most; the last is the live trading day's once it has "
+                   "traded, else the previous trading day's) or intraday buckets "
                    "(1m, 5m, 15m, 1h; 1,000 at most; only buckets that had a tick)", "tags": ["market data"],
         "parameters": [
             ID,
@@ -164,7 +166,8 @@ OPERATIONS: dict[tuple[str, str], S] = {
             # no "default" keyword on days and limit: each applies to some intervals only, and generated clients
             # (openapi-python-client) send every default, so a default here made each of their calls a 400
             param("days", "query", {**INT, "minimum": 1, "maximum": MAX_DAYS},
-                  f"the candles of the most recent N trading days (the live candle's day counts; default "
+                  f"the candles of the most recent N trading days (the live trading day counts once it has "
+                  f"traded; default "
                   f"{MAX_DAYS} for 1d, all held for the intraday intervals); with limit too, both apply. Not in a "
                   "range query (with from/to: 400)"),
             param("limit", "query", {**INT, "minimum": 1, "maximum": KLINE_MAX_LIMIT},

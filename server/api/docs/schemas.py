@@ -216,7 +216,11 @@ RESPONSES: dict[str, S] = {
                         interval={"type": "string", "enum": [*INTERVALS, "1d"]}, updated=NULLTS,
                         demo=BOOL,
                         series={"type": "array", "items": ref("Candle"),
-                                "description": "ascending by t. 1d: one per trading day (Mon-Fri), the last is live. "
+                                "description": "ascending by t. 1d: one per trading day of the instrument's "
+                                               "venue (SPEC 16). A trading day's candle (daily or intraday) exists "
+                                               "from its first tick: before its session opens the series ends with "
+                                               "the previous trading day (the quote's tradingDay and nextOpen name "
+                                               "the day to come). "
                                                "Intraday: the most recent buckets that had a tick (none is "
                                                "invented); the last may still be filling"},
                         next={"type": ["string", "null"],

@@ -171,8 +171,8 @@ class MarketApi:
             series=orjson.Fragment(self.state.kline_intraday_json(row, interval, limit))))
 
     def _since_trading_days(self, row: int, days: int) -> float:
-        """The first instant of the instrument's most recent ``days`` trading days (its live candle's day counts):
-        its venue's close before the first of them (a night session belongs to the day after it, SPEC 16)."""
+        """The first instant of the instrument's most recent ``days`` trading days (its live candle's day counts once
+        traded): its venue's close before the first of them (a night session belongs to the day after it, SPEC 16)."""
         return self.state.floors.back(row, days)
 
     def _kline_range(self, row: int, inst_id: str, interval: str, query: dict[str, str]) -> Response:

@@ -9,8 +9,9 @@ the venue clocks, a tick moves it forward): a CME row stays on Tuesday while a C
 21:30 Shanghai time opened Wednesday's column. The columns after a row's live one are not shown either.
 
 A candle is *opened* by its first tick, which sets open, high and low. Until then its open/high/low are NaN
-and its close carries the row's previous close (set when it becomes the row's live candle): such a candle reads
-as flat at that close with volume 0, so a day that closes without a tick is the only flat candle, and a gap-up
+and its close carries the row's previous close (set when it becomes the row's live candle). The live candle is
+not shown until then (a day that has not traded has no candle yet); a day that closed without a tick reads as
+flat at that close with volume 0, the only flat candle, and a gap-up
 day opens at its first tick, not at yesterday's close. An instrument that has never traded (a live feed before
 its first tick) has a NaN close too; those candles are left out of ``series``.
 
@@ -220,9 +221,11 @@ class CandleBook:
         return tuple(arr[rows, cols] for arr in (self.o, self.h, self.l, self.c, self.v))  # type: ignore[return-value]
 
     def shown_columns(self, row: int) -> np.ndarray:
-        """``row``'s candle columns, ascending: its venue's trading days up to its live candle."""
+        """``row``'s candle columns, ascending: its venue's trading days up to its live candle, which shows from its
+        first tick (SPEC 16: before its session opens the series ends with the previous trading day)."""
         cols = self.order()
-        return cols[self.opened[row, cols] & (self.days[cols] <= self.row_day[row])]
+        cols = cols[self.opened[row, cols] & (self.days[cols] <= self.row_day[row])]
+        return cols[:-1] if len(cols) and np.isnan(self.o[row, cols[-1]]) else cols
 
     def series(self, row: int, days: int, decimals: int) -> list[dict]:
         """The last ``days`` candles of ``row``, ascending, prices rounded to ``decimals``."""

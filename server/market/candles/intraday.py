@@ -145,43 +145,33 @@ class IntradayRing:
         q[cell] = seq
 
     def load(self, t: np.ndarray, o: np.ndarray, h: np.ndarray, l: np.ndarray,  # noqa: E741
-             c: np.ndarray, v: np.ndarray) -> None:
-        """Replace every instrument's buckets with these, shaped (n, k), ``t`` ascending and aligned."""
+             c: np.ndarray, v: np.ndarray, rows: Sequence[int] | None = None) -> None:
+        """Replace the buckets of these ``rows`` (default: every instrument) with these, shaped (len(rows), k),
+        ``t`` ascending and aligned (the newest ``capacity`` kept)."""
+        rows = range(self.n) if rows is None else rows
         k = t.shape[1]
         for arr in (t, o, h, l, c, v):
-            if np.shape(arr) != (self.n, k):
-                raise ValueError(f"bucket arrays must have shape {(self.n, k)}")
+            if np.shape(arr) != (len(rows), k):
+                raise ValueError(f"bucket arrays must have shape {(len(rows), k)}")
         if k and np.any(t % self.seconds):
             raise ValueError("bucket starts must be multiples of the interval")
         keep = min(k, self.capacity)
-        self.t[:, :keep] = t[:, k - keep:]
-        for dst, src in ((self.o, o), (self.h, h), (self.l, l), (self.c, c), (self.v, v)):
-            dst[:, :keep] = np.asarray(src, dtype=np.float64)[:, k - keep:]
-        self.q[:] = 0
-        self._texts = [{} for _ in range(self.n)]
-        self._newest_text = [None] * self.n
-        self._count = [keep] * self.n
-        self._last = [keep - 1 if keep else self.capacity - 1] * self.n
-        self._newest = self.t[:, keep - 1].tolist() if keep else [-(2**62)] * self.n
+        at = np.asarray(rows, dtype=np.intp)[:, None]
+        for dst, src in ((self.t, t), (self.o, o), (self.h, h), (self.l, l), (self.c, c), (self.v, v)):
+            dst[at, np.arange(keep)] = np.asarray(src)[:, k - keep:]
+        self.q[at, :] = 0
+        for i, row in enumerate(rows):
+            self._texts[row] = {}
+            self._newest_text[row] = None
+            self._count[row] = keep
+            self._last[row] = keep - 1 if keep else self.capacity - 1
+            self._newest[row] = int(t[i, -1]) if keep else -(2**62)
 
     def load_row(self, row: int, buckets: Sequence[tuple[int, float, float, float, float, float]]) -> None:
         """Replace ``row``'s buckets with these (start in epoch seconds, o, h, l, c, v), ascending: a stored
         history read back at start (the newest ``capacity`` kept)."""
-        keep = buckets[-self.capacity:] if buckets else []
-        k = len(keep)
-        if k:
-            cols = np.array(keep, dtype=np.float64).T
-            if np.any(cols[0] % self.seconds):
-                raise ValueError("bucket starts must be multiples of the interval")
-            self.t[row, :k] = cols[0].astype(np.int64)
-            for dst, src in zip((self.o, self.h, self.l, self.c, self.v), cols[1:], strict=True):
-                dst[row, :k] = src
-        self.q[row, :] = 0
-        self._texts[row] = {}
-        self._newest_text[row] = None
-        self._count[row] = k
-        self._last[row] = k - 1 if k else self.capacity - 1
-        self._newest[row] = int(keep[-1][0]) if k else -(2**62)
+        t, o, h, l, c, v = np.array(buckets, dtype=np.float64).reshape(-1, 6).T[:, None, :]  # noqa: E741
+        self.load(t.astype(np.int64), o, h, l, c, v, rows=[row])
 
     def columns(self, row: int, limit: int) -> np.ndarray:
         """Columns of the newest ``limit`` buckets of ``row``, oldest first."""
