@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from server.api.core.query import known_query
+from server.api.core.query import known_query, param_error, parse_day
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.market.deep_ranges import DeepRanges
@@ -33,7 +33,6 @@ from server.market.venues.views import CalendarRangeError, calendar, venue_summa
 DAILY = "1d"
 NO_PARAMS: frozenset[str] = frozenset()
 CALENDAR_PARAMS = frozenset({"from", "to"})
-MAX_CALENDAR_DAYS = 366
 
 
 def intervals_of(inst: Instrument) -> list[str]:
@@ -123,12 +122,10 @@ class ReferenceApi:
         if venue_id not in self.venues.venues:
             raise ApiError("not_found", f"Unknown venue id {venue_id!r}.")
         start, end = _date(query, "from"), _date(query, "to")
-        if (end - start).days + 1 > MAX_CALENDAR_DAYS:
-            raise _param("to", f"a calendar spans at most {MAX_CALENDAR_DAYS} days (from and to both included)")
-        try:
+        try:  # the span, the order and the calendar's known years are checked before a day is looked up
             return Response(200, orjson.dumps(calendar(self.venues.clock(venue_id), start, end)))
         except CalendarRangeError as exc:
-            raise _param("to", str(exc)) from None
+            raise param_error(exc.field, str(exc)) from None
 
 
 def _fixed() -> object:
@@ -138,16 +135,5 @@ def _fixed() -> object:
 def _date(query: dict[str, str], field: str) -> date:
     raw = query.get(field, "")
     if not raw.strip():
-        raise _param(field, f"{field} is required (YYYY-MM-DD)")
-    try:
-        return date.fromisoformat(raw) if len(raw) == 10 else _bad_date(field)
-    except ValueError:
-        return _bad_date(field)
-
-
-def _bad_date(field: str) -> date:
-    raise _param(field, f"{field} must be a date (YYYY-MM-DD)")
-
-
-def _param(field: str, message: str) -> ApiError:
-    return ApiError("invalid_parameter", message, errors=[{"field": field, "message": message}])
+        raise param_error(field, f"{field} is required (YYYY-MM-DD)")
+    return parse_day(field, raw)
