@@ -126,3 +126,26 @@ def test_console_usage_dates(console: httpx.Client, params: dict[str, str], fiel
 def test_a_nul_in_a_query_parameter(hub: Hub, console: httpx.Client) -> None:
     problem(console.get("/api/console/usage", params={"key": "key_\x00x"}), 400, "key")
     problem(hub.get("/api/v1/udf/search", params={"query": "br\x00"}), 400, "query")
+
+
+def test_if_none_match_is_evaluated_before_range(hub: Hub) -> None:
+    url = "/api/v1/flatfiles/ticks/2026-11-17.csv.gz"
+    etag = hub.get(url).headers["etag"]
+    for ranged in ("bytes=0-9", "bytes=999999-"):  # a satisfiable range and one past the end: 304 both (RFC 9110)
+        resp = hub.get(url, headers={"If-None-Match": etag, "Range": ranged})
+        assert resp.status_code == 304 and resp.content == b"", (ranged, resp.status_code)
+    assert hub.get(url, headers={"If-None-Match": '"other"', "Range": "bytes=0-9"}).status_code == 206
+
+
+def test_a_browser_may_resume_a_download_cross_origin(hub: Hub) -> None:
+    url = "/api/v1/flatfiles/ticks/2026-11-17.csv.gz"
+    pre = httpx.options(hub.srv.base + url, headers={"Origin": "https://app.example",
+                                                     "Access-Control-Request-Method": "GET",
+                                                     "Access-Control-Request-Headers": "range, if-range"})
+    assert pre.status_code == 204
+    allowed = {h.strip().lower() for h in pre.headers["access-control-allow-headers"].split(",")}
+    assert {"range", "if-range", "x-service-key"} <= allowed
+    part = hub.get(url, headers={"Origin": "https://app.example", "Range": "bytes=0-9"})
+    assert part.status_code == 206
+    exposed = {h.strip().lower() for h in part.headers["access-control-expose-headers"].split(",")}
+    assert {"content-range", "etag", "content-length"} <= exposed

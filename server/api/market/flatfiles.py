@@ -20,6 +20,7 @@ from typing import Any
 
 import orjson
 
+from server.api.core.encoding import etag_matches
 from server.api.core.query import known_query, param_error, parse_day
 from server.api.core.router import Access, Router
 from server.api.core.types import FileBody, Request, Response
@@ -96,8 +97,11 @@ def _send(req: Request, info: FlatFile, path: str) -> Response:
     headers = [("etag", etag), ("accept-ranges", "bytes"), ("cache-control", "private, max-age=86400, immutable"),
                ("content-disposition", f'attachment; filename="{info.dataset}-{info.date}.{info.fmt}"')]
     if_range = req.header("if-range")
+    # RFC 9110 13.2.2: If-None-Match is evaluated before Range: a match is the whole file's answer, which the
+    # finishing step turns into a 304 (never a 206 or a 416)
+    ranged = if_range in (None, etag) and not etag_matches(req.header("if-none-match"), etag)
     try:
-        wanted = parse_range(req.header("range"), info.bytes) if if_range in (None, etag) else None
+        wanted = parse_range(req.header("range"), info.bytes) if ranged else None
     except RangeNotSatisfiable as exc:
         raise ApiError("range_not_satisfiable", f"The file has {info.bytes} bytes; ask for a range that starts "
                                                 "below that.", headers=[("content-range", exc.content_range)]) from None
