@@ -115,7 +115,9 @@ def test_customer_flow(srv: ServerProcess) -> None:
         assert quotes(srv, rotated["key"]).status_code == 401
         kinds = [e["kind"] for e in c.get("/api/console/events").json()["items"]]
         assert kinds == ["revoked", "rotated", "plan_changed", "plan_requested", "created"]
-        assert all(e["ip"].startswith("203.0.") for e in c.get("/api/console/events").json()["items"])
+        own = c.headers["X-Forwarded-For"]  # the customer's own address; the operator's is not shown (issue 45)
+        ips = {e["kind"]: e["ip"] for e in c.get("/api/console/events").json()["items"]}
+        assert ips == {"revoked": own, "rotated": own, "plan_changed": None, "plan_requested": own, "created": own}
         log = srv.output()  # no secret, token or password in the server's log
         token = c.headers["Authorization"].split()[1]
         assert not [s for s in (trial["key"], rotated["key"], token, PASSWORD) if s in log]
@@ -231,6 +233,22 @@ def test_bad_inputs(srv: ServerProcess) -> None:
         body = problem(c.post("/api/console/subscription", json={"plan": "gold"}), 400, "validation_failed")
         assert body["errors"][0]["field"] == "plan"
         problem(c.post("/api/console/subscription", json={}), 400, "validation_failed")
+        # unknown fields are refused on every console and sign-up body alike, NUL before storage (issue 45)
+        body = problem(c.post("/api/console/subscription", json={"plan": "professional", "rate": 9}), 400,
+                       "validation_failed")
+        assert [e["field"] for e in body["errors"]] == ["rate"]
+        body = problem(c.post("/api/auth/register", json={"email": "x@example.com", "password": PASSWORD,
+                                                          "role": "operator"}), 400, "validation_failed")
+        assert [e["field"] for e in body["errors"]] == ["role"]
+        body = problem(c.get("/api/console/usage", params={"key": "key_\x00"}), 400, "invalid_parameter")
+        assert body["errors"][0]["field"] == "key"
+
+
+def test_a_token_answer_is_kept_by_no_cache(srv: ServerProcess) -> None:
+    with client(srv) as c:
+        sign_up(c, "nostore@example.com")
+        resp = c.post("/api/auth/login", json={"email": "nostore@example.com", "password": PASSWORD})
+        assert resp.status_code == 200 and resp.headers["cache-control"] == "no-store"
 
 
 def test_console_bucket_per_account(srv: ServerProcess) -> None:

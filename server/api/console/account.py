@@ -75,6 +75,7 @@ class ConsoleAccountApi:
         if f.data.get("plan") is None:
             f.error("plan", "is required")
         message = f.text("message", required=False, max_len=MAX_MESSAGE)
+        f.only("plan", "message")
         f.check()
         assert plan is not None
         if plan == account.plan:

@@ -61,7 +61,7 @@ CONSOLE_SCHEMAS: dict[str, S] = {
                               "description": "requests per minute: required for enterprise, refused otherwise"}),
 }
 CONSOLE_REQUESTS = ("KeyLabel", "KeyRelabel", "SubscriptionRequest", "Approval")
-for _name in ("KeyLabel", "KeyRelabel", "Approval"):  # these bodies refuse a field they do not define (400)
+for _name in CONSOLE_REQUESTS:  # these bodies refuse a field they do not define (400)
     CONSOLE_SCHEMAS[_name]["additionalProperties"] = False
 
 

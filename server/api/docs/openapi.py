@@ -239,7 +239,9 @@ OPERATIONS: dict[tuple[str, str], S] = {
     },
     ("POST", "/api/auth/login"): {
         "summary": "Get a Bearer JWT (10/min per client IP)", "tags": ["accounts"], "requestBody": body("Login"),
-        "responses": {**ok("Token"), "401": problem("wrong e-mail or password (same answer for both)")},
+        "responses": {"200": {**ok("Token")["200"], "headers": {"Cache-Control": {
+                          "schema": {"const": "no-store"}, "description": "a token is kept by no cache"}}},
+                      "401": problem("wrong e-mail or password (same answer for both)")},
     },
     ("POST", "/api/submit-inquiry"): {
         "summary": "Submit an inquiry (Bearer JWT; 30/min per user); notifies by e-mail and messaging",

@@ -337,7 +337,7 @@ REQUESTS: dict[str, S] = {
     "Register": obj(["email", "password"], email=EMAIL,
                     password={"type": "string", "minLength": MIN_PASSWORD, "maxLength": MAX_PASSWORD,
                               "description": "taken verbatim (not trimmed)"},
-                    name=optional_text(100), company=optional_text(200)),
+                    name=optional_text(100), company=optional_text(200)) | {"additionalProperties": False},
     "Login": obj(["email", "password"], email=text(MAX_EMAIL), password={"type": "string"}),
     "Inquiry": obj(["product", "quantity"], product=text(200),
                    quantity={"type": "number", "minimum": MIN_QUANTITY, "maximum": MAX_QUANTITY,

@@ -47,6 +47,7 @@ class Accounts:
         password = site_fields.password(f)
         name = f.text("name", required=False, max_len=100)
         company = f.text("company", required=False, max_len=200)
+        f.only("email", "password", "name", "company")
         f.check()
         assert email is not None and password is not None
         if await self.users.by_email(email) is not None:  # cheap early answer; the UNIQUE index decides races
@@ -78,7 +79,9 @@ class Accounts:
             raise ApiError("forbidden", "This account is disabled.")
         await self._upgrade_hash(user, password)
         token = self.tokens.issue(user.id, user.email)
-        return json_response({"token": token, "tokenType": "Bearer", "expiresIn": self.tokens.ttl_s})
+        # a bearer token is a credential: no cache (the browser's, a proxy's) may keep it (RFC 6749 5.1)
+        return json_response({"token": token, "tokenType": "Bearer", "expiresIn": self.tokens.ttl_s},
+                             headers=[("cache-control", "no-store")])
 
     def _verify(self, user: User | None, password: str) -> bool:
         if user is None or len(password) > MAX_PASSWORD:
