@@ -21,6 +21,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from server.core.login_throttle import FREE_FAILURES, LOCK_AFTER, MAX_BACKOFF_S
 from tests.conftest import RUNTIMES, ServerProcess, run_cli
 
 _ips = itertools.count(1)
@@ -242,6 +243,24 @@ def test_bad_inputs(srv: ServerProcess) -> None:
         assert [e["field"] for e in body["errors"]] == ["role"]
         body = problem(c.get("/api/console/usage", params={"key": "key_\x00"}), 400, "invalid_parameter")
         assert body["errors"][0]["field"] == "key"
+
+
+def test_credential_stuffing_from_many_addresses_locks_the_account(srv: ServerProcess) -> None:
+    """Issue 45: ten wrong passwords from ten addresses, then the right one from an eleventh: 429 (the account is
+    locked out, not the addresses); another account signs in as before."""
+    with client(srv) as owner:
+        sign_up(owner, "stuffed@example.com")
+    wrong = {"email": "stuffed@example.com", "password": "not the password"}
+    statuses = []
+    for _ in range(LOCK_AFTER):
+        with client(srv) as c:
+            statuses.append(c.post("/api/auth/login", json=wrong).status_code)
+    assert statuses[:FREE_FAILURES] == [401] * FREE_FAILURES and set(statuses) <= {401, 429}
+    with client(srv) as c:
+        right = c.post("/api/auth/login", json={"email": "STUFFED@example.com ", "password": PASSWORD})
+        body = problem(right, 429, "rate_limited")
+        assert int(right.headers["retry-after"]) == body["retryAfter"] > MAX_BACKOFF_S  # the lockout
+        sign_up(c, "bystander@example.com")
 
 
 def test_a_token_answer_is_kept_by_no_cache(srv: ServerProcess) -> None:

@@ -9,6 +9,7 @@ take the same time and read the same.
 from __future__ import annotations
 
 import asyncio
+import math
 
 from server.api.auth.passwords import MAX_PASSWORD, TimingShield, hash_password, needs_rehash, verify_password
 from server.api.auth.tokens import TokenError, TokenService
@@ -18,6 +19,7 @@ from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.site import fields as site_fields
 from server.core.errors import ApiError
+from server.core.login_throttle import LoginThrottle
 from server.store.accounts.users import DuplicateEmail, User
 from server.store.sql.repositories import Users
 
@@ -31,9 +33,11 @@ def unauthorized(detail: str, error: str | None = "invalid_token") -> ApiError:
 
 
 class Accounts:
-    def __init__(self, users: Users, tokens: TokenService) -> None:
+    def __init__(self, users: Users, tokens: TokenService, throttle: LoginThrottle) -> None:
+        """`throttle`: failed logins per account (issue 45), beside the per-address login bucket."""
         self.users = users
         self.tokens = tokens
+        self.throttle = throttle
         self._hashing = asyncio.Semaphore(MAX_HASHING)
         self._shield = TimingShield()
 
@@ -70,11 +74,18 @@ class Accounts:
             f.error("password", "must be a string")
         f.check()
         assert email is not None and isinstance(password, str)
+        account = email.lower()
+        wait = self.throttle.wait_s(account)
+        if wait > 0:
+            self.throttle.failed(account)
+            raise _throttled(wait)
         user = await self.users.by_email(email)
         async with self._hashing:
             ok = await asyncio.to_thread(self._verify, user, password)
         if not ok or user is None:
+            self.throttle.failed(account)
             raise unauthorized("Wrong e-mail or password.", error=None)
+        self.throttle.succeeded(account)
         if user.disabled:
             raise ApiError("forbidden", "This account is disabled.")
         await self._upgrade_hash(user, password)
@@ -95,6 +106,12 @@ class Accounts:
             async with self._hashing:
                 hashed = await asyncio.to_thread(hash_password, password)
             await self.users.set_password_hash(user.id, hashed)
+
+
+def _throttled(wait_s: float) -> ApiError:
+    retry = max(1, math.ceil(wait_s))
+    return ApiError("rate_limited", f"Too many failed logins for this account: retry in {retry} s.",
+                    headers=[("retry-after", str(retry))], extra={"retryAfter": retry})
 
 
 def _duplicate() -> ApiError:

@@ -23,6 +23,7 @@ from server.api.site.evidence import SiteEvidenceApi
 from server.api.site.market import MarketSnapshots, SiteMarketApi
 from server.api.site.records import BucketCheck, SiteRecordsApi
 from server.core.background import log_round_failure
+from server.core.login_throttle import LoginThrottle
 from server.core.metrics import Registry
 from server.evidence.log import ANCHOR_BATCH
 from server.market.state import MarketState
@@ -49,7 +50,7 @@ def register_public_site(router: Router, repos: Repositories, state: MarketState
     apis = (
         SiteMarketApi(snapshots),
         content,
-        Accounts(repos.users, tokens),
+        Accounts(repos.users, tokens, LoginThrottle(clock)),
         SiteRecordsApi(repos.records, BearerAuth(tokens, repos.users), check_bucket, inquiry_rate),
         SiteEvidenceApi(repos.receipts, repos.evidence),
     )
