@@ -231,7 +231,7 @@ def make_sites(settings: Settings, router: Router, repos: Repositories, state: M
     site = register_public_site(  # SPEC 12: evidence anchored by the lease holder
         router, repos, state, tokens, clock, app.check_bucket, refresh_s=settings.market_refresh_s,
         inquiry_rate=settings.inquiry_rate, shared=engine.ticks.shared, may_anchor=lambda: engine.ticks.leading,
-        registry=registry,  # a locked account's owner is e-mailed when there is a mail server (issue 45)
+        registry=registry, logins=engine.logins,  # a locked account's owner is e-mailed if mail is set (issue 45)
         tell_owner=lockout_mail(ConsoleStore(repos.storage), outbox.wake, clock) if settings.smtp_url else None)
     usage = register_console(settings, router, repos, tokens, clock, check_bucket=app.check_bucket,
                              client_ip=app.client_ip, revoke=engine.revocations.publish, channels=channels,

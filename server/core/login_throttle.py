@@ -5,11 +5,12 @@ account's failed logins whatever the address: after FREE_FAILURES a next attempt
 further failure up to MAX_BACKOFF_S; the LOCK_AFTER-th failure in a row locks the account for LOCK_S. An attempt
 refused while waiting counts as a failure too (its password is not even checked, so a correct one is refused as a
 wrong one would be: a lockout cannot be probed), which makes a fast attack a lockout and a slow one a backoff. A
-success resets the count; a count whose last failure is FORGET_S old is forgotten.
+success resets the count; a count is forgotten FORGET_S after its wait ended.
 
 Keyed by the e-mail address as sent (trimmed, lower-cased), known account or not: an unknown address is
-throttled alike, so the answers do not tell which addresses have accounts. Memory of one hub, bounded by
-MAX_ACCOUNTS (the oldest entries go first).
+throttled alike, so the answers do not tell which addresses have accounts. This is the memory engine's store (one
+hub, bounded by MAX_ACCOUNTS: the oldest entries go first) and the Redis engine's fallback while Redis is away;
+server/engine/redis_logins.py keeps the same counts in Redis for every hub.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ class LoginThrottle:
 
     def _entry(self, account: str) -> _Failures | None:
         entry = self._failures.get(account)
-        if entry is not None and self.clock() - entry.last >= FORGET_S and self.clock() >= entry.until:
+        if entry is not None and self.clock() >= entry.until + FORGET_S:
             del self._failures[account]
             return None
         return entry

@@ -20,7 +20,8 @@ from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.site import fields as site_fields
 from server.core.errors import ApiError
-from server.core.login_throttle import LOCK_AFTER, LOCK_S, LoginThrottle
+from server.core.login_throttle import LOCK_AFTER, LOCK_S
+from server.engine import LoginFailures
 from server.store.accounts.console_store import ConsoleStore
 from server.store.accounts.users import DuplicateEmail, User
 from server.store.sql.repositories import Users
@@ -35,7 +36,7 @@ def unauthorized(detail: str, error: str | None = "invalid_token") -> ApiError:
 
 
 class Accounts:
-    def __init__(self, users: Users, tokens: TokenService, throttle: LoginThrottle,
+    def __init__(self, users: Users, tokens: TokenService, throttle: LoginFailures,
                  tell_owner: Callable[[User], Awaitable[None]] | None = None) -> None:
         """`throttle`: failed logins per account (issue 45), beside the per-address login bucket; `tell_owner`:
         e-mails an account's owner that it was locked (through the outbox; None without a mail server)."""
@@ -80,16 +81,16 @@ class Accounts:
         f.check()
         assert email is not None and isinstance(password, str)
         account = email.lower()
-        if self.throttle.wait_s(account) > 0:  # not even checked: a right password is refused alike
+        if await self.throttle.wait_s(account) > 0:  # not even checked: a right password is refused alike
             await self._failed(account, None)
-            raise _throttled(self.throttle.wait_s(account))
+            raise _throttled(await self.throttle.wait_s(account))
         user = await self.users.by_email(email)
         async with self._hashing:
             ok = await asyncio.to_thread(self._verify, user, password)
         if not ok or user is None:
             await self._failed(account, user)
             raise unauthorized("Wrong e-mail or password.", error=None)
-        self.throttle.succeeded(account)
+        await self.throttle.succeeded(account)
         if user.disabled:
             raise ApiError("forbidden", "This account is disabled.")
         await self._upgrade_hash(user, password)
@@ -100,7 +101,7 @@ class Accounts:
 
     async def _failed(self, account: str, user: User | None) -> None:
         """Count a failed login; the one that locks a known account e-mails its owner."""
-        if self.throttle.failed(account) and self.tell_owner is not None:
+        if await self.throttle.failed(account) and self.tell_owner is not None:
             user = user or await self.users.by_email(account)
             if user is not None:
                 await self.tell_owner(user)

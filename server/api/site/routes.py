@@ -23,8 +23,8 @@ from server.api.site.evidence import SiteEvidenceApi
 from server.api.site.market import MarketSnapshots, SiteMarketApi
 from server.api.site.records import BucketCheck, SiteRecordsApi
 from server.core.background import log_round_failure
-from server.core.login_throttle import LoginThrottle
 from server.core.metrics import Registry
+from server.engine import LoginFailures
 from server.evidence.log import ANCHOR_BATCH
 from server.market.state import MarketState
 from server.store.accounts.users import User
@@ -41,17 +41,19 @@ MAX_BATCHES_PER_ROUND = 1000  # bounded; a bigger backlog continues next round
 def register_public_site(router: Router, repos: Repositories, state: MarketState, tokens: TokenService,
                          clock: Callable[[], float], check_bucket: BucketCheck, *, refresh_s: float,
                          inquiry_rate: int, shared: bool, may_anchor: Callable[[], bool],
-                         registry: Registry, tell_owner: Callable[[User], Awaitable[None]] | None = None) -> SiteTasks:
+                         registry: Registry, logins: LoginFailures,
+                         tell_owner: Callable[[User], Awaitable[None]] | None = None) -> SiteTasks:
     """Add the public-site routes to `router`; returns the site's service (snapshot refresh, anchoring), whose
     `snapshots.before_ticks` the composition root has listen to the applied ticks. `tokens`: the accounts' JWTs
     (the root reads the secret); `shared`: other hubs serve this market too; `may_anchor`: whether this hub
-    anchors evidence now (SPEC 12: the feed lease holder only); `tell_owner`: e-mails a locked account's owner."""
+    anchors evidence now (SPEC 12: the feed lease holder only); `logins`: the engine's failed logins per account;
+    `tell_owner`: e-mails a locked account's owner."""
     snapshots = MarketSnapshots(state, refresh_s, clock, shared=shared)
     content = SiteContentApi(repos.content, registry)  # its reads and version on /metrics (`registry`)
     apis = (
         SiteMarketApi(snapshots),
         content,
-        Accounts(repos.users, tokens, LoginThrottle(clock), tell_owner),
+        Accounts(repos.users, tokens, logins, tell_owner),
         SiteRecordsApi(repos.records, BearerAuth(tokens, repos.users), check_bucket, inquiry_rate),
         SiteEvidenceApi(repos.receipts, repos.evidence),
     )
