@@ -149,3 +149,11 @@ def test_a_browser_may_resume_a_download_cross_origin(hub: Hub) -> None:
     assert part.status_code == 206
     exposed = {h.strip().lower() for h in part.headers["access-control-expose-headers"].split(",")}
     assert {"content-range", "etag", "content-length"} <= exposed
+
+
+def test_a_nul_in_a_path_parameter_is_no_such_thing(hub: Hub, console: httpx.Client) -> None:
+    """Before the router refused it, a key id holding NUL reached PostgreSQL and answered 500
+    (MARKET_TEST_STORAGE=postgresql runs this on it)."""
+    problem(console.patch("/api/console/keys/key_%00x", json={"label": "x"}), 404)
+    problem(console.delete("/api/console/keys/key_%00x"), 404)
+    problem(hub.get("/api/v1/instruments/brent%00"), 404)
