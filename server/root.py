@@ -40,6 +40,7 @@ from server.api.market.keyed import MarketApi
 from server.api.market.reference import ReferenceApi
 from server.api.ops.health import OpsApi
 from server.api.ops.web import WebApi
+from server.api.site.accounts import lockout_mail
 from server.api.site.routes import SiteTasks, register_public_site
 from server.config import (
     DemoHours,
@@ -71,6 +72,7 @@ from server.market.state import MarketState, build_demo_state
 from server.market.venues.book import VenueBook
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
+from server.store.accounts.console_store import ConsoleStore
 from server.store.accounts.key_cache import KeyCache
 from server.store.flatfiles.days import FlatFileDays, FlatFileJob
 from server.store.history.archive_gap import store_missing_days
@@ -230,7 +232,8 @@ def make_sites(settings: Settings, router: Router, repos: Repositories, state: M
     site = register_public_site(  # SPEC 12: evidence anchored by the lease holder
         router, repos, state, tokens, clock, app.check_bucket, refresh_s=settings.market_refresh_s,
         inquiry_rate=settings.inquiry_rate, shared=engine.ticks.shared, may_anchor=lambda: engine.ticks.leading,
-        registry=registry)
+        registry=registry, logins=engine.logins,  # a locked account's owner is e-mailed if mail is set (issue 45)
+        tell_owner=lockout_mail(ConsoleStore(repos.storage), outbox.wake, clock) if settings.smtp_url else None)
     usage = register_console(settings, router, repos, tokens, clock, check_bucket=app.check_bucket,
                              client_ip=app.client_ip, revoke=engine.revocations.publish, channels=channels,
                              wake=outbox.wake, meter=meter)

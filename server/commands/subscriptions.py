@@ -65,7 +65,7 @@ def _decide(ns: argparse.Namespace, approve: bool, rate: int | None) -> int:
         if approve and found.plan != "enterprise" and rate is not None:
             raise CommandError("--rate is only for the enterprise plan")
         try:
-            sub = r.plans.decide(ns.id, approve, rate, "cli", time.time(), None)
+            sub = r.plans.decide(ns.id, approve, rate, "cli", time.time())
         except NotPending as exc:
             raise CommandError(f"request {ns.id} was {exc} already") from None
         assert sub is not None

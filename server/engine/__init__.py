@@ -20,6 +20,8 @@ the same code path serves both.
   Memory: none (nothing ran before). Redis: the stream's tail.
 - `revocations` (the revocation channel): publishing runs this hub's listeners at once and, on Redis, tells
   every other hub over pub/sub.
+- `logins` (failed logins per account, issue 45): memory: this hub's `LoginThrottle`; Redis: one hash per account
+  updated by a Lua script on Redis time (server/engine/redis_logins.py), this hub's throttle while Redis is away.
 
 On Redis one object (`RedisTicks`) is the bus, the log and the history, as one Redis Stream is all three;
 on memory `MemoryTicks` is. `server.root.make_engine` is the only place that looks at `settings.engine`.
@@ -128,10 +130,25 @@ class ResumeHistory(Protocol):
         ...
 
 
+class LoginFailures(Protocol):
+    """Failed logins per account (server/core/login_throttle.py's rule), memory or shared."""
+
+    async def wait_s(self, account: str) -> float:
+        """Seconds until the account may try again (0: now)."""
+        ...
+
+    async def failed(self, account: str) -> bool:
+        """Count a failure; True when it locks the account (once per lockout)."""
+        ...
+
+    async def succeeded(self, account: str) -> None: ...
+
+
 class Engine(Protocol):
     kind: EngineKind
     node: str  # this hub's id (the lease holder's name in Redis; /readyz shows it)
     limiter: Limiter
+    logins: LoginFailures
     revocations: RevocationChannel
     bus: TickBus
     ticks: TickLog

@@ -15,8 +15,10 @@ from collections.abc import Callable
 
 from server.config import EngineKind
 from server.core.limits import Decision, Gcra, Rate
+from server.core.login_throttle import LoginThrottle
 from server.engine import (
     Limiter,
+    LoginFailures,
     Numbered,
     RateFields,
     ResumeHistory,
@@ -112,6 +114,22 @@ class LocalRevocations:
             listener(key_ids)
 
 
+class MemoryLogins:
+    """`LoginFailures` of one hub: the throttle itself, answered at once."""
+
+    def __init__(self, throttle: LoginThrottle) -> None:
+        self.throttle = throttle
+
+    async def wait_s(self, account: str) -> float:
+        return self.throttle.wait_s(account)
+
+    async def failed(self, account: str) -> bool:
+        return self.throttle.failed(account)
+
+    async def succeeded(self, account: str) -> None:
+        self.throttle.succeeded(account)
+
+
 class MemoryEngine:
     kind = EngineKind.MEMORY
 
@@ -119,6 +137,7 @@ class MemoryEngine:
         """`buckets`: this hub's GCRA buckets (the same store its own 401, per-user and handshake buckets use)."""
         self.node = os.urandom(6).hex()  # names this hub in /readyz
         self.limiter: Limiter = MemoryLimiter(buckets, clock)
+        self.logins: LoginFailures = MemoryLogins(LoginThrottle(clock))
         self.revocations: RevocationChannel = LocalRevocations()
         ticks = MemoryTicks()  # the bus, the log and the history of one hub
         self.bus: TickBus = ticks

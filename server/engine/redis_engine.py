@@ -21,11 +21,13 @@ from redis.exceptions import RedisError
 
 from server.config import EngineKind, EngineSettings
 from server.core.limits import Gcra
+from server.core.login_throttle import LoginThrottle
 from server.core.metrics import Registry
 from server.core.redis_url import RedisTarget, parse_redis_url
 from server.engine import (
     EngineUnavailable,
     Limiter,
+    LoginFailures,
     ResumeHistory,
     RevocationChannel,
     RevocationListener,
@@ -35,6 +37,7 @@ from server.engine import (
 )
 from server.engine.redis_client import POOL_SIZE, AutoPipeline, async_client, sync_client
 from server.engine.redis_gcra import RedisGcra
+from server.engine.redis_logins import RedisLogins
 from server.engine.redis_ticks import RedisTicks, shared_epoch
 
 log = logging.getLogger("market.engine")
@@ -171,6 +174,7 @@ class RedisEngine:
                               AutoPipeline(self.target, TIMEOUT_S))
         self.channel = RedisRevocations(self.client, settings.redis_prefix, self.node)
         self.limiter: Limiter = self.gcra
+        self.logins: LoginFailures = RedisLogins(self.client, settings.redis_prefix, LoginThrottle(clock))
         self.revocations: RevocationChannel = self.channel
         # one Redis Stream is the tick bus, the tick log and the resume history's source
         self.tick_log = RedisTicks(self.target, settings.redis_prefix, self.node, ids)

@@ -15,6 +15,7 @@ KINDS: dict[str, tuple[str, str]] = {
     "inquiry": ("Inquiry", "询价"),
     "cooperation": ("Cooperation", "合作意向"),
     "subscription": ("Subscription request", "订阅申请"),  # issue 32: the console's plan requests
+    "login_locked": ("Sign-in locked", "登录已锁定"),  # issue 45: to the account's owner
 }
 
 # field -> (English, Chinese); also the display order

@@ -21,6 +21,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
+from server.core.login_throttle import FREE_FAILURES, LOCK_AFTER, MAX_BACKOFF_S
 from tests.conftest import RUNTIMES, ServerProcess, run_cli
 
 _ips = itertools.count(1)
@@ -115,7 +116,9 @@ def test_customer_flow(srv: ServerProcess) -> None:
         assert quotes(srv, rotated["key"]).status_code == 401
         kinds = [e["kind"] for e in c.get("/api/console/events").json()["items"]]
         assert kinds == ["revoked", "rotated", "plan_changed", "plan_requested", "created"]
-        assert all(e["ip"].startswith("203.0.") for e in c.get("/api/console/events").json()["items"])
+        own = c.headers["X-Forwarded-For"]  # the customer's own address; the operator's is not shown (issue 45)
+        ips = {e["kind"]: e["ip"] for e in c.get("/api/console/events").json()["items"]}
+        assert ips == {"revoked": own, "rotated": own, "plan_changed": None, "plan_requested": own, "created": own}
         log = srv.output()  # no secret, token or password in the server's log
         token = c.headers["Authorization"].split()[1]
         assert not [s for s in (trial["key"], rotated["key"], token, PASSWORD) if s in log]
@@ -231,6 +234,40 @@ def test_bad_inputs(srv: ServerProcess) -> None:
         body = problem(c.post("/api/console/subscription", json={"plan": "gold"}), 400, "validation_failed")
         assert body["errors"][0]["field"] == "plan"
         problem(c.post("/api/console/subscription", json={}), 400, "validation_failed")
+        # unknown fields are refused on every console and sign-up body alike, NUL before storage (issue 45)
+        body = problem(c.post("/api/console/subscription", json={"plan": "professional", "rate": 9}), 400,
+                       "validation_failed")
+        assert [e["field"] for e in body["errors"]] == ["rate"]
+        body = problem(c.post("/api/auth/register", json={"email": "x@example.com", "password": PASSWORD,
+                                                          "role": "operator"}), 400, "validation_failed")
+        assert [e["field"] for e in body["errors"]] == ["role"]
+        body = problem(c.get("/api/console/usage", params={"key": "key_\x00"}), 400, "invalid_parameter")
+        assert body["errors"][0]["field"] == "key"
+
+
+def test_credential_stuffing_from_many_addresses_locks_the_account(srv: ServerProcess) -> None:
+    """Issue 45: ten wrong passwords from ten addresses, then the right one from an eleventh: 429 (the account is
+    locked out, not the addresses); another account signs in as before."""
+    with client(srv) as owner:
+        sign_up(owner, "stuffed@example.com")
+    wrong = {"email": "stuffed@example.com", "password": "not the password"}
+    statuses = []
+    for _ in range(LOCK_AFTER):
+        with client(srv) as c:
+            statuses.append(c.post("/api/auth/login", json=wrong).status_code)
+    assert statuses[:FREE_FAILURES] == [401] * FREE_FAILURES and set(statuses) <= {401, 429}
+    with client(srv) as c:
+        right = c.post("/api/auth/login", json={"email": "STUFFED@example.com ", "password": PASSWORD})
+        body = problem(right, 429, "rate_limited")
+        assert int(right.headers["retry-after"]) == body["retryAfter"] > MAX_BACKOFF_S  # the lockout
+        sign_up(c, "bystander@example.com")
+
+
+def test_a_token_answer_is_kept_by_no_cache(srv: ServerProcess) -> None:
+    with client(srv) as c:
+        sign_up(c, "nostore@example.com")
+        resp = c.post("/api/auth/login", json={"email": "nostore@example.com", "password": PASSWORD})
+        assert resp.status_code == 200 and resp.headers["cache-control"] == "no-store"
 
 
 def test_console_bucket_per_account(srv: ServerProcess) -> None:

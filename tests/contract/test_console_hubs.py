@@ -14,6 +14,7 @@ import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
+from server.core.login_throttle import LOCK_AFTER, MAX_BACKOFF_S
 from tests.conftest import ServerProcess, run_cli
 from tests.redis_service import redis_prefix, require_redis
 
@@ -24,7 +25,8 @@ PASSWORD = "correct horse"
 def hubs(tmp_path: Path) -> Iterator[tuple[ServerProcess, ServerProcess]]:
     url = require_redis()
     with redis_prefix(url) as prefix:
-        flags = ("--engine", "redis", "--redis-url", url, "--redis-prefix", prefix, "--public-rate", "100000")
+        flags = ("--engine", "redis", "--redis-url", url, "--redis-prefix", prefix, "--public-rate", "100000",
+                 "--trusted-proxies", "127.0.0.1")  # the stuffing test's addresses, through a trusted proxy
         a = ServerProcess(tmp_path / "data", "granian", *flags)
         b = ServerProcess(tmp_path / "data", "robyn", *flags)
         try:
@@ -87,3 +89,21 @@ async def _rotate_while_streaming(b: ServerProcess, ca: httpx.Client, key: dict[
 def _usage(c: httpx.Client, key_id: str) -> int:
     items = c.get("/api/console/usage", params={"key": key_id}).json()["items"]
     return sum(int(i["requests"]) for i in items)
+
+
+def test_failed_logins_count_on_every_hub(hubs: tuple[ServerProcess, ServerProcess]) -> None:
+    """Issue 45: wrong passwords for one account sent in turn to two hubs (on Redis) from ten addresses lock it on
+    both: the right password then answers 429 with the lockout's Retry-After, which neither hub's half of the
+    failures would reach alone."""
+    a, b = hubs
+    email = "stuffed@example.com"
+    assert httpx.post(a.base + "/api/auth/register", json={"email": email, "password": PASSWORD}).status_code == 201
+    for n in range(LOCK_AFTER):
+        hub = (a, b)[n % 2]
+        resp = httpx.post(hub.base + "/api/auth/login", json={"email": email, "password": "wrong guess"},
+                          headers={"X-Forwarded-For": f"198.51.100.{n + 1}"})
+        assert resp.status_code in (401, 429), resp.text
+    for hub in (a, b):
+        right = httpx.post(hub.base + "/api/auth/login", json={"email": email, "password": PASSWORD},
+                           headers={"X-Forwarded-For": "198.51.100.200"})
+        assert right.status_code == 429 and int(right.headers["retry-after"]) > MAX_BACKOFF_S, right.text

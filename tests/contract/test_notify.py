@@ -629,3 +629,30 @@ def test_public_api_records_are_notified_on_every_channel(
         assert "WECOMKEY42" not in listed.stdout and "WECOMKEY42" not in srv.output()
     finally:
         assert srv.stop() == 0
+
+
+def test_a_locked_account_s_owner_is_mailed(tmp_path: Path, smtp: tuple[Inbox, int]) -> None:
+    """Issue 45: the failed login that locks an account (server/core/login_throttle.py) e-mails its owner through
+    the outbox, once; the address does not matter (one address here: its login bucket allows ten a minute)."""
+    from server.core.login_throttle import LOCK_AFTER
+
+    inbox, port = smtp
+    srv = ServerProcess(tmp_path / "data", "granian", "--smtp-url", f"smtp://127.0.0.1:{port}",
+                        "--notify-email", "ops@example.com", "--mail-from", "noreply@market.example")
+    try:
+        with srv.client() as client:
+            assert client.post("/api/auth/register", json={"email": "owner@example.com",
+                                                            "password": "long-enough-1"}).status_code == 201
+            wrong = {"email": "owner@example.com", "password": "guessed wrong"}
+            statuses = [client.post("/api/auth/login", json=wrong).status_code for _ in range(LOCK_AFTER)]
+            assert statuses[-1] in (401, 429) and 429 in statuses, statuses
+        deadline = time.monotonic() + 10
+        while not inbox.messages:  # the outbox worker is another task of the hub: poll with a deadline
+            assert time.monotonic() < deadline, srv.output()[-3000:]
+            time.sleep(0.05)
+        (mail_from, rcpts, msg, _peer), = inbox.messages
+        assert rcpts == ["owner@example.com"] and mail_from == "noreply@market.example"
+        assert msg["Subject"].startswith("[Sign-in locked 登录已锁定] usr_")
+        assert "locked for 15 minutes" in msg.get_body(("plain",)).get_content()
+    finally:
+        assert srv.stop() == 0, srv.output()[-3000:]

@@ -88,10 +88,10 @@ def test_keys_follow_the_plan_and_its_cap(repo: ConsoleRepo) -> None:
         repo.plans.file(account, "professional", None, NOW + 5, None, [])
     jobs = repo.db.rows("SELECT record_kind, record_id FROM outbox_jobs")
     assert jobs == [{"record_kind": "subscription", "record_id": sub.id}]
-    decided = repo.plans.decide(sub.id, True, 5000, "ops@example.cn", NOW + 6, None)
+    decided = repo.plans.decide(sub.id, True, 5000, "ops@example.cn", NOW + 6)
     assert decided is not None and decided.status is SubscriptionStatus.APPROVED
     with pytest.raises(NotPending):
-        repo.plans.decide(sub.id, False, None, None, NOW + 7, None)
+        repo.plans.decide(sub.id, False, None, None, NOW + 7)
     assert [(k.plan, k.rate) for k in repo.keys_of(uid) if k.revoked_at is None] == [("enterprise", 5000)]
     assert repo.revoke_key(uid, new.id, NOW + 8, None) and not repo.revoke_key(uid, new.id, NOW + 9, None)
     kinds = [e.kind for e in repo.events(uid)]

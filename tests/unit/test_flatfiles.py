@@ -87,14 +87,16 @@ def test_failed_production_leaves_nothing(tmp_path: Path) -> None:
     ("bytes=-10", ByteRange(90, 99, 100)), ("bytes=-1000", ByteRange(0, 99, 100)),
     ("bytes=50-5000", ByteRange(50, 99, 100)), ("bytes = 5-5", ByteRange(5, 5, 100)),
     ("bytes=0-1,5-6", None), ("items=0-1", None), ("bytes=9-2", None), ("bytes=a-b", None), ("bytes=-", None),
-    ("bytes=5", None), ("bytes=--5", None),
+    ("bytes=5", None), ("bytes=--5", None), ("bytes=\u00b2-3", None),  # a superscript digit is no digit
+    ("bytes=0-" + "9" * 4301, ByteRange(0, 99, 100)), ("bytes=-" + "9" * 4301, ByteRange(0, 99, 100)),  # issue 45
+    ("bytes=" + "0" * 4300 + "7-9", ByteRange(7, 9, 100)),
 ])
 def test_parse_range(header: str | None, want: ByteRange | None) -> None:
     assert parse_range(header, 100) == want
 
 
 @pytest.mark.parametrize(("header", "size"), [("bytes=100-", 100), ("bytes=100-200", 100), ("bytes=-0", 100),
-                                              ("bytes=0-", 0), ("bytes=-5", 0)])
+                                              ("bytes=0-", 0), ("bytes=-5", 0), ("bytes=" + "9" * 4301 + "-", 100)])
 def test_unsatisfiable(header: str, size: int) -> None:
     with pytest.raises(RangeNotSatisfiable) as info:
         parse_range(header, size)

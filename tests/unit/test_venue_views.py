@@ -98,5 +98,6 @@ def test_venue_summary_on_a_saturday(book: VenueBook) -> None:
         "id": "zce", "name": {"zh": "郑州商品交易所", "en": "Zhengzhou Commodity Exchange"},
         "timeZone": "Asia/Shanghai", "publication": "continuous", "status": "closed", "tradingDay": "2026-11-30",
         "nextOpen": "2026-11-30T09:00:00.000+08:00", "nextClose": "2026-11-30T10:15:00.000+08:00",
-        "calendarKnownUntil": "2026-12-31", "instruments": ["methanol", "urea", "pta"],
+        "calendarKnownFrom": "2004-01-01", "calendarKnownUntil": "2026-12-31",
+        "instruments": ["methanol", "urea", "pta"],
     }

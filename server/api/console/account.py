@@ -7,9 +7,8 @@ flush.py), summed over every hub.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
-from datetime import date, timedelta
+from datetime import date
 
 from server.api.console.context import (
     ConsoleContext,
@@ -20,6 +19,7 @@ from server.api.console.context import (
     usage_view,
 )
 from server.api.core.body import Fields, json_object
+from server.api.core.query import FIRST_DAY, LAST_DAY, known_query, param_error, parse_day
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.core.errors import ApiError
@@ -30,7 +30,7 @@ from server.store.site.records import ChannelSpec
 MAX_DAYS = 366
 DEFAULT_DAYS = 30
 MAX_MESSAGE = 2000
-DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+USAGE_PARAMS = frozenset({"from", "to", "key"})
 
 
 class ConsoleAccountApi:
@@ -54,7 +54,7 @@ class ConsoleAccountApi:
 
     async def usage(self, req: Request) -> Response:
         account = await self.ctx.account(req)
-        first, last, key_id = _usage_query(req.query, local_day(self.ctx.clock()))
+        first, last, key_id = _usage_query(known_query(req, USAGE_PARAMS), local_day(self.ctx.clock()))
         if key_id is not None and await self.ctx.store.read(lambda r: r.key_of(account.id, key_id)) is None:
             raise ApiError("not_found", f"This account has no key {key_id[:64]}.")
         rows = await self.ctx.store.read(lambda r: r.usage(account.id, first, last, key_id))
@@ -75,6 +75,7 @@ class ConsoleAccountApi:
         if f.data.get("plan") is None:
             f.error("plan", "is required")
         message = f.text("message", required=False, max_len=MAX_MESSAGE)
+        f.only("plan", "message")
         f.check()
         assert plan is not None
         if plan == account.plan:
@@ -92,44 +93,24 @@ class ConsoleAccountApi:
 
 
 def _usage_query(query: dict[str, str], today: str) -> tuple[str, str, str | None]:
-    f = Fields({})
-    unknown = sorted(set(query) - {"from", "to", "key"})
-    for name in unknown:
-        f.error(name, "is not a parameter of this route")
-    first = _date(f, "from", query.get("from"), None)
-    last = _date(f, "to", query.get("to"), None)
-    if last is None and "to" not in query:  # from `from` (at most MAX_DAYS) up to today
-        last = today if first is None else min(today, _shift(first, MAX_DAYS - 1))
-    if first is None and "from" not in query and last is not None:
+    first = parse_day("from", query["from"]) if "from" in query else None
+    last = parse_day("to", query["to"]) if "to" in query else None
+    if last is None:  # from `from` (at most MAX_DAYS) up to today
+        now = date.fromisoformat(today)
+        last = now if first is None else min(now, _shift(first, MAX_DAYS - 1))
+    if first is None:
         first = _shift(last, -(DEFAULT_DAYS - 1))
-    if first is not None and last is not None:
-        span = (date.fromisoformat(last) - date.fromisoformat(first)).days
-        if span < 0:
-            f.error("from", "must not be after `to`")
-        elif span >= MAX_DAYS:
-            f.error("from", f"must be at most {MAX_DAYS} days before `to`")
-    key = query.get("key") or None
-    if f.errors:
-        raise ApiError("invalid_parameter", "; ".join(f"{e['field']}: {e['message']}" for e in f.errors),
-                       errors=f.errors)
-    assert first is not None and last is not None
-    return first, last, key
+    span = (last - first).days
+    if span < 0:
+        raise param_error("from", "from must not be after to")
+    if span >= MAX_DAYS:
+        raise param_error("from", f"from must be at most {MAX_DAYS} days before to")
+    return first.isoformat(), last.isoformat(), query.get("key") or None
 
 
-def _shift(day: str, days: int) -> str:
-    return (date.fromisoformat(day) + timedelta(days=days)).isoformat()
-
-
-def _date(f: Fields, name: str, value: str | None, default: str | None) -> str | None:
-    if value is None:
-        return default
-    try:
-        if not DATE.match(value):
-            raise ValueError(value)
-        return date.fromisoformat(value).isoformat()
-    except ValueError:
-        f.error(name, "must be a date YYYY-MM-DD")
-        return None
+def _shift(day: date, days: int) -> date:
+    """``day`` moved by ``days``, kept within the dates the API takes."""
+    return date.fromordinal(max(FIRST_DAY.toordinal(), min(LAST_DAY.toordinal(), day.toordinal() + days)))
 
 
 class ConsoleAdminApi:

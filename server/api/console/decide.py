@@ -26,9 +26,9 @@ async def decide_request(ctx: ConsoleContext, req: Request, operator: Account, a
     if approve and found.plan != "enterprise" and rate is not None:
         raise ApiError("validation_failed", "rate: is only for the enterprise plan",
                        errors=[{"field": "rate", "message": "is only for the enterprise plan"}])
-    ip, now = ctx.client_ip(req), ctx.clock()
+    now = ctx.clock()
     try:
-        sub = await ctx.store.write(lambda r: r.plans.decide(sub_id, approve, rate, operator.email, now, ip))
+        sub = await ctx.store.write(lambda r: r.plans.decide(sub_id, approve, rate, operator.email, now))
     except NotPending as exc:
         raise ApiError("conflict", f"This request was {exc} already.") from None
     if sub is None:
@@ -39,8 +39,7 @@ async def decide_request(ctx: ConsoleContext, req: Request, operator: Account, a
 def _rate(body: dict[str, object]) -> int | None:
     f = Fields(body)
     value = body.get("rate")
-    for name in sorted(set(body) - {"rate"}):
-        f.error(name, "is not a field of this request")
+    f.only("rate")
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= MAX_RATE):
         f.error("rate", f"must be a whole number of requests per minute, 1 to {MAX_RATE}")
     f.check()

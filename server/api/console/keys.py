@@ -85,9 +85,7 @@ class ConsoleKeysApi:
 def _label(body: dict[str, object], required: bool = False) -> str | None:
     f = Fields(body)
     label = f.text("label", required=required, max_len=MAX_LABEL)
-    unknown = sorted(set(body) - {"label"})
-    for name in unknown:
-        f.error(name, "is not a field of this request")
+    f.only("label")
     f.check()
     return label
 

@@ -51,6 +51,11 @@ class Fields:
     def error(self, field: str, message: str) -> None:
         self.errors.append({"field": field, "message": message})
 
+    def only(self, *names: str) -> None:
+        """Names every field of the body this request does not define (an ignored field misleads)."""
+        for name in sorted(set(self.data) - set(names)):
+            self.error(name, "is not a field of this request")
+
     def text(self, name: str, *, required: bool = True, max_len: int = 200, min_len: int = 0) -> str | None:
         value = self.data.get(name)
         if value is None:

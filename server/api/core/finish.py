@@ -24,11 +24,13 @@ from server.api.core.answers import NOT_IN_304, HeaderList, Hot, HotFields, HotR
 from server.api.core.encoding import IDENTITY, MIN_SIZE, Encoder, compressible, encoded_etag, etag_matches
 from server.api.core.types import Headers, Request, Response
 
-RATE_HEADERS = (
+# what a cross-origin script may read: the rate-limit fields, and what resuming a flat-file download needs
+EXPOSED_HEADERS = (
     "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, "
-    "Retry-After, X-Request-ID, ETag"
+    "Retry-After, X-Request-ID, ETag, Content-Range, Content-Length, Accept-Ranges"
 )
-ALLOWED_REQUEST_HEADERS = "X-SERVICE-Key, Authorization, Content-Type, X-Request-ID, If-None-Match"
+# Range and If-Range: a browser resumes a broken flat-file download cross-origin (issue 45)
+ALLOWED_REQUEST_HEADERS = "X-SERVICE-Key, Authorization, Content-Type, X-Request-ID, If-None-Match, Range, If-Range"
 VARY_ENCODING = ("vary", "Accept-Encoding")
 MAX_REQUEST_ID = 128
 ID_BLOCK = 1000  # request ids made at a time (Finisher._new_ids)
@@ -42,7 +44,8 @@ class Finisher:
         self.encoder = encoder
         self.wildcard = "*" in cors_origins
         self.origins = frozenset(cors_origins)
-        self.wildcard_fields = (("access-control-allow-origin", "*"), ("access-control-expose-headers", RATE_HEADERS))
+        self.wildcard_fields = (("access-control-allow-origin", "*"),
+                                ("access-control-expose-headers", EXPOSED_HEADERS))
         self.bounds = latency_bounds
         # request ids "<prefix>-<n>", n = 1, 2, ...: made ID_BLOCK at a time (a block's ids share their head, so
         # each is one concatenation) and taken with one list.pop per request, ~1,400 instructions less than an
@@ -81,7 +84,7 @@ class Finisher:
         if self.wildcard:
             return list(self.wildcard_fields)
         out = [("access-control-allow-origin", origin)] if origin in self.origins else []  # type: ignore[list-item]
-        out += [("vary", "Origin"), ("access-control-expose-headers", RATE_HEADERS)]
+        out += [("vary", "Origin"), ("access-control-expose-headers", EXPOSED_HEADERS)]
         return out
 
     # --- a remembered answer -------------------------------------------------------------------------------------

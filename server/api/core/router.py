@@ -133,11 +133,12 @@ class Router:
 
 
 def _match_segments(entry: PathEntry, parts: list[str]) -> dict[str, str] | None:
-    """Parameters of `parts` under `entry`'s template, or None (a parameter never matches an empty segment)."""
+    """Parameters of `parts` under `entry`'s template, or None (a parameter never matches an empty segment, nor
+    one holding NUL: no id has one, and PostgreSQL cannot take it, so it never reaches storage: 404)."""
     if len(entry.segments) != len(parts):
         return None
     for i, literal in entry.literals:
         if parts[i] != literal:
             return None
     params = {name: parts[i] for i, name in entry.params}
-    return params if all(params.values()) else None
+    return params if all(value and "\x00" not in value for value in params.values()) else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from server.api.console.account import MAX_MESSAGE
 from server.api.console.keys import MAX_LABEL
-from server.api.docs.schemas import INT, STR, S, obj, ref
+from server.api.docs.schemas import DAY_PARAM, INT, STR, TEXT_PARAM, S, obj, ref
 from server.core.limits import MAX_RATE
 
 NULLSTR: S = {"type": ["string", "null"]}
@@ -61,7 +61,7 @@ CONSOLE_SCHEMAS: dict[str, S] = {
                               "description": "requests per minute: required for enterprise, refused otherwise"}),
 }
 CONSOLE_REQUESTS = ("KeyLabel", "KeyRelabel", "SubscriptionRequest", "Approval")
-for _name in ("KeyLabel", "KeyRelabel", "Approval"):  # these bodies refuse a field they do not define (400)
+for _name in CONSOLE_REQUESTS:  # these bodies refuse a field they do not define (400)
     CONSOLE_SCHEMAS[_name]["additionalProperties"] = False
 
 
@@ -83,11 +83,11 @@ NO_KEY = {"404": _problem("this account has no such key (another account's key i
 TAG = ["console"]
 BEARER: list[S] = [{"Bearer": []}]
 USAGE_PARAMS = [
-    {"name": "from", "in": "query", "required": False, "schema": DATE, "description": "first day (default: 29 "
+    {"name": "from", "in": "query", "required": False, "schema": DAY_PARAM, "description": "first day (default: 29 "
      "days before `to`)"},
-    {"name": "to", "in": "query", "required": False, "schema": DATE, "description": "last day (default: today, "
+    {"name": "to", "in": "query", "required": False, "schema": DAY_PARAM, "description": "last day (default: today, "
      "Asia/Shanghai)"},
-    {"name": "key", "in": "query", "required": False, "schema": STR, "description": "one key's id"},
+    {"name": "key", "in": "query", "required": False, "schema": TEXT_PARAM, "description": "one key's id"},
 ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from server.api.docs.schemas import DAY_PARAM
 from server.api.market.flatfiles import DEFAULT_DAYS, MAX_DAYS, MEDIA
 from server.store.flatfiles.files import DATASETS, FORMATS
 
@@ -47,8 +48,8 @@ FLATFILE_OPERATIONS: dict[tuple[str, str], S] = {
         "parameters": [
             _param("dataset", "query", DATASET, "ticks (id,ts,seq,price,volume), candles-1m or candles-1d "
                                                 "(id,t,o,h,l,c,v as in /api/v1/kline); left out: all three"),
-            _param("from", "query", DATE, f"first trading day, included (default: {DEFAULT_DAYS} days before to)"),
-            _param("to", "query", DATE, f"last trading day, included (default: today; at most {MAX_DAYS} days "
+            _param("from", "query", DAY_PARAM, f"first trading day, included (default: {DEFAULT_DAYS} days before to)"),
+            _param("to", "query", DAY_PARAM, f"last trading day, included (default: today; at most {MAX_DAYS} days "
                                         "after from)"),
             _param("format", "query", FORMAT, "csv.gz (the default) or parquet"),
         ],

@@ -12,12 +12,13 @@ still appears (with a generic description), so the document never hides one.
 
 from __future__ import annotations
 
+from server.api.core.query import INSTANT_PATTERN, LAST_S
 from server.api.core.router import Access, Router
 from server.api.docs.console_docs import CONSOLE_OPERATIONS, CONSOLE_SCHEMAS
 from server.api.docs.contract_docs import CONTRACT_OPERATIONS, CONTRACT_SCHEMAS
 from server.api.docs.examples import add_examples
 from server.api.docs.flatfile_docs import FLATFILE_OPERATIONS, FLATFILE_SCHEMAS
-from server.api.docs.schemas import INT, REQUESTS, RESPONSES, STR, S, anchored, closure, ref
+from server.api.docs.schemas import DAY_PARAM, INT, REQUESTS, RESPONSES, STR, TEXT_PARAM, S, anchored, closure, ref
 from server.api.market.keyed import DEFAULT_LIMIT as KLINE_DEFAULT_LIMIT
 from server.api.market.keyed import KLINE_INTERVALS, MAX_DAYS, MAX_IDS
 from server.api.market.keyed import MAX_LIMIT as KLINE_MAX_LIMIT
@@ -70,8 +71,7 @@ def body(schema: str) -> S:
 
 
 INSTANT: S = {"type": "string", "examples": ["2026-11-18T10:30:00+08:00", "2026-11-18", "1763433000000"],
-              "pattern": r"^\s*(-?[0-9]{1,16}|[0-9]{4}-[0-9]{2}-[0-9]{2}"
-                         r"|[0-9]{4}-?[0-9]{2}-?[0-9]{2}[Tt][0-9:.,]+([Zz]|[+ -][0-9]{2}(:?[0-9]{2})?))\s*$"}
+              "pattern": INSTANT_PATTERN}
 SYMBOL: S = {"type": "string", "examples": ["brent"],
              "pattern": "^\\s*([^:]*:)?(" + "|".join(INSTRUMENT_IDS) + ")\\s*$"}
 UDF_TAGS = ["TradingView UDF"]
@@ -84,7 +84,7 @@ def udf_problem(description: str) -> S:
             "content": {"application/problem+json": {"schema": ref("UdfError")}}}
 
 
-SECONDS: S = {"type": "integer", "minimum": -999_999_999_999, "maximum": 999_999_999_999,  # udf.py: 1..12 digits
+SECONDS: S = {"type": "integer", "minimum": 0, "maximum": LAST_S - 1,  # query.py parse_epoch_seconds
               "description": "epoch seconds", "examples": [1763433000]}
 UDF_OPERATIONS: dict[tuple[str, str], S] = {
     ("GET", "/api/v1/udf/config"): {
@@ -98,9 +98,9 @@ UDF_OPERATIONS: dict[tuple[str, str], S] = {
     },
     ("GET", "/api/v1/udf/search"): {
         "summary": "UDF symbol search (id, English or Chinese name contain the query)", "tags": UDF_TAGS,
-        "parameters": [param("query", "query", STR, "text to look for (empty: every instrument)"),
+        "parameters": [param("query", "query", TEXT_PARAM, "text to look for (empty: every instrument)"),
                        param("type", "query", {"type": "string", "enum": ["", "commodity", "forex"]}, "symbol type"),
-                       param("exchange", "query", STR, "source name (empty: any)"),
+                       param("exchange", "query", TEXT_PARAM, "source name (empty: any)"),
                        param("limit", "query", {**INT, "minimum": 1, "maximum": 100}, "at most this many (default 30)"),
                        ],
         "responses": {"200": {"description": "matches in catalogue order",
@@ -200,9 +200,9 @@ OPERATIONS: dict[tuple[str, str], S] = {
         "tags": ["reference data"],
         "parameters": [param("id", "path", {"type": "string", "enum": list(VENUES), "examples": ["zce"]},
                              "venue id (GET /api/v1/venues)"),
-                       param("from", "query", {"type": "string", "format": "date", "examples": ["2026-09-28"]},
+                       param("from", "query", {**DAY_PARAM, "examples": ["2026-09-28"]},
                              "first date (YYYY-MM-DD), included", required=True),
-                       param("to", "query", {"type": "string", "format": "date", "examples": ["2026-10-09"]},
+                       param("to", "query", {**DAY_PARAM, "examples": ["2026-10-09"]},
                              "last date (YYYY-MM-DD), included; at most 366 days after from", required=True)],
         "responses": {**ok("VenueCalendar"),
                       "400": problem("from or to missing or not a date, to before from, more than 366 days "
@@ -247,7 +247,9 @@ OPERATIONS: dict[tuple[str, str], S] = {
     },
     ("POST", "/api/auth/login"): {
         "summary": "Get a Bearer JWT (10/min per client IP)", "tags": ["accounts"], "requestBody": body("Login"),
-        "responses": {**ok("Token"), "401": problem("wrong e-mail or password (same answer for both)")},
+        "responses": {"200": {**ok("Token")["200"], "headers": {"Cache-Control": {
+                          "schema": {"const": "no-store"}, "description": "a token is kept by no cache"}}},
+                      "401": problem("wrong e-mail or password (same answer for both)")},
     },
     ("POST", "/api/submit-inquiry"): {
         "summary": "Submit an inquiry (Bearer JWT; 30/min per user); notifies by e-mail and messaging",

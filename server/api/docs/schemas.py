@@ -25,6 +25,7 @@ from typing import Any
 
 from server.api.auth.passwords import MAX_PASSWORD, MIN_PASSWORD
 from server.api.core.body import WS_CLASS
+from server.api.core.query import RANGE_TEXT
 from server.api.site.fields import EMAIL_PATTERN, MAX_EMAIL, MAX_PHONE, PHONE_PATTERN
 from server.api.site.records import COOPERATION_TYPES, MAX_MESSAGE, MAX_QUANTITY, MIN_QUANTITY
 from server.core.errors import ERROR_KINDS
@@ -33,6 +34,10 @@ from server.market.catalogue import KINDS
 from server.store.site.receipts import RECEIPT_NO_PATTERN
 from server.stream.protocol.messages import CANDLE_INTERVALS, MAX_EPOCH, MAX_SEQ, ErrorCode
 from server.stream.protocol.messages import MAX_IDS as MAX_STREAM_IDS
+
+# a date the API takes (server/api/core/query.py parse_day): YYYY-MM-DD only, within the service's range
+DAY_PARAM: dict[str, Any] = {"type": "string", "format": "date", "pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
+                             "description": f"YYYY-MM-DD, {RANGE_TEXT}", "examples": ["2026-11-17"]}
 
 S = dict[str, Any]
 REF_PREFIX = "#/components/schemas/"
@@ -65,6 +70,7 @@ HEX64: S = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
 WS = f"[{WS_CLASS}]"  # one character the server trims
 NOT_BLANK = f"[^{WS_CLASS}]"  # unanchored: at least one character that is not whitespace
 NO_NUL = "^[^\x00]*$"  # no NUL (U+0000) anywhere: PostgreSQL cannot store it
+TEXT_PARAM: S = {"type": "string", "pattern": NO_NUL}  # a free-text query parameter (query.py known_query)
 
 
 def text(max_len: int, **extra: Any) -> S:
@@ -182,11 +188,14 @@ RESPONSES: dict[str, S] = {
     "InstrumentList": obj(["instruments"], instruments={"type": "array", "items": ref("Instrument")}),
     "Venue": obj(
         ["id", "name", "timeZone", "publication", "status", "tradingDay", "nextOpen", "nextClose",
-         "calendarKnownUntil", "instruments"],
+         "calendarKnownFrom", "calendarKnownUntil", "instruments"],
         id=STR, name=ref("Localised"), timeZone={"type": "string", "examples": ["Asia/Shanghai"]},
         publication={"type": "string", "enum": ["continuous", "daily", "monthly"]}, status=MARKET_STATUS,
         tradingDay={"type": "string", "format": "date", "description": "the trading day a tick now belongs to"},
         nextOpen=NULLTS, nextClose=NULLTS,
+        calendarKnownFrom={"type": "string", "format": "date",
+                           "description": "the first date the venue's calendar knows: a calendar request before it "
+                                          "is a 400 naming from"},
         calendarKnownUntil={"type": "string", "format": "date",
                             "description": "past this date the venue's holidays are not known: weekdays are assumed"},
         instruments={"type": "array", "items": STR},
@@ -349,7 +358,7 @@ REQUESTS: dict[str, S] = {
     "Register": obj(["email", "password"], email=EMAIL,
                     password={"type": "string", "minLength": MIN_PASSWORD, "maxLength": MAX_PASSWORD,
                               "description": "taken verbatim (not trimmed)"},
-                    name=optional_text(100), company=optional_text(200)),
+                    name=optional_text(100), company=optional_text(200)) | {"additionalProperties": False},
     "Login": obj(["email", "password"], email=text(MAX_EMAIL), password={"type": "string"}),
     "Inquiry": obj(["product", "quantity"], product=text(200),
                    quantity={"type": "number", "minimum": MIN_QUANTITY, "maximum": MAX_QUANTITY,

@@ -20,7 +20,8 @@ from typing import Any
 
 import orjson
 
-from server.api.core.query import known_query
+from server.api.core.encoding import etag_matches
+from server.api.core.query import known_query, param_error, parse_day
 from server.api.core.router import Access, Router
 from server.api.core.types import FileBody, Request, Response
 from server.core.errors import ApiError
@@ -52,17 +53,17 @@ class FlatFilesApi:
         query = known_query(req, LIST_PARAMS)
         dataset = query.get("dataset")
         if dataset is not None and dataset not in DATASETS:
-            raise _param("dataset", f"dataset must be one of {', '.join(DATASETS)} (or left out: all of them)")
+            raise param_error("dataset", f"dataset must be one of {', '.join(DATASETS)} (or left out: all of them)")
         fmt = query.get("format", "csv.gz")
         if fmt not in FORMATS:
-            raise _param("format", f"format must be one of {', '.join(FORMATS)}")
+            raise param_error("format", f"format must be one of {', '.join(FORMATS)}")
         now_ms = int(self.clock() * 1000)
         end = _date(query, "to") or local_date(now_ms / 1000)
         start = _date(query, "from") or end - timedelta(days=DEFAULT_DAYS)
         if end < start:
-            raise _param("to", "to is before from")
+            raise param_error("to", "to is before from")
         if (end - start).days + 1 > MAX_DAYS:
-            raise _param("to", f"a listing spans at most {MAX_DAYS} days (from and to both included)")
+            raise param_error("to", f"a listing spans at most {MAX_DAYS} days (from and to both included)")
         files: list[dict[str, Any]] = []
         if self.days is not None:
             for name in (dataset,) if dataset is not None else DATASETS:
@@ -96,8 +97,11 @@ def _send(req: Request, info: FlatFile, path: str) -> Response:
     headers = [("etag", etag), ("accept-ranges", "bytes"), ("cache-control", "private, max-age=86400, immutable"),
                ("content-disposition", f'attachment; filename="{info.dataset}-{info.date}.{info.fmt}"')]
     if_range = req.header("if-range")
+    # RFC 9110 13.2.2: If-None-Match is evaluated before Range: a match is the whole file's answer, which the
+    # finishing step turns into a 304 (never a 206 or a 416)
+    ranged = if_range in (None, etag) and not etag_matches(req.header("if-none-match"), etag)
     try:
-        wanted = parse_range(req.header("range"), info.bytes) if if_range in (None, etag) else None
+        wanted = parse_range(req.header("range"), info.bytes) if ranged else None
     except RangeNotSatisfiable as exc:
         raise ApiError("range_not_satisfiable", f"The file has {info.bytes} bytes; ask for a range that starts "
                                                 "below that.", headers=[("content-range", exc.content_range)]) from None
@@ -121,26 +125,16 @@ def _entitled(req: Request) -> None:
 
 
 def _file_name(name: str) -> tuple[date | None, str | None]:
+    """``YYYY-MM-DD.<format>``: the canonical date only (no ``20261123xx``, no week date)."""
     stem, dot, fmt = name.partition(".")
-    if not dot or fmt not in FORMATS or len(stem) != 10:
+    if not dot or fmt not in FORMATS:
         return None, None
     try:
-        return date.fromisoformat(stem), fmt
-    except ValueError:
+        return parse_day("date", stem), fmt
+    except ApiError:
         return None, None
 
 
 def _date(query: dict[str, str], field: str) -> date | None:
     raw = query.get(field)
-    if raw is None:
-        return None
-    try:
-        if len(raw) == 10:
-            return date.fromisoformat(raw)
-    except ValueError:
-        pass
-    raise _param(field, f"{field} must be a date (YYYY-MM-DD)")
-
-
-def _param(field: str, message: str) -> ApiError:
-    return ApiError("invalid_parameter", message, errors=[{"field": field, "message": message}])
+    return None if raw is None else parse_day(field, raw)

@@ -11,16 +11,17 @@ Each endpoint names the query parameters it defines; any other is a 400
 from __future__ import annotations
 
 import math
-import re
 import time
 from collections.abc import Callable
-from datetime import date, datetime
 from typing import Any
 
 import orjson
 
 from server.api.core.cache import VersionedCache
 from server.api.core.query import known_query as _query
+from server.api.core.query import param_error as _param
+from server.api.core.query import parse_count as _count
+from server.api.core.query import parse_instant as instant
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.market.deep_ranges import DeepRanges
@@ -29,7 +30,7 @@ from server.core.errors import ApiError
 from server.market.candles.intraday import INTERVALS, INTRADAY_CAPACITY
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState
-from server.market.timefmt import day_start, iso
+from server.market.timefmt import iso
 
 MAX_IDS = 100
 MAX_DAYS = 90
@@ -38,11 +39,6 @@ KLINE_INTERVALS = (*INTERVALS, DAILY)  # 1m, 5m, 15m, 1h, 1d
 DEFAULT_LIMIT = 300
 DEFAULT_DAILY_LIMIT = MAX_DAYS  # a range query's limit with interval=1d (SPEC 14)
 MAX_LIMIT = INTRADAY_CAPACITY
-_DIGITS = re.compile(r"[0-9]{1,4}")
-_EPOCH_MS = re.compile(r"-?[0-9]{1,16}")
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
-# "+08:00" sent unencoded in a query string arrives as " 08:00" (a "+" is a space in a query): read it as meant
-_SPACE_OFFSET = re.compile(r"^(.*[0-9]) ([0-9]{2}(?::?[0-9]{2})?)$")
 # the query parameters each endpoint defines; the OpenAPI document lists the same
 QUOTES_PARAMS = frozenset({"kind", "ids"})
 KLINE_PARAMS = frozenset({"interval", "days", "limit", "from", "to"})
@@ -214,41 +210,3 @@ class MarketApi:
         # the inventory series are synthetic whatever the price feed is: demo is the book's, not the state's
         return self._cached(("inventory",),
                             lambda: self._envelope(demo=self.inventory.demo, items=self.inventory.items()))
-
-
-def _count(field: str, raw: str | None, maximum: int, default: int) -> int:
-    if raw is None:
-        return default
-    if not _DIGITS.fullmatch(raw) or not 1 <= int(raw) <= maximum:
-        raise _param(field, f"{field} must be an integer from 1 to {maximum}")
-    return int(raw)
-
-
-def _param(field: str, message: str) -> ApiError:
-    return ApiError("invalid_parameter", message, errors=[{"field": field, "message": message}])
-
-
-def instant(field: str, raw: str) -> float:
-    """A range bound (SPEC 14) as epoch seconds: integer epoch milliseconds, a date YYYY-MM-DD (00:00
-    Asia/Shanghai), or an ISO 8601 timestamp with an offset (or Z); anything else a 400 naming ``field``."""
-    text = raw.strip()
-    if _EPOCH_MS.fullmatch(text):
-        return int(text) / 1000.0
-    expected = (f"{field} must be an ISO 8601 timestamp with offset (2026-11-18T10:30:00+08:00), a date "
-                "(YYYY-MM-DD, 00:00 Asia/Shanghai) or integer epoch milliseconds")
-    try:
-        if "\x00" in text:  # CPython's fromisoformat stops reading at a NUL: "...+08:00\x00junk" would parse
-            raise ValueError(text)
-        if _DATE.fullmatch(text):
-            return day_start(date.fromisoformat(text))
-        spaced = _SPACE_OFFSET.match(text)
-        if spaced and "T" in text:
-            text = f"{spaced.group(1)}+{spaced.group(2)}"
-        if "T" not in text and "t" not in text:
-            raise ValueError(text)
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        raise _param(field, expected) from None
-    if parsed.tzinfo is None:
-        raise _param(field, f"{field} needs an offset (e.g. +08:00 or Z): {expected}")
-    return parsed.timestamp()

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import calendar
 import math
-import re
 import time
 from collections.abc import Callable, Coroutine
 from datetime import UTC, date, datetime
@@ -32,7 +31,7 @@ from typing import Any
 import orjson
 
 from server.api.core.cache import VersionedCache
-from server.api.core.query import known_query
+from server.api.core.query import known_query, param_error, parse_count, parse_epoch_seconds
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.market.deep_ranges import DeepRanges
@@ -54,8 +53,6 @@ MAX_COUNTBACK = 5000
 DEFAULT_SEARCH_LIMIT = 30
 MAX_SEARCH_LIMIT = 100
 _DAY_OFFSET_S = 8 * 3600  # a daily bar's UDF time (00:00 UTC of its date) minus its /kline start (00:00 +08:00)
-_SECONDS = re.compile(r"-?[0-9]{1,12}")
-_COUNT = re.compile(r"[0-9]{1,6}")
 _NO_DATA = orjson.dumps({"s": "no_data"})
 MAX_DEEP_BARS = 20_000  # a from/to request reaching the stored history: at most its latest 20,000 bars
 HOLIDAY_COLOR = "red"
@@ -117,12 +114,7 @@ class UdfApi:
         if kind and kind not in set(TYPES.values()):
             raise _param("type", f"type must be one of {', '.join(sorted(set(TYPES.values())))} (or empty)")
         exchange = query.get("exchange", "")
-        limit = DEFAULT_SEARCH_LIMIT
-        if "limit" in query:
-            raw = query["limit"]
-            if not _COUNT.fullmatch(raw) or not 1 <= int(raw) <= MAX_SEARCH_LIMIT:
-                raise _param("limit", f"limit must be an integer from 1 to {MAX_SEARCH_LIMIT}")
-            limit = int(raw)
+        limit = _count("limit", query.get("limit"), MAX_SEARCH_LIMIT, DEFAULT_SEARCH_LIMIT)
         found: list[dict[str, Any]] = []
         for inst in self.catalogue.instruments:
             if kind and TYPES[inst.kind] != kind:
@@ -150,13 +142,8 @@ class UdfApi:
             every = "day" if inst.publication == "daily" else "month"
             raise _param("resolution", f"{inst.id} is published once a {every}: resolution must be 1D")
         end = _seconds(query, "to")
-        countback = None
+        countback = _count("countback", query.get("countback"), MAX_COUNTBACK, 0) or None
         start: float
-        if "countback" in query:
-            raw = query["countback"]
-            if not _COUNT.fullmatch(raw) or not 1 <= int(raw) <= MAX_COUNTBACK:
-                raise _param("countback", f"countback must be an integer from 1 to {MAX_COUNTBACK}")
-            countback = int(raw)
         if countback is None:
             start = _seconds(query, "from") if "from" in query else -math.inf  # default: the earliest held
             if start > end:
@@ -338,14 +325,21 @@ def _required(query: dict[str, str], field: str) -> str:
 
 
 def _seconds(query: dict[str, str], field: str) -> int:
-    raw = _required(query, field)
-    if not _SECONDS.fullmatch(raw):
-        raise _param(field, f"{field} must be integer epoch seconds")
-    return int(raw)
+    try:
+        return parse_epoch_seconds(field, _required(query, field))
+    except ApiError as exc:
+        raise udf_fields(exc) from None
+
+
+def _count(field: str, raw: str | None, maximum: int, default: int) -> int:
+    try:
+        return parse_count(field, raw, maximum, default)
+    except ApiError as exc:
+        raise udf_fields(exc) from None
 
 
 def _param(field: str, message: str) -> ApiError:
-    return udf_fields(ApiError("invalid_parameter", message, errors=[{"field": field, "message": message}]))
+    return udf_fields(param_error(field, message))
 
 
 def _udf_time(t: str) -> int:

@@ -9,6 +9,8 @@ take the same time and read the same.
 from __future__ import annotations
 
 import asyncio
+import math
+from collections.abc import Awaitable, Callable
 
 from server.api.auth.passwords import MAX_PASSWORD, TimingShield, hash_password, needs_rehash, verify_password
 from server.api.auth.tokens import TokenError, TokenService
@@ -18,6 +20,9 @@ from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.site import fields as site_fields
 from server.core.errors import ApiError
+from server.core.login_throttle import LOCK_AFTER, LOCK_S
+from server.engine import LoginFailures
+from server.store.accounts.console_store import ConsoleStore
 from server.store.accounts.users import DuplicateEmail, User
 from server.store.sql.repositories import Users
 
@@ -31,9 +36,14 @@ def unauthorized(detail: str, error: str | None = "invalid_token") -> ApiError:
 
 
 class Accounts:
-    def __init__(self, users: Users, tokens: TokenService) -> None:
+    def __init__(self, users: Users, tokens: TokenService, throttle: LoginFailures,
+                 tell_owner: Callable[[User], Awaitable[None]] | None = None) -> None:
+        """`throttle`: failed logins per account (issue 45), beside the per-address login bucket; `tell_owner`:
+        e-mails an account's owner that it was locked (through the outbox; None without a mail server)."""
         self.users = users
         self.tokens = tokens
+        self.throttle = throttle
+        self.tell_owner = tell_owner
         self._hashing = asyncio.Semaphore(MAX_HASHING)
         self._shield = TimingShield()
 
@@ -47,6 +57,7 @@ class Accounts:
         password = site_fields.password(f)
         name = f.text("name", required=False, max_len=100)
         company = f.text("company", required=False, max_len=200)
+        f.only("email", "password", "name", "company")
         f.check()
         assert email is not None and password is not None
         if await self.users.by_email(email) is not None:  # cheap early answer; the UNIQUE index decides races
@@ -69,16 +80,31 @@ class Accounts:
             f.error("password", "must be a string")
         f.check()
         assert email is not None and isinstance(password, str)
+        account = email.lower()
+        if await self.throttle.wait_s(account) > 0:  # not even checked: a right password is refused alike
+            await self._failed(account, None)
+            raise _throttled(await self.throttle.wait_s(account))
         user = await self.users.by_email(email)
         async with self._hashing:
             ok = await asyncio.to_thread(self._verify, user, password)
         if not ok or user is None:
+            await self._failed(account, user)
             raise unauthorized("Wrong e-mail or password.", error=None)
+        await self.throttle.succeeded(account)
         if user.disabled:
             raise ApiError("forbidden", "This account is disabled.")
         await self._upgrade_hash(user, password)
         token = self.tokens.issue(user.id, user.email)
-        return json_response({"token": token, "tokenType": "Bearer", "expiresIn": self.tokens.ttl_s})
+        # a bearer token is a credential: no cache (the browser's, a proxy's) may keep it (RFC 6749 5.1)
+        return json_response({"token": token, "tokenType": "Bearer", "expiresIn": self.tokens.ttl_s},
+                             headers=[("cache-control", "no-store")])
+
+    async def _failed(self, account: str, user: User | None) -> None:
+        """Count a failed login; the one that locks a known account e-mails its owner."""
+        if await self.throttle.failed(account) and self.tell_owner is not None:
+            user = user or await self.users.by_email(account)
+            if user is not None:
+                await self.tell_owner(user)
 
     def _verify(self, user: User | None, password: str) -> bool:
         if user is None or len(password) > MAX_PASSWORD:
@@ -92,6 +118,25 @@ class Accounts:
             async with self._hashing:
                 hashed = await asyncio.to_thread(hash_password, password)
             await self.users.set_password_hash(user.id, hashed)
+
+
+def lockout_mail(store: ConsoleStore, wake: Callable[[], None],
+                 clock: Callable[[], float]) -> Callable[[User], Awaitable[None]]:
+    """Accounts' `tell_owner`: one outbox job e-mailing the owner of a locked account (the worker delivers it)."""
+    async def tell(user: User) -> None:
+        payload = {"userEmail": user.email, "message": (
+            f"{LOCK_AFTER} failed sign-ins in a row: this account is locked for {LOCK_S / 60:.0f} minutes. If "
+            "that was not you, someone is guessing your password: choose a new one. "
+            f"连续 {LOCK_AFTER} 次登录失败，账户已锁定 {LOCK_S / 60:.0f} 分钟。")}
+        await store.write(lambda r: r.mail_owner("login_locked", user.id, user.email, payload, clock()))
+        wake()
+    return tell
+
+
+def _throttled(wait_s: float) -> ApiError:
+    retry = max(1, math.ceil(wait_s))
+    return ApiError("rate_limited", f"Too many failed logins for this account: retry in {retry} s.",
+                    headers=[("retry-after", str(retry))], extra={"retryAfter": retry})
 
 
 def _duplicate() -> ApiError:

@@ -11,9 +11,9 @@ import re
 
 import orjson
 
+from server.api.core.query import param_error
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
-from server.api.site.fields import param_error
 from server.core.errors import ApiError
 from server.market.timefmt import iso
 from server.store.site.receipts import RECEIPT_NO_PATTERN

@@ -22,10 +22,6 @@ _EMAIL = re.compile(EMAIL_PATTERN)
 _PHONE = re.compile(PHONE_PATTERN)
 
 
-def param_error(field: str, message: str) -> ApiError:
-    return ApiError("invalid_parameter", message, errors=[{"field": field, "message": message}])
-
-
 def int_params(query: dict[str, str], **specs: tuple[int, int, int]) -> dict[str, int]:
     """Decimal integers by name -> (default, low, high); signs, spaces, fractions and exponents are refused.
 

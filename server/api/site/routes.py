@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import inspect
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from server.api.auth.tokens import TokenService
 from server.api.core.router import Router
@@ -24,8 +24,10 @@ from server.api.site.market import MarketSnapshots, SiteMarketApi
 from server.api.site.records import BucketCheck, SiteRecordsApi
 from server.core.background import log_round_failure
 from server.core.metrics import Registry
+from server.engine import LoginFailures
 from server.evidence.log import ANCHOR_BATCH
 from server.market.state import MarketState
+from server.store.accounts.users import User
 from server.store.sql.db import storage_errors
 from server.store.sql.repositories import Evidence, Repositories
 from server.store.sql.storage import StorageClosed
@@ -39,17 +41,19 @@ MAX_BATCHES_PER_ROUND = 1000  # bounded; a bigger backlog continues next round
 def register_public_site(router: Router, repos: Repositories, state: MarketState, tokens: TokenService,
                          clock: Callable[[], float], check_bucket: BucketCheck, *, refresh_s: float,
                          inquiry_rate: int, shared: bool, may_anchor: Callable[[], bool],
-                         registry: Registry) -> SiteTasks:
+                         registry: Registry, logins: LoginFailures,
+                         tell_owner: Callable[[User], Awaitable[None]] | None = None) -> SiteTasks:
     """Add the public-site routes to `router`; returns the site's service (snapshot refresh, anchoring), whose
     `snapshots.before_ticks` the composition root has listen to the applied ticks. `tokens`: the accounts' JWTs
     (the root reads the secret); `shared`: other hubs serve this market too; `may_anchor`: whether this hub
-    anchors evidence now (SPEC 12: the feed lease holder only)."""
+    anchors evidence now (SPEC 12: the feed lease holder only); `logins`: the engine's failed logins per account;
+    `tell_owner`: e-mails a locked account's owner."""
     snapshots = MarketSnapshots(state, refresh_s, clock, shared=shared)
     content = SiteContentApi(repos.content, registry)  # its reads and version on /metrics (`registry`)
     apis = (
         SiteMarketApi(snapshots),
         content,
-        Accounts(repos.users, tokens),
+        Accounts(repos.users, tokens, logins, tell_owner),
         SiteRecordsApi(repos.records, BearerAuth(tokens, repos.users), check_bucket, inquiry_rate),
         SiteEvidenceApi(repos.receipts, repos.evidence),
     )

@@ -3,7 +3,8 @@
 - PRC venues: ``chinese-calendar`` (the State Council's yearly holiday notice). Chinese
   exchanges never trade on a weekend, not even on a make-up workday (调休); CFETS does.
 - Other venues: the ``holidays`` package's financial calendars (IFEU, XCME, XSES ...).
-- Every calendar has ``known_until``; past it a date is a trading day iff it is a weekday
+- Every calendar has ``known_from`` (before it: unknown, asked of no calendar) and ``known_until``; past
+  ``known_until`` a date is a trading day iff it is a weekday
   and the calendar logs that once (SPEC 16), not once per call.
 """
 
@@ -22,6 +23,13 @@ from server.market.venues.data import CalendarKind, VenueSpec
 log = logging.getLogger(__name__)
 
 _SATURDAY = 5
+KNOWN_FROM = date(1970, 1, 1)  # the first day of every calendar but a maintained package's that starts later
+
+
+def prc_known_from() -> date:
+    """The first day of the first year chinese-calendar knows (before it the package raises NotImplementedError)."""
+    first = min(chinese_calendar.constants.holidays)  # type: ignore[attr-defined]
+    return date(first.year, 1, 1)
 
 
 def prc_known_until() -> date:
@@ -39,8 +47,10 @@ class DayCalendar:
         self.notices = notices or VenueNotices()
         self._code = venue.calendar_code
         self._years: dict[int, Any] = {}
-        base = prc_known_until() if self.kind in (CalendarKind.PRC, CalendarKind.PRC_WORKDAYS) \
-            else date.fromisoformat(venue.rules_known_until or "9999-12-31")
+        prc = self.kind in (CalendarKind.PRC, CalendarKind.PRC_WORKDAYS)
+        base = prc_known_until() if prc else date.fromisoformat(venue.rules_known_until or "9999-12-31")
+        # before known_from the venue's calendar cannot say which days it traded: the API refuses those dates
+        self.known_from: date = prc_known_from() if prc else KNOWN_FROM
         self.known_until: date = max(base, self.notices.known_until or base)
         self._said_unknown = False
         self._open: dict[date, bool] = {}
@@ -56,7 +66,7 @@ class DayCalendar:
             return False
         if day in self.notices.openings:
             return True
-        if day > self.known_until:
+        if not self.known_from <= day <= self.known_until:  # a night session's look back may reach before it
             self._say_unknown()
             return (self.kind is CalendarKind.MONTH_FIRSTS and day.day == 1) or (
                 self.kind is not CalendarKind.MONTH_FIRSTS and day.weekday() < _SATURDAY)
@@ -93,5 +103,5 @@ class DayCalendar:
     def _say_unknown(self) -> None:
         if not self._said_unknown:
             self._said_unknown = True
-            log.warning("venue %s: holiday calendar known until %s; weekdays assumed after it",
-                        self.venue_id, self.known_until.isoformat())
+            log.warning("venue %s: holiday calendar known from %s until %s; weekdays assumed outside it",
+                        self.venue_id, self.known_from.isoformat(), self.known_until.isoformat())

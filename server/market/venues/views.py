@@ -16,7 +16,11 @@ MAX_CALENDAR_DAYS = 366
 
 
 class CalendarRangeError(ValueError):
-    """A calendar range the API answers with 400 (the message says why)."""
+    """A calendar range the API answers with 400 (the message says why, ``field`` which bound)."""
+
+    def __init__(self, message: str, field: str = "to") -> None:
+        super().__init__(message)
+        self.field = field
 
 
 def iso(ts_ms: int, clock: VenueClock) -> str:
@@ -31,6 +35,10 @@ def calendar(clock: VenueClock, start: date, end: date) -> dict[str, Any]:
         raise CalendarRangeError("'to' is before 'from'")
     if (end - start).days + 1 > MAX_CALENDAR_DAYS:
         raise CalendarRangeError(f"at most {MAX_CALENDAR_DAYS} days per calendar request")
+    known_from = clock.days.known_from
+    if start < known_from:
+        raise CalendarRangeError(f"the {clock.venue.id} calendar is known from {known_from.isoformat()} "
+                                 "(calendarKnownFrom in GET /api/v1/venues)", "from")
     days = [
         {"date": day.isoformat(),
          "sessions": [{"start": iso(w.start_ms, clock), "end": iso(w.end_ms, clock)} for w in clock.windows(day)]}
@@ -42,8 +50,8 @@ def calendar(clock: VenueClock, start: date, end: date) -> dict[str, Any]:
 
 def venue_summary(clock: VenueClock, now_ms: int, known_until: date, instruments: list[str]) -> dict[str, Any]:
     """One item of ``GET /api/v1/venues``: ``{id, name, timeZone, publication, status, tradingDay, nextOpen,
-    nextClose, calendarKnownUntil, instruments}`` (instants in +08:00 as every timestamp of the API, or null; a
-    calendar's session windows are in the venue's own offset)."""
+    nextClose, calendarKnownFrom, calendarKnownUntil, instruments}`` (instants in +08:00 as every timestamp of the
+    API, or null; a calendar's session windows are in the venue's own offset)."""
     next_open, next_close = clock.next_open(now_ms), clock.next_close(now_ms)
     return {
         "id": clock.venue.id, "name": dict(clock.venue.name), "timeZone": clock.venue.zone,
@@ -51,7 +59,8 @@ def venue_summary(clock: VenueClock, now_ms: int, known_until: date, instruments
         "tradingDay": clock.trading_day(now_ms).isoformat(),
         "nextOpen": None if next_open is None else shanghai_iso(next_open / 1000),
         "nextClose": None if next_close is None else shanghai_iso(next_close / 1000),
-        "calendarKnownUntil": known_until.isoformat(), "instruments": list(instruments),
+        "calendarKnownFrom": clock.days.known_from.isoformat(), "calendarKnownUntil": known_until.isoformat(),
+        "instruments": list(instruments),
     }
 
 

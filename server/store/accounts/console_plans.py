@@ -75,10 +75,11 @@ class PlanRequests:
                             "ORDER BY created_at DESC, id DESC LIMIT ?", [*params, limit])
         return [subscription_from_row(r) for r in rows]
 
-    def decide(self, sub_id: str, approve: bool, rate: int | None, operator: str | None, now: float,
-               ip: str | None) -> Subscription | None:
+    def decide(self, sub_id: str, approve: bool, rate: int | None, operator: str | None,
+               now: float) -> Subscription | None:
         """Approve (the account and its keys move to the plan) or reject a pending request; None if unknown,
-        NotPending if decided already."""
+        NotPending if decided already. The account's event names no address: the operator's is not the customer's
+        to see (issue 45); the request keeps who decided."""
         status = SubscriptionStatus.APPROVED if approve else SubscriptionStatus.REJECTED
         with self.repo.db.transaction():
             rows = self.repo.db.rows(f"SELECT {SUB_COLUMNS} FROM subscription_requests WHERE id = ?", (sub_id,))
@@ -94,7 +95,7 @@ class PlanRequests:
                 self.repo.set_plan(sub.user_id, sub.plan, rate)
             kind = EventKind.PLAN_CHANGED if approve else EventKind.PLAN_REJECTED
             detail = sub.plan + (f" ({rate}/min)" if approve and rate else "")
-            self.repo.add_event(sub.user_id, kind, None, detail, ip, now)
+            self.repo.add_event(sub.user_id, kind, None, detail, None, now)
         return Subscription(sub.id, sub.user_id, sub.user_email, sub.plan, sub.message, status, rate,
                             sub.created_at, now)
 

@@ -28,6 +28,7 @@ from server.store.accounts.console import (
 )
 from server.store.accounts.console_plans import PlanRequests
 from server.store.accounts.users import normalize_email
+from server.store.outbox.queue import JOB_COLUMNS, job_rows
 from server.store.site.records import new_record_id
 
 ACCOUNT_COLUMNS = "id, email, name, company, plan, role, rate, created_at, disabled_at"
@@ -140,6 +141,12 @@ class ConsoleRepo:
         if account is None:
             raise LookupError(user_id)
         return account
+
+    # --- e-mail to an account's owner -----------------------------------------------------------------------------
+    def mail_owner(self, kind: str, user_id: str, email: str, payload: dict[str, Any], now: float) -> None:
+        """One outbox job e-mailing the account's own address (a lockout, issue 45): the worker delivers it."""
+        self.db.many(f"INSERT INTO outbox_jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 11)})",
+                     job_rows(kind, user_id, payload, [("email", email)], now))
 
     # --- events -------------------------------------------------------------------------------------------------
     def add_event(self, user_id: str, kind: EventKind, key_id: str | None, detail: str | None, ip: str | None,

@@ -6,11 +6,14 @@ a `ByteRange` -> 206 with `Content-Range`, `RangeNotSatisfiable` -> 416 with `Co
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 CHUNK = 64 * 1024
+MAX_DIGITS = 18  # a position of more digits is past the end of any file (and int() refuses over 4,300 digits)
+_POSITION = re.compile(r"[0-9]*")
 
 
 class RangeNotSatisfiable(ValueError):
@@ -38,7 +41,8 @@ class ByteRange:
 
 def parse_range(header: str | None, size: int) -> ByteRange | None:
     """The range to serve, or None for the whole file (no header, another unit, several ranges, or a
-    malformed one: RFC 9110 lets a server ignore those). Raises RangeNotSatisfiable."""
+    malformed one: RFC 9110 lets a server ignore those). Raises RangeNotSatisfiable. Positions are ASCII digits
+    only; one longer than any file (MAX_DIGITS) counts as past the end, never as a number to convert."""
     if not header:
         return None
     unit, _, spec = header.strip().partition("=")
@@ -46,22 +50,28 @@ def parse_range(header: str | None, size: int) -> ByteRange | None:
         return None
     first, dash, last = spec.strip().partition("-")
     first, last = first.strip(), last.strip()
-    if not dash or not (first.isdigit() or first == "") or not (last.isdigit() or last == ""):
+    if not dash or not _POSITION.fullmatch(first) or not _POSITION.fullmatch(last):
         return None
     if first == "":
         if last == "":
             return None
-        n = int(last)  # a suffix: the last n bytes
+        n = _position(last, size)  # a suffix: the last n bytes
         if n == 0 or size == 0:
             raise RangeNotSatisfiable(size)
         return ByteRange(max(0, size - n), size - 1, size)
-    start = int(first)
-    end = size - 1 if last == "" else int(last)
+    start = _position(first, size)
+    end = size - 1 if last == "" else _position(last, size)
     if last != "" and end < start:
         return None
     if start >= size:
         raise RangeNotSatisfiable(size)
     return ByteRange(start, min(end, size - 1), size)
+
+
+def _position(digits: str, size: int) -> int:
+    """A byte position; one of more than MAX_DIGITS digits means ``size``: past the last byte of the file."""
+    significant = digits.lstrip("0")
+    return size if len(significant) > MAX_DIGITS else int(significant or "0")
 
 
 def iter_file(path: Path, start: int = 0, end: int | None = None, chunk: int = CHUNK) -> Iterator[bytes]:
