@@ -453,7 +453,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Candles: daily (90 trading days at most; the last is live) or intraday buckets (1m, 5m, 15m, 1h; 1,000 at most; only buckets that had a tick) */
+        /** Candles: daily (90 trading days at most; the last is the live trading day's once it has traded, else the previous trading day's) or intraday buckets (1m, 5m, 15m, 1h; 1,000 at most; only buckets that had a tick) */
         get: operations["get_kline"];
         put?: never;
         post?: never;
@@ -885,7 +885,7 @@ export interface components {
             interval: "1m" | "5m" | "15m" | "1h" | "1d";
             /** @description Range queries only (from/to given): with from, the t of the first candle of the range left out by limit (pass it as the next from), null when none is; without from always null */
             next?: string | null;
-            /** @description ascending by t. 1d: one per trading day (Mon-Fri), the last is live. Intraday: the most recent buckets that had a tick (none is invented); the last may still be filling */
+            /** @description ascending by t. 1d: one per trading day of the instrument's venue (SPEC 16). A trading day's candle (daily or intraday) exists from its first tick: before its session opens the series ends with the previous trading day (the quote's tradingDay and nextOpen name the day to come). Intraday: the most recent buckets that had a tick (none is invented); the last may still be filling */
             series: components["schemas"]["Candle"][];
             /**
              * Format: date-time
@@ -1656,6 +1656,11 @@ export interface components {
         Venue: {
             /**
              * Format: date
+             * @description the first date the venue's calendar knows: a calendar request before it is a 400 naming from
+             */
+            calendarKnownFrom: string;
+            /**
+             * Format: date
              * @description past this date the venue's holidays are not known: weekdays are assumed
              */
             calendarKnownUntil: string;
@@ -1816,6 +1821,8 @@ export interface operations {
             200: {
                 headers: {
                     "Access-Control-Allow-Origin"?: string;
+                    /** @description a token is kept by no cache */
+                    "Cache-Control"?: "no-store";
                     /** @description IETF field, e.g. "free";r=59;t=1 */
                     RateLimit?: string;
                     /** @description IETF field, e.g. "free";q=60;w=60 */
@@ -4648,7 +4655,7 @@ export interface operations {
     get_kline: {
         parameters: {
             query?: {
-                /** @description the candles of the most recent N trading days (the live candle's day counts; default 90 for 1d, all held for the intraday intervals); with limit too, both apply. Not in a range query (with from/to: 400) */
+                /** @description the candles of the most recent N trading days (the live trading day counts once it has traded; default 90 for 1d, all held for the intraday intervals); with limit too, both apply. Not in a range query (with from/to: 400) */
                 days?: number;
                 /** @description range query (every interval): candles whose bucket start is >= from. An ISO 8601 timestamp with offset (2026-11-18T10:30:00+08:00 or ...Z; an unencoded + read as a space is understood), a date YYYY-MM-DD (00:00 Asia/Shanghai) or integer epoch milliseconds. Default: the earliest held. With from the answer holds the earliest limit candles and next */
                 from?: string;
@@ -5145,7 +5152,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description s ok (bars: t is the bucket start in epoch seconds, a daily bar's its date at 00:00 UTC), or no_data (with nextTime when older bars exist) */
+            /** @description s ok (bars: t is the bucket start in epoch seconds, a daily bar's its date at 00:00 UTC; a trading day has bars from its first tick), or no_data (with nextTime when older bars exist) */
             200: {
                 headers: {
                     "Access-Control-Allow-Origin"?: string;
