@@ -26,7 +26,7 @@ from redis.exceptions import NoScriptError, RedisError
 from server.core.redis_url import RedisTarget
 from server.engine import EngineUnavailable, settle
 from server.engine.redis_client import AutoPipeline, async_client, sync_client
-from server.market.tick import Tick
+from server.market.tick import Tick, TickDetail
 
 log = logging.getLogger("market.ticks")
 
@@ -47,7 +47,8 @@ FENCE_S = LEASE_MS / 1000 - 1.0
 CONNECT_S = 2.0  # the append and read connections are off the request path: a busy start-up loop must not fail them
 
 # KEYS: lease, seq hash, stream, epoch, replid, seqfloor. ARGV: node, maxlen, epoch, highest, then per tick: id,
-# price, ts, volume, floor (floor: the leader's last applied seq of that instrument; a Redis that lost the hash,
+# price, ts, volume, floor, detail (detail: a futures tick's board fields, `encode_detail`; floor: the leader's
+# last applied seq of that instrument; a Redis that lost the hash,
 # restarted empty, continues from there instead of from 1, and gets the epoch back: clients see no reset;
 # highest: the highest seq of any instrument the leader knows of). Fenced: only the lease holder appends, checked
 # in this same atomic step. A failover may have lost the newest entries, which hubs had read and delivered, and
@@ -77,14 +78,15 @@ end
 local least = tonumber(redis.call('GET', KEYS[6]) or '0')
 local parts = {}
 local seqs = {}
-for i = 5, #ARGV, 5 do
+for i = 5, #ARGV, 6 do
   local seq = redis.call('HINCRBY', KEYS[2], ARGV[i], 1)
   local floor = math.max(tonumber(ARGV[i + 4]), least)
   if seq <= floor then
     seq = floor + 1
     redis.call('HSET', KEYS[2], ARGV[i], seq)
   end
-  parts[#parts + 1] = ARGV[i] .. ' ' .. ARGV[i + 1] .. ' ' .. ARGV[i + 2] .. ' ' .. ARGV[i + 3] .. ' ' .. seq
+  parts[#parts + 1] = ARGV[i] .. ' ' .. ARGV[i + 1] .. ' ' .. ARGV[i + 2] .. ' ' .. ARGV[i + 3] .. ' ' .. seq .. ' '
+    .. ARGV[i + 5]
   seqs[#seqs + 1] = seq
 end
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'b', table.concat(parts, ';'))
@@ -101,6 +103,25 @@ return 0
 """
 
 Replicated = list[tuple[Tick, int]]  # ticks of one batch with their seqs
+NO_DETAIL = "-"
+
+
+def encode_detail(detail: TickDetail | None) -> str:
+    """A futures tick's board fields (SPEC 19) as one space-free token of the log's entry: the ten fields of
+    `TickDetail` in order, comma-separated, empty for None; `-` for a tick without them. Every hub applies the
+    tick with the same fields, so their quotes and snapshots agree byte for byte."""
+    if detail is None:
+        return NO_DETAIL
+    return ",".join("" if v is None else repr(v) for v in (
+        detail.bid, detail.ask, detail.bid_size, detail.ask_size, detail.oi, detail.cum_volume, detail.turnover,
+        detail.settle, detail.limit_up, detail.limit_down))
+
+
+def decode_detail(token: str) -> TickDetail | None:
+    if token == NO_DETAIL:
+        return None
+    values = [float(v) if v else None for v in token.split(",")]
+    return TickDetail(*values) if len(values) == 10 else None  # TickDetail's ten fields
 
 
 def shared_epoch(url: str | RedisTarget, prefix: str, proposed: str) -> str:
@@ -264,7 +285,7 @@ class RedisTicks:
         for t, floor in zip(ticks, floors, strict=True):
             floor = max(floor, assigned[t.row])
             highest = max(highest, floor)
-            args += [self.ids[t.row], repr(t.price), repr(t.ts), repr(t.volume), floor]
+            args += [self.ids[t.row], repr(t.price), repr(t.ts), repr(t.volume), floor, encode_detail(t.detail)]
         args[HEAD_ARGS - 1] = self._highest = highest
         self._send(b"EVALSHA", APPEND_SHA, args)
         self.fast.flush()  # written now: the batch's round trip starts in the feed's own call
@@ -361,12 +382,13 @@ class RedisTicks:
         out: Replicated = []
         highest = self._highest
         for part in body.decode().split(";"):
-            inst_id, price, ts, volume, number = part.split(" ")
+            inst_id, price, ts, volume, number, *rest = part.split(" ")  # entries before SPEC 19 have no detail
             seq = int(number)
             if seq > highest:
                 highest = seq
             row = self.rows.get(inst_id)
             if row is not None:
-                out.append((Tick(row, float(price), float(ts), float(volume)), seq))
+                detail = decode_detail(rest[0]) if rest else None
+                out.append((Tick(row, float(price), float(ts), float(volume), detail), seq))
         self._highest = highest
         return out
