@@ -16,11 +16,13 @@ from typing import Any
 
 from server.commands.common import CommandError, command, db
 from server.commands.history_files import report, with_history
+from server.config import add_history_args, history_settings, settings_clock
 from server.market.catalogue import default_catalogue
 from server.market.timefmt import TZ
 from server.market.venues.book import VenueBook
-from server.store.history.backfill import MAX_NAMED, ImportReport, import_candles, import_ticks
+from server.store.history.backfill import MAX_NAMED, ImportReport, TickWindow, import_candles, import_ticks
 from server.store.history.candle_rows import Candle
+from server.store.history.retention import DEFAULT_DAYS, Retention
 
 # Imported candles show nowhere under the demo feed, which makes its own history: the operator is told,
 # on every import, which feed uses them and when (a server that is running loads them at its next start).
@@ -37,9 +39,10 @@ def register(sub: Any) -> None:
                      help="the candles' interval (default 1d); t: epoch ms, ISO 8601 with offset, or a date")
     imp.add_argument("--calendar-file", help="exchange notices beyond the repository's (as serve takes)")
     t = sub.add_parser("ticks", help="ticks of the durable history").add_subparsers(dest="ticks_cmd", required=True)
-    ticks = command(t, "import", "import ticks (JSONL {id,ts,seq,price,volume} or CSV id,ts,seq,price,volume)",
-                    _import_ticks)
+    ticks = command(t, "import", "import ticks (JSONL {id,ts,seq,price,volume} or CSV id,ts,seq,price,volume; "
+                    "ts in epoch seconds as the feed's, or ISO 8601 with offset)", _import_ticks)
     ticks.add_argument("file", help="JSONL or CSV, optionally .gz")
+    add_history_args(ticks)  # a row the hub's retention would delete is refused: give it serve's --retention
 
 
 def _import(ns: argparse.Namespace) -> int:
@@ -79,7 +82,10 @@ def _import(ns: argparse.Namespace) -> int:
 def _import_ticks(ns: argparse.Namespace) -> int:
     known = set(default_catalogue().index)
     path = Path(ns.file)
-    return report("ticks", with_history(ns, lambda _c, archive: import_ticks(archive, path, known)),
+    settings = history_settings(ns)
+    now = settings_clock(settings)()
+    window = TickWindow(now, Retention({**DEFAULT_DAYS, **settings.retention}).cutoff_ms("ticks", now))
+    return report("ticks", with_history(ns, lambda _c, archive: import_ticks(archive, path, known, window)),
                   Path(ns.data_dir), "ticks")
 
 

@@ -9,11 +9,8 @@ from typing import Any, TypeGuard
 import orjson
 
 from server.market.catalogue import Catalogue
-from server.market.tick import Tick
+from server.market.tick import MAX_FUTURE_S, Tick
 from server.market.timefmt import TZ
-
-# A tick stamped further ahead of the clock than this is a bad line (SPEC 10).
-MAX_FUTURE_S = 300.0
 
 
 def _is_number(value: Any) -> TypeGuard[int | float]:

@@ -165,12 +165,12 @@ def test_backfill_imports_ticks_and_intraday_candles_and_names_bad_rows(tmp_path
     data = tmp_path / "data"
     data.mkdir()
     ticks = tmp_path / "ticks.jsonl"
-    good = [{"id": "methanol", "ts": int(_at(10, 0) * 1000) + k * 60_000, "seq": k + 1, "price": 2400.0 + k,
+    good = [{"id": "methanol", "ts": _at(10, 0) + k * 60, "seq": k + 1, "price": 2400.0 + k,
              "volume": 2} for k in range(5)]
     ticks.write_text("".join(json.dumps(t) + "\n" for t in good)
                      + '{"id": "gold", "ts": 1, "seq": 1, "price": 1, "volume": 1}\n'
                      + '{"id": "methanol", "ts": 1, "seq": 9, "price": -5, "volume": 1}\nnot json\n')
-    out = run_cli(data, "ticks", "import", str(ticks))
+    out = run_cli(data, "ticks", "import", str(ticks), "--clock-start", NOW)
     assert out.returncode == 1 and "imported 5 ticks" in out.stdout, (out.stdout, out.stderr)
     assert "3 bad rows" in out.stderr and "line 6:" in out.stderr and "line 8:" in out.stderr, out.stderr
     bars = tmp_path / "bars.csv"
@@ -202,8 +202,8 @@ def test_retention_prunes_what_is_older_than_its_days(tmp_path: Path) -> None:
     data.mkdir()
     old, recent = int(_at(10, 0, day=14) * 1000), int(_at(10, 0, day=17) * 1000)  # 4 days and 1 day before NOW
     ticks = tmp_path / "ticks.csv"
-    ticks.write_text("".join(f"methanol,{ts + k * 1000},{k + 1},2400,1\n" for ts in (old, recent) for k in range(3)))
-    assert run_cli(data, "ticks", "import", str(ticks)).returncode == 0
+    ticks.write_text("".join(f"methanol,{ts // 1000 + k},{k + 1},2400,1\n" for ts in (old, recent) for k in range(3)))
+    assert run_cli(data, "ticks", "import", str(ticks), "--clock-start", NOW).returncode == 0
     bars = tmp_path / "bars.csv"
     bars.write_text(f"brent,{old},80,81,79,80,1\nbrent,{recent},80,81,79,80,1\n")
     assert run_cli(data, "candles", "import", "--interval", "1m", str(bars)).returncode == 0

@@ -45,6 +45,11 @@ FIELDS = ("id", "ts", "seq", "price", "volume")
 TUESDAY = [t for t in TICKS if t[1] != _ms(17, 21, 30)]
 
 
+def _line(tick: tuple) -> dict:
+    """A tick as a JSONL line: `ts` in epoch seconds, as the feed reads it (docs/storage.md)."""
+    return {**dict(zip(FIELDS, tick, strict=True)), "ts": tick[1] / 1000}
+
+
 class Hub:
     def __init__(self, srv: ServerProcess, key: str, free: str) -> None:
         self.srv, self.key, self.free = srv, key, free
@@ -59,8 +64,8 @@ def start_hub(tmp: Path, runtime: str) -> Hub:
     data = tmp / "data"
     data.mkdir()
     ticks = tmp / "ticks.jsonl"
-    ticks.write_text("".join(json.dumps(dict(zip(FIELDS, t, strict=True))) + "\n" for t in TICKS))
-    assert run_cli(data, "ticks", "import", str(ticks)).returncode == 0
+    ticks.write_text("".join(json.dumps(_line(t)) + "\n" for t in TICKS))
+    assert run_cli(data, "ticks", "import", str(ticks), "--clock-start", NOW).returncode == 0
     bars = tmp / "bars.csv"
     bars.write_text(f"id,t,o,h,l,c,v\nbrent,{_ms(17, 16, 0)},80,81,79,80.5,6\n"
                     f"methanol,{_ms(16, 21, 30)},2400,2401,2399,2400,3\n"
@@ -213,8 +218,8 @@ def test_an_import_into_a_day_makes_its_files_again(tmp_path: Path) -> None:
     try:
         before = _listing(hub, "ticks")[0]
         late = tmp_path / "late.jsonl"
-        late.write_text(json.dumps(dict(zip(FIELDS, ("brent", _ms(17, 16, 2), 3, 80.75, 2.0), strict=True))) + "\n")
-        out = run_cli(hub.srv.data_dir, "ticks", "import", str(late))
+        late.write_text(json.dumps(_line(("brent", _ms(17, 16, 2), 3, 80.75, 2.0))) + "\n")
+        out = run_cli(hub.srv.data_dir, "ticks", "import", str(late), "--clock-start", NOW)
         # Tuesday's (and Monday's, if the hub's job was between making its empty file and dropping it)
         assert out.returncode == 0 and re.search(r"ticks flat files of [12] days deleted", out.stdout), out.stdout
         after = _listing(hub, "ticks")[0]
