@@ -177,7 +177,7 @@ def test_backfill_imports_ticks_and_intraday_candles_and_names_bad_rows(tmp_path
     start = int(_at(9, 0, day=17) * 1000)  # Tuesday: before Wednesday's session
     rows = [f"brent,{start + k * 60_000},80,81,79,80.5,{k + 1}" for k in range(30)]
     bars.write_text("id,t,o,h,l,c,v\n" + "\n".join(rows) + f"\nbrent,{start + 30},80,81,79,80.5,1\n")
-    out = run_cli(data, "candles", "import", "--interval", "1m", str(bars))
+    out = run_cli(data, "candles", "import", "--interval", "1m", str(bars), "--clock-start", NOW)
     assert out.returncode == 1 and "imported 30 candles" in out.stdout, (out.stdout, out.stderr)
     assert "line 32: t is not the start of a 1m bucket" in out.stderr, out.stderr
     assert run_cli(data, "candles", "import", "--interval", "2m", str(bars)).returncode == 2  # argparse: 2m
@@ -206,7 +206,7 @@ def test_retention_prunes_what_is_older_than_its_days(tmp_path: Path) -> None:
     assert run_cli(data, "ticks", "import", str(ticks), "--clock-start", NOW).returncode == 0
     bars = tmp_path / "bars.csv"
     bars.write_text(f"brent,{old},80,81,79,80,1\nbrent,{recent},80,81,79,80,1\n")
-    assert run_cli(data, "candles", "import", "--interval", "1m", str(bars)).returncode == 0
+    assert run_cli(data, "candles", "import", "--interval", "1m", str(bars), "--clock-start", NOW).returncode == 0
     feed = tmp_path / "feed.jsonl"
     feed.write_text("")
     srv = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", NOW, "--retention",
@@ -240,7 +240,7 @@ def test_range_queries_reach_below_the_ring_into_the_stored_history(tmp_path: Pa
     prices = [round(80 + (k % 100) * 0.01, 2) for k in range(n)]
     bars = tmp_path / "bars.csv"
     bars.write_text("".join(f"brent,{first + k * 60_000},{p},{p},{p},{p},{k + 1}\n" for k, p in enumerate(prices)))
-    assert run_cli(data, "candles", "import", "--interval", "1m", str(bars)).returncode == 0
+    assert run_cli(data, "candles", "import", "--interval", "1m", str(bars), "--clock-start", NOW).returncode == 0
     feed = tmp_path / "feed.jsonl"
     feed.write_text("")
     srv = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", NOW, *MEMORY)
@@ -289,7 +289,7 @@ def test_daily_ranges_reach_below_the_daily_book(tmp_path: Path) -> None:
             f"{k + 1}" for k, d in enumerate(days)]
     daily = tmp_path / "daily.csv"
     daily.write_text("\n".join(rows) + "\n")
-    assert run_cli(data, "candles", "import", str(daily)).returncode == 0
+    assert run_cli(data, "candles", "import", str(daily), "--clock-start", NOW).returncode == 0
     feed = tmp_path / "feed.jsonl"
     feed.write_text("")
     srv = ServerProcess(data, "robyn", "--feed", f"jsonl:{feed}", "--clock-start", NOW, *MEMORY)

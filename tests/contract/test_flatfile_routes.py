@@ -70,11 +70,11 @@ def start_hub(tmp: Path, runtime: str) -> Hub:
     bars.write_text(f"id,t,o,h,l,c,v\nbrent,{_ms(17, 16, 0)},80,81,79,80.5,6\n"
                     f"methanol,{_ms(16, 21, 30)},2400,2401,2399,2400,3\n"
                     f"methanol,{_ms(17, 21, 30)},2403,2403,2403,2403,1\n")
-    assert run_cli(data, "candles", "import", "--interval", "1m", str(bars)).returncode == 0
+    assert run_cli(data, "candles", "import", "--interval", "1m", str(bars), "--clock-start", NOW).returncode == 0
     daily = tmp / "daily.csv"
     daily.write_text("brent,2026-11-17,80,81,79,80.5,6\nmethanol,2026-11-17,2400,2402,2399,2402,6\n"
                      "methanol,2026-11-16,2390,2400,2380,2395,9\n")
-    assert run_cli(data, "candles", "import", str(daily)).returncode == 0
+    assert run_cli(data, "candles", "import", str(daily), "--clock-start", NOW).returncode == 0
     feed = tmp / "feed.jsonl"
     feed.write_text("")
     srv = ServerProcess(data, runtime, "--feed", f"jsonl:{feed}", "--clock-start", NOW, *MEMORY)

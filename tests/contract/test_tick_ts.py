@@ -124,6 +124,6 @@ def test_lines_in_milliseconds_are_refused_row_by_row(tmp_path: Path) -> None:
     old_and_new = [{**_lines()[0], "ts": NINE - 31 * 86400}, {**_lines()[1], "ts": NINE + 2 * 86400}, _lines()[2]]
     out = run_cli(data, "ticks", "import", str(_write(tmp_path / "odd.jsonl", old_and_new)), "--clock-start", WEDNESDAY)
     assert out.returncode == 1 and "imported 1 ticks" in out.stdout, (out.stdout, out.stderr)
-    assert "line 1: ts 2026-10-24T09:00:00.000+08:00 is older than the ticks' retention keeps" in out.stderr
+    assert "line 1: ts 2026-10-24T09:00:00.000+08:00 is older than the retention keeps" in out.stderr
     assert ("line 2: ts 2026-11-26T09:00:00.000+08:00 is in the future (the clock reads 2026-11-25T14:20:00"
             in out.stderr), out.stderr

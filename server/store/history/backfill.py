@@ -8,7 +8,7 @@ hub's writers wait at most one chunk. Blocking: the CLI runs them in its process
 
 A tick's `ts` means what it means in the feed (docs/storage.md, "What `ts` means"): epoch seconds, fractions
 allowed, or ISO 8601 with an offset (as the ticks' flat files write it); a number past `MS_AS_SECONDS` is plainly
-epoch milliseconds and a bad row, as is a tick the retention would delete or one ahead of the clock (`TickWindow`).
+epoch milliseconds and a bad row, as is a tick the retention would delete or one ahead of the clock (`TimeWindow`).
 A candle's `t` is as in `/kline`: integer epoch milliseconds, ISO 8601 with an offset, or a date `YYYY-MM-DD`,
 read as 00:00 Asia/Shanghai (SPEC 14's `from`/`to`). Writes are idempotent: a re-run completes a cut-off import.
 """
@@ -107,19 +107,23 @@ def tick_ts(value: object) -> int:
 
 
 @dataclass(frozen=True)
-class TickWindow:
-    """The times a tick may be imported with: none the retention would delete (`first_ms`, None: kept forever),
-    none more than MAX_FUTURE_S ahead of the clock (`now`, epoch seconds), as the feed refuses them (SPEC 10)."""
+class TimeWindow:
+    """The times a row may be imported with: none the retention of its kind would delete (`first_ms`, None: kept
+    forever), none more than MAX_FUTURE_S ahead of the clock (`now`, epoch seconds), as the feed refuses them."""
 
     now: float
     first_ms: int | None = None
 
-    def check(self, ts_ms: int) -> None:
-        if self.first_ms is not None and ts_ms < self.first_ms:
-            raise ValueError(f"ts {iso(ts_ms / 1000)} is older than the ticks' retention keeps "
+    def check(self, ms: int, name: str = "ts") -> None:
+        if self.first_ms is not None and ms < self.first_ms:
+            raise ValueError(f"{name} {iso(ms / 1000)} is older than the retention keeps "
                              f"(from {iso(self.first_ms / 1000)})")
-        if ts_ms > (self.now + MAX_FUTURE_S) * 1000:
-            raise ValueError(f"ts {iso(ts_ms / 1000)} is in the future (the clock reads {iso(self.now)})")
+        if ms > self.last_ms:
+            raise ValueError(f"{name} {iso(ms / 1000)} is in the future (the clock reads {iso(self.now)})")
+
+    @property
+    def last_ms(self) -> float:
+        return (self.now + MAX_FUTURE_S) * 1000
 
 
 def _whole(x: object, name: str) -> int:
@@ -174,7 +178,7 @@ def _is_jsonl(path: Path) -> bool:
         return fh.read(64).lstrip().startswith("{")
 
 
-def tick_rows(path: Path, known: Container[str], report: ImportReport, window: TickWindow | None = None
+def tick_rows(path: Path, known: Container[str], report: ImportReport, window: TimeWindow | None = None
               ) -> Iterator[Tick]:
     """The good ticks of a JSONL or CSV file (within `window`, if given); bad ones go to `report`."""
     jsonl = _is_jsonl(path)
@@ -224,7 +228,7 @@ def _is_header(row: list[str], first: str) -> bool:
     return bool(row) and row[0].strip().lower() == first
 
 
-def import_ticks(archive: TickArchive, path: Path, known: Container[str], window: TickWindow | None = None,
+def import_ticks(archive: TickArchive, path: Path, known: Container[str], window: TimeWindow | None = None,
                  chunk: int = 50_000) -> ImportReport:
     """Append the file's good ticks to `archive`, `chunk` per transaction; raises OSError if unreadable."""
     report = ImportReport()
@@ -242,7 +246,7 @@ def import_ticks(archive: TickArchive, path: Path, known: Container[str], window
 
 
 def bar_of(row: list[str], interval: str, known: Container[str],
-           bucket_start: Callable[[str, int], int] | None) -> Bar:
+           bucket_start: Callable[[str, int], int] | None, window: TimeWindow | None = None) -> Bar:
     if len(row) != 7:
         raise ValueError(f"expected 7 columns (id,t,o,h,l,c,v), got {len(row)}")
     inst = row[0].strip()
@@ -250,6 +254,10 @@ def bar_of(row: list[str], interval: str, known: Container[str],
         raise ValueError(f"unknown instrument {inst[:40]!r}")
     text = row[1]
     t = int(text) if text.isdigit() else parse_instant(text, dates=True)  # epoch ms: the fast path of a big import
+    if t < MS_AS_SECONDS and text.strip().lstrip("-").isdigit():
+        raise ValueError(f"t {text} is plainly epoch seconds: t is epoch milliseconds")
+    if window is not None:
+        window.check(t, "t")
     try:
         o, h, lo, c, v = float(row[2]), float(row[3]), float(row[4]), float(row[5]), float(row[6])
     except ValueError:
@@ -273,7 +281,8 @@ def _bucket(interval: str, t: int, bucket_start: Callable[[str, int], int] | Non
 
 
 def import_candles(store: CandleStore, interval: str, path: Path, known: Collection[str],
-                   bucket_start: Callable[[str, int], int] | None = None, chunk: int = 10_000) -> ImportReport:
+                   bucket_start: Callable[[str, int], int] | None = None, window: TimeWindow | None = None,
+                   chunk: int = 10_000) -> ImportReport:
     """Upsert the CSV's good bars of `interval` into `store`, `chunk` per transaction.
 
     A clean file (epoch-ms times, every row good) is parsed by Arrow's CSV reader a block at a time
@@ -282,17 +291,19 @@ def import_candles(store: CandleStore, interval: str, path: Path, known: Collect
     check_interval(interval)
     report = ImportReport()
     try:
-        for batch in clean_bar_blocks(path, interval, known, bucket_start):
+        bounds = (max(MS_AS_SECONDS, (window and window.first_ms) or 0), window.last_ms if window else math.inf)
+        for batch in clean_bar_blocks(path, interval, known, bucket_start, bounds):
             store.put_closed(interval, batch)
             report.wrote(batch)
         return report
     except NotClean:
         pass
-    return _import_candle_rows(store, interval, path, known, bucket_start, chunk)
+    return _import_candle_rows(store, interval, path, known, bucket_start, window, chunk)
 
 
 def _import_candle_rows(store: CandleStore, interval: str, path: Path, known: Container[str],
-                        bucket_start: Callable[[str, int], int] | None, chunk: int) -> ImportReport:
+                        bucket_start: Callable[[str, int], int] | None, window: TimeWindow | None,
+                        chunk: int) -> ImportReport:
     report = ImportReport()
     batch: list[Bar] = []
     with _open_text(path) as fh:
@@ -300,7 +311,7 @@ def _import_candle_rows(store: CandleStore, interval: str, path: Path, known: Co
             if not row or _is_header(row, "id"):
                 continue
             try:
-                batch.append(bar_of(row, interval, known, bucket_start))
+                batch.append(bar_of(row, interval, known, bucket_start, window))
             except ValueError as exc:
                 report.skip(lineno, str(exc))
             if len(batch) >= chunk:
