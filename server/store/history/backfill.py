@@ -7,7 +7,7 @@ are kept and written `chunk` rows per transaction through the caller's own archi
 hub's writers wait at most one chunk. Blocking: the CLI runs them in its process, the hub on a storage thread.
 
 A tick's `ts` means what it means in the feed (docs/storage.md, "What `ts` means"): epoch seconds, fractions
-allowed, or ISO 8601 with an offset (as the ticks' flat files write it); a number past `MS_AS_SECONDS` is plainly
+allowed, or ISO 8601 (as the ticks' flat files write it; naive: Asia/Shanghai); a number past `MS_AS_SECONDS` is plainly
 epoch milliseconds and a bad row, as is a tick the retention would delete or one ahead of the clock (`TimeWindow`).
 A candle's `t` is as in `/kline`: integer epoch milliseconds, ISO 8601 with an offset, or a date `YYYY-MM-DD`,
 read as 00:00 Asia/Shanghai (SPEC 14's `from`/`to`). Writes are idempotent: a re-run completes a cut-off import.
@@ -37,7 +37,7 @@ MAX_NAMED = 100
 SHANGHAI = timezone(timedelta(hours=8))
 INTRADAY_MS = {"1m": 60_000, "5m": 300_000, "15m": 900_000, "1h": 3_600_000}
 TICK_FIELDS = ("id", "ts", "seq", "price", "volume")
-MS_AS_SECONDS = 1e11  # epoch seconds beyond this (the year 5138) are plainly epoch milliseconds (1973 and later)
+MS_AS_SECONDS = 1e11  # seconds past it (the year 5138) are plainly ms; ms below it (before 1973-03) plainly seconds
 
 
 @dataclass
