@@ -16,11 +16,13 @@ from typing import Any
 
 from server.commands.common import CommandError, command, db
 from server.commands.history_files import report, with_history
+from server.config import add_history_args, history_settings, settings_clock
 from server.market.catalogue import default_catalogue
 from server.market.timefmt import TZ
 from server.market.venues.book import VenueBook
-from server.store.history.backfill import MAX_NAMED, ImportReport, import_candles, import_ticks
+from server.store.history.backfill import MAX_NAMED, ImportReport, TimeWindow, import_candles, import_ticks
 from server.store.history.candle_rows import Candle
+from server.store.history.retention import DEFAULT_DAYS, Retention
 
 # Imported candles show nowhere under the demo feed, which makes its own history: the operator is told,
 # on every import, which feed uses them and when (a server that is running loads them at its next start).
@@ -36,17 +38,21 @@ def register(sub: Any) -> None:
     imp.add_argument("--interval", default="1d", choices=["1m", "5m", "15m", "1h", "1d"],
                      help="the candles' interval (default 1d); t: epoch ms, ISO 8601 with offset, or a date")
     imp.add_argument("--calendar-file", help="exchange notices beyond the repository's (as serve takes)")
+    add_history_args(imp)  # a row the hub's retention would delete is refused (give it serve's --retention)
     t = sub.add_parser("ticks", help="ticks of the durable history").add_subparsers(dest="ticks_cmd", required=True)
-    ticks = command(t, "import", "import ticks (JSONL {id,ts,seq,price,volume} or CSV id,ts,seq,price,volume)",
-                    _import_ticks)
+    ticks = command(t, "import", "import ticks (JSONL {id,ts,seq,price,volume} or CSV id,ts,seq,price,volume; "
+                    "ts in epoch seconds as the feed's, or ISO 8601 with offset)", _import_ticks)
     ticks.add_argument("file", help="JSONL or CSV, optionally .gz")
+    add_history_args(ticks)  # a row the hub's retention would delete is refused: give it serve's --retention
 
 
 def _import(ns: argparse.Namespace) -> int:
     known = default_catalogue().index
     if ns.interval != "1d":
         path = Path(ns.csv)
-        done = with_history(ns, lambda candles, _a: import_candles(candles, ns.interval, path, set(known)))
+        window = _window(ns, ns.interval)
+        done = with_history(ns, lambda candles, _a: import_candles(candles, ns.interval, path, set(known),
+                                                                    window=window))
         return report("candles", done, Path(ns.data_dir), "candles-1m" if ns.interval == "1m" else None)
     try:
         venues = VenueBook.load(ns.calendar_file)
@@ -54,13 +60,16 @@ def _import(ns: argparse.Namespace) -> int:
         raise CommandError(f"--calendar-file: {exc}") from None
     candles: list[Candle] = []
     errors: list[str] = []
+    window = _window(ns, "1d")
     try:
         with open(ns.csv, newline="", encoding="utf-8") as fh:
             for lineno, row in enumerate(csv.reader(fh), 1):
                 if lineno == 1 and row and row[0].strip().lower() == "id":
                     continue
                 try:
-                    candles.append(_parse(row, known, venues))
+                    candle = _parse(row, known, venues)
+                    window.check(int(datetime.combine(candle[1], time(0), TZ).timestamp() * 1000), "t")
+                    candles.append(candle)
                 except ValueError as exc:
                     errors.append(f"line {lineno}: {exc}")
     except OSError as exc:
@@ -79,8 +88,16 @@ def _import(ns: argparse.Namespace) -> int:
 def _import_ticks(ns: argparse.Namespace) -> int:
     known = set(default_catalogue().index)
     path = Path(ns.file)
-    return report("ticks", with_history(ns, lambda _c, archive: import_ticks(archive, path, known)),
+    window = _window(ns, "ticks")
+    return report("ticks", with_history(ns, lambda _c, archive: import_ticks(archive, path, known, window)),
                   Path(ns.data_dir), "ticks")
+
+
+def _window(ns: argparse.Namespace, kind: str) -> TimeWindow:
+    """The times a row of `kind` may have: what the retention keeps, up to the clock (SPEC 10's five minutes)."""
+    settings = history_settings(ns)
+    now = settings_clock(settings)()
+    return TimeWindow(now, Retention({**DEFAULT_DAYS, **settings.retention}).cutoff_ms(kind, now))
 
 
 def _parse(row: list[str], known: dict[str, int], venues: VenueBook) -> Candle:

@@ -101,6 +101,24 @@ def add_engine_args(parser: argparse.ArgumentParser) -> None:
         add_option(parser, f, flag)
 
 
+HISTORY_FLAGS = ("retention", "clock_start")  # what a command writing the history judges rows by, as `serve` would
+
+
+def add_history_args(parser: argparse.ArgumentParser) -> None:
+    """--retention and (hidden, tests) --clock-start for a command that writes the history (`ticks import`)."""
+    for group in (StorageSettings, ProcessSettings):
+        for f, flag in flagged(group):
+            if f.name in HISTORY_FLAGS:
+                add_option(parser, f, flag)
+
+
+def history_settings(ns: argparse.Namespace) -> Settings:
+    """The retention and the clock of a command's history flags, parsed and checked like `serve`'s."""
+    values = {name: value for name, value in {**read_group(StorageSettings, ns), **read_group(ProcessSettings, ns)}
+              .items() if name in HISTORY_FLAGS}
+    return Settings(**values)  # type: ignore[arg-type]
+
+
 def engine_settings(ns: argparse.Namespace) -> Settings:
     """The engine part of the settings from a command's flags, validated like `serve`'s."""
     settings = Settings(**read_group(EngineSettings, ns))  # type: ignore[arg-type]

@@ -11,11 +11,9 @@ import orjson
 
 from server.market.catalogue import Catalogue
 from server.market.contracts.settlement import within
-from server.market.tick import Tick, TickDetail
+from server.market.tick import MAX_FUTURE_S, Tick, TickDetail
 from server.market.timefmt import TZ
 
-# A tick stamped further ahead of the clock than this is a bad line (SPEC 10).
-MAX_FUTURE_S = 300.0
 # A futures line's board fields (SPEC 19): the line's key -> TickDetail's field; each a number >= 0 or absent/null.
 DETAIL_KEYS = {"bid": "bid", "ask": "ask", "bidSize": "bid_size", "askSize": "ask_size", "oi": "oi",
                "cumVolume": "cum_volume", "turnover": "turnover", "settle": "settle", "limitUp": "limit_up",

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+# A tick stamped further ahead of the clock than this is a bad line of the feed (SPEC 10) and a bad row of an import.
+MAX_FUTURE_S = 300.0
+
 
 @dataclass(slots=True, frozen=True)
 class TickDetail:

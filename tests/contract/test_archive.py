@@ -165,19 +165,19 @@ def test_backfill_imports_ticks_and_intraday_candles_and_names_bad_rows(tmp_path
     data = tmp_path / "data"
     data.mkdir()
     ticks = tmp_path / "ticks.jsonl"
-    good = [{"id": "methanol", "ts": int(_at(10, 0) * 1000) + k * 60_000, "seq": k + 1, "price": 2400.0 + k,
+    good = [{"id": "methanol", "ts": _at(10, 0) + k * 60, "seq": k + 1, "price": 2400.0 + k,
              "volume": 2} for k in range(5)]
     ticks.write_text("".join(json.dumps(t) + "\n" for t in good)
                      + '{"id": "gold", "ts": 1, "seq": 1, "price": 1, "volume": 1}\n'
                      + '{"id": "methanol", "ts": 1, "seq": 9, "price": -5, "volume": 1}\nnot json\n')
-    out = run_cli(data, "ticks", "import", str(ticks))
+    out = run_cli(data, "ticks", "import", str(ticks), "--clock-start", NOW)
     assert out.returncode == 1 and "imported 5 ticks" in out.stdout, (out.stdout, out.stderr)
     assert "3 bad rows" in out.stderr and "line 6:" in out.stderr and "line 8:" in out.stderr, out.stderr
     bars = tmp_path / "bars.csv"
     start = int(_at(9, 0, day=17) * 1000)  # Tuesday: before Wednesday's session
     rows = [f"brent,{start + k * 60_000},80,81,79,80.5,{k + 1}" for k in range(30)]
     bars.write_text("id,t,o,h,l,c,v\n" + "\n".join(rows) + f"\nbrent,{start + 30},80,81,79,80.5,1\n")
-    out = run_cli(data, "candles", "import", "--interval", "1m", str(bars))
+    out = run_cli(data, "candles", "import", "--interval", "1m", str(bars), "--clock-start", NOW)
     assert out.returncode == 1 and "imported 30 candles" in out.stdout, (out.stdout, out.stderr)
     assert "line 32: t is not the start of a 1m bucket" in out.stderr, out.stderr
     assert run_cli(data, "candles", "import", "--interval", "2m", str(bars)).returncode == 2  # argparse: 2m
@@ -202,11 +202,11 @@ def test_retention_prunes_what_is_older_than_its_days(tmp_path: Path) -> None:
     data.mkdir()
     old, recent = int(_at(10, 0, day=14) * 1000), int(_at(10, 0, day=17) * 1000)  # 4 days and 1 day before NOW
     ticks = tmp_path / "ticks.csv"
-    ticks.write_text("".join(f"methanol,{ts + k * 1000},{k + 1},2400,1\n" for ts in (old, recent) for k in range(3)))
-    assert run_cli(data, "ticks", "import", str(ticks)).returncode == 0
+    ticks.write_text("".join(f"methanol,{ts // 1000 + k},{k + 1},2400,1\n" for ts in (old, recent) for k in range(3)))
+    assert run_cli(data, "ticks", "import", str(ticks), "--clock-start", NOW).returncode == 0
     bars = tmp_path / "bars.csv"
     bars.write_text(f"brent,{old},80,81,79,80,1\nbrent,{recent},80,81,79,80,1\n")
-    assert run_cli(data, "candles", "import", "--interval", "1m", str(bars)).returncode == 0
+    assert run_cli(data, "candles", "import", "--interval", "1m", str(bars), "--clock-start", NOW).returncode == 0
     feed = tmp_path / "feed.jsonl"
     feed.write_text("")
     srv = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", NOW, "--retention",
@@ -240,7 +240,7 @@ def test_range_queries_reach_below_the_ring_into_the_stored_history(tmp_path: Pa
     prices = [round(80 + (k % 100) * 0.01, 2) for k in range(n)]
     bars = tmp_path / "bars.csv"
     bars.write_text("".join(f"brent,{first + k * 60_000},{p},{p},{p},{p},{k + 1}\n" for k, p in enumerate(prices)))
-    assert run_cli(data, "candles", "import", "--interval", "1m", str(bars)).returncode == 0
+    assert run_cli(data, "candles", "import", "--interval", "1m", str(bars), "--clock-start", NOW).returncode == 0
     feed = tmp_path / "feed.jsonl"
     feed.write_text("")
     srv = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", NOW, *MEMORY)
@@ -289,7 +289,7 @@ def test_daily_ranges_reach_below_the_daily_book(tmp_path: Path) -> None:
             f"{k + 1}" for k, d in enumerate(days)]
     daily = tmp_path / "daily.csv"
     daily.write_text("\n".join(rows) + "\n")
-    assert run_cli(data, "candles", "import", str(daily)).returncode == 0
+    assert run_cli(data, "candles", "import", str(daily), "--clock-start", NOW).returncode == 0
     feed = tmp_path / "feed.jsonl"
     feed.write_text("")
     srv = ServerProcess(data, "robyn", "--feed", f"jsonl:{feed}", "--clock-start", NOW, *MEMORY)

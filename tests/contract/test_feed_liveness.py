@@ -157,7 +157,7 @@ def test_gap_up_day_opens_at_its_first_tick(tmp_path: Path, fake_now: str) -> No
     csv = tmp_path / "c.csv"
     csv.write_text(f"id,t,o,h,l,c,v\nbrent,{day1},69,71,68,70,1000\nbrent,{day3},70,71,69,70,900\n")
     (tmp_path / "data").mkdir()
-    imported = run_cli(tmp_path / "data", "candles", "import", str(csv))
+    imported = run_cli(tmp_path / "data", "candles", "import", str(csv), "--clock-start", fake_now)
     assert imported.returncode == 0 and "used only by a live feed" in imported.stderr
 
     feed = Feed(tmp_path, fake_now, "granian")
@@ -177,7 +177,7 @@ def test_gap_up_day_opens_at_its_first_tick(tmp_path: Path, fake_now: str) -> No
         # an import for day2 while the server runs is not overwritten by the feed's flush of a flat fill
         fix = tmp_path / "fix.csv"
         fix.write_text(f"brent,{day2},70,72,69.5,71,800\n")
-        assert run_cli(tmp_path / "data", "candles", "import", str(fix)).returncode == 0
+        assert run_cli(tmp_path / "data", "candles", "import", str(fix), "--clock-start", fake_now).returncode == 0
     finally:
         assert feed.srv.stop() == 0
 

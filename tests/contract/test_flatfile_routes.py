@@ -51,6 +51,11 @@ BIG_DAY = "2026-11-13"  # a closed Friday, outside the listings below
 BIG_ROWS = 380_000
 
 
+def _line(tick: tuple) -> dict:
+    """A tick as a JSONL line: `ts` in epoch seconds, as the feed reads it (docs/storage.md)."""
+    return {**dict(zip(FIELDS, tick, strict=True)), "ts": tick[1] / 1000}
+
+
 class Hub:
     def __init__(self, srv: ServerProcess, key: str, free: str) -> None:
         self.srv, self.key, self.free = srv, key, free
@@ -68,17 +73,17 @@ def start_hub(tmp: Path, runtime: str, files: Path | None = None) -> Hub:
     if files is not None:
         shutil.copytree(files, data / "flatfiles")
     ticks = tmp / "ticks.jsonl"
-    ticks.write_text("".join(json.dumps(dict(zip(FIELDS, t, strict=True))) + "\n" for t in TICKS))
-    assert run_cli(data, "ticks", "import", str(ticks)).returncode == 0
+    ticks.write_text("".join(json.dumps(_line(t)) + "\n" for t in TICKS))
+    assert run_cli(data, "ticks", "import", str(ticks), "--clock-start", NOW).returncode == 0
     bars = tmp / "bars.csv"
     bars.write_text(f"id,t,o,h,l,c,v\nbrent,{_ms(17, 16, 0)},80,81,79,80.5,6\n"
                     f"methanol,{_ms(16, 21, 30)},2400,2401,2399,2400,3\n"
                     f"methanol,{_ms(17, 21, 30)},2403,2403,2403,2403,1\n")
-    assert run_cli(data, "candles", "import", "--interval", "1m", str(bars)).returncode == 0
+    assert run_cli(data, "candles", "import", "--interval", "1m", str(bars), "--clock-start", NOW).returncode == 0
     daily = tmp / "daily.csv"
     daily.write_text("brent,2026-11-17,80,81,79,80.5,6\nmethanol,2026-11-17,2400,2402,2399,2402,6\n"
                      "methanol,2026-11-16,2390,2400,2380,2395,9\n")
-    assert run_cli(data, "candles", "import", str(daily)).returncode == 0
+    assert run_cli(data, "candles", "import", str(daily), "--clock-start", NOW).returncode == 0
     feed = tmp / "feed.jsonl"
     feed.write_text("")
     srv = ServerProcess(data, runtime, "--feed", f"jsonl:{feed}", "--clock-start", NOW, *MEMORY)
@@ -260,8 +265,8 @@ def test_an_import_into_a_day_makes_its_files_again(tmp_path: Path) -> None:
     try:
         before = _listing(hub, "ticks")[0]
         late = tmp_path / "late.jsonl"
-        late.write_text(json.dumps(dict(zip(FIELDS, ("brent", _ms(17, 16, 2), 3, 80.75, 2.0), strict=True))) + "\n")
-        out = run_cli(hub.srv.data_dir, "ticks", "import", str(late))
+        late.write_text(json.dumps(_line(("brent", _ms(17, 16, 2), 3, 80.75, 2.0))) + "\n")
+        out = run_cli(hub.srv.data_dir, "ticks", "import", str(late), "--clock-start", NOW)
         # Tuesday's (and Monday's, if the hub's job was between making its empty file and dropping it)
         assert out.returncode == 0 and re.search(r"ticks flat files of [12] days deleted", out.stdout), out.stdout
         after = _listing(hub, "ticks")[0]

@@ -55,8 +55,8 @@ def test_jsonl_feed_with_imported_history_survives_restart(tmp_path: Path, fake_
     bad_csv = tmp_path / "bad.csv"
     bad_csv.write_text(f"brent,{_weekend_day(day1)},70,71,69,70.5,1000\nnope,{day2},1,1,1,1,1\n"
                        "methanol,2026-10-05,2400,2410,2390,2405,10\n")  # National Day: ZCE is shut, ICE is not
-    assert run_cli(data, "candles", "import", str(csv)).returncode == 0
-    bad = run_cli(data, "candles", "import", str(bad_csv))
+    assert run_cli(data, "candles", "import", str(csv), *clock_args).returncode == 0  # the hub's clock: its "future"
+    bad = run_cli(data, "candles", "import", str(bad_csv), *clock_args)
     assert bad.returncode == 1 and "not a trading day of ice-eu" in bad.stderr and "unknown instrument" in bad.stderr
     assert "line 3: 2026-10-05 is not a trading day of zce (methanol)" in bad.stderr
 

@@ -101,7 +101,8 @@ def test_history_threads_on_postgres(url: str) -> None:
 
 def test_backfill_into_postgres(url: str, tmp_path: Path) -> None:
     root = tmp_path
-    (root / "t.csv").write_text(f"id,ts,seq,price,volume\nbrent,{T0},1,80,1\nbrent,{T0 + 1},2,81,1\ngold,{T0},1,1,1\n")
+    (root / "t.csv").write_text(f"id,ts,seq,price,volume\nbrent,{T0 / 1000},1,80,1\nbrent,{(T0 + 1) / 1000},2,81,1\n"
+                              f"gold,{T0 / 1000},1,1,1\n")
     (root / "c.csv").write_text(f"brent,{T0 - T0 % 60_000},1,2,0.5,1.5,3\nbrent,{T0 - T0 % 60_000 + 1},1,2,0.5,1.5,3\n")
     a, s = PgTickArchive(url), PgCandleStore(url)
     r = import_ticks(a, root / "t.csv", {"brent"})

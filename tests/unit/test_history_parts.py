@@ -11,7 +11,7 @@ import pytest
 
 from server.store.history.archive import Tick
 from server.store.history.archive_sqlite import SqliteTickArchive
-from server.store.history.backfill import MAX_NAMED, import_candles, import_ticks, parse_instant
+from server.store.history.backfill import MAX_NAMED, TimeWindow, import_candles, import_ticks, parse_instant, tick_ts
 from server.store.history.candle_rebuild import closed_rows, rebuild_candles, rebuild_from_archive
 from server.store.history.candle_store import SqliteCandleStore
 from server.store.history.retention import DAY_MS, Retention, earliest_all, prune
@@ -89,16 +89,16 @@ def test_parse_instant() -> None:
 
 def test_import_ticks_jsonl_and_csv(tmp_path: Path) -> None:
     jsonl = tmp_path / "t.jsonl"
-    jsonl.write_text('{"id":"brent","ts":1790000040000,"seq":1,"price":80.5,"volume":2}\n'
+    jsonl.write_text('{"id":"brent","ts":1790000040,"seq":1,"price":80.5,"volume":2}\n'
                      '\n'
                      '{"id":"brent","ts":"2026-09-21T22:14:01+08:00","seq":2,"price":80.6}\n'
-                     '{"id":"gold","ts":1790000040000,"seq":1,"price":1,"volume":1}\n'
+                     '{"id":"gold","ts":1790000040,"seq":1,"price":1,"volume":1}\n'
                      'not json\n'
                      '[1,2]\n'
-                     '{"id":"brent","ts":1790000040000,"price":1}\n'
-                     '{"id":"brent","ts":1790000040000,"seq":0,"price":1}\n'
-                     '{"id":"brent","ts":1790000040000,"seq":3,"price":-1}\n'
-                     '{"id":"brent","ts":1790000040000,"seq":3,"price":"NaN"}\n')
+                     '{"id":"brent","ts":1790000040,"price":1}\n'
+                     '{"id":"brent","ts":1790000040,"seq":0,"price":1}\n'
+                     '{"id":"brent","ts":1790000040,"seq":3,"price":-1}\n'
+                     '{"id":"brent","ts":1790000040,"seq":3,"price":"NaN"}\n')
     a = SqliteTickArchive(tmp_path / "d")
     r = import_ticks(a, jsonl, KNOWN, chunk=1)
     assert (r.rows, r.bad) == (2, 7)
@@ -107,9 +107,40 @@ def test_import_ticks_jsonl_and_csv(tmp_path: Path) -> None:
     assert [t[2] for t in a.read("brent", 0, 2**62)] == [1, 2]
     csv_gz = tmp_path / "t.csv.gz"
     with gzip.open(csv_gz, "wt") as fh:
-        fh.write("id,ts,seq,price,volume\nwti,1790000040000,1,70,1\nwti,1790000040001,x,70,1\nwti,1\n")
+        fh.write("id,ts,seq,price,volume\nwti,1790000040,1,70,1\nwti,1790000040.001,x,70,1\nwti,1\n")
     r = import_ticks(a, csv_gz, KNOWN)
     assert (r.rows, r.bad) == (1, 2) and "seq must be an integer" in r.errors[0] and "5 columns" in r.errors[1]
+    a.close()
+
+
+def test_a_ticks_ts_is_epoch_seconds_as_the_feeds() -> None:
+    """docs/storage.md, "What `ts` means": epoch seconds (fractions allowed, as text too) or ISO 8601 with an
+    offset (naive: Asia/Shanghai, as the feed reads it); a number that is plainly epoch milliseconds is named."""
+    assert tick_ts(1790000040) == T0 == tick_ts(1790000040.0) == tick_ts("1790000040.000")
+    assert tick_ts("2026-09-21T22:14:00+08:00") == T0 == tick_ts("2026-09-21T22:14:00")  # naive: Shanghai
+    assert tick_ts(1790000040.25) == T0 + 250
+    for ms in (T0, str(T0), 1e11):
+        with pytest.raises(ValueError, match="plainly epoch milliseconds"):
+            tick_ts(ms)
+    for bad in ("0001-01-01T00:00:00+08:00", -1, "1e9", "nan", True, None, float("inf")):
+        with pytest.raises(ValueError):
+            tick_ts(bad)
+
+
+def test_import_refuses_ticks_the_retention_would_delete_or_from_the_future(tmp_path: Path) -> None:
+    now = T0 / 1000
+    window = TimeWindow(now, T0 - 30 * DAY_MS)
+    rows = [T0 - 30 * DAY_MS, T0 - 30 * DAY_MS - 1, T0 + 300_000, T0 + 300_001, T0 * 1000]
+    f = tmp_path / "t.csv"
+    f.write_text("".join(f"brent,{ms / 1000},{k + 1},80,1\n" for k, ms in enumerate(rows)))
+    a = SqliteTickArchive(tmp_path / "d")
+    r = import_ticks(a, f, KNOWN, window)
+    assert (r.rows, r.bad) == (2, 3), r.errors
+    assert r.errors[0].startswith("line 2: ts 2026-08-22T22:13:59.999+08:00 is older than the retention")
+    assert r.errors[1] == ("line 4: ts 2026-09-21T22:19:00.001+08:00 is in the future "
+                           "(the clock reads 2026-09-21T22:14:00.000+08:00)")
+    assert "line 5: " in r.errors[2] and "plainly epoch milliseconds" in r.errors[2]
+    assert [t[1] for t in a.read("brent", 0, 2**62)] == rows[:1] + rows[2:3]
     a.close()
 
 
@@ -136,6 +167,22 @@ def test_import_candles(tmp_path: Path) -> None:
         import_candles(s, "2m", d, KNOWN)
     with pytest.raises(OSError):
         import_candles(s, "1m", tmp_path / "missing.csv", KNOWN)
+    s.close()
+
+
+def test_import_refuses_candles_in_seconds_too_old_or_from_the_future(tmp_path: Path) -> None:
+    """`t` is epoch ms (as in /kline): a number plainly in seconds, a bucket the retention would delete and one ahead
+    of the clock are named bad rows, on the fast path's file as on the row path's."""
+    f = tmp_path / "c.csv"
+    rows = [T0 // 1000, T0 - 2 * DAY_MS, T0 + 360_000, T0 - DAY_MS]
+    f.write_text("".join(f"brent,{t},1,2,0.5,1.5,10\n" for t in rows))
+    s = SqliteCandleStore(tmp_path / "d")
+    r = import_candles(s, "1m", f, KNOWN, window=TimeWindow(T0 / 1000, T0 - DAY_MS))
+    assert (r.rows, r.bad) == (1, 3), r.errors
+    assert r.errors[0] == "line 1: t 1790000040 is plainly epoch seconds: t is epoch milliseconds"
+    assert "line 2: t 2026-09-19T22:14:00.000+08:00 is older than the retention keeps" in r.errors[1]
+    assert r.errors[2].startswith("line 3: t 2026-09-21T22:20:00.000+08:00 is in the future")
+    assert [row[1] for row in s.range("1m", "brent", 0, 2**62, 10).rows] == [T0 - DAY_MS]
     s.close()
 
 

@@ -27,9 +27,9 @@ describe("flat files", { skip: !havePython() && "no Python server (.venv) to tes
     const dataDir = join(tmp, "data");
     mkdirSync(dataDir);
     const ticks = Array.from({ length: 200 }, (_, k) => JSON.stringify(
-      { id: k % 2 ? "brent" : "methanol", ts: TUESDAY + k * 60_000, seq: k + 1, price: 2400 + k, volume: 1 }));
-    writeFileSync(join(tmp, "ticks.jsonl"), ticks.join("\n") + "\n");
-    cli(dataDir, "ticks", "import", join(tmp, "ticks.jsonl"));
+      { id: k % 2 ? "brent" : "methanol", ts: (TUESDAY + k * 60_000) / 1000, seq: k + 1, price: 2400 + k, volume: 1 }));
+    writeFileSync(join(tmp, "ticks.jsonl"), ticks.join("\n") + "\n"); // ts in epoch seconds, as the feed's
+    cli(dataDir, "ticks", "import", join(tmp, "ticks.jsonl"), "--clock-start", NOW);
     writeFileSync(join(tmp, "feed.jsonl"), "");
     server = await new Server({ dataDir, args: ["--feed", `jsonl:${join(tmp, "feed.jsonl")}`, "--clock-start", NOW,
       "--engine", "memory"] }).start();

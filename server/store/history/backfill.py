@@ -6,7 +6,10 @@ file may be gzipped (`.gz`). Bad rows are counted and named (`line N: reason`, t
 are kept and written `chunk` rows per transaction through the caller's own archive or store connection, so the
 hub's writers wait at most one chunk. Blocking: the CLI runs them in its process, the hub on a storage thread.
 
-Times (`ts`, `t`) are integer epoch milliseconds, ISO 8601 with an offset, or (candles) a date `YYYY-MM-DD`,
+A tick's `ts` means what it means in the feed (docs/storage.md, "What `ts` means"): epoch seconds, fractions
+allowed, or ISO 8601 (as the ticks' flat files write it; naive: Asia/Shanghai); a number past `MS_AS_SECONDS` is plainly
+epoch milliseconds and a bad row, as is a tick the retention would delete or one ahead of the clock (`TimeWindow`).
+A candle's `t` is as in `/kline`: integer epoch milliseconds, ISO 8601 with an offset, or a date `YYYY-MM-DD`,
 read as 00:00 Asia/Shanghai (SPEC 14's `from`/`to`). Writes are idempotent: a re-run completes a cut-off import.
 """
 
@@ -24,6 +27,8 @@ from typing import IO
 
 import orjson
 
+from server.market.tick import MAX_FUTURE_S
+from server.market.timefmt import iso
 from server.store.history.archive import Tick, TickArchive
 from server.store.history.backfill_fast import NotClean, clean_bar_blocks
 from server.store.history.candle_store import Bar, CandleStore, check_interval
@@ -32,6 +37,7 @@ MAX_NAMED = 100
 SHANGHAI = timezone(timedelta(hours=8))
 INTRADAY_MS = {"1m": 60_000, "5m": 300_000, "15m": 900_000, "1h": 3_600_000}
 TICK_FIELDS = ("id", "ts", "seq", "price", "volume")
+MS_AS_SECONDS = 1e11  # seconds past it (the year 5138) are plainly ms; ms below it (before 1973-03) plainly seconds
 
 
 @dataclass
@@ -70,13 +76,54 @@ def parse_instant(text: str | int | float, dates: bool = False) -> int:
     if dates and len(s) == 10:
         d = date.fromisoformat(s)
         return int(datetime(d.year, d.month, d.day, tzinfo=SHANGHAI).timestamp() * 1000)
+    return _iso_ms(s, "epoch ms")
+
+
+def _iso_ms(s: str, numbers: str, naive: timezone | None = None) -> int:
+    """Epoch ms of an ISO 8601 timestamp with an offset (or without one, read in `naive` if given); `numbers` says
+    what a number would have been."""
     try:
         when = datetime.fromisoformat(s)
     except ValueError:
-        raise ValueError(f"bad time {s[:40]!r} (epoch ms or ISO 8601 with offset)") from None
-    if when.tzinfo is None:
+        raise ValueError(f"bad time {s[:40]!r} ({numbers} or ISO 8601 with offset)") from None
+    if when.tzinfo is None and naive is None:
         raise ValueError(f"time {s[:40]!r} has no offset")
-    return round(when.timestamp() * 1000)
+    return round(when.replace(tzinfo=when.tzinfo or naive).timestamp() * 1000)
+
+
+def tick_ts(value: object) -> int:
+    """Epoch ms of a tick's `ts` as the feed reads it: epoch seconds (a number or its text, fractions allowed) or
+    ISO 8601 (without an offset: Asia/Shanghai)."""
+    if isinstance(value, str) and not value.strip().lstrip("+-").replace(".", "", 1).isdigit():
+        ms = _iso_ms(value.strip(), "epoch seconds", SHANGHAI)
+    else:
+        seconds = _number(value, "ts")
+        if seconds >= MS_AS_SECONDS:
+            raise ValueError(f"ts {value} is plainly epoch milliseconds: ts is epoch seconds")
+        ms = round(seconds * 1000)
+    if ms < 0:
+        raise ValueError(f"ts {str(value)[:40]} is before 1970")
+    return ms
+
+
+@dataclass(frozen=True)
+class TimeWindow:
+    """The times a row may be imported with: none the retention of its kind would delete (`first_ms`, None: kept
+    forever), none more than MAX_FUTURE_S ahead of the clock (`now`, epoch seconds), as the feed refuses them."""
+
+    now: float
+    first_ms: int | None = None
+
+    def check(self, ms: int, name: str = "ts") -> None:
+        if self.first_ms is not None and ms < self.first_ms:
+            raise ValueError(f"{name} {iso(ms / 1000)} is older than the retention keeps "
+                             f"(from {iso(self.first_ms / 1000)})")
+        if ms > self.last_ms:
+            raise ValueError(f"{name} {iso(ms / 1000)} is in the future (the clock reads {iso(self.now)})")
+
+    @property
+    def last_ms(self) -> float:
+        return (self.now + MAX_FUTURE_S) * 1000
 
 
 def _whole(x: object, name: str) -> int:
@@ -105,7 +152,7 @@ def tick_of(values: list[object], known: Container[str]) -> Tick:
     inst = str(values[0]).strip()
     if inst not in known:
         raise ValueError(f"unknown instrument {inst[:40]!r}")
-    ts = parse_instant(values[1])  # type: ignore[arg-type]
+    ts = tick_ts(values[1])
     seq = _whole(values[2], "seq")
     price, volume = _number(values[3], "price"), _number(values[4], "volume")
     if seq < 1:
@@ -131,8 +178,9 @@ def _is_jsonl(path: Path) -> bool:
         return fh.read(64).lstrip().startswith("{")
 
 
-def tick_rows(path: Path, known: Container[str], report: ImportReport) -> Iterator[Tick]:
-    """The good ticks of a JSONL or CSV file; bad ones go to `report`."""
+def tick_rows(path: Path, known: Container[str], report: ImportReport, window: TimeWindow | None = None
+              ) -> Iterator[Tick]:
+    """The good ticks of a JSONL or CSV file (within `window`, if given); bad ones go to `report`."""
     jsonl = _is_jsonl(path)
     with _open_text(path) as fh:
         lines = enumerate(fh, 1) if jsonl else enumerate(csv.reader(fh), 1)
@@ -144,6 +192,8 @@ def tick_rows(path: Path, known: Container[str], report: ImportReport) -> Iterat
                     continue
                 else:
                     tick = _csv_tick(line, known)  # type: ignore[arg-type]
+                if tick is not None and window is not None:
+                    window.check(tick[1])
             except (ValueError, TypeError) as exc:
                 report.skip(lineno, str(exc))
                 continue
@@ -178,11 +228,12 @@ def _is_header(row: list[str], first: str) -> bool:
     return bool(row) and row[0].strip().lower() == first
 
 
-def import_ticks(archive: TickArchive, path: Path, known: Container[str], chunk: int = 50_000) -> ImportReport:
+def import_ticks(archive: TickArchive, path: Path, known: Container[str], window: TimeWindow | None = None,
+                 chunk: int = 50_000) -> ImportReport:
     """Append the file's good ticks to `archive`, `chunk` per transaction; raises OSError if unreadable."""
     report = ImportReport()
     batch: list[Tick] = []
-    for tick in tick_rows(path, known, report):
+    for tick in tick_rows(path, known, report, window):
         batch.append(tick)
         if len(batch) >= chunk:
             archive.append(batch)
@@ -195,7 +246,7 @@ def import_ticks(archive: TickArchive, path: Path, known: Container[str], chunk:
 
 
 def bar_of(row: list[str], interval: str, known: Container[str],
-           bucket_start: Callable[[str, int], int] | None) -> Bar:
+           bucket_start: Callable[[str, int], int] | None, window: TimeWindow | None = None) -> Bar:
     if len(row) != 7:
         raise ValueError(f"expected 7 columns (id,t,o,h,l,c,v), got {len(row)}")
     inst = row[0].strip()
@@ -203,6 +254,10 @@ def bar_of(row: list[str], interval: str, known: Container[str],
         raise ValueError(f"unknown instrument {inst[:40]!r}")
     text = row[1]
     t = int(text) if text.isdigit() else parse_instant(text, dates=True)  # epoch ms: the fast path of a big import
+    if t < MS_AS_SECONDS and text.strip().lstrip("-").isdigit():
+        raise ValueError(f"t {text} is plainly epoch seconds: t is epoch milliseconds")
+    if window is not None:
+        window.check(t, "t")
     try:
         o, h, lo, c, v = float(row[2]), float(row[3]), float(row[4]), float(row[5]), float(row[6])
     except ValueError:
@@ -226,7 +281,8 @@ def _bucket(interval: str, t: int, bucket_start: Callable[[str, int], int] | Non
 
 
 def import_candles(store: CandleStore, interval: str, path: Path, known: Collection[str],
-                   bucket_start: Callable[[str, int], int] | None = None, chunk: int = 10_000) -> ImportReport:
+                   bucket_start: Callable[[str, int], int] | None = None, window: TimeWindow | None = None,
+                   chunk: int = 10_000) -> ImportReport:
     """Upsert the CSV's good bars of `interval` into `store`, `chunk` per transaction.
 
     A clean file (epoch-ms times, every row good) is parsed by Arrow's CSV reader a block at a time
@@ -235,17 +291,19 @@ def import_candles(store: CandleStore, interval: str, path: Path, known: Collect
     check_interval(interval)
     report = ImportReport()
     try:
-        for batch in clean_bar_blocks(path, interval, known, bucket_start):
+        bounds = (max(MS_AS_SECONDS, (window and window.first_ms) or 0), window.last_ms if window else math.inf)
+        for batch in clean_bar_blocks(path, interval, known, bucket_start, bounds):
             store.put_closed(interval, batch)
             report.wrote(batch)
         return report
     except NotClean:
         pass
-    return _import_candle_rows(store, interval, path, known, bucket_start, chunk)
+    return _import_candle_rows(store, interval, path, known, bucket_start, window, chunk)
 
 
 def _import_candle_rows(store: CandleStore, interval: str, path: Path, known: Container[str],
-                        bucket_start: Callable[[str, int], int] | None, chunk: int) -> ImportReport:
+                        bucket_start: Callable[[str, int], int] | None, window: TimeWindow | None,
+                        chunk: int) -> ImportReport:
     report = ImportReport()
     batch: list[Bar] = []
     with _open_text(path) as fh:
@@ -253,7 +311,7 @@ def _import_candle_rows(store: CandleStore, interval: str, path: Path, known: Co
             if not row or _is_header(row, "id"):
                 continue
             try:
-                batch.append(bar_of(row, interval, known, bucket_start))
+                batch.append(bar_of(row, interval, known, bucket_start, window))
             except ValueError as exc:
                 report.skip(lineno, str(exc))
             if len(batch) >= chunk:

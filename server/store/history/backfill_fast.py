@@ -1,13 +1,14 @@
 """The fast path of a candle import (server/store/history/backfill.py): a clean CSV parsed by Arrow a block at a time.
 
-Clean means: every row has 7 fields, `t` is integer epoch ms, the instrument is known, 0 < l <= o,c <= h with
-every number finite and v >= 0, and an intraday `t` starts its bucket. Checked per block with Arrow's compute
-functions and numpy instead of per row in Python; the first block that is not clean raises `NotClean`, and the
-caller parses the file row by row instead, to name the bad rows. Measured: bench/history.py import.
+Clean means: every row has 7 fields, `t` is integer epoch ms within the caller's bounds, the instrument is known,
+0 < l <= o,c <= h with every number finite and v >= 0, and an intraday `t` starts its bucket. Checked per block
+with Arrow's compute functions and numpy instead of per row in Python; the first block that is not clean raises
+`NotClean`, and the caller parses the file row by row instead, to name the bad rows. Measured: bench/history.py import.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Collection, Iterator
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,10 @@ def _has_header(path: Path) -> bool:
         return bool(fh.read(2).lower() == b"id")
 
 
-def clean_bar_blocks(path: Path, interval: str, known: Collection[str],
-                     bucket_start: Callable[[str, int], int] | None) -> Iterator[list[Bar]]:
-    """The file's bars a block at a time; raises NotClean at the first block that is not clean, OSError when
-    the file cannot be read."""
+def clean_bar_blocks(path: Path, interval: str, known: Collection[str], bucket_start: Callable[[str, int], int] | None,
+                     bounds: tuple[float, float] = (-math.inf, math.inf)) -> Iterator[list[Bar]]:
+    """The file's bars a block at a time, every `t` within `bounds` (ms, both included); raises NotClean at the
+    first block that is not clean, OSError when the file cannot be read."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
 
@@ -47,13 +48,13 @@ def clean_bar_blocks(path: Path, interval: str, known: Collection[str],
                                 convert_options=pacsv.ConvertOptions(column_types=types))
         known_ids = pa.array(sorted(known), type=pa.string())
         for block in reader:
-            yield _bars_of_block(block, interval, known_ids, bucket_start)
+            yield _bars_of_block(block, interval, known_ids, bucket_start, bounds)
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
         raise NotClean(str(exc)) from None
 
 
-def _bars_of_block(block: Any, interval: str, known_ids: Any,
-                   bucket_start: Callable[[str, int], int] | None) -> list[Bar]:
+def _bars_of_block(block: Any, interval: str, known_ids: Any, bucket_start: Callable[[str, int], int] | None,
+                   bounds: tuple[float, float]) -> list[Bar]:
     import pyarrow.compute as pc
 
     cols = [block.column(i) for i in range(7)]
@@ -67,6 +68,8 @@ def _bars_of_block(block: Any, interval: str, known_ids: Any,
     if not pc.all(good).as_py():
         raise NotClean("a row is not clean")
     starts = t.to_numpy()
+    if len(starts) and not (bounds[0] <= starts.min() and starts.max() <= bounds[1]):
+        raise NotClean("t out of bounds")
     if bucket_start is not None:
         fixed = [bucket_start(interval, x) for x in starts.tolist()]
         if interval != "1d" and fixed != starts.tolist():
