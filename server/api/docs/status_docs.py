@@ -6,6 +6,7 @@ from __future__ import annotations
 from server.api.market.quality import DEFAULT_DAYS, MAX_DAYS
 from server.market.freshness import Level
 from server.market.quality import Condition
+from server.market.venues.data import VENUES
 
 S = dict  # a JSON schema fragment
 STR: S = {"type": "string"}
@@ -78,7 +79,8 @@ STATUS_OPERATIONS: dict[tuple[str, str], S] = {
         "summary": "Data quality per venue per trading day (Databento's conditions, every in-session gap over "
                    "--stale-after), from the stored tick archive", "tags": ["reference data"],
         "parameters": [
-            _param("venue", {**STR, "examples": ["ice-eu"]}, "a venue id (GET /api/v1/venues); left out: all"),
+            _param("venue", {"type": "string", "enum": sorted(VENUES), "examples": ["ice-eu"]},
+                   "a venue id (GET /api/v1/venues); left out: all"),
             _param("from", DATE, f"first day, included (default: {DEFAULT_DAYS} days before to)"),
             _param("to", DATE, f"last day, included (default: today; at most {MAX_DAYS} days after from)"),
         ],

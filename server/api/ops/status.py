@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import orjson
 
+from server.api.core.query import known_query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.core.background import cancel_and_wait
@@ -114,4 +115,5 @@ class StatusApi:
                 "incidents": [], "scheduledMaintenances": []}
 
     def status(self, req: Request) -> Response:
+        known_query(req, frozenset())  # /api/v1 refuses parameters it does not define (SPEC 6)
         return Response(200, orjson.dumps(self.summary(self.clock())), headers=[NO_STORE])
