@@ -177,3 +177,13 @@ def test_on_a_saturday_a_silent_feed_changes_nothing(tmp_path: Path) -> None:
         assert _status(srv)["status"] == {"indicator": "none", "description": "All Systems Operational"}
     finally:
         assert srv.stop() == 0, srv.output()
+
+
+def test_the_status_page_is_served_with_its_script(monday: tuple[ServerProcess, Path, str]) -> None:
+    srv, _, _ = monday
+    page = httpx.get(srv.base + "/status")
+    assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
+    assert "default-src 'self'" in page.headers["content-security-policy"]
+    assert '<script type="module" src="/static/status.js">' in page.text
+    script = httpx.get(srv.base + "/static/status.js")
+    assert script.status_code == 200 and "/api/v1/status" in script.text and "服务状态" in script.text

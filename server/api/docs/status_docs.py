@@ -75,6 +75,13 @@ STATUS_OPERATIONS: dict[tuple[str, str], S] = {
         "responses": {"200": {"description": "the page indicator and every component's status",
                               "content": {"application/json": {"schema": _ref("Status")}}}},
     },
+    ("GET", "/status"): {
+        "summary": "The status page (HTML, not JSON): /api/v1/status in English or Chinese", "tags": ["dashboard"],
+        "parameters": [{"name": "If-None-Match", "in": "header", "required": False, "schema": STR,
+                        "description": "ETag of a copy already held"}],
+        "responses": {"200": {"description": "the page", "content": {"text/html": {"schema": STR}}},
+                      "304": {"description": "not changed"}},
+    },
     ("GET", "/api/v1/quality"): {
         "summary": "Data quality per venue per trading day (Databento's conditions, every in-session gap over "
                    "--stale-after), from the stored tick archive", "tags": ["reference data"],
