@@ -141,7 +141,7 @@ def test_a_day_with_a_gap_lists_it(monday: tuple[ServerProcess, Path, str]) -> N
     days = {d["date"]: d for d in get("venue=ice-eu&from=2026-11-19&to=2026-11-23").json()["days"]}
     assert list(days) == ["2026-11-19", "2026-11-20", "2026-11-23"]  # trading days only, by date
     assert days["2026-11-19"]["condition"] == "missing" and days["2026-11-19"]["lastModified"] is None
-    assert days["2026-11-23"]["condition"] == "pending"  # Monday has not closed
+    assert days["2026-11-23"]["condition"] == "pending" and days["2026-11-23"]["lastModified"] is None  # not closed
     assert httpx.get(f"{srv.base}/api/v1/quality").status_code == 401
 
 

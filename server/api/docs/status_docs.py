@@ -38,7 +38,8 @@ DAY = _obj({
                   "description": "available; degraded: gaps lists every in-session silence over --stale-after; "
                                  "pending: the day has not closed; missing: no tick at all"},
     "gaps": {"type": "array", "items": _ref("QualityGap")},
-    "lastModified": {"oneOf": [TS, {"type": "null"}], "description": "the newest tick of the day (null: none)"},
+    "lastModified": {"oneOf": [TS, {"type": "null"}],
+                     "description": "the newest tick of a closed day (null: none, or the day is pending)"},
 })
 STATUS_SCHEMAS: dict[str, S] = {
     "StatusComponent": COMPONENT,

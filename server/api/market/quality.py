@@ -85,10 +85,11 @@ class QualityApi:
         continuous = [r for r in fresh.rows_of.get(vid, ()) if fresh.venue_of_row[r] == vid]
         ids = [self.ids[r] for r in continuous or fresh.rows_of.get(vid, ())]
         lo, hi = windows[0].start_ms, windows[-1].end_ms + 1
-        assert self.history is not None  # _days lists none without it
-        ticks = await self.history.read(
-            lambda _, archive: sorted(t[1] for i in ids for t in archive.read(i, lo, hi)))
         closed = now_ms >= max(clock.close_ms(day), hi)
+        assert self.history is not None  # _days lists none without it
+        # a pending day's ticks are not read at every request: its condition needs none
+        ticks = await self.history.read(
+            lambda _, archive: sorted(t[1] for i in ids for t in archive.read(i, lo, hi))) if closed else []
         return day_quality(ticks, windows, fresh.stale_ms, closed=closed, continuous=bool(continuous))
 
 
