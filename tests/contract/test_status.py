@@ -17,6 +17,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection, connect
 
 from tests.conftest import ServerProcess, run_cli
+from tests.redis_service import REDIS_URL, fresh_prefix, require_redis
 
 MONDAY = "2026-11-23T10:00:00+08:00"  # ICE Futures Europe (brent) is in session from 07:00 to 07:00 the next day
 SATURDAY = "2026-11-28T10:00:00+08:00"  # every venue is shut
@@ -187,3 +188,15 @@ def test_the_status_page_is_served_with_its_script(monday: tuple[ServerProcess, 
     assert '<script type="module" src="/static/status.js">' in page.text
     script = httpx.get(srv.base + "/static/status.js")
     assert script.status_code == 200 and "/api/v1/status" in script.text and "服务状态" in script.text
+
+
+def test_the_redis_engine_is_a_component_of_its_own(tmp_path: Path) -> None:
+    require_redis()
+    srv = ServerProcess(tmp_path / "data", "granian", "--engine", "redis", "--redis-url", REDIS_URL,
+                        "--redis-prefix", fresh_prefix())
+    try:
+        ids = [c["id"] for c in _status(srv)["components"]]
+        assert ids[:5] == ["rest", "stream", "storage", "notifications", "redis"]
+        assert _component(srv, "redis") == "operational"
+    finally:
+        assert srv.stop() == 0, srv.output()
