@@ -342,7 +342,8 @@ def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, 
         archive.restore_closed()  # earlier sessions' intraday buckets, as stored
         archive.store_missing_bars()  # those of sessions a killed hub had not stored, from the archived ticks
         archive.replay()  # and today's, from the archived ticks
-    feed = JsonlSource(catalogue, settings.feed_path or "-", clock, state.history_start)
+    feed = JsonlSource(catalogue, settings.feed_path or "-", clock, state.history_start,
+                       state.futures.within_limits)
     return state, feed, CandleKeeper(catalogue, book, candles, archive)
 
 

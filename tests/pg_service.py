@@ -23,7 +23,8 @@ from typing import Any
 from urllib.parse import quote
 
 import psycopg
-import pytest
+
+from tests.required import unavailable
 
 PG_URL = os.environ.get("MARKET_TEST_DATABASE_URL", "postgresql://postgres@127.0.0.1:5432/test")
 
@@ -34,9 +35,7 @@ def _admin() -> psycopg.Connection:
     except psycopg.Error as exc:
         message = (f"PostgreSQL not reachable at {PG_URL} ({str(exc).strip().splitlines()[0]}): start it (or set "
                    "MARKET_TEST_DATABASE_URL) to run the PostgreSQL storage tests")
-        if os.environ.get("MARKET_REQUIRE_SERVICES") == "1":
-            pytest.fail(message, pytrace=False)
-        pytest.skip(message)
+        unavailable(message)
 
 
 def schema_url(schema: str) -> str:

@@ -22,6 +22,8 @@ from typing import Any
 import pytest
 import redis
 
+from tests.required import unavailable
+
 REDIS_URL = os.environ.get("MARKET_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
@@ -31,9 +33,7 @@ def require_redis(url: str = REDIS_URL) -> str:
     except (redis.RedisError, OSError) as exc:
         message = (f"Redis not reachable at {url} ({exc}): start redis-server (or set MARKET_TEST_REDIS_URL) "
                    "to run the Redis engine tests")
-        if os.environ.get("MARKET_REQUIRE_SERVICES") == "1":
-            pytest.fail(message)
-        pytest.skip(message)
+        unavailable(message)
     return url
 
 

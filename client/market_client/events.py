@@ -34,6 +34,10 @@ class Tick(msgspec.Struct, tag="tick", tag_field="type", frozen=True, kw_only=Tr
     change: float
     ts: datetime
     seq: int
+    bid: float | None = None  # a futures product's tick (SPEC 19): the book, open interest, the day's volume
+    ask: float | None = None
+    oi: int | None = None
+    vol: float | None = None
 
     def __str__(self) -> str:
         at = self.ts.isoformat(timespec="milliseconds")

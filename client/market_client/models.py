@@ -2,7 +2,8 @@
 
 Field names are snake_case in Python and camelCase on the wire (``rename="camel"``).
 Unknown fields a newer server adds are ignored, so an older client keeps working.
-Candles read ``o, h, l, c, v`` into ``open, high, low, close, volume``.
+Candles read ``o, h, l, c, v`` into ``open, high, low, close, volume`` (a futures product's daily candles
+also ``oi, s`` into ``open_interest, settle``).
 Timestamps are timezone-aware ``datetime``; candle ``t`` stays a string because it
 is a date (``YYYY-MM-DD``) for daily candles and a timestamp for intraday ones
 (``Candle.start`` parses either).
@@ -40,6 +41,18 @@ class Quote(Model):
     unit: Localised
     currency: str
     updated: datetime | None
+    # a futures product's board (SPEC 19); None for spot assessments and FX, and where unknown
+    bid: float | None = None
+    ask: float | None = None
+    bid_size: int | None = None
+    ask_size: int | None = None
+    open_interest: int | None = None
+    oi_change: int | None = None
+    turnover: float | None = None
+    prev_settle: float | None = None
+    settle: float | None = None
+    limit_up: float | None = None
+    limit_down: float | None = None
 
     @property
     def decimals(self) -> int:
@@ -76,6 +89,8 @@ class Candle(Model):
     low: float = msgspec.field(name="l")
     close: float = msgspec.field(name="c")
     volume: float = msgspec.field(name="v")
+    open_interest: float | None = msgspec.field(default=None, name="oi")  # futures, daily candles only
+    settle: float | None = msgspec.field(default=None, name="s")  # futures, daily: None until known
 
     @property
     def start(self) -> datetime | date:

@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from server.config import FeedSettings
-from server.feeds.jsonl import JsonlParser
+from server.feeds.jsonl import JsonlParser, Limits
 from server.feeds.lines import FeedReadError, LineReader
 from server.market.catalogue import Catalogue
 from server.market.demo import DemoWalk
@@ -188,12 +188,13 @@ class JsonlSource:
     """Reads `{"id","price","ts","volume"?}` lines in a thread and yields them in batches."""
 
     def __init__(self, catalogue: Catalogue, path: str, clock: Callable[[], float],
-                 not_before: Callable[[], float]) -> None:
-        """`not_before`: the earliest tick time the market state keeps (older lines are bad lines)."""
+                 not_before: Callable[[], float], within_limits: Limits) -> None:
+        """`not_before`: the earliest tick time the market state keeps (older lines are bad lines);
+        `within_limits`: whether a price is within its day's daily limits (SPEC 19: outside, a bad line)."""
         self.path = path
         self.clock = clock
         self.not_before = not_before
-        self.parser = JsonlParser(catalogue)
+        self.parser = JsonlParser(catalogue, within_limits)
         self.reader = LineReader(path)
         self.ticks_received = 0
 

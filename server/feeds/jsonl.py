@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeGuard
 
 import orjson
 
 from server.market.catalogue import Catalogue
-from server.market.tick import Tick
+from server.market.contracts.settlement import within
+from server.market.tick import Tick, TickDetail
 from server.market.timefmt import TZ
 
 # A tick stamped further ahead of the clock than this is a bad line (SPEC 10).
 MAX_FUTURE_S = 300.0
+# A futures line's board fields (SPEC 19): the line's key -> TickDetail's field; each a number >= 0 or absent/null.
+DETAIL_KEYS = {"bid": "bid", "ask": "ask", "bidSize": "bid_size", "askSize": "ask_size", "oi": "oi",
+               "cumVolume": "cum_volume", "turnover": "turnover", "settle": "settle", "limitUp": "limit_up",
+               "limitDown": "limit_down"}
+Limits = Callable[[int, float, float], bool]  # (row, price, ts) -> within the daily limits of ts's trading day
+
+
+def _allow_all(row: int, price: float, ts: float) -> bool:
+    return True
 
 
 def _is_number(value: Any) -> TypeGuard[int | float]:
@@ -46,10 +57,16 @@ class JsonlParser:
     Blank lines are ignored. A missing ts means "now"; a naive ISO 8601 ts is
     read as Asia/Shanghai. ``ts`` is epoch seconds: epoch milliseconds land
     tens of thousands of years ahead and are rejected like any other future ts.
+
+    A futures line may carry the board's fields (``DETAIL_KEYS``; ``cumVolume``, the day's running total, instead
+    of ``volume``); a field that is not a finite number >= 0 is a bad line, and so is a price outside the daily
+    limits (``within_limits``: the market state's; a line's own ``limitUp``/``limitDown`` win), a limit price
+    being valid.
     """
 
-    def __init__(self, catalogue: Catalogue) -> None:
+    def __init__(self, catalogue: Catalogue, within_limits: Limits = _allow_all) -> None:
         self.index = catalogue.index
+        self.within_limits = within_limits
         self.bad_lines = 0
         self.unknown_ids = 0
         self.accepted = 0
@@ -87,4 +104,16 @@ class JsonlParser:
         if row is None:
             self.unknown_ids += 1
             return None
-        return Tick(row, float(price), ts, float(volume))
+        given = {field: obj[key] for key, field in DETAIL_KEYS.items() if obj.get(key) is not None}
+        if not all(_is_number(v) and math.isfinite(v) and v >= 0 for v in given.values()) or (
+                "cum_volume" in given and "volume" in obj):
+            return self._bad()
+        detail = TickDetail(**{k: float(v) for k, v in given.items()}) if given else None
+        if detail is not None and (detail.limit_up is not None or detail.limit_down is not None):
+            inside = within(price, math.nan if detail.limit_down is None else detail.limit_down,
+                            math.nan if detail.limit_up is None else detail.limit_up)
+        else:
+            inside = self.within_limits(row, price, ts)
+        if not inside:
+            return self._bad()
+        return Tick(row, float(price), ts, float(volume), detail)

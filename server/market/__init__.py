@@ -2,6 +2,7 @@
 
 Nothing in this package performs I/O or awaits; clocks and randomness are injected. May import `core` and `config`.
 Its rooms: `venues/` (sessions, trading days, each venue's clock) and `candles/` (the ring buffers and range
-queries); beside them the catalogue, the state (the one writer of prices, seqs and candles), the demo walk, spreads
+queries), `contracts/` (futures products, settlement, the futures board); beside them the catalogue, the state (the
+one writer of prices, seqs and candles), futures (the board kept in step with the candles), the demo walk, spreads
 and inventory.
 """

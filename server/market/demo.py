@@ -14,7 +14,9 @@ import numpy as np
 
 from server.market.candles.intraday import INTERVALS, session_start
 from server.market.catalogue import Catalogue
-from server.market.tick import Tick
+from server.market.contracts.settlement import round_to_tick
+from server.market.contracts.specs import PRODUCTS
+from server.market.tick import Tick, TickDetail
 from server.market.timefmt import day_start, trading_days_back
 
 # Seconds of continuous trading that one ``daily_vol`` is spread over. Using a
@@ -54,7 +56,7 @@ class DemoWalk:
         self.volume_base = np.array([i.volume_base for i in insts])
         self._tick_size = 10.0 ** -self.decimals.astype(np.float64)
         # children keyed by index: a fourth leaves the first three (and so older histories) unchanged
-        init_seq, tick_seq, self._history_seq, self._intraday_seq = np.random.SeedSequence(seed).spawn(4)
+        init_seq, tick_seq, self._history_seq, self._intraday_seq, book_seq = np.random.SeedSequence(seed).spawn(5)
         init_rng = np.random.default_rng(init_seq)
         base = np.array([i.base_price for i in insts])
         start = base * np.exp(init_rng.normal(0.0, 1.5 * self.vol))
@@ -62,6 +64,12 @@ class DemoWalk:
         self._true = start  # unrounded internal price; ticks publish it rounded
         self._rng = np.random.default_rng(tick_seq)
         self._last_ts: float | None = None
+        # futures (SPEC 19): each product's tick, its open interest, and the state's daily limits to stay within
+        self.product_tick = np.array([PRODUCTS[i.id].tick if i.id in PRODUCTS else np.nan for i in insts])
+        self.futures = np.isfinite(self.product_tick)
+        self._book_rng = np.random.default_rng(book_seq)
+        self.oi = np.where(self.futures, np.round(self.volume_base * 3.0), np.nan)
+        self.bounds: tuple[np.ndarray, np.ndarray] | None = None  # (limitDown, limitUp) per row; NaN: none
 
     def resume(self, prices: np.ndarray) -> None:
         """Walk on from these published prices (another process ran the walk until now). An instrument whose own
@@ -193,9 +201,44 @@ class DemoWalk:
         pull = -MEAN_REVERSION_PER_S * dt / frac * np.log(self._true[movers] / self._anchor[movers])
         self._true[movers] *= np.exp(pull + sigma * rng.standard_normal(movers.size))
         prices = np.maximum(_round_rows(self._true[movers], self.decimals[movers]), self._tick_size[movers])
+        if self.bounds is not None:  # a futures product stays within its daily limits (a limit price is valid)
+            down, up = self.bounds[0][movers], self.bounds[1][movers]
+            self._true[movers] = np.fmin(np.fmax(self._true[movers], down), up)
+            prices = np.fmin(np.fmax(prices, down), up)
         per_move = self.volume_base[movers] * dt / (frac * TRADING_DAY_SECONDS)
         volumes = np.maximum(1.0, np.round(per_move * rng.lognormal(0.0, 0.5, size=movers.size)))
-        return [Tick(int(r), float(p), ts, float(q)) for r, p, q in zip(movers, prices, volumes, strict=True)]
+        details = self._details(movers, prices, volumes)
+        return [Tick(int(r), float(p), ts, float(q), details.get(int(r)))
+                for r, p, q in zip(movers, prices, volumes, strict=True)]
+
+    def _details(self, movers: np.ndarray, prices: np.ndarray, volumes: np.ndarray) -> dict[int, TickDetail]:
+        """The futures movers' book: bid a tick or none below the price, ask one or two ticks above the bid,
+        sizes of 1-80 lots, open interest moving with the volume traded."""
+        at = np.flatnonzero(self.futures[movers])
+        if not at.size:
+            return {}
+        rows, rng = movers[at], self._book_rng
+        tick, dec = np.maximum(self.product_tick[rows], self._tick_size[rows]), self.decimals[rows]  # a step shown
+        bid = _round_rows(prices[at] - tick * rng.integers(0, 2, at.size), dec)
+        ask = _round_rows(bid + tick * rng.integers(1, 3, at.size), dec)
+        sizes = rng.integers(1, 81, size=(2, at.size))
+        self.oi[rows] = np.maximum(self.oi[rows] + np.round(volumes[at] * rng.normal(0.0, 0.4, at.size)), 0.0)
+        return {int(r): TickDetail(bid=float(b), ask=float(a), bid_size=float(bs), ask_size=float(asz),
+                                   oi=float(oi))
+                for r, b, a, bs, asz, oi in zip(rows, bid, ask, sizes[0], sizes[1], self.oi[rows], strict=True)}
+
+    def board_history(self, history: History) -> tuple[np.ndarray, np.ndarray]:
+        """(oi, settle) of every history candle, NaN for other instruments: the settlement is the day's typical
+        price (h + l + 2c) / 4 rounded to the tick, the open interest a slow walk ending at today's."""
+        _, _, h, low, c, _ = history
+        rng = np.random.default_rng(self._history_seq.spawn(1)[0])
+        settle = np.full(c.shape, np.nan)
+        for row in np.flatnonzero(self.futures):
+            typical = (h[row] + low[row] + 2 * c[row]) / 4
+            settle[row] = [round_to_tick(x, self.product_tick[row]) if x == x else np.nan for x in typical]
+        drift = np.cumsum(rng.normal(0.0, 0.03, size=c.shape)[:, ::-1], axis=1)[:, ::-1]
+        oi = np.round(self.oi[:, None] * np.exp(drift - drift[:, -1:]))
+        return oi, settle
 
 
 def _coarsen(buckets: Buckets, seconds: int) -> Buckets:

@@ -1,6 +1,7 @@
 """The market state: current prices, per-instrument sequence numbers, candles.
 
-Single writer: only ``apply``, ``restore`` and ``roll`` change it, and each change bumps
+Single writer: only ``apply``, ``restore`` and ``roll`` change it (a futures product's board and settlement too,
+through ``FuturesDays``: server/market/futures.py, docs/futures.md), and each change bumps
 ``version`` so readers can cache serialised views per version. Nothing outside writes its fields. Views return
 plain dicts and lists ready for orjson; they never mutate anything.
 
@@ -32,6 +33,7 @@ from server.market.candles.ranges import CandleRanges
 from server.market.candles.trading_axis import VenueAxis, WeekdayAxis, axis_columns, axis_days_back
 from server.market.catalogue import Catalogue
 from server.market.demo import DemoWalk, fit_to_venues
+from server.market.futures import FuturesDays
 from server.market.inventory import InventoryBook
 from server.market.spreads import SpreadCalculator
 from server.market.tick import Tick
@@ -50,6 +52,7 @@ class AppliedTick:
     ts: float
     seq: int
     volume: float = 0.0
+    book: dict | None = None  # a futures tick's frame keys beside the price: bid, ask, oi, vol (SPEC 19)
 
 
 def _finite_or_none(value: float, decimals: int) -> float | None:
@@ -127,6 +130,7 @@ class MarketState:
         self._floor_day = np.zeros(n, dtype=np.int64)  # the live day each row's session floor is for
         self._floor = [0] * n
         self.floors = SessionFloors(self.clocks, candles)
+        self.futures = FuturesDays(self._ids, candles, [clock.local for clock in self.clocks], self._day_of)
 
     # --- writing -------------------------------------------------------------
     def _trading_day(self, ts: float) -> date:
@@ -156,24 +160,29 @@ class MarketState:
         seq = seq or int(self.seq[row]) + 1
         day_of = self._day_of
         if day_of is None:
-            candles.apply_tick(row, tick.price, tick.volume, self._trading_day(tick.ts), seq)
+            day = self._trading_day(tick.ts)
             bucket_ts = tick.ts
         else:
             ms = int(tick.ts * 1000)
-            candles.apply_tick(row, tick.price, tick.volume, day_of[row](ms), seq)
+            day = day_of[row](ms)
             bucket_ts = self._bucket_of[row](ms) / 1000  # type: ignore[index]
+        futures = self.futures.is_futures(row)
+        volume = self.futures.before_tick(row, day, tick) if futures else tick.volume
+        candles.apply_tick(row, tick.price, volume, day, seq)
         live = candles.days[candles.row_col[row]]  # the candle the tick went into (a late tick: the live one)
         if live != self._floor_day[row]:
             self._floor_day[row] = live
             self._floor[row] = self.floors.of(row, date.fromordinal(int(live)))
-        self.intraday.apply(row, tick.price, tick.volume, bucket_ts, self._floor[row], seq)
+        self.intraday.apply(row, tick.price, volume, bucket_ts, self._floor[row], seq)
         self.prices[row] = tick.price
         self.seq[row] = seq
         self.updated_ts[row] = tick.ts
-        prev = self.candles.prev_close(row)
-        change = tick.price - prev if math.isfinite(prev) else 0.0
-        return AppliedTick(row, self._ids[row], tick.price, round(change, self._decimals[row]), tick.ts, seq,
-                           tick.volume)
+        change = round(tick.price - self.futures.reference_price(row), self._decimals[row])
+        applied = AppliedTick(row, self._ids[row], tick.price, change if math.isfinite(change) else 0.0, tick.ts,
+                              seq, volume)
+        if futures:
+            applied.book = self.futures.after_tick(row, tick, volume, self._decimals[row])
+        return applied
 
     def restore(self, last: list[tuple[Tick, int]], seqs: dict[str, int], untouched_at: float | None) -> None:
         """Continue from a shared tick log (a hub joining others, or restarting on Redis): each instrument's newest
@@ -211,6 +220,7 @@ class MarketState:
             ms = int(now * 1000)
             changed = self.candles.advance(np.array([f(ms).toordinal() for f in self._day_of], dtype=np.int32))
         if changed:
+            self.futures.settle_moved(self.futures.board.rows)
             self.version += 1
         return changed
 
@@ -223,11 +233,11 @@ class MarketState:
         inst = self.catalogue.instruments[row]
         dec = inst.decimals
         price = float(self.prices[row])
-        prev = self.candles.prev_close(row)
+        prev = self.futures.reference_price(row)
         change = price - prev
         pct = 100.0 * change / prev if math.isfinite(change) and prev else math.nan
         ts = float(self.updated_ts[row])
-        return {
+        out = {
             "id": inst.id,
             "kind": inst.kind,
             "name": inst.name,
@@ -242,6 +252,7 @@ class MarketState:
             "venue": inst.venue,
             "tradingDay": self._trading_day_of(row, ts),
         }
+        return out | self.futures.fields(row, dec) if self.futures.is_futures(row) else out
 
     def _trading_day_of(self, row: int, ts: float) -> str | None:
         """The trading day (of the instrument's venue) its newest tick belongs to; None before the first."""
@@ -319,8 +330,11 @@ def build_demo_state(
         opened = np.array([axis.open_rows(day) for day in days]).T
         fit_to_venues(history, opened, np.array([d.toordinal() for d in live_days]), started, feed.live_prices())
     candles = CandleBook(n, columns, axis)
-    candles.load_history(days, o, h, low, c, v)
+    oi, settle = feed.board_history(history)
+    candles.load_history(days, o, h, low, c, v, oi, settle)
     candles.advance(np.array([d.toordinal() for d in live_days], dtype=np.int32))
+    candles.s[np.arange(n), candles.row_col] = np.nan  # today settles at its close
+    candles.oi[np.isnan(candles.o)] = candles.s[np.isnan(candles.o)] = np.nan  # days not begun have neither
     intraday = IntradayBook(n)
     for name, arrays in buckets.items():
         intraday.rings[name].load(*arrays)
@@ -328,4 +342,10 @@ def build_demo_state(
                         inventory=InventoryBook(catalogue, seed), intraday=intraday, clocks=clocks)
     state.updated_ts[:] = now
     state.updated = now
+    for row in state.futures.board.rows:  # the board's day so far, as the live candle tells it
+        _, high, low_, close, volume = candles.live(row)
+        shown = candles.shown_columns(row)
+        oi_prev = float(candles.oi[row, shown[-2]]) if len(shown) > 1 else math.nan
+        state.futures.board.seed_day(row, (high + low_ + 2 * close) / 4, volume, close, float(feed.oi[row]), oi_prev)
+    feed.bounds = state.futures.bounds()
     return state, feed

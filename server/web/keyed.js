@@ -10,7 +10,7 @@ import { makeClient, settle } from "./calls.js";
 import { INTERVALS, PriceChart, intervalSwitch } from "./chart.js";
 import { el, flash, replaceChildren, signClass } from "./dom.js";
 import { CloseCode, QuoteStream } from "./market-client.js";
-import { QuoteBook, clockOf, formatNumber, viewerTime, zonedClock } from "./quotes.js";
+import { QuoteBook, clockOf, formatCount, formatNumber, viewerTime, zonedClock } from "./quotes.js";
 import { VenuePanel } from "./venues.js";
 
 const SIDE_REFRESH_MS = 60000; // spreads and inventories
@@ -329,6 +329,7 @@ export class KeyedSession {
         el("td", { class: "num mono price" }),
         el("td", { class: "num mono change opt" }),
         el("td", { class: "num mono pct" }),
+        el("td", { class: "num mono opt book" }), // futures: bid / ask, then settle and open interest (SPEC 19)
         el("td", { class: "opt unit" }, i18n.loc(q.unit)),
         el("td", { class: "num opt mono time" }),
       );
@@ -349,9 +350,25 @@ export class KeyedSession {
     cells[3].textContent = q.changePct === null ? "—" : `${formatNumber(q.changePct, 2, { sign: true })}%`;
     cells[2].className = `num mono change opt ${cls}`;
     cells[3].className = `num mono pct ${cls}`;
-    cells[5].textContent = clockOf(q.updated); // the column header names the zone
-    cells[5].title = viewerTime(q.updated, this.ctx.i18n);
+    this._fillBook(cells[4], q, row.decimals);
+    cells[6].textContent = clockOf(q.updated); // the column header names the zone
+    cells[6].title = viewerTime(q.updated, this.ctx.i18n);
     cells[0].lastChild.lastChild.textContent = zonedClock(q.updated, this.ctx.i18n);
+  }
+
+  /** A futures quote's book in one narrow cell (two short lines, prices without separators: the table must not
+   * scroll sideways at 1440 px); "—" for spot and FX. */
+  _fillBook(cell, q, decimals) {
+    if (q.bid === undefined) {
+      cell.textContent = "—";
+      return;
+    }
+    const plain = (v) => (v === null || v === undefined ? "—" : v.toFixed(decimals));
+    replaceChildren(cell, [
+      `${plain(q.bid)} / ${plain(q.ask)}`,
+      el("span", { class: "sub-book" }, this.ctx.i18n.t("settleOi", {
+        s: plain(q.settle ?? q.prevSettle), oi: formatCount(q.openInterest) })),
+    ]);
   }
 
   _updateRow(row) {

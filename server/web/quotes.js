@@ -26,6 +26,14 @@ export function formatNumber(value, decimals = 2, { sign = false } = {}) {
   return fmt.format(value);
 }
 
+const COMPACT = new Intl.NumberFormat("en-US", { notation: "compact", maximumFractionDigits: 1 });
+
+/** A count in few characters (open interest in a narrow cell): "1,002", "270.3K", "2.7M"; "—" for null. */
+export function formatCount(value) {
+  if (value === null || value === undefined || Number.isNaN(value)) return "—";
+  return Math.abs(value) < 10000 ? formatNumber(value, 0) : COMPACT.format(value);
+}
+
 /** "HH:MM:SS" of an ISO time with offset (the server's local time, Asia/Shanghai). */
 export function clockOf(iso) {
   const m = /T(\d{2}:\d{2}:\d{2})/.exec(iso ?? "");
@@ -112,7 +120,8 @@ export class QuoteBook {
     return changed;
   }
 
-  /** Apply a tick {id, price, change, ts, seq}; returns the row, or null for an unknown id. */
+  /** Apply a tick {id, price, change, ts, seq; a futures tick also bid, ask, oi, vol}; returns the row, or null
+   * for an unknown id. */
   applyTick(tick) {
     const row = this.rows.get(tick.id);
     if (!row) return null;
@@ -124,6 +133,7 @@ export class QuoteBook {
       change: tick.change,
       changePct: prevClose ? (100 * tick.change) / prevClose : null,
       updated: tick.ts,
+      ...(tick.oi === undefined ? {} : { bid: tick.bid, ask: tick.ask, openInterest: tick.oi, volume: tick.vol }),
     };
     row.prevClose = prevClose;
     return row;

@@ -175,12 +175,10 @@ def test_without_from_the_latest_limit_before_to(replay: httpx.Client) -> None:
         [expected[4]]
 
 
-def test_daily_range_on_the_replayed_session(replay: httpx.Client) -> None:
+def test_the_replayed_saturday_is_mondays_trading_day(replay: httpx.Client) -> None:
+    """The daily bounds are held on the demo hub's 90 days (test_daily_bounds_are_half_open): one candle here."""
     live = _kline(replay, "brent", days=1)["series"]
     assert [c["t"] for c in live] == [MONDAY]
-    assert _kline(replay, "brent", **{"from": MONDAY})["series"] == live
-    assert _kline(replay, "brent", interval="1d", to=MONDAY)["series"] == []  # half-open: Monday is not < Monday
-    assert _kline(replay, "brent", interval="1d", to="2026-11-24")["series"] == live
 
 
 @pytest.mark.parametrize(("lo", "hi"), [("2020-01-01", "2020-02-01"), ("2027-01-01", None), (None, "2026-11-20")])
@@ -369,6 +367,18 @@ def demo(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactor
     with srv.client(headers={"X-SERVICE-Key": srv.demo_key}) as client:
         yield client
     assert srv.stop() == 0, srv.output()
+
+
+@pytest.mark.parametrize("k", [30, 60])
+def test_daily_bounds_are_half_open(demo: httpx.Client, k: int) -> None:
+    """A day is in [from, to) when it starts at or after `from` and before `to`: each bound off by one day fails."""
+    full = _kline(demo, "brent")["series"]
+    days = [c["t"] for c in full]
+    assert _kline(demo, "brent", interval="1d", **{"from": days[k], "to": days[k + 1]})["series"] == [full[k]]
+    assert _kline(demo, "brent", interval="1d", to=days[k], limit=3)["series"] == full[k - 3:k]
+    assert _kline(demo, "brent", interval="1d", **{"from": days[k], "limit": 3})["series"] == full[k:k + 3]
+    assert _kline(demo, "brent", interval="1d", **{"from": days[k - 1], "to": days[k + 2]})["series"] == \
+        full[k - 1:k + 2]
 
 
 def test_daily_ranges_and_pages_over_the_demo_history(demo: httpx.Client) -> None:

@@ -13,6 +13,8 @@ import pytest
 
 from tests.conftest import RUNTIMES, ServerProcess
 
+ENGINE_NEUTRAL = "response compression happens in the HTTP layer"
+
 PATHS = ("/api/v1/quotes", "/api/v1/inventory", "/openapi.json", "/api/market")
 
 

@@ -367,3 +367,41 @@ def test_users_plan_refuses_bad_input(srv: ServerProcess) -> None:
         assert out.returncode != 0 and message in out.stderr, (args, out.stderr)
     out = run_cli(srv.data_dir, "users", "plan", "nobody@example.com", "gold")
     assert out.returncode == 2 and "invalid choice" in out.stderr
+
+
+def test_a_rotation_closes_that_keys_stream_at_once_and_no_other(srv: ServerProcess) -> None:
+    """SPEC 17: a rotation closes the old secret's sessions with 4001 at once, not at the next key refresh, and the
+    account's other sessions stay open."""
+    email = "rotate@example.com"
+    with client(srv) as c:
+        sign_up(c, email)
+        assert run_cli(srv.data_dir, "users", "plan", email, "professional").returncode == 0
+        keys = [c.post("/api/console/keys", json={"label": label}).json() for label in ("a", "b")]
+        assert [k["plan"] for k in keys] == ["professional"] * 2
+        assert until(lambda: all(quotes(srv, k["key"]).headers.get("x-ratelimit-limit") == "600" for k in keys),
+                     timeout=5.0)
+        asyncio.run(_rotate_each_quickly(srv, c, keys))
+
+
+async def _rotate_each_quickly(srv: ServerProcess, c: httpx.Client, keys: list[dict[str, Any]]) -> None:
+    """Each close must come within LIMIT of sending the rotation: below the key watch's refresh (KEY_REFRESH_S, 1 s),
+    so a close left to the refresh fails. Both rotations can pass that way only if a refresh falls in both windows;
+    sent half a refresh apart, with windows of 0.4 s, no one-second refresh can, so the test is not left to luck."""
+    limit, offset = 0.4, 0.5
+    streams = []
+    for key in keys:
+        ws = await connect(f"{srv.ws_base}/ws/quotes?key={key['key']}")
+        assert json.loads(await asyncio.wait_for(ws.recv(), 5.0))["type"] == "snapshot"
+        streams.append(ws)
+    first_sent = time.monotonic()
+    for n, (key, ws) in enumerate(zip(keys, streams, strict=True)):
+        await asyncio.sleep(max(0.0, first_sent + n * offset - time.monotonic()))  # a phase, not a barrier
+        sent = time.monotonic()
+        resp = await asyncio.to_thread(c.post, f"/api/console/keys/{key['id']}/rotate")
+        assert resp.status_code == 201, resp.text
+        with pytest.raises(ConnectionClosed) as closed:
+            while True:
+                await asyncio.wait_for(ws.recv(), max(0.01, sent + limit - time.monotonic()))
+        assert closed.value.rcvd is not None and closed.value.rcvd.code == 4001
+        for other in streams[n + 1:]:  # the account's other stream answers a ping after the close
+            await asyncio.wait_for(await other.ping(), 5.0)

@@ -18,6 +18,8 @@ import pytest
 from server.market.catalogue import default_catalogue
 from tests.conftest import ROOT, ServerProcess
 
+ENGINE_NEUTRAL = "contract listing is reference data computed from the calendars"
+
 RUBBER = ('[[product]]\nid = "rubber"\nvenue = "shfe"\ncode = "ru"\ntick = 5\nmultiplier = 10\nlimit_pct = 0.08\n'
           'settlement = "vwap-day"\nmonths = [1, 3, 4, 5, 6, 7, 8, 9, 10, 11]\nlisted = 10\n'
           'last_trading_day = "calendar-day 15"\nlast_trading_month = 0\nsymbol_form = "yymm"\n')

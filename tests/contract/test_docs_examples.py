@@ -19,6 +19,8 @@ from server.core.errors import ERROR_KINDS
 from tests.conftest import ServerProcess
 from tests.contract.test_schemas import errors_of, validator
 
+ENGINE_NEUTRAL = "the OpenAPI document's examples against the answers' shapes"
+
 S = dict[str, Any]
 ISO_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d")
 

@@ -12,16 +12,20 @@ import gzip
 import hashlib
 import io
 import json
+import random
 import re
+import shutil
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
 import httpx
 import pyarrow.parquet as pq
 import pytest
 
+from server.http.robyn_app import INLINE_MAX
 from server.market.timefmt import TZ
+from server.store.flatfiles.files import day_file
 from tests.conftest import ServerProcess, run_cli
 from tests.contract.test_schemas import Checker
 
@@ -43,6 +47,8 @@ TICKS = [  # (id, ts, seq, price, volume)
 ]
 FIELDS = ("id", "ts", "seq", "price", "volume")
 TUESDAY = [t for t in TICKS if t[1] != _ms(17, 21, 30)]
+BIG_DAY = "2026-11-13"  # a closed Friday, outside the listings below
+BIG_ROWS = 380_000
 
 
 class Hub:
@@ -54,10 +60,13 @@ class Hub:
         return httpx.get(self.srv.base + path, headers=headers, timeout=30, **kw)  # type: ignore[arg-type]
 
 
-def start_hub(tmp: Path, runtime: str) -> Hub:
-    """A hub on the fake clock whose data dir holds Tuesday's imported ticks and candles (the CLI's backfill)."""
+def start_hub(tmp: Path, runtime: str, files: Path | None = None) -> Hub:
+    """A hub on the fake clock whose data dir holds Tuesday's imported ticks and candles (the CLI's backfill), and
+    `files` (flat files made already) as its flat-file cache."""
     data = tmp / "data"
     data.mkdir()
+    if files is not None:
+        shutil.copytree(files, data / "flatfiles")
     ticks = tmp / "ticks.jsonl"
     ticks.write_text("".join(json.dumps(dict(zip(FIELDS, t, strict=True))) + "\n" for t in TICKS))
     assert run_cli(data, "ticks", "import", str(ticks)).returncode == 0
@@ -76,9 +85,22 @@ def start_hub(tmp: Path, runtime: str) -> Hub:
     return Hub(srv, srv.create_key("professional")[1], srv.create_key("free")[1])
 
 
+@pytest.fixture(scope="module")
+def big_files(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A flat file over Robyn's INLINE_MAX (8 MiB: bigger ones are streamed chunked), made once by the hub's own
+    writer from BIG_ROWS ticks of a closed Friday (prices and volumes with every digit, so gzip leaves them big)."""
+    root = tmp_path_factory.mktemp("big-flatfiles")
+    rng = random.Random(46)
+    start = _ms(13, 9, 0)
+    rows = [("brent", start + k * 37, k + 1, 70 + rng.random() * 20, rng.random() * 1000) for k in range(BIG_ROWS)]
+    made = day_file(root, "ticks", date.fromisoformat(BIG_DAY), "csv.gz", lambda: rows)
+    assert made.bytes > INLINE_MAX + (1 << 20), made  # the part resumed after the first MiB is still over it
+    return root
+
+
 @pytest.fixture(scope="module", params=["granian", "robyn"])
-def hub(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hub]:
-    started = start_hub(tmp_path_factory.mktemp(f"flat-{request.param}"), request.param)
+def hub(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, big_files: Path) -> Iterator[Hub]:
+    started = start_hub(tmp_path_factory.mktemp(f"flat-{request.param}"), request.param, big_files)
     yield started
     assert started.srv.stop() == 0, started.srv.output()
 
@@ -121,6 +143,31 @@ def test_a_broken_download_resumes_with_range(hub: Hub) -> None:
     past = hub.get(entry["url"], headers={"Range": f"bytes={len(whole)}-"})
     assert past.status_code == 416 and past.headers["content-range"] == f"bytes */{len(whole)}"
     assert past.json()["code"] == "range_not_satisfiable"
+
+
+def test_a_big_file_resumes_with_range_and_if_range(hub: Hub) -> None:
+    """Over 8 MiB (Robyn streams it chunked): the whole, a first MiB, the rest resumed with If-Range, a suffix;
+    a stale If-Range or several ranges give the whole file again."""
+    url, meta = f"/api/v1/flatfiles/ticks/{BIG_DAY}.csv.gz", hub.srv.data_dir / "flatfiles" / "ticks"
+    info = json.loads((meta / f"{BIG_DAY}.csv.gz.json").read_text())
+    whole = hub.get(url)
+    assert whole.status_code == 200 and len(whole.content) == info["bytes"] > INLINE_MAX
+    assert hashlib.sha256(whole.content).hexdigest() == info["sha256"]
+    assert whole.headers["etag"] == f'"{info["sha256"]}"'
+    size, mib = info["bytes"], 1 << 20
+    part = hub.get(url, headers={"Range": f"bytes=0-{mib - 1}"})
+    assert part.status_code == 206 and part.headers["content-range"] == f"bytes 0-{mib - 1}/{size}"
+    rest = hub.get(url, headers={"Range": f"bytes={mib}-", "If-Range": whole.headers["etag"]})
+    assert rest.status_code == 206 and rest.headers["content-range"] == f"bytes {mib}-{size - 1}/{size}"
+    assert part.content + rest.content == whole.content
+    middle = hub.get(url, headers={"Range": f"bytes={mib}-{9 * mib + 1}"})
+    assert middle.status_code == 206 and middle.content == whole.content[mib:9 * mib + 2]
+    tail = hub.get(url, headers={"Range": "bytes=-100"})
+    assert tail.status_code == 206 and tail.content == whole.content[-100:]
+    assert tail.headers["content-range"] == f"bytes {size - 100}-{size - 1}/{size}"
+    for headers in ({"Range": f"bytes={mib}-", "If-Range": '"another"'}, {"Range": "bytes=0-9,20-29"}):
+        again = hub.get(url, headers=headers)
+        assert again.status_code == 200 and again.content == whole.content, headers
 
 
 def test_parquet_and_candles(hub: Hub) -> None:

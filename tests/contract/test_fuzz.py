@@ -25,6 +25,8 @@ from tests.conftest import ON_POSTGRES, ROOT, ServerProcess
 from tests.pg_service import pg_schema
 from tests.redis_service import REDIS_URL, fresh_prefix, require_redis
 
+ENGINE_NEUTRAL = "its hub is Redis + PostgreSQL in every pass"
+
 EXAMPLES = int(os.environ.get("MARKET_FUZZ_EXAMPLES") or 8)  # per operation and phase
 SEED = os.environ.get("MARKET_FUZZ_SEED", "21")  # "" for a new seed each run
 TIME_LIMIT_S = 600

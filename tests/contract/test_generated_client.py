@@ -17,6 +17,8 @@ import pytest
 
 from tests.conftest import ServerProcess
 
+ENGINE_NEUTRAL = "the generated client against /openapi.json"
+
 GENERATOR = Path(sys.executable).with_name("openapi-python-client")
 PACKAGE = "market_api_generated"
 

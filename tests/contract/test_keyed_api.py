@@ -3,17 +3,30 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from datetime import date
+from pathlib import Path
 
 import httpx
 import pytest
 from openapi_spec_validator import validate
 
-from tests.conftest import ServerProcess, run_cli
+from tests.conftest import RUNTIMES, ServerProcess, run_cli
 
+WEDNESDAY = "2026-11-18T10:30:00+08:00"
+SATURDAY = "2026-11-21T12:00:00+08:00"
 ISO = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?\+08:00$")
 QUOTE_FIELDS = {"id", "kind", "name", "price", "priceText", "change", "changePct", "source", "unit",
                 "currency", "updated", "venue", "tradingDay"}
+
+
+@pytest.fixture(scope="module", params=RUNTIMES)
+def server(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    """The module's servers run on a fixed weekday clock: no test takes a branch on today's date."""
+    srv = ServerProcess(tmp_path_factory.mktemp(f"keyed-{request.param}") / "data", request.param,
+                        "--public-rate", "100000", "--clock-start", WEDNESDAY)
+    yield srv
+    assert srv.stop() == 0, srv.output()
 
 
 def _problem(resp: httpx.Response, status: int, code: str) -> dict:
@@ -66,17 +79,27 @@ def test_bad_filters_are_400(http: httpx.Client, pro_key: str, params: dict, fie
 
 
 def test_single_quote_extended(http: httpx.Client, pro_key: str) -> None:
+    """On a Wednesday morning (the module's servers run on a fixed clock): the day's candle has begun."""
     q = http.get("/api/v1/quotes/brent", headers={"X-SERVICE-Key": pro_key}).json()
     assert q["id"] == "brent" and q["extended"] is True
     assert {"open", "high", "low", "prevClose", "volume", "seq"} <= q.keys()
-    if q["open"] is None:  # the live trading day has not begun (SPEC 16: a weekend shows Monday's candle)
-        assert q["low"] is q["high"] is None and q["volume"] == 0
-        assert q["change"] == 0 and q["prevClose"] == q["price"]
-    else:
-        assert q["low"] <= q["price"] <= q["high"]
-        assert q["change"] == pytest.approx(q["price"] - q["prevClose"], abs=0.011)
-        assert q["changePct"] == pytest.approx(100 * q["change"] / q["prevClose"], abs=0.011)
+    assert q["low"] <= q["price"] <= q["high"]
+    # brent is a futures product (SPEC 19): its change is against the previous settlement, not the close
+    assert isinstance(q["prevSettle"], float) and q["bid"] <= q["ask"] and q["limitUp"] is None  # ICE: no limits
+    assert q["change"] == pytest.approx(q["price"] - q["prevSettle"], abs=0.011)
+    assert q["changePct"] == pytest.approx(100 * q["change"] / q["prevSettle"], abs=0.011)
     _problem(http.get("/api/v1/quotes/gold", headers={"X-SERVICE-Key": pro_key}), 404, "not_found")
+
+
+def test_on_a_weekend_the_live_trading_day_has_not_begun(tmp_path: Path) -> None:
+    """SPEC 16: on Saturday the live trading day is Monday's, whose candle has no tick yet."""
+    srv = ServerProcess(tmp_path / "data", "granian", "--clock-start", SATURDAY)
+    try:
+        q = httpx.get(srv.base + "/api/v1/quotes/brent", headers={"X-SERVICE-Key": srv.demo_key}).json()
+        assert q["open"] is q["low"] is q["high"] is None and q["volume"] == 0
+        assert q["change"] == 0 and q["prevClose"] == q["price"]
+    finally:
+        assert srv.stop() == 0, srv.output()
 
 
 def test_kline_series(http: httpx.Client, pro_key: str) -> None:

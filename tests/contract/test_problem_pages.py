@@ -10,6 +10,8 @@ import httpx
 from server.core.errors import ERROR_KINDS
 from tests.conftest import ServerProcess
 
+ENGINE_NEUTRAL = "the problem type pages are static"
+
 
 def test_every_code_has_a_page_in_html_and_json(http: httpx.Client) -> None:
     for code, (status, title) in ERROR_KINDS.items():

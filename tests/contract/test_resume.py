@@ -361,6 +361,13 @@ def test_the_query_string_is_never_logged(feed_server: tuple[ServerProcess, Feed
         for target in (f"/api/v1/quotes?key={secret}", "/api/v1/quotes?key=mk_refused_query_secret",
                        "/healthz?key=mk_refused_query_secret", "/nowhere?key=mk_refused_query_secret"):
             assert http.get(target).status_code in (200, 400, 401, 404)  # answered, whatever the answer
-    time.sleep(0.3)  # let the server's log writes land (they are another process's; nothing to await)
-    out = srv.output()
+    # a barrier before the absence check: the key watch logs a revocation made after the requests; once that
+    # line is out, whatever the requests logged is out before it (one process, one log stream)
+    marker, _ = srv.create_key("free")
+    assert run_cli(srv.data_dir, "keys", "revoke", marker).returncode == 0
+    deadline, out = time.monotonic() + 10, ""
+    while not any("keys revoked" in line and marker in line for line in out.splitlines()):
+        assert time.monotonic() < deadline, "the revocation marker never reached the log"
+        time.sleep(0.05)  # another process's log: nothing to await
+        out = srv.output()
     assert secret not in out and "mk_refused_query_secret" not in out

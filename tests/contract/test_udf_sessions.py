@@ -20,6 +20,8 @@ import pytest
 
 from tests.conftest import ServerProcess
 
+ENGINE_NEUTRAL = "UDF session strings against the venue calendars (reference data)"
+
 CLOCK_START = "2026-10-08T10:05:00+08:00"
 YEAR_START, YEAR_END = date(2026, 1, 1), date(2026, 12, 31)
 WINDOW = re.compile(r"([01]\d|2[0-3])([0-5]\d)(F(\d*))?-([01]\d|2[0-4])([0-5]\d)")

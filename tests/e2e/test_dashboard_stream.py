@@ -12,8 +12,6 @@ from __future__ import annotations
 
 import re
 import signal
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -21,24 +19,20 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from tests.conftest import ROOT, ServerProcess
+from tests.conftest import ServerProcess
 from tests.e2e.conftest import ARTIFACTS, needs_chromium
 
 sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package (dev extra) is not installed")
 
 pytestmark = needs_chromium
-HELP = subprocess.run([sys.executable, "-m", "server", "serve", "--help"], cwd=ROOT, capture_output=True, text=True,
-                      timeout=60).stdout
-HEARTBEATS = "--heartbeat-s" in HELP  # SPEC 14 heartbeats and candle frames
-HEARTBEAT_S = 1.0 if HEARTBEATS else 5.0  # without server heartbeats, any frame counts and the page assumes 5 s
+HEARTBEAT_S = 1.0  # SPEC 14: the server's heartbeats (a server without --heartbeat-s fails to start: a failure)
 SLACK_S = 1.0  # the banner is drawn on the page's next task; under a loaded CI machine a task can wait
 
 
 @pytest.fixture(scope="module")
 def live(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     data_dir = tmp_path_factory.mktemp("dash-stream") / "data"
-    extra = ["--heartbeat-s", "1"] if HEARTBEATS else []
-    srv = ServerProcess(data_dir, "granian", "--public-rate", "100000", *extra)
+    srv = ServerProcess(data_dir, "granian", "--public-rate", "100000", "--heartbeat-s", str(HEARTBEAT_S))
     yield srv
     srv.proc.send_signal(signal.SIGCONT)
     assert srv.stop() == 0, srv.output()
@@ -62,8 +56,8 @@ def page(browser: Any, live: ServerProcess) -> Iterator[Any]:
 
 
 def test_a_silent_stream_shows_stale_within_two_heartbeats_and_recovers(page: Any, live: ServerProcess) -> None:
-    if HEARTBEATS:  # the page learns the server's interval from two heartbeats
-        page.wait_for_selector(f"[data-testid=conn-status][data-heartbeat-ms='{int(HEARTBEAT_S * 1000)}']")
+    # the page learns the server's interval from two heartbeats
+    page.wait_for_selector(f"[data-testid=conn-status][data-heartbeat-ms='{int(HEARTBEAT_S * 1000)}']")
     assert page.get_attribute("[data-testid=conn-status]", "data-heartbeat-ms") == str(int(HEARTBEAT_S * 1000))
     assert page.is_hidden("#banner [data-source=stale]")
     paused_at = time.monotonic()
@@ -109,7 +103,6 @@ def test_scrolling_the_chart_left_loads_older_candles_with_a_range_query(page: A
     assert page.errors == []
 
 
-@pytest.mark.skipif(not HEARTBEATS, reason="the server has no live candles yet (SPEC 14)")
 def test_the_last_bar_follows_candle_frames_without_polling(page: Any) -> None:
     page.click("#chart-interval [data-interval='1m']")
     page.wait_for_selector("#chart[data-interval='1m'][data-candles]")

@@ -53,11 +53,16 @@ def test_a_hub_cut_off_from_postgresql_serves_market_data_refuses_writes_and_los
         back_s = time.monotonic() - healed_at
         mark = len(load.writes)
         wait_until(lambda: any(w[0] == "hub1" and w[1] == 201 for w in load.writes[mark:]), "hub1 accepts writes")
-        load.stop()
-
         accepted = {rid for _, rid in load.checker.accepted}
         wait_until(lambda: accepted <= topo.receiver.record_ids(), "every accepted record notified", 30)
-        time.sleep(1.5)  # an absence: the outbox workers poll every second; nothing more may arrive
+        # an absence needs a barrier: a record written on each hub after this point notified (each worker has
+        # run a later round), then nothing sent twice
+        mark = len(load.writes)
+        wait_until(lambda: {w[0] for w in load.writes[mark:] if w[1] == 201 and w[2] in topo.receiver.record_ids()}
+                   == {h.host.name for h in topo.hubs}, "a later record of each hub notified", 30)
+        load.stop()
+        accepted = {rid for _, rid in load.checker.accepted}
+        wait_until(lambda: accepted <= topo.receiver.record_ids(), "the last records notified", 30)
         stored = {row[0] for row in topo.pg.query(topo.database_url, "SELECT id FROM inquiries")}
         load.checker.assert_holds(stored=stored, delivered=topo.receiver, every_record_notified=True)
         assert load.checker.conflicts == [] and load.checker.ticks[hub1.host.name] > 0

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from server.core.keys import ApiKey, hash_key
+from server.store.accounts import key_cache
 from server.store.accounts.key_cache import KeyCache
 from server.store.sql.sqlite_repos import SqliteKeys
 from server.store.sql.sqlite_sync import KeyRepo
@@ -92,3 +93,48 @@ def test_the_missing_set_is_bounded_oldest_forgotten_first(storage: SqliteStorag
         assert repo.reads == 5
 
     asyncio.run(scenario())
+
+
+def test_a_key_forgotten_here_stays_out_and_a_refresh_reports_only_what_it_revoked(storage: SqliteStorage) -> None:
+    """A revocation published by another hub (`forget`) is final here: neither a refresh that read storage before
+    it committed nor a `load` brings the key back; the next refresh reports only keys revoked in storage since."""
+    async def scenario() -> None:
+        (a, a_secret), (b, b_secret) = (storage.write_blocking(lambda c: KeyRepo(c).create("professional"))
+                                        for _ in range(2))
+        cache = KeyCache(CountingKeys(SqliteKeys(storage)))
+        assert await cache.refresh() == set()
+        assert cache.lookup(a_secret) == a and cache.by_id(a.id) == a and cache.by_id(b.id) == b
+        cache.forget({a.id})  # storage still has it active: the revocation has not committed there yet
+        assert cache.lookup(a_secret) is None and cache.by_id(a.id) is None and cache.by_id(b.id) == b
+        assert await cache.refresh() == set() and cache.lookup(a_secret) is None
+        assert await cache.load(a_secret) is None
+        assert cache.lookup(b_secret) == b == cache.lookup(b_secret)  # the second answered from the memo
+        storage.write_blocking(lambda c: KeyRepo(c).revoke(b.id))
+        assert await cache.refresh() == {b.id}
+        assert cache.lookup(b_secret) is None and cache.by_id(b.id) is None
+
+    asyncio.run(scenario())
+
+
+def test_the_revoked_set_is_bounded_oldest_forgotten_first(storage: SqliteStorage,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_REVOKED ids the oldest is forgotten: storage (revoked there long since) is the record again."""
+    monkeypatch.setattr(key_cache, "MAX_REVOKED", 3)
+
+    async def scenario() -> None:
+        key, secret = storage.write_blocking(lambda c: KeyRepo(c).create("professional"))
+        cache = KeyCache(CountingKeys(SqliteKeys(storage)))
+        cache.forget({key.id})
+        for n in range(2):
+            cache.forget({f"key_other_{n}"})
+        assert await cache.refresh() == set() and cache.lookup(secret) is None  # 3 held: still refused
+        cache.forget({"key_other_2"})  # a fourth: the oldest, this key, is forgotten
+        assert await cache.refresh() == set() and cache.lookup(secret) == key  # storage still has it active
+
+    asyncio.run(scenario())
+
+
+def test_a_cache_built_with_keys_answers_before_any_refresh(storage: SqliteStorage) -> None:
+    key, secret = storage.write_blocking(lambda c: KeyRepo(c).create("professional"))
+    cache = KeyCache(CountingKeys(SqliteKeys(storage)), initial={hash_key(secret): key})
+    assert cache.lookup(secret) == key and cache.by_id(key.id) == key and cache.lookup("mk_other") is None

@@ -98,7 +98,7 @@ def test_parse_range(header: str | None, want: ByteRange | None) -> None:
 def test_unsatisfiable(header: str, size: int) -> None:
     with pytest.raises(RangeNotSatisfiable) as info:
         parse_range(header, size)
-    assert info.value.content_range == f"bytes */{size}"
+    assert info.value.content_range == f"bytes */{size}" and f"for {size} bytes" in str(info.value)
 
 
 def test_iter_file_chunks(tmp_path: Path) -> None:
@@ -111,6 +111,7 @@ def test_iter_file_chunks(tmp_path: Path) -> None:
     parts = list(iter_file(f, r.start, r.end, chunk=512))
     assert b"".join(parts) == body[100:2000] and max(map(len, parts)) == 512
     assert b"".join(iter_file(f, 2500)) == body[2500:]
+    assert b"".join(iter_file(f, 0, 512, chunk=512)) == body[:513]  # one byte past a whole chunk
 
 
 def test_csv_quotes_as_csv_writer_would(tmp_path: Path) -> None:

@@ -16,6 +16,9 @@ METHANOL = CAT.index["methanol"]
 BRENT = CAT.index["brent"]
 QUOTE_KEYS = {"id", "kind", "name", "price", "priceText", "change", "changePct", "source", "unit",
               "currency", "updated", "venue", "tradingDay"}
+FUTURES_KEYS = {"bid", "ask", "bidSize", "askSize", "openInterest", "oiChange", "volume", "turnover", "prevSettle",
+                "settle", "limitUp", "limitDown"}  # methanol is a futures product (SPEC 19)
+NO_BOARD = {"oi": None, "s": None}  # a futures candle's open interest and settlement, none known here
 
 
 def at(y: int, mo: int, d: int, h: int = 10) -> float:
@@ -77,7 +80,8 @@ def test_quote_fields_and_formatting() -> None:
     state = flat_state()
     state.apply([Tick(METHANOL, 2415.0, FRI_10, 1.0)])
     q = state.quote(METHANOL)
-    assert set(q) == QUOTE_KEYS
+    assert set(q) == QUOTE_KEYS | FUTURES_KEYS
+    assert q["prevSettle"] is None  # no settlement held: change is against the previous close
     assert q["priceText"] == "2,415.00 CNY/t"
     assert q["price"] == 2415.0 and q["change"] == 35.0 and q["changePct"] == 1.47  # 35 / 2380
     assert q["kind"] == "chem" and q["currency"] == "CNY" and q["unit"] == {"zh": "元/吨", "en": "CNY/t"}
@@ -90,7 +94,7 @@ def test_quote_extended_has_today_ohlcv_and_seq() -> None:
     state = flat_state()
     state.apply([Tick(METHANOL, 2430.0, FRI_10, 4.0), Tick(METHANOL, 2390.0, FRI_10, 6.0)])
     q = state.quote_extended(METHANOL)
-    assert set(q) == QUOTE_KEYS | {"extended", "open", "high", "low", "prevClose", "volume", "seq"}
+    assert set(q) == QUOTE_KEYS | FUTURES_KEYS | {"extended", "open", "high", "low", "prevClose", "seq"}
     assert q["extended"] is True
     assert (q["open"], q["high"], q["low"], q["prevClose"], q["volume"], q["seq"]) == (
         2400.0, 2430.0, 2390.0, 2380.0, 10, 2)
@@ -114,12 +118,12 @@ def test_gap_up_day_open_low_and_quote() -> None:
     assert (q["price"], q["prevClose"], q["change"], q["volume"]) == (2400.0, 2400.0, 0.0, 0)
     assert (q["open"], q["high"], q["low"]) == (None, None, None)  # no tick yet today: nothing invented
     assert state.kline(METHANOL, 1)[0] == {"t": "2026-11-23", "o": 2400.0, "h": 2400.0, "l": 2400.0,
-                                           "c": 2400.0, "v": 0}
+                                           "c": 2400.0, "v": 0, **NO_BOARD}
     state.apply([Tick(METHANOL, 2480.0, MON_10, 2.0), Tick(METHANOL, 2470.0, MON_10 + 1, 1.0)])
     q = state.quote_extended(METHANOL)
     assert (q["open"], q["high"], q["low"], q["price"], q["change"]) == (2480.0, 2480.0, 2470.0, 2470.0, 70.0)
     assert state.kline(METHANOL, 1)[0] == {"t": "2026-11-23", "o": 2480.0, "h": 2480.0, "l": 2470.0,
-                                           "c": 2470.0, "v": 3}
+                                           "c": 2470.0, "v": 3, **NO_BOARD}
 
 
 def test_saturday_tick_updates_mondays_candle() -> None:
@@ -127,7 +131,7 @@ def test_saturday_tick_updates_mondays_candle() -> None:
     state.apply([Tick(METHANOL, 2405.0, SAT_10, 1.0)])
     assert state.candles.last_day() == date(2026, 11, 23)
     assert state.kline(METHANOL, 1) == [{"t": "2026-11-23", "o": 2405.0, "h": 2405.0, "l": 2405.0,
-                                         "c": 2405.0, "v": 1}]
+                                         "c": 2405.0, "v": 1, **NO_BOARD}]
     state.apply([Tick(METHANOL, 2399.0, MON_10, 2.0)])
     assert state.kline(METHANOL, 1)[0]["l"] == 2399.0 and len(state.kline(METHANOL, 90)) == 6
 

@@ -140,8 +140,9 @@ def test_the_weekend_shows_mondays_candle(weekend: float) -> None:
     Friday's night session: its candle is open."""
     state, _ = build_demo_state(CAT, 5, weekend, clocks=CLOCKS)
     quote = state.quote_extended(row("urea"))
-    assert quote["tradingDay"] == "2026-11-23" and quote["open"] is None and quote["change"] == 0.0
-    assert quote["prevClose"] == quote["price"]
+    assert quote["tradingDay"] == "2026-11-23" and quote["open"] is None
+    assert quote["prevClose"] == quote["price"]  # a futures product's change is against Friday's settlement
+    assert quote["change"] == pytest.approx(quote["price"] - quote["prevSettle"], abs=1e-6) != 0.0
     assert candle_days(state, "urea")[-2:] == ["2026-11-20", "2026-11-23"]
     night = state.quote_extended(row("methanol"))
     assert night["tradingDay"] == "2026-11-23" and night["open"] is not None

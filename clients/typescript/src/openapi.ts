@@ -870,6 +870,10 @@ export interface components {
             h: number;
             l: number;
             o: number;
+            /** @description futures, 1d only: the open interest at the close */
+            oi?: number | null;
+            /** @description futures, 1d only: the day's settlement (null until known) */
+            s?: number | null;
             /** @description interval=1d: the trading day (YYYY-MM-DD); intraday: the bucket's start, ISO 8601 with offset (+08:00) */
             t: string;
             v: number;
@@ -1234,24 +1238,46 @@ export interface components {
             type: string;
         };
         Quote: {
-            /** @description price minus the previous daily close, in the price's unit */
+            /** @description best ask */
+            ask?: number | null;
+            /** @description lots at the ask */
+            askSize?: number | null;
+            /** @description best bid */
+            bid?: number | null;
+            /** @description lots at the bid */
+            bidSize?: number | null;
+            /** @description price minus the previous daily close (a futures product's: minus prevSettle, SPEC 19), in the price's unit */
             change: number | null;
-            /** @description change in percent of the previous close */
+            /** @description change in percent of the previous close (futures: of prevSettle) */
             changePct: number | null;
             currency: string;
             id: string;
             /** @enum {string} */
             kind: "oil" | "chem" | "fx";
+            /** @description the day's lower price limit */
+            limitDown?: number | null;
+            /** @description the day's upper price limit (null: none) */
+            limitUp?: number | null;
             name: components["schemas"]["Localised"];
+            /** @description open interest minus the previous day's */
+            oiChange?: number | null;
+            /** @description open interest (lots) */
+            openInterest?: number | null;
+            /** @description the previous trading day's settlement */
+            prevSettle?: number | null;
             price: number | null;
             /** @example 2,415.00 CNY/t */
             priceText: string;
+            /** @description the day's settlement: null until known */
+            settle?: number | null;
             source: components["schemas"]["Localised"];
             /**
              * Format: date
              * @description the trading day of the newest tick under its venue's rule (SPEC 16); null before the first tick
              */
             tradingDay: string | null;
+            /** @description the trading day's turnover so far */
+            turnover?: number | null;
             unit: components["schemas"]["Localised"];
             /**
              * Format: date-time
@@ -1260,11 +1286,21 @@ export interface components {
             updated: string | null;
             /** @description the venue's id (GET /api/v1/venues) */
             venue: string;
+            /** @description the trading day's volume so far (lots) */
+            volume?: number | null;
         };
         QuoteExtended: {
-            /** @description price minus the previous daily close, in the price's unit */
+            /** @description best ask */
+            ask?: number | null;
+            /** @description lots at the ask */
+            askSize?: number | null;
+            /** @description best bid */
+            bid?: number | null;
+            /** @description lots at the bid */
+            bidSize?: number | null;
+            /** @description price minus the previous daily close (a futures product's: minus prevSettle, SPEC 19), in the price's unit */
             change: number | null;
-            /** @description change in percent of the previous close */
+            /** @description change in percent of the previous close (futures: of prevSettle) */
             changePct: number | null;
             currency: string;
             /** @constant */
@@ -1273,6 +1309,10 @@ export interface components {
             id: string;
             /** @enum {string} */
             kind: "oil" | "chem" | "fx";
+            /** @description the day's lower price limit */
+            limitDown?: number | null;
+            /** @description the day's upper price limit (null: none) */
+            limitUp?: number | null;
             low: number | null;
             /**
              * @description the venue now: in a session, between two sessions of one trading day, or shut
@@ -1290,19 +1330,29 @@ export interface components {
              * @description the venue's next session start
              */
             nextOpen: string | null;
+            /** @description open interest minus the previous day's */
+            oiChange?: number | null;
             open: number | null;
+            /** @description open interest (lots) */
+            openInterest?: number | null;
             prevClose: number | null;
+            /** @description the previous trading day's settlement */
+            prevSettle?: number | null;
             price: number | null;
             /** @example 2,415.00 CNY/t */
             priceText: string;
             /** @description ticks of this instrument since the server started */
             seq: number;
+            /** @description the day's settlement: null until known */
+            settle?: number | null;
             source: components["schemas"]["Localised"];
             /**
              * Format: date
              * @description the trading day of the newest tick under its venue's rule (SPEC 16); null before the first tick
              */
             tradingDay: string | null;
+            /** @description the trading day's turnover so far */
+            turnover?: number | null;
             unit: components["schemas"]["Localised"];
             /**
              * Format: date-time

@@ -52,6 +52,11 @@ export interface TickMessage {
   change: number;
   ts: string;
   seq: number;
+  /** A futures product's tick (SPEC 19): best bid and ask, open interest, the trading day's volume so far. */
+  bid?: number | null;
+  ask?: number | null;
+  oi?: number | null;
+  vol?: number;
 }
 
 export interface CandleMessage {

@@ -48,7 +48,8 @@ MESSAGE_DOCS = {
                 "acknowledgement, for the new set (after a resume only when it was not recovered). `seqs` gives "
                 "each instrument's seq as of the snapshot: the starting point of a later resume's `since`.",
     "Tick": "One price change. Each tick is serialised once and the same frame goes to every subscriber; ticks "
-            "of one feed batch arrive in one write. A slow client gets only the latest tick per instrument.",
+            "of one feed batch arrive in one write. A slow client gets only the latest tick per instrument. A futures "
+            "product's tick also carries `bid`, `ask`, `oi` and `vol` (the day's volume so far; SPEC 19).",
     "Subscribed": "Acknowledges a subscribe or unsubscribe with the full current set. On a resume (a "
                   "subscribe with since/epoch) it carries `recovered`: true when the epoch matches and every "
                   "missed tick is held, and exactly the missed ticks follow (per instrument in seq order, "

@@ -99,14 +99,22 @@ EMAIL: S = {"type": "string", "maxLength": MAX_EMAIL, "pattern": padded(EMAIL_PA
 QUOTE_PROPS: dict[str, S] = {
     "id": STR, "kind": {"type": "string", "enum": list(KINDS)}, "name": ref("Localised"),
     "price": NULLNUM, "priceText": {"type": "string", "examples": ["2,415.00 CNY/t"]},
-    "change": {**NULLNUM, "description": "price minus the previous daily close, in the price's unit"},
-    "changePct": {**NULLNUM, "description": "change in percent of the previous close"},
+    "change": {**NULLNUM, "description": "price minus the previous daily close (a futures product's: minus "
+                                         "prevSettle, SPEC 19), in the price's unit"},
+    "changePct": {**NULLNUM, "description": "change in percent of the previous close (futures: of prevSettle)"},
     "source": ref("Localised"), "unit": ref("Localised"), "currency": STR, "updated": NULLTS,
     "venue": {"type": "string", "description": "the venue's id (GET /api/v1/venues)"},
     "tradingDay": {"type": ["string", "null"], "format": "date",
                    "description": "the trading day of the newest tick under its venue's rule (SPEC 16); null before "
                                   "the first tick"},
 }
+FUTURES_PROPS: dict[str, S] = {  # SPEC 19, docs/futures.md: only a futures product's quote has them; null: unknown
+    name: {**NULLNUM, "description": text} for name, text in {
+        "bid": "best bid", "ask": "best ask", "bidSize": "lots at the bid", "askSize": "lots at the ask",
+        "openInterest": "open interest (lots)", "oiChange": "open interest minus the previous day's",
+        "volume": "the trading day's volume so far (lots)", "turnover": "the trading day's turnover so far",
+        "prevSettle": "the previous trading day's settlement", "settle": "the day's settlement: null until known",
+        "limitUp": "the day's upper price limit (null: none)", "limitDown": "the day's lower price limit"}.items()}
 MARKET_STATUS: S = {"type": "string", "enum": ["open", "break", "closed"],
                     "description": "the venue now: in a session, between two sessions of one trading day, or shut"}
 REQ_ID: S = {"description": "Echo of the client's reqId (null when the client sent none).",
@@ -121,7 +129,7 @@ def _const(value: str) -> S:
 
 SHARED: dict[str, S] = {
     "Localised": obj(["zh", "en"], zh=STR, en=STR),
-    "Quote": obj(list(QUOTE_PROPS), **QUOTE_PROPS),
+    "Quote": obj(list(QUOTE_PROPS), **QUOTE_PROPS, **FUTURES_PROPS),
 }
 
 # --- REST responses ------------------------------------------------------------------------------
@@ -151,7 +159,8 @@ RESPONSES: dict[str, S] = {
     "QuoteExtended": obj(
         [*QUOTE_PROPS, "extended", "open", "high", "low", "prevClose", "volume", "seq", "marketStatus", "nextOpen",
          "nextClose"],
-        **QUOTE_PROPS, extended={"const": True}, open=NULLNUM, high=NULLNUM, low=NULLNUM, prevClose=NULLNUM,
+        **QUOTE_PROPS, **{k: v for k, v in FUTURES_PROPS.items() if k != "volume"}, extended={"const": True},
+        open=NULLNUM, high=NULLNUM, low=NULLNUM, prevClose=NULLNUM,
         volume=NUM, seq={"type": "integer", "description": "ticks of this instrument since the server started"},
         marketStatus=MARKET_STATUS, nextOpen={**NULLTS, "description": "the venue's next session start"},
         nextClose={**NULLTS, "description": "the venue's next session end"},
@@ -200,7 +209,9 @@ RESPONSES: dict[str, S] = {
                   t={"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}],
                      "description": "interval=1d: the trading day (YYYY-MM-DD); intraday: the bucket's start, "
                                     "ISO 8601 with offset (+08:00)"},
-                  o=NUM, h=NUM, l=NUM, c=NUM, v=NUM),
+                  o=NUM, h=NUM, l=NUM, c=NUM, v=NUM,
+                  oi={**NULLNUM, "description": "futures, 1d only: the open interest at the close"},
+                  s={**NULLNUM, "description": "futures, 1d only: the day's settlement (null until known)"}),
     "CandleSeries": obj(["id", "interval", "updated", "demo", "series"], id=STR,
                         interval={"type": "string", "enum": [*INTERVALS, "1d"]}, updated=NULLTS,
                         demo=BOOL,
@@ -367,7 +378,10 @@ STREAM: dict[str, S] = {
                                          "(0: none yet in this epoch): where a resume's since starts."},
                     quotes={"type": "array", "items": ref("Quote")}),
     "Tick": obj(["type", "id", "price", "change", "ts", "seq"], type=_const("tick"), id=STR, price=NUM,
-                change={**NUM, "description": "price minus the previous daily close"}, ts=TS,
+                change={**NUM, "description": "price minus the previous daily close (futures: prevSettle)"}, ts=TS,
+                bid={**NULLNUM, "description": "futures only: best bid"}, ask={**NULLNUM, "description": "best ask"},
+                oi={**NULLNUM, "description": "futures only: open interest"},
+                vol={**NUM, "description": "futures only: the trading day's volume so far"},
                 seq={"type": "integer", "minimum": 1, "description": "That instrument's tick count since the "
                      "server started (epoch). A jump means ticks were conflated or missed."}),
     "CandleFrame": obj(["type", "id", "interval", "t", "o", "h", "l", "c", "v", "final", "seq"], type=_const("candle"),

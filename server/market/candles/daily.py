@@ -28,7 +28,7 @@ from server.market.candles.trading_axis import TradingAxis, WeekdayAxis, axis_da
 
 OHLCV = tuple[float, float, float, float, float]
 Arrays5 = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-_NO_DAY = np.iinfo(np.int32).max  # a row without a trading day of its own yet follows the newest column
+NO_DAY = np.iinfo(np.int32).max  # a row without a trading day of its own yet follows the newest column
 
 
 class CandleBook:
@@ -48,11 +48,15 @@ class CandleBook:
         self.c = np.full(shape, np.nan)
         self.v = np.zeros(shape)
         self.q = np.zeros(shape, dtype=np.int64)  # seq of the last tick applied to each candle (0: none here)
+        self.oi = np.full(shape, np.nan)  # futures (SPEC 19): the open interest at the candle's close
+        self.s = np.full(shape, np.nan)  # futures: the day's settlement, once known
+        self.futures = np.zeros(n_instruments, dtype=bool)  # rows whose candles carry `oi` and `s`
         self.ticked = np.zeros(shape, dtype=bool)
         self.opened = np.ones(shape, dtype=bool)  # the row's venue trades on the column's day
-        self.row_day = np.full(n_instruments, _NO_DAY, dtype=np.int32)  # each row's current trading day
+        self.row_day = np.full(n_instruments, NO_DAY, dtype=np.int32)  # each row's current trading day
         self.row_col = np.zeros(n_instruments, dtype=np.intp)  # each row's live column
         self.row_prev = np.full(n_instruments, np.nan)  # each row's close before its live candle
+        self.row_prev_settle = np.full(n_instruments, np.nan)  # each row's settlement before its live candle
         self._rows = np.arange(n_instruments)
         self.head = 0  # column of the oldest candle
         self.count = 0
@@ -84,15 +88,17 @@ class CandleBook:
         self.row_col = np.where(last >= 0, live, cols[-1])
         prev_cols = cols[np.maximum(before, 0)]
         self.row_prev = np.where(before >= 0, self.c[self._rows, prev_cols], np.nan)
+        self.row_prev_settle = np.where(before >= 0, self.s[self._rows, prev_cols], np.nan)
         carry = (before >= 0) & np.isnan(self.o[self._rows, self.row_col]) & ~self.ticked[self._rows, self.row_col]
         self.c[self._rows[carry], self.row_col[carry]] = self.row_prev[carry]
 
     # --- mutation ------------------------------------------------------------
     def load_history(
         self, days: list[date], o: np.ndarray, h: np.ndarray, l: np.ndarray,  # noqa: E741
-        c: np.ndarray, v: np.ndarray,
+        c: np.ndarray, v: np.ndarray, oi: np.ndarray | None = None, s: np.ndarray | None = None,
     ) -> None:
-        """Replace the buffers with ``days`` (ascending axis days) and arrays shaped (n, len(days))."""
+        """Replace the buffers with ``days`` (ascending axis days) and arrays shaped (n, len(days)) (futures:
+        ``oi`` and ``s`` too, NaN where unknown)."""
         k = len(days)
         for arr in (o, h, l, c, v):
             if np.shape(arr) != (self.n, k):
@@ -106,6 +112,10 @@ class CandleBook:
             self.opened[:, j] = self.axis.open_rows(day)
         self.ticked[:] = False
         self.q[:] = 0
+        self.oi[:] = self.s[:] = np.nan
+        for dst, extra in ((self.oi, oi), (self.s, s)):
+            if extra is not None:
+                dst[:, :keep] = np.asarray(extra, dtype=np.float64)[:, start:]
         self.head = 0
         self.count = keep
         self._reindex()
@@ -129,7 +139,7 @@ class CandleBook:
     def advance(self, row_days: np.ndarray) -> bool:
         """Each row's current trading day (ordinals) moves forward to ``row_days`` (never back); the axis rolls to
         the newest of them. True if any row's live candle or the axis changed."""
-        moved = np.maximum(np.where(self.row_day == _NO_DAY, 0, self.row_day), row_days).astype(np.int32)
+        moved = np.maximum(np.where(self.row_day == NO_DAY, 0, self.row_day), row_days).astype(np.int32)
         rolled = self.roll_to(date.fromordinal(int(moved.max())))
         if not rolled and np.array_equal(moved, self.row_day):
             return False
@@ -147,7 +157,7 @@ class CandleBook:
             col = self.head
             self.head = (self.head + 1) % self.capacity
         self.days[col] = day.toordinal()
-        for arr in (self.o, self.h, self.l):
+        for arr in (self.o, self.h, self.l, self.oi, self.s):
             arr[:, col] = np.nan
         self.c[:, col] = prev
         self.v[:, col] = 0.0
@@ -157,12 +167,7 @@ class CandleBook:
 
     def apply_tick(self, row: int, price: float, volume: float, day: date, seq: int = 0) -> None:
         """A tick of trading day ``day`` (its venue's): into the row's live candle (a late tick's too)."""
-        ordinal = day.toordinal()
-        current = self.row_day[row]
-        if ordinal > current or current == _NO_DAY:
-            self.row_day[row] = ordinal
-            if not self.roll_to(day):
-                self._reindex()
+        move_row(self, row, day)
         col = self.row_col[row]
         if np.isnan(self.o[row, col]):
             self.o[row, col] = self.h[row, col] = self.l[row, col] = price
@@ -248,6 +253,10 @@ class CandleBook:
                 "c": c,
                 "v": round(float(self.v[row, col])),
             })
+            if self.futures[row]:
+                oi, settle = float(self.oi[row, col]), float(self.s[row, col])
+                out[-1]["oi"] = round(oi) if oi == oi else None
+                out[-1]["s"] = round(settle, decimals) if settle == settle else None
         return out
 
 
@@ -265,6 +274,16 @@ def closed_candles(book: CandleBook, rows: list[int] | np.ndarray | None = None)
     days = [date.fromordinal(int(d)) for d in book.days[cols]]
     arrays = tuple(arr[np.ix_(sel, cols)] for arr in (book.o, book.h, book.l, book.c, book.v))
     return days, arrays  # type: ignore[return-value]
+
+
+def move_row(book: CandleBook, row: int, day: date) -> None:
+    """The row's trading day forward to ``day`` (never back): its live candle is ``day``'s."""
+    ordinal = day.toordinal()
+    current = book.row_day[row]
+    if ordinal > current or current == NO_DAY:
+        book.row_day[row] = ordinal
+        if not book.roll_to(day):
+            book._reindex()
 
 
 def unopen_live(book: CandleBook, rows: list[int]) -> None:

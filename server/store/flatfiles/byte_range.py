@@ -18,7 +18,6 @@ class RangeNotSatisfiable(ValueError):
 
     def __init__(self, size: int) -> None:
         super().__init__(f"range not satisfiable for {size} bytes")
-        self.size = size
         self.content_range = f"bytes */{size}"
 
 

@@ -162,8 +162,9 @@ class TickHistory:
 
 def logged_tick(state: MarketState, tick: Tick, seq: int) -> AppliedTick:
     """A tick read back from the shared tick log (Redis engine) as the live path applies it: its change is
-    against the previous close this hub holds now (the same on every hub, except across a day's roll)."""
+    against the previous close (a futures product's: settlement) this hub holds now (the same on every hub, except
+    across a day's roll)."""
     inst = state.catalogue.instruments[tick.row]
-    prev = state.candles.prev_close(tick.row)
-    change = round(tick.price - prev, inst.decimals) if math.isfinite(prev) else 0.0
+    change = round(tick.price - state.futures.reference_price(tick.row), inst.decimals)
+    change = change if math.isfinite(change) else 0.0
     return AppliedTick(tick.row, inst.id, tick.price, change, tick.ts, seq)

@@ -130,8 +130,14 @@ def _with_resume(op: ClientOp, since: Any, epoch: Any) -> ClientOp | MessageErro
 # --- server messages (JSON text payloads) -------------------------------------
 
 
-def tick_payload(instrument_id: str, price: float, change: float, ts: str, seq: int) -> bytes:
-    return orjson.dumps({"type": "tick", "id": instrument_id, "price": price, "change": change, "ts": ts, "seq": seq})
+def tick_payload(instrument_id: str, price: float, change: float, ts: str, seq: int,
+                 book: dict[str, Any] | None = None) -> bytes:
+    """`book`: a futures tick's `bid`, `ask`, `oi` and `vol` (the day's volume), after `change` (SPEC 19)."""
+    msg = {"type": "tick", "id": instrument_id, "price": price, "change": change}
+    if book:
+        msg.update(book)
+    msg["ts"], msg["seq"] = ts, seq
+    return orjson.dumps(msg)
 
 
 class AppliedTickLike(Protocol):
@@ -140,11 +146,12 @@ class AppliedTickLike(Protocol):
     change: float
     ts: float
     seq: int
+    book: dict[str, Any] | None
 
 
 def tick_frame(t: AppliedTickLike) -> bytes:
     """The one frame of a tick, sent live and kept for resumes (server.stream.delivery.resume_history)."""
-    return text_frame(tick_payload(t.id, t.price, t.change, iso(t.ts), t.seq))
+    return text_frame(tick_payload(t.id, t.price, t.change, iso(t.ts), t.seq, t.book))
 
 
 def snapshot_payload(updated: str | None, epoch: str, seqs: dict[str, int], quotes: list[dict[str, Any]]) -> bytes:
