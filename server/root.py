@@ -68,7 +68,7 @@ from server.market.applied import AppliedTicks
 from server.market.candles.trading_axis import VenueAxis
 from server.market.catalogue import Catalogue, default_catalogue
 from server.market.contracts.specs import load_products
-from server.market.freshness import Freshness, Level, freshness_of
+from server.market.freshness import Freshness, freshness_of
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state
 from server.market.venues.book import VenueBook
@@ -91,7 +91,6 @@ from server.ticks import Housekeeping, TickPath
 log = logging.getLogger("market.hub")
 
 SERVICE_STOP_S = 3.0
-OK = Level.OPERATIONAL
 
 
 class Service(Protocol):
@@ -250,7 +249,7 @@ def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: 
                     storage: Storage, stream: StreamService, outbox: OutboxWorker, engine: Engine) -> Service:
     """/api/v1/status (SPEC 20) from flags the parts keep; returns the storage probe it reads (a core part)."""
     probe = StorageProbe(storage)
-    components = [Component("rest", "REST API", lambda: OK),
+    components = [Component("rest", "REST API", up_down(lambda: True)),  # it is answering
                   Component("stream", "WebSocket stream", up_down(lambda: stream.listening)),
                   Component("storage", "Storage", probe.level),
                   Component("notifications", "Notifications", up_down(lambda: outbox.running))]
