@@ -37,8 +37,10 @@ from server.api.docs.asyncapi import register_asyncapi
 from server.api.market.deep_ranges import DeepRanges
 from server.api.market.flatfiles import FlatFilesApi
 from server.api.market.keyed import MarketApi
+from server.api.market.quality import QualityApi
 from server.api.market.reference import ReferenceApi
 from server.api.ops.health import OpsApi
+from server.api.ops.status import Component, StatusApi, StorageProbe, up_down
 from server.api.ops.web import WebApi
 from server.api.site.accounts import lockout_mail
 from server.api.site.routes import SiteTasks, register_public_site
@@ -67,6 +69,7 @@ from server.market.applied import AppliedTicks
 from server.market.candles.trading_axis import VenueAxis
 from server.market.catalogue import Catalogue, default_catalogue
 from server.market.contracts.specs import load_products
+from server.market.freshness import Freshness, freshness_of
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state
 from server.market.venues.book import VenueBook
@@ -81,7 +84,7 @@ from server.store.history.candle_book import CandleKeeper, load_candle_book
 from server.store.history.retention import DEFAULT_DAYS, Retention
 from server.store.history.threads import History
 from server.store.sql.backend import open_repositories
-from server.store.sql.repositories import Candles, Repositories
+from server.store.sql.repositories import Candles, Repositories, Storage
 from server.stream.delivery.resume_history import TickHistory
 from server.stream.protocol.messages import tick_frame
 from server.stream.service import StreamService, stream_limits
@@ -194,13 +197,12 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     app = make_app(settings, router, keys, registry, engine, buckets, clock, meter)
     history = TickHistory(len(ids), tick_frame)  # resumes (SPEC 7)
     applied = AppliedTicks()
+    fresh = feed_freshness(state, applied, group(FeedSettings), clock)  # SPEC 20: a silent feed in session
     ticks = TickPath(state, feed, engine.bus, engine.ticks, engine.history, history, applied, registry, epoch)
     watch = KeyWatch(keys, engine.revocations)
     engine.revocations.subscribe(watch.on_revoked)
     started = threading.Event()  # set by Node.start once every part runs
-    MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock, deep).register(router)
-    ReferenceApi(catalogue, venues, clock, state, deep, load_products(settings.catalogue_file)).register(router)
-    FlatFilesApi(flat, clock).register(router)  # a closed trading day's ticks and candles as files (SPEC 18)
+    register_market(settings, router, state, venues, clock, deep, flat, fresh, keeper)
     http, stream_settings = group(HttpSettings), group(StreamSettings)
     WebApi(http, group(FeedSettings), stream_settings).register(router)  # the dashboard at /, /static/..., /api/config
     OpsApi(http, group(ProcessSettings), router, registry, repos.storage,
@@ -209,17 +211,55 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     site, usage = make_sites(settings, router, repos, state, app, engine, registry, specs, outbox, meter, clock)
     applied.subscribe_before(site.snapshots.before_ticks)
     stream = StreamService(settings, state, catalogue, epoch, registry, keys, buckets, history, clock,
-                           stream_limits(settings), meter)
+                           stream_limits(settings), meter, fresh.stale)
     applied.subscribe(stream.core.fanout.on_ticks)
+    probe = register_status(router, fresh, venues, clock, repos.storage, stream, outbox, engine)
     if keeper is not None:
         applied.subscribe(keeper.on_ticks)
         ticks.lead_listeners.append(keeper.on_lead)  # a shared archive: a new lease holder writes what it applied
     watch.listeners.append(stream.on_revoked)
     watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
-    core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks, *jobs]
+    core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks, probe, *jobs]
     return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream], keys, outbox, started,
                 keeper)
+
+
+def register_market(settings: Settings, router: Router, state: MarketState, venues: VenueBook,
+                    clock: Callable[[], float], deep: DeepRanges | None, flat: FlatFileDays | None, fresh: Freshness,
+                    keeper: CandleKeeper | None) -> None:
+    """The keyed market-data and reference routes (SPEC 6, 16, 18, 19, 20)."""
+    catalogue = state.catalogue
+    MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock, deep).register(router)
+    ReferenceApi(catalogue, venues, clock, state, deep, load_products(settings.catalogue_file)).register(router)
+    FlatFilesApi(flat, clock).register(router)  # a closed trading day's ticks and candles as files (SPEC 18)
+    archive = keeper.archive if keeper is not None else None
+    ids = [inst.id for inst in catalogue.instruments]
+    QualityApi(fresh, ids, archive.history if archive is not None else None, clock).register(router)
+
+
+def feed_freshness(state: MarketState, applied: AppliedTicks, feed: FeedSettings,
+                   clock: Callable[[], float]) -> Freshness:
+    """Each venue's feed freshness (market/freshness.py), told of every applied tick at the hub's time."""
+    publications = [inst.publication for inst in state.catalogue.instruments]
+    fresh = freshness_of(state.clocks, publications, feed.stale_after, int(clock() * 1000))
+    applied.subscribe(lambda batch: fresh.on_ticks((t.row for t in batch), int(clock() * 1000)))
+    return fresh
+
+
+def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: Callable[[], float],
+                    storage: Storage, stream: StreamService, outbox: OutboxWorker, engine: Engine) -> Service:
+    """/api/v1/status (SPEC 20) from flags the parts keep; returns the storage probe it reads (a core part)."""
+    probe = StorageProbe(storage)
+    components = [Component("rest", "REST API", up_down(lambda: True)),  # it is answering
+                  Component("stream", "WebSocket stream", up_down(lambda: stream.listening)),
+                  Component("storage", "Storage", probe.level),
+                  Component("notifications", "Notifications", up_down(lambda: outbox.running))]
+    if engine.kind is EngineKind.REDIS:
+        components.append(Component("redis", "Redis engine", up_down(engine.bus.healthy)))
+    named = {vid: (venues.venues[vid].name["en"], clock_) for vid, clock_ in fresh.clocks.items()}
+    StatusApi(components, fresh, named, clock).register(router)
+    return probe
 
 
 def make_sites(settings: Settings, router: Router, repos: Repositories, state: MarketState, app: App, engine: Engine,

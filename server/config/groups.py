@@ -124,6 +124,9 @@ class FeedSettings(Group):
                                                "extending or replacing the repository's (docs/contracts.md); "
                                                "repeatable, a later file wins", parse=Path, kind=Kind.APPEND,
                                                check=_readable_files)
+    stale_after: float = setting(60.0, "seconds of in-session silence after which a venue's feed is degraded on "
+                                 "/api/v1/status and its subscribers get status stale (docs/status.md)",
+                                 parse=number, check=between(1, 3600, "must be between 1 and 3600"))
 
     @property
     def feed_path(self) -> str | None:

@@ -111,6 +111,11 @@ class OutboxWorker:
         log.info("outbox started channels=[%s] recovered=%d",
                  ", ".join(c.describe() for c in self.channels), recovered)
 
+    @property
+    def running(self) -> bool:
+        """The delivery loop runs (/api/v1/status's `notifications` component)."""
+        return self._task is not None and not self._task.done()
+
     def _make_senders(self) -> dict[str, Sender]:
         s = self.settings
         webhooks = WebhookSender(s.webhooks, s.outbox_timeout_s)

@@ -36,7 +36,7 @@ from server.stream.delivery.registry import SubscriptionRegistry
 from server.stream.delivery.replay import Replay
 from server.stream.delivery.resume_history import TickHistory
 from server.stream.delivery.snapshots import QuoteSource, Snapshots
-from server.stream.delivery.venue_status import venue_status_of
+from server.stream.delivery.venue_status import Stale, venue_status_of
 from server.stream.limits import StreamLimits
 from server.stream.metrics import StreamMetrics
 from server.stream.protocol.session import Session
@@ -45,10 +45,12 @@ from server.stream.protocol.session import Session
 class StreamCore:
     def __init__(self, state: QuoteSource, catalogue: Catalogue, epoch: str, limits: StreamLimits,
                  metrics: StreamMetrics, lookup: Callable[[str], ApiKey | None], limiter: Gcra,
-                 history: TickHistory, candles: CandleFrames | None, meter: UsageMeter | None = None) -> None:
+                 history: TickHistory, candles: CandleFrames | None, meter: UsageMeter | None = None,
+                 stale: Stale | None = None) -> None:
         """`limiter`: the hub's local buckets (the per-IP handshake rate); `history`: the resume history, which
         frames each tick; `candles`: the live candle frames of the market state (None: a state without candle
-        books, as in unit tests); `meter`: the console's usage per key (None: nothing is counted)."""
+        books, as in unit tests); `meter`: the console's usage per key (None: nothing is counted); `stale`: whether an
+        open venue's feed is silent (delivery/venue_status.py; None: never)."""
         self.state = state
         self.limits = limits
         ids = [inst.id for inst in catalogue.instruments]
@@ -62,6 +64,6 @@ class StreamCore:
                                        metrics)
         beats = Heartbeats(state, ids, self.registry, limits, metrics)
         self.fanout = FanOut(self.registry, self.candle_registry, history, candles, beats, metrics)
-        venues = venue_status_of(getattr(state, "clocks", ()), self.registry)
+        venues = venue_status_of(getattr(state, "clocks", ()), self.registry, stale)
         self.schedule = Schedule(candles, self.candle_registry, self.fanout, beats, venues)
         self.keepalive = Keepalive(self.sessions, limits)

@@ -29,6 +29,7 @@ from server.stream.core import StreamCore
 from server.stream.delivery.candle_frames import CandleFrames
 from server.stream.delivery.clock import run_clock
 from server.stream.delivery.resume_history import TickHistory
+from server.stream.delivery.venue_status import Stale
 from server.stream.limits import StreamLimits
 from server.stream.metrics import StreamMetrics
 
@@ -45,19 +46,20 @@ def stream_limits(s: Settings) -> StreamLimits:
 class StreamService:
     def __init__(self, settings: Settings, state: MarketState, catalogue: Catalogue, epoch: str, registry: Registry,
                  keys: KeyCache, buckets: Gcra, history: TickHistory, clock: Callable[[], float],
-                 limits: StreamLimits, meter: UsageMeter | None) -> None:
+                 limits: StreamLimits, meter: UsageMeter | None, stale: Stale | None = None) -> None:
         """`buckets`: this hub's local GCRA buckets (the handshake rate; pruned with the HTTP ones); `history`:
         the resume history, filled from every applied batch (and, on redis, the stream's tail at start); `clock`:
         the time every part of the stream reads (the sweeper's rounds, the stream clock, the connections);
         `limits`: `stream_limits(settings)`, or shorter timings in tests; `meter`: the console's usage per key (the
-        connections and messages of each key's sessions; None counts nothing)."""
+        connections and messages of each key's sessions; None counts nothing); `stale(venue, ms)`: the venue's feed is
+        silent (the `stale` status frame, SPEC 20)."""
         self.settings = settings
         self.keys, self.clock = keys, clock
         self.limits = limits
         self.core = StreamCore(
             state, catalogue, epoch, self.limits,
             StreamMetrics(registry, lambda: float(self.core.sessions.open_count)), keys.lookup, buckets, history,
-            CandleFrames(state), meter,
+            CandleFrames(state), meter, stale,
         )
         self.conns: dict[int, StreamConnection] = {}  # session id -> connection, until connection_lost
         self._server: asyncio.AbstractServer | None = None
@@ -79,6 +81,11 @@ class StreamService:
         # the stream clock: candle runs and heartbeats
         self._clock = loop.create_task(run_clock(self.core.schedule, self.clock), name="ws-clock")
         log.info("websocket stream listening on ws://%s:%s/ws/quotes", s.host, s.ws_port)
+
+    @property
+    def listening(self) -> bool:
+        """The WebSocket listener accepts connections (/api/v1/status's `stream` component)."""
+        return self._server is not None and self._server.is_serving()
 
     async def stop(self) -> None:
         """Stop accepting, close every session with 1001, drop stragglers after the close timeout."""

@@ -1,4 +1,4 @@
-// Each venue's status (SPEC 16): open, break or closed, and when it next opens or closes, in the viewer's own
+// Each venue's status (SPEC 16): open, break or closed (or stale, SPEC 20: open with its feed silent), and when it next opens or closes, in the viewer's own
 // time. Loaded from /api/v1/venues with the session's key; a `status` frame of the stream updates a venue at
 // once (and the next load brings its next open/close).
 
@@ -30,12 +30,12 @@ export class VenuePanel {
     if (!body || !this.venues) return;
     const { i18n } = this.ctx;
     replaceChildren(body, this.venues.map((v) => {
-      const next = v.status === "open" ? v.nextClose : v.nextOpen;
-      const when = viewerStamp(next);
+      const open = v.status === "open" || v.status === "stale"; // stale (SPEC 20): in session, its feed silent
+      const when = viewerStamp(open ? v.nextClose : v.nextOpen);
       return el("tr", { dataset: { venue: v.id, status: v.status } },
         el("td", {}, v.name?.[i18n.lang] ?? v.name?.en ?? v.id),
         el("td", {}, el("span", { class: `venue-status ${v.status}` }, i18n.t(`venue_${v.status}`))),
-        el("td", { class: "next" }, when ? i18n.t(v.status === "open" ? "venueCloses" : "venueOpens", { t: when }) : "—"));
+        el("td", { class: "next" }, when ? i18n.t(open ? "venueCloses" : "venueOpens", { t: when }) : "—"));
     }));
   }
 }

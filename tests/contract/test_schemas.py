@@ -358,6 +358,8 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/instruments": "/api/v1/instruments?kind=oil", "/api/v1/instruments/{id}": "/api/v1/instruments/sc?x=1",
         "/api/v1/venues": "/api/v1/venues?status=open",
         "/api/v1/flatfiles": "/api/v1/flatfiles?dataset=quotes",
+        "/api/v1/quality": "/api/v1/quality?from=2026-13-01",  # SPEC 20: canonical dates only
+        "/api/v1/status": "/api/v1/status?x=1",
         "/api/v1/flatfiles/{dataset}/{file}": "/api/v1/flatfiles/ticks/2026-11-17.csv.gz?x=1",
     }
     creds = {"email": "schema-check@example.com", "password": "correct horse"}

@@ -70,7 +70,9 @@ MESSAGE_DOCS = {
     "Status": "SPEC 16: a venue opened, broke (a pause of under 3 h between two windows: a lunch break) or "
               "closed; sent once, within about a second of the window's edge by the server clock, to each "
               "session subscribed to one of the venue's instruments. The current status of every venue: "
-              "GET /api/v1/venues (and a single quote's marketStatus).",
+              "GET /api/v1/venues (and a single quote's marketStatus). SPEC 20: stale when an open venue's feed "
+              "has been silent for --stale-after seconds (its component on GET /api/v1/status is then degraded), "
+              "and open again at its next tick.",
     "Pong": "Answer to the ping op.",
     "Error": "A bad client message; the connection stays open. An unknown id fails the whole request and "
              "leaves the set unchanged.",

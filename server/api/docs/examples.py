@@ -56,6 +56,7 @@ SAMPLES: tuple[str, ...] = (
     "/api/v1/instruments?product=nope",
     "/api/v1/instruments/pp-202605",
     "/api/v1/spreads",
+    "/api/v1/status",  # SPEC 20
     "/api/v1/inventory",
     "/api/market/fx",
     "/api/market/nope",

@@ -19,6 +19,7 @@ from server.api.docs.contract_docs import CONTRACT_OPERATIONS, CONTRACT_SCHEMAS
 from server.api.docs.examples import add_examples
 from server.api.docs.flatfile_docs import FLATFILE_OPERATIONS, FLATFILE_SCHEMAS
 from server.api.docs.schemas import DAY_PARAM, INT, REQUESTS, RESPONSES, STR, TEXT_PARAM, S, anchored, closure, ref
+from server.api.docs.status_docs import STATUS_OPERATIONS, STATUS_SCHEMAS
 from server.api.market.keyed import DEFAULT_LIMIT as KLINE_DEFAULT_LIMIT
 from server.api.market.keyed import KLINE_INTERVALS, MAX_DAYS, MAX_IDS
 from server.api.market.keyed import MAX_LIMIT as KLINE_MAX_LIMIT
@@ -340,6 +341,7 @@ OPERATIONS: dict[tuple[str, str], S] = {
 OPERATIONS.update(CONSOLE_OPERATIONS)  # issue 32: the service console (server/api/docs/console_docs.py)
 OPERATIONS.update(FLATFILE_OPERATIONS)  # SPEC 18's flat files (server/api/docs/flatfile_docs.py)
 OPERATIONS.update(CONTRACT_OPERATIONS)  # SPEC 16's instruments with SPEC 19's contracts (contract_docs.py)
+OPERATIONS.update(STATUS_OPERATIONS)  # SPEC 20's status and data quality (status_docs.py)
 
 
 def _operation(method: str, pattern: str, access: Access, name: str) -> S:
@@ -428,7 +430,7 @@ def build_openapi(router: Router, settings: HttpSettings) -> S:
         "paths": dict(sorted(paths.items(), key=lambda item: (not item[0].startswith("/api/v1/"), item[0]))),
         "components": {
             "schemas": {**closure(*RESPONSES, *REQUESTS), **CONSOLE_SCHEMAS, **FLATFILE_SCHEMAS,
-                        **CONTRACT_SCHEMAS},
+                        **CONTRACT_SCHEMAS, **STATUS_SCHEMAS},
             "securitySchemes": {
                 "ServiceKey": {"type": "apiKey", "in": "header", "name": "X-SERVICE-Key"},
                 "Bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},

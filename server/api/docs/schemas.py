@@ -421,7 +421,9 @@ STREAM: dict[str, S] = {
                                  "snapshot). false: a snapshot of the set follows."}),
     "Status": obj(["type", "venue", "status", "ts"], type=_const("status"),
                   venue={"type": "string", "description": "the venue id (GET /api/v1/venues)"},
-                  status={"type": "string", "enum": ["open", "break", "closed"]}, ts=TS),
+                  status={"type": "string", "enum": ["open", "break", "closed", "stale"],
+                          "description": "stale (SPEC 20): open, but none of its continuously traded instruments "
+                                         "ticked for --stale-after seconds; open again when ticks return"}, ts=TS),
     "Pong": obj(["type", "ts", "reqId"], type=_const("pong"), ts=TS, reqId=REQ_ID),
     "Error": obj(["type", "code", "detail", "reqId"], type=_const("error"),
                  code={"type": "string", "enum": [c.value for c in ErrorCode]}, detail=STR, reqId=REQ_ID),

@@ -48,7 +48,7 @@ DOCS_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inl
             "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 DOCS_HEADERS = [("content-security-policy", DOCS_CSP), ("referrer-policy", "no-referrer"),
                 ("x-frame-options", "DENY")]
-PAGES = ("index.html", "docs.html", "console.html")  # served at /, /docs and /console, never under /static
+PAGES = ("index.html", "docs.html", "console.html", "status.html")  # at /, /docs, /console, /status, never /static
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +97,7 @@ class WebApi:
         self.index = versioned_index(self.files)
         self.docs_page = versioned_page(self.files, "docs.html") if "docs.html" in self.files else None
         self.console_page = versioned_page(self.files, "console.html") if "console.html" in self.files else None
+        self.status_page = versioned_page(self.files, "status.html") if "status.html" in self.files else None
         config = {"wsPort": http.ws_port, "wsPath": WS_PATH, "demo": feed.is_demo, "heartbeatS": stream.heartbeat_s}
         self.config = orjson.dumps(config)
         self.problems = ProblemPages()
@@ -109,6 +110,7 @@ class WebApi:
         router.add("GET", "/", self.page, Access.OPEN, name="web_index")
         router.add("GET", "/docs", self.docs, Access.OPEN, name="docs")
         router.add("GET", "/console", self.console, Access.OPEN, name="web_console")  # issue 32
+        router.add("GET", "/status", self.status, Access.OPEN, name="web_status")  # SPEC 20
         router.add("GET", "/static/{file}", self.static, Access.OPEN, name="web_static")
         router.add("GET", "/static/vendor/{file}", self.vendor, Access.OPEN, name="web_vendor")
         router.add("GET", "/api/config", self.client_config, Access.OPEN, name="web_config")
@@ -127,6 +129,11 @@ class WebApi:
         if self.console_page is None:
             raise ApiError("not_found", "The service console page is missing from the package.")
         return _answer(req, self.console_page, PAGE_HEADERS)
+
+    def status(self, req: Request) -> Response:
+        if self.status_page is None:
+            raise ApiError("not_found", "The status page is missing from the package.")
+        return _answer(req, self.status_page, PAGE_HEADERS)
 
     def favicon_ico(self, req: Request) -> Response:
         if self.favicon is None:

@@ -2,7 +2,9 @@
 of its instruments gets ``{"type":"status","venue","status","ts"}`` once.
 
 The stream clock calls ``on_clock`` every second; a venue's status is computed again only once its next window
-edge (``next_open`` / ``next_close``) has passed, so a quiet second costs one comparison per venue. The first
+edge (``next_open`` / ``next_close``) has passed, so a quiet second costs one comparison per venue; while a venue
+is open and `stale` is given, it is asked each second whether the venue's feed went silent (SPEC 20): then the
+status is ``stale``, and ``open`` again when ticks return. The first
 reading is the baseline (no frame: a session learns the current status from the venues endpoint or a quote's
 ``marketStatus``). A frame goes to every ready member of each subscription group holding one of the venue's
 instruments, once per group; a member over its buffer cap holds it with its ticks (conflated per venue).
@@ -11,16 +13,19 @@ instruments, once per group; a member over its buffer cap holds it with its tick
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
+from server.market.freshness import venue_clocks
 from server.market.timefmt import iso
+from server.market.venues.clock import VenueClock
 from server.stream.delivery.registry import Group, SubscriptionRegistry, write_ready
 from server.stream.protocol import messages as msg
 from server.stream.protocol.session import Session
 from server.stream.protocol.wire import text_frame
 
 _HELD_KEY = -(1 << 40)  # held status frames' keys count down from here: below every candle channel's (-1 - ch)
+Stale = Callable[[str, int], bool]  # (venue, epoch ms) -> its feed is silent while it is open
 _RECHECK_MS = 3_600_000  # a venue with no window edge ahead (past its calendar): looked at again within an hour
 
 
@@ -34,11 +39,13 @@ class Clock(Protocol):
 
 class VenueStatus:
     def __init__(self, clocks: Mapping[str, Clock], rows_of: Mapping[str, Sequence[int]],
-                 registry: SubscriptionRegistry[Session]) -> None:
-        """`clocks`: each venue's clock (its widest session); `rows_of`: the instrument rows of each venue."""
+                 registry: SubscriptionRegistry[Session], stale: Stale | None = None) -> None:
+        """`clocks`: each venue's clock (its widest session); `rows_of`: the instrument rows of each venue;
+        `stale(venue, ms)`: its feed is silent (None: never)."""
         self.clocks = dict(clocks)
         self.rows_of = {vid: tuple(rows) for vid, rows in rows_of.items() if rows}
         self.registry = registry
+        self.stale = stale
         self.status: dict[str, str] = {}
         self._held_key = {vid: _HELD_KEY - i for i, vid in enumerate(self.clocks)}
         self._due: dict[str, float] = {}  # venue -> epoch ms of its next window edge
@@ -48,16 +55,24 @@ class VenueStatus:
         ms = int(now * 1000)
         written = 0
         for vid, clock in self.clocks.items():
-            if ms < self._due.get(vid, -math.inf):
-                continue
-            status = str(clock.status(ms))
-            edges = [t for t in (clock.next_open(ms), clock.next_close(ms)) if t is not None]
-            self._due[vid] = min(edges) if edges else ms + _RECHECK_MS
             before = self.status.get(vid)
+            watched = self.stale is not None and before in ("open", "stale")
+            if ms < self._due.get(vid, -math.inf) and not watched:
+                continue
+            status = self._status_at(vid, clock, ms)
             self.status[vid] = status
             if before is not None and before != status:
                 written += self._send(vid, text_frame(msg.status_payload(vid, status, iso(now))))
         return written
+
+    def _status_at(self, vid: str, clock: Clock, ms: int) -> str:
+        if ms >= self._due.get(vid, -math.inf):
+            edges = [t for t in (clock.next_open(ms), clock.next_close(ms)) if t is not None]
+            self._due[vid] = min(edges) if edges else ms + _RECHECK_MS
+            status = str(clock.status(ms))
+        else:
+            status = "open" if self.status[vid] == "stale" else self.status[vid]
+        return "stale" if status == "open" and self.stale is not None and self.stale(vid, ms) else status
 
     def _send(self, venue: str, frame: bytes) -> int:
         groups: dict[int, Group[Session]] = {}
@@ -73,14 +88,9 @@ class VenueStatus:
         return written
 
 
-def venue_status_of(row_clocks: Sequence[object], registry: SubscriptionRegistry[Session]) -> VenueStatus | None:
-    """The status frames of the venues of these per-row clocks (``MarketState.clocks``; None without clocks): each
-    venue followed by its widest session's clock (the venue's own template, else its first row's)."""
-    clocks: dict[str, Clock] = {}
-    rows_of: dict[str, list[int]] = {}
-    for row, clock in enumerate(row_clocks):
-        venue = clock.venue  # type: ignore[attr-defined]
-        rows_of.setdefault(venue.id, []).append(row)
-        if venue.id not in clocks or clock.template.id == venue.session:  # type: ignore[attr-defined]
-            clocks[venue.id] = clock  # type: ignore[assignment]
-    return VenueStatus(clocks, rows_of, registry) if clocks else None
+def venue_status_of(row_clocks: Sequence[VenueClock], registry: SubscriptionRegistry[Session],
+                    stale: Stale | None = None) -> VenueStatus | None:
+    """The status frames of the venues of these per-row clocks (``MarketState.clocks``; None without clocks);
+    `stale`: whether an open venue's feed is silent (market/freshness.py), None: never."""
+    clocks, rows_of = venue_clocks(row_clocks)
+    return VenueStatus(clocks, rows_of, registry, stale) if clocks else None
