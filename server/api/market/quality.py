@@ -9,14 +9,13 @@ memory (it changes no more). A hub without a durable history (the demo feed) lis
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import date, timedelta
 from typing import Any
 
 import orjson
 
-from server.api.core.query import known_query, param_error
+from server.api.core.query import known_query, param_error, parse_day
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.market.freshness import Freshness
@@ -28,7 +27,6 @@ PARAMS = frozenset({"venue", "from", "to"})
 MAX_DAYS = 366
 DEFAULT_DAYS = 30
 MAX_KEPT = 50_000  # closed days' answers kept in memory (a venue's year is 366)
-_DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 
 class QualityApi:
@@ -94,13 +92,6 @@ class QualityApi:
 
 
 def _day(query: dict[str, str], field: str) -> date | None:
-    """A canonical YYYY-MM-DD date, else 400 naming the field."""
+    """A canonical YYYY-MM-DD date within the service's years (the one input rule, api/core/query.py)."""
     raw = query.get(field)
-    if raw is None:
-        return None
-    try:
-        if _DAY.fullmatch(raw):
-            return date.fromisoformat(raw)
-    except ValueError:
-        pass
-    raise param_error(field, f"{field} must be a date (YYYY-MM-DD)")
+    return None if raw is None else parse_day(field, raw)
