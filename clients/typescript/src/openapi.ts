@@ -463,6 +463,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/quality": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Data quality per venue per trading day (Databento's conditions, every in-session gap over --stale-after), from the stored tick archive */
+        get: operations["get_quality"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/quotes": {
         parameters: {
             query?: never;
@@ -506,6 +523,23 @@ export interface paths {
         };
         /** Domestic prices against CFR China import parity (methanol, PTA, PP, PE, PVC) */
         get: operations["get_spreads"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The service's status (no key; Statuspage's summary.json shape): one component per part and one feed:{venue} per venue, answered from what the hub already knows, so it answers while storage, Redis or the feed is down */
+        get: operations["get_status"];
         put?: never;
         post?: never;
         delete?: never;
@@ -846,6 +880,23 @@ export interface paths {
         };
         /** Vendored browser libraries (lightweight-charts, Swagger UI), cached as immutable */
         get: operations["get_web_vendor"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/status": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The status page (HTML, not JSON): /api/v1/status in English or Chinese */
+        get: operations["get_web_status"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1237,6 +1288,58 @@ export interface components {
             title: string;
             type: string;
         };
+        QualityDay: {
+            /**
+             * @description available; degraded: gaps lists every in-session silence over --stale-after; pending: the day has not closed; missing: no tick at all
+             * @enum {string}
+             */
+            condition: "available" | "degraded" | "pending" | "missing";
+            /**
+             * Format: date
+             * @description the venue's trading day
+             * @example 2026-11-23
+             */
+            date: string;
+            gaps: components["schemas"]["QualityGap"][];
+            /** @description the newest tick of a closed day (null: none, or the day is pending) */
+            lastModified: string | null;
+            venue: string;
+        };
+        QualityGap: {
+            /**
+             * Format: date-time
+             * @description the last tick before the silence (or the session's start)
+             * @example 2026-11-23T10:00:05.000+08:00
+             */
+            from: string;
+            /**
+             * Format: date-time
+             * @description the first tick after it (or the session's end)
+             * @example 2026-11-23T10:00:05.000+08:00
+             */
+            to: string;
+        };
+        /**
+         * @example {
+         *       "days": [
+         *         {
+         *           "date": "2026-11-23",
+         *           "venue": "ice-eu",
+         *           "condition": "degraded",
+         *           "gaps": [
+         *             {
+         *               "from": "2026-11-23T10:00:02.000+08:00",
+         *               "to": "2026-11-23T10:03:02.000+08:00"
+         *             }
+         *           ],
+         *           "lastModified": "2026-11-24T06:59:59.500+08:00"
+         *         }
+         *       ]
+         *     }
+         */
+        QualityList: {
+            days: components["schemas"]["QualityDay"][];
+        };
         Quote: {
             /** @description best ask */
             ask?: number | null;
@@ -1482,6 +1585,34 @@ export interface components {
              * @description ISO 8601 with offset (Asia/Shanghai, +08:00)
              */
             updated: string | null;
+        };
+        Status: {
+            components: components["schemas"]["StatusComponent"][];
+            /** @description always empty for now */
+            incidents: Record<string, never>[];
+            /** @description always empty for now */
+            scheduledMaintenances: Record<string, never>[];
+            status: {
+                description: string;
+                /** @enum {string} */
+                indicator: "none" | "minor" | "major" | "critical";
+            };
+        };
+        StatusComponent: {
+            /**
+             * @description rest, stream, storage, notifications, redis (the Redis engine only) or feed:{venue} (GET /api/v1/venues)
+             * @example feed:ice-eu
+             */
+            id: string;
+            name: string;
+            /** @enum {string} */
+            status: "operational" | "degraded_performance" | "partial_outage" | "major_outage";
+            /**
+             * Format: date-time
+             * @description when this hub saw the component take its status (or the hub's first answer)
+             * @example 2026-11-23T10:00:05.000+08:00
+             */
+            updatedAt: string;
         };
         Subscription: {
             /** @description ISO 8601, +08:00 */
@@ -4763,6 +4894,101 @@ export interface operations {
             };
         };
     };
+    get_quality: {
+        parameters: {
+            query?: {
+                /** @description first day, included (default: 30 days before to) */
+                from?: string;
+                /** @description last day, included (default: today; at most 366 days after from) */
+                to?: string;
+                /** @description a venue id (GET /api/v1/venues); left out: all */
+                venue?: "cfets" | "cme" | "dce" | "fx" | "gme" | "ice-endex" | "ice-eu" | "ine" | "saudi-cp" | "shfe" | "spot-cfr-cn" | "spot-ec" | "spot-me" | "spot-nea-lng" | "spot-sg" | "zce";
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the venue's trading days in the range that have begun, by date then venue (none on a hub without a durable history: the demo feed) */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QualityList"];
+                };
+            };
+            /** @description venue unknown, from or to not a canonical YYYY-MM-DD date, to before from, or more than 366 days (invalid_parameter, errors[].field names it); a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     get_quotes: {
         parameters: {
             query?: {
@@ -5027,6 +5253,56 @@ export interface operations {
                     "X-RateLimit-Remaining"?: number;
                     /** @description seconds until the bucket is full */
                     "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_status: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the page indicator and every component's status */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Status"];
+                };
+            };
+            /** @description a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
                     [name: string]: unknown;
                 };
                 content: {
@@ -6404,6 +6680,57 @@ export interface operations {
                 content: {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_web_status: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description ETag of a copy already held */
+                "If-None-Match"?: string;
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the page */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            /** @description not changed */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description method not allowed (Allow lists the methods) */
             405: {

@@ -82,11 +82,12 @@ export interface HeartbeatMessage {
   seqs: Record<string, number>;
 }
 
-/** SPEC 16: a venue opened, broke or closed (sent to the sessions subscribed to one of its instruments). */
+/** SPEC 16: a venue opened, broke or closed; SPEC 20: its feed went silent in session (`stale`) and `open` again when
+ * ticks return (sent to the sessions subscribed to one of its instruments). */
 export interface StatusMessage {
   type: "status";
   venue: string;
-  status: "open" | "break" | "closed";
+  status: "open" | "break" | "closed" | "stale";
   ts: string;
 }
 
