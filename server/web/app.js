@@ -8,6 +8,7 @@ import { KeyedSession } from "./keyed.js";
 import { PublicView } from "./public.js";
 
 const KEY_STORAGE = "market.apiKey";
+const HANDOVER_STORAGE = "market.handoverKey"; // a new key from the console (this tab), read once and removed
 const LANG_STORAGE = "market.lang";
 
 /** Messages shown in the banner, by source; each is a function so it follows the language. */
@@ -46,6 +47,18 @@ function storage() {
   }
 }
 
+/** The key the console handed over in this tab's sessionStorage ("Open the dashboard with this key"): read once,
+ * then removed, so it never travels in a URL, the server's logs or the history. */
+function handedOver() {
+  try {
+    const key = window.sessionStorage.getItem(HANDOVER_STORAGE);
+    window.sessionStorage.removeItem(HANDOVER_STORAGE);
+    return key || null;
+  } catch {
+    return null;
+  }
+}
+
 function initialLang() {
   const saved = storage()?.getItem(LANG_STORAGE);
   if (saved) return saved;
@@ -80,7 +93,7 @@ class Dashboard {
     this.publicView.start();
     const cfg = await settle(makeClient(), "/api/config");
     if (cfg.ok) this.config = cfg.data;
-    const saved = storage()?.getItem(KEY_STORAGE);
+    const saved = handedOver() ?? storage()?.getItem(KEY_STORAGE);
     if (saved) this.useKey(saved, { fromForm: false });
   }
 

@@ -4,8 +4,8 @@ rotate, revoke, a plan request an operator approves on the same page, the activi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
