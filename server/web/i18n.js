@@ -132,6 +132,13 @@ const STRINGS = {
     err429: "Too many requests (429): the limit is {limit} per minute. Waiting {s} s before trying again.",
     err429NoLimit: "Too many requests (429). Waiting {s} s before trying again.",
     errServer: "The server answered with an error ({status}): {detail}",
+    problem_not_found: "not found",
+    problem_invalid_parameter: "a parameter was not accepted",
+    problem_internal_error: "an unexpected server error",
+    problem_not_ready: "the service is starting, retry shortly",
+    problem_shutting_down: "the service is stopping, retry shortly",
+    problem_storage_unavailable: "its database is away, retry shortly",
+    problem_other: "problem {code}",
     errNetwork: "Cannot reach the server: no answer (it is down or the network is cut). Retrying in {s} s.",
     errRevoked: "The key was revoked while connected (4001); live data has stopped.",
     errStale: "Stale: no data from the stream for {s} s (two heartbeats missed). Reconnecting…",
@@ -277,6 +284,13 @@ const STRINGS = {
     err429: "请求过于频繁（429）：上限为每分钟 {limit} 次。{s} 秒后重试。",
     err429NoLimit: "请求过于频繁（429）。{s} 秒后重试。",
     errServer: "服务器返回错误（{status}）：{detail}",
+    problem_not_found: "未找到",
+    problem_invalid_parameter: "参数不被接受",
+    problem_internal_error: "服务器内部错误",
+    problem_not_ready: "服务正在启动，请稍后重试",
+    problem_shutting_down: "服务正在停止，请稍后重试",
+    problem_storage_unavailable: "数据库暂时不可用，请稍后重试",
+    problem_other: "错误代码 {code}",
     errNetwork: "无法连接服务器：没有响应（服务器已停止或网络中断），{s} 秒后重试。",
     errRevoked: "密钥在连接期间被吊销（4001），实时数据已停止。",
     errStale: "数据已过时：行情流 {s} 秒无数据（连续两次心跳未到），正在重连…",
@@ -327,6 +341,14 @@ export class I18n {
   t(key, vars = {}) {
     const text = STRINGS[this.lang][key] ?? STRINGS.en[key] ?? key;
     return text.replace(/\{(\w+)\}/g, (_, name) => (name in vars ? String(vars[name]) : `{${name}}`));
+  }
+
+  /** A refusal's problem in the page's words, from its `code` (the API's `detail` stays English). */
+  problem(problem, status) {
+    const code = problem?.code;
+    if (!code) return String(status ?? "");
+    const key = `problem_${code}`;
+    return key in STRINGS[this.lang] ? this.t(key) : this.t("problem_other", { code });
   }
 
   /** A feed source or tag in the current language (English data; unknown ones pass through). */

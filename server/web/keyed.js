@@ -120,7 +120,8 @@ export class KeyedSession {
     } else if (r.status === 403) {
       notices.set("server", () => i18n.t("err403"), 403);
     } else if (!r.ok && r.status !== 404) {
-      notices.set("server", () => i18n.t("errServer", { status: r.status, detail: r.problem?.detail ?? "" }),
+      notices.set("server", () => i18n.t("errServer",
+        { status: r.status, detail: i18n.problem(r.problem, r.status) }),
         r.status);
     } else {
       this.netFailures = 0;
@@ -412,7 +413,7 @@ export class KeyedSession {
     box.setAttribute("aria-busy", "false");
     if (!r.ok) {
       if (r.status !== 401) {
-        notices.set("chart", () => i18n.t("errChart", { detail: r.problem?.detail ?? r.status }), r.status);
+        notices.set("chart", () => i18n.t("errChart", { detail: i18n.problem(r.problem, r.status) }), r.status);
       }
       return;
     }

@@ -97,6 +97,12 @@ def test_a_browsers_unknown_page_is_an_html_404_with_links_home(http: httpx.Clie
     assert resp.status_code == 404 and resp.json()["code"] == "not_found"
 
 
+def test_docs_page_links_home_and_says_how_to_get_a_key(http: httpx.Client) -> None:
+    text = http.get("/docs").text
+    assert 'href="/"' in text and 'href="/console"' in text
+    assert "X-SERVICE-Key" in text and "market-server keys create" in text  # the operator's way, moved from /
+
+
 def test_head_and_wrong_method(http: httpx.Client) -> None:
     head = http.head("/")
     assert head.status_code == 200 and head.content == b""
