@@ -155,6 +155,9 @@ def test_phone_layout_in_both_languages(browser: Any, srv: ServerProcess) -> Non
     phone.page.fill("[data-testid=key-label]", "phone")
     phone.page.click("#key-create button[type=submit]")
     phone.page.wait_for_selector("[data-testid=secret]:visible")
+    phone.page.click("[data-testid=usage-refresh]")  # usage refreshes on demand, with a message saying so
+    phone.page.wait_for_selector("[data-testid=message][data-said=usageRefreshed]")
+    assert re.fullmatch(r"as of \d\d:\d\d", phone.page.inner_text("[data-testid=usage-at]"))
     for lang in ("en", "zh"):
         phone.lang(lang)
         assert phone.no_sideways_scroll(), lang
