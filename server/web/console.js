@@ -61,7 +61,9 @@ class ConsolePage {
     });
     $("secret-open").addEventListener("click", () => store("sessionStorage", HANDOVER_STORAGE, $("secret-value").value));
     $("usage-refresh").addEventListener("click", () => this.act(() => this.refreshUsage(true)));
-    window.addEventListener("focus", () => { if (this.me) this.act(() => this.refreshUsage(false)); });
+    window.addEventListener("focus", () => { // at most once a minute: the console's budget is 30 requests a minute
+      if (this.me && Date.now() - (this.usageAt?.getTime() ?? 0) >= 60000) this.act(() => this.refreshUsage(false));
+    });
     this.resume().finally(() => { document.body.dataset.ready = "1"; });
   }
 
@@ -189,7 +191,6 @@ class ConsolePage {
 
   /** The usage again (a button, and when the tab gets the focus back at most once a minute). */
   async refreshUsage(asked) {
-    if (!asked && Date.now() - (this.usageAt?.getTime() ?? 0) < 60000) return;
     this.view.usage = await this.client.console.usage();
     this.usageAt = new Date();
     this.renderUsage();
@@ -222,6 +223,7 @@ class ConsolePage {
     const plan = $("account-plan");
     plan.textContent = i18n.plan(me.plan);
     plan.dataset.plan = me.plan;
+    plan.hidden = me.role === "operator"; // an operator is not a customer: no plan badge, no upgrade form
     $("account-role").hidden = me.role !== "operator";
     $("account-role").textContent = i18n.t("operator");
     $("account-limits").textContent = i18n.t("limits", { rate: me.limits.rate, n: me.limits.keys });

@@ -114,6 +114,7 @@ def test_the_whole_flow_at_1440(browser: Any, srv: ServerProcess) -> None:
     ops.sign_in("ops-page@example.com")
     ops.page.wait_for_selector("[data-testid=requests] tbody tr[data-id]")
     assert ops.page.is_hidden("[data-testid=plan-form]")  # no customer upgrade form for an operator
+    assert ops.page.is_hidden("[data-testid=account-plan]") and ops.page.is_visible("[data-testid=account-role]")
     assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC\+8", ops.page.inner_text("[data-testid=requests] tbody tr"))
     ops.shot("operator-1440-en")
     ops.page.click("[data-testid=requests] tbody tr[data-id] >> [data-act=approve]")
