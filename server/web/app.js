@@ -1,14 +1,13 @@
 // The dashboard's entry point: language, the key (kept in this browser's local storage only),
 // the error banner, and the two views (public market, keyed session).
 
-import { makeClient, settle } from "./calls.js";
+import { HANDOVER_STORAGE, makeClient, settle } from "./calls.js";
 import { el, replaceChildren } from "./dom.js";
 import { I18n } from "./i18n.js";
 import { KeyedSession } from "./keyed.js";
 import { PublicView } from "./public.js";
 
 const KEY_STORAGE = "market.apiKey";
-const HANDOVER_STORAGE = "market.handoverKey"; // a new key from the console (this tab), read once and removed
 const LANG_STORAGE = "market.lang";
 
 /** Messages shown in the banner, by source; each is a function so it follows the language. */

@@ -4,13 +4,13 @@
 // sessionStorage until sign-out or its expiry (never localStorage or a URL), so a reload keeps the user signed in; a
 // key's secret is in the DOM only until "I saved it", and reaches the dashboard through sessionStorage, read once.
 
+import { HANDOVER_STORAGE } from "./calls.js";
 import { el, replaceChildren } from "./dom.js";
 import { ConsoleI18n } from "./console-i18n.js";
 import { MarketClient, ProblemError } from "./market-client.js";
 
 const LANG_STORAGE = "market.lang"; // the language, shared with the dashboard
 const SESSION_STORAGE = "market.console"; // {token, expires}: this tab only
-export const HANDOVER_STORAGE = "market.handoverKey"; // a new key for the dashboard, removed when read
 
 function stored(store, name) {
   try {
@@ -32,7 +32,8 @@ const when = (iso) => (iso ? `${iso.slice(0, 16).replace("T", " ")} UTC+8` : "")
 
 class ConsolePage {
   constructor() {
-    const lang = stored("localStorage", LANG_STORAGE) ?? ((navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en");
+    const browserLang = (navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en";
+    const lang = stored("localStorage", LANG_STORAGE) ?? browserLang;
     this.i18n = new ConsoleI18n(lang);
     this.client = new MarketClient({ baseUrl: location.origin, retries429: 0, timeoutMs: 15000 });
     this.signUp = false;
@@ -59,7 +60,8 @@ class ConsolePage {
       e.preventDefault();
       this.act(() => this.requestPlan(), "requestPlan");
     });
-    $("secret-open").addEventListener("click", () => store("sessionStorage", HANDOVER_STORAGE, $("secret-value").value));
+    $("secret-open").addEventListener("click", () =>
+      store("sessionStorage", HANDOVER_STORAGE, $("secret-value").value)); // the dashboard reads it once
     $("usage-refresh").addEventListener("click", () => this.act(() => this.refreshUsage(true)));
     window.addEventListener("focus", () => { // at most once a minute: the console's budget is 30 requests a minute
       if (this.me && Date.now() - (this.usageAt?.getTime() ?? 0) >= 60000) this.act(() => this.refreshUsage(false));
@@ -251,7 +253,8 @@ class ConsolePage {
     }
     const rows = [...days.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
     const top = Math.max(1, ...rows.map(([, d]) => d.requests));
-    $("usage-at").textContent = this.usageAt ? this.i18n.t("usageAt", { t: this.usageAt.toTimeString().slice(0, 5) }) : "";
+    const at = this.usageAt?.toTimeString().slice(0, 5); // the viewer's clock: when the figures were read
+    $("usage-at").textContent = at ? this.i18n.t("usageAt", { t: at }) : "";
     const chart = $("usage-chart");
     chart.dataset.empty = this.i18n.t("usageEmpty");
     chart.setAttribute("aria-label", this.i18n.t("usageChart"));
@@ -288,7 +291,8 @@ class ConsolePage {
       : el("li", {}, this.i18n.t("noEvents")));
   }
 
-  /** What an event is about: its key by label and prefix (the table's words; a key's id is internal), else its detail. */
+  /** What an event is about: its key by label and prefix (the table's words; a key's id is internal), else its
+   * detail. */
   eventSubject(e) {
     const key = e.keyId && this.view.keys.find((k) => k.id === e.keyId);
     return key ? this.keyName(key) : (e.keyId ? "" : e.detail ?? "");
