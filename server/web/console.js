@@ -177,8 +177,9 @@ class ConsolePage {
     this.hideSecret();
     $("account").hidden = true;
     $("auth").hidden = false;
+    if (!said) return; // a refused saved session: the banner says it expired
     this.notice(null);
-    this.say(said ? "signedOut" : null);
+    this.say("signedOut");
   }
 
   async load() {

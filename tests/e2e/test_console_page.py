@@ -186,3 +186,15 @@ def test_wrong_password_is_named_in_the_banner(browser: Any, srv: ServerProcess)
     assert page.page.inner_text("[data-testid=error]") == "邮箱或密码错误。"
     assert page.page.inner_text("[data-testid=lang-toggle]") == "English"
     page.context.close()
+
+
+def test_a_saved_session_the_server_refuses_asks_to_sign_in_again(browser: Any, srv: ServerProcess) -> None:
+    page = Page(browser, srv, PHONE)
+    page.page.evaluate("sessionStorage.setItem('market.console', "
+                       "JSON.stringify({token: 'not-a-token', expires: Date.now() + 60000}))")
+    page.page.reload()
+    page.page.wait_for_selector("[data-testid=error][data-status='401']")
+    assert page.page.inner_text("[data-testid=error]") == "Your session has expired: sign in again."
+    assert page.page.is_visible("[data-testid=auth]") and page.page.is_hidden("[data-testid=account]")
+    assert page.page.evaluate("sessionStorage.getItem('market.console')") is None
+    page.context.close()
