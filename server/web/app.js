@@ -1,7 +1,7 @@
 // The dashboard's entry point: language, the key (kept in this browser's local storage only),
 // the error banner, and the two views (public market, keyed session).
 
-import { makeClient, settle } from "./calls.js";
+import { HANDOVER_STORAGE, makeClient, settle } from "./calls.js";
 import { el, replaceChildren } from "./dom.js";
 import { I18n } from "./i18n.js";
 import { KeyedSession } from "./keyed.js";
@@ -46,6 +46,18 @@ function storage() {
   }
 }
 
+/** The key the console handed over in this tab's sessionStorage ("Open the dashboard with this key"): read once,
+ * then removed, so it never travels in a URL, the server's logs or the history. */
+function handedOver() {
+  try {
+    const key = window.sessionStorage.getItem(HANDOVER_STORAGE);
+    window.sessionStorage.removeItem(HANDOVER_STORAGE);
+    return key || null;
+  } catch {
+    return null;
+  }
+}
+
 function initialLang() {
   const saved = storage()?.getItem(LANG_STORAGE);
   if (saved) return saved;
@@ -80,7 +92,7 @@ class Dashboard {
     this.publicView.start();
     const cfg = await settle(makeClient(), "/api/config");
     if (cfg.ok) this.config = cfg.data;
-    const saved = storage()?.getItem(KEY_STORAGE);
+    const saved = handedOver() ?? storage()?.getItem(KEY_STORAGE);
     if (saved) this.useKey(saved, { fromForm: false });
   }
 

@@ -11,6 +11,9 @@ import { MarketClient, ProblemError, RateLimitedError } from "./market-client.js
  *            maxAge: number | null, requestId: string | null}} Result
  */
 
+/** The console hands a new key to the dashboard in this tab's sessionStorage under this name (read once, removed). */
+export const HANDOVER_STORAGE = "market.handoverKey";
+
 /** A client for this page's origin; `key` is sent on /api/v1 calls only. */
 export function makeClient(key = null) {
   return new MarketClient({ baseUrl: location.origin, key, retries429: 0, timeoutMs: 15000 });

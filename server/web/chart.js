@@ -172,8 +172,8 @@ export class PriceChart {
       .format(v);
     const L = this.labels;
     const when = typeof bar.time === "string" ? bar.time
-      : `${new Date(bar.time * 1000).toISOString().slice(0, 16).replace("T", " ")} ${
-        this.lang === "zh" ? "北京时间" : "UTC+8"}`; // exchange time (bars are shifted), labelled with its zone
+      : `${new Date(bar.time * 1000).toISOString().slice(0, 16).replace("T", " ")} UTC+8`; // exchange time (bars
+    // are shifted), labelled with its zone
     const parts = [
       [null, when],
       [L.open, fmt(bar.open, this.decimals)], [L.high, fmt(bar.high, this.decimals)],

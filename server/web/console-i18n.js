@@ -2,7 +2,31 @@
 
 const STRINGS = {
   en: {
-    title: "Service console", toDashboard: "Dashboard", langToggle: "中文",
+    title: "Service console", toDashboard: "Dashboard",
+    langToggle: "中文", cancel: "Cancel", refresh: "Refresh", usageAt: "as of {t}", unlabelled: "no label",
+    openDashboard: "Open the dashboard with this key",
+    signedIn: "Signed in as {email}.", signedOut: "Signed out.",
+    keyCreated: "Key created: copy it now, it is shown once.",
+    keyRenamed: "Renamed: {key}.", keyRotated: "Rotated {key}: copy the new secret now.", keyRevoked: "Revoked {key}.",
+    usageRefreshed: "Usage refreshed.", approved: "Approved: {email} is on the {plan} plan.",
+    rejected: "Declined the {plan} plan request of {email}.",
+    colAsked: "Asked", colDecided: "Decided", colDecision: "Decision", decisions: "Decisions",
+    decision_approved: "approved", decision_rejected: "declined", noDecisions: "No decisions yet.",
+    err_signIn_unauthorized: "Wrong e-mail or password.",
+    err_signUp_conflict: "An account with this e-mail already exists: sign in instead.",
+    err_signUp_validation_failed: "Check the e-mail address; the password needs at least 8 characters.",
+    err_createKey_conflict: "Your plan's keys are all in use: revoke one, or ask for a bigger plan below.",
+    err_requestPlan_conflict: "A request is already waiting, or you are on this plan already.",
+    err_decide_conflict: "This request was decided already.",
+    err_decide_validation_failed: "An enterprise approval needs a rate (requests a minute).",
+    err_resume_unauthorized: "Your session has expired: sign in again.",
+    err_unauthorized: "Your session has expired: sign in again.", err_forbidden: "This account may not do that.",
+    err_not_found: "Not found: it may have been removed meanwhile.",
+    err_conflict: "That conflicts with the current state.",
+    err_validation_failed: "Some fields are not valid.", err_invalid_parameter: "Some fields are not valid.",
+    err_rate_limited: "Too many requests (429): wait a minute and try again.",
+    err_storage_unavailable: "The service's database is away: try again shortly.",
+    err_network: "The server cannot be reached.", err_other: "The server refused ({status}).",
     signIn: "Sign in", signUp: "Create account", signOut: "Sign out",
     toSignUp: "New here? Create an account", toSignIn: "Have an account? Sign in",
     email: "E-mail", password: "Password (8+ characters)",
@@ -16,27 +40,49 @@ const STRINGS = {
     colErrors: "Other 4xx", colWs: "WebSocket", colWsMessages: "Messages", colEmail: "Account",
     colMessage: "Message",
     rename: "Rename", rotate: "Rotate", revoke: "Revoke", revoked: "revoked", never: "never",
-    renamePrompt: "New label for {id}", confirmRotate: "Rotate {id}? The current secret stops at once.",
-    confirmRevoke: "Revoke {id}? It stops at once.",
+    renamePrompt: "New label for {key}", confirmRotate: "Rotate {key}? Its current secret stops working at once.",
+    confirmRevoke: "Revoke {key}? It stops working at once.",
     usage: "Usage per day (UTC+8)", usageEmpty: "No traffic in the last 30 days.",
     usageChart: "Requests per day; red: refused (429)",
     plan: "Plan", wantPlan: "Ask for", message: "Message (optional)", requestPlan: "Request upgrade",
     planFree: "free", planProfessional: "professional", planEnterprise: "enterprise",
-    planNow: "You are on the {plan} plan: {rate} requests a minute, {keys} keys, {ws} WebSocket connections per key.",
+    planNow: "You are on the {plan} plan: {rate} requests a minute, {n} keys, {ws} WebSocket connections per key.",
+    planNow_one: "You are on the {plan} plan: {rate} requests a minute, 1 key, {ws} WebSocket connections per key.",
     requestPending: "Your request for the {plan} plan is waiting for an operator.",
     requestRejected: "Your request for the {plan} plan was declined.",
-    requestSent: "Request sent: an operator will decide.",
+    requestSent: "Request for the {plan} plan sent: an operator will decide.",
     events: "Activity", noEvents: "Nothing yet.",
     ev_created: "key created", ev_rotated: "key rotated", ev_revoked: "key revoked", ev_relabelled: "key renamed",
     ev_plan_requested: "plan requested", ev_plan_changed: "plan changed", ev_plan_rejected: "plan request declined",
     pending: "Pending requests (operators)", approve: "Approve", reject: "Reject", rate: "rate/min",
     noPending: "No pending requests.", operator: "operator",
-    limits: "{rate}/min · {keys} keys",
-    foot: "Keys are stored only as hashes on the server. This page keeps your session in memory only.",
-    errorNetwork: "The server cannot be reached.",
+    limits: "{rate}/min · {n} keys", limits_one: "{rate}/min · 1 key",
+    foot: "Keys are stored only as hashes on the server. This tab keeps your session until you sign out or it expires.",
   },
   zh: {
-    title: "服务控制台", toDashboard: "行情看板", langToggle: "English",
+    title: "服务控制台", toDashboard: "行情看板",
+    langToggle: "English", cancel: "取消", refresh: "刷新", usageAt: "截至 {t}", unlabelled: "未命名",
+    openDashboard: "用此密钥打开行情看板",
+    signedIn: "已登录：{email}。", signedOut: "已退出。", keyCreated: "密钥已创建：请立即复制，它只显示一次。",
+    keyRenamed: "已改名：{key}。", keyRotated: "已轮换 {key}：请立即复制新密钥。", keyRevoked: "已吊销 {key}。",
+    usageRefreshed: "用量已刷新。", approved: "已批准：{email} 现为{plan}套餐。",
+    rejected: "已拒绝 {email} 的{plan}套餐申请。",
+    colAsked: "申请时间", colDecided: "处理时间", colDecision: "结果", decisions: "处理记录",
+    decision_approved: "已批准", decision_rejected: "已拒绝", noDecisions: "暂无处理记录。",
+    err_signIn_unauthorized: "邮箱或密码错误。",
+    err_signUp_conflict: "该邮箱已注册，请直接登录。",
+    err_signUp_validation_failed: "请检查邮箱地址；密码至少 8 位。",
+    err_createKey_conflict: "套餐的密钥数已用完：请吊销一个，或在下方申请更高套餐。",
+    err_requestPlan_conflict: "已有申请在等待处理，或您已是该套餐。",
+    err_decide_conflict: "该申请已处理。",
+    err_decide_validation_failed: "批准企业套餐需要填写速率（每分钟请求数）。",
+    err_resume_unauthorized: "登录已过期，请重新登录。",
+    err_unauthorized: "登录已过期，请重新登录。", err_forbidden: "此账户无权执行该操作。",
+    err_not_found: "未找到：可能已被删除。", err_conflict: "与当前状态冲突。",
+    err_validation_failed: "部分字段无效。", err_invalid_parameter: "部分字段无效。",
+    err_rate_limited: "请求过于频繁（429）：请一分钟后再试。",
+    err_storage_unavailable: "服务数据库暂时不可用，请稍后再试。",
+    err_network: "无法连接服务器。", err_other: "服务器拒绝了请求（{status}）。",
     signIn: "登录", signUp: "注册账户", signOut: "退出",
     toSignUp: "没有账户？注册", toSignIn: "已有账户？登录",
     email: "邮箱", password: "密码（至少 8 位）",
@@ -49,22 +95,21 @@ const STRINGS = {
     colLastUsed: "最近使用", colActions: "操作", colDate: "日期", colRequests: "请求", colRefused: "429",
     colErrors: "其他 4xx", colWs: "WebSocket", colWsMessages: "消息", colEmail: "账户", colMessage: "留言",
     rename: "改名", rotate: "轮换", revoke: "吊销", revoked: "已吊销", never: "从未",
-    renamePrompt: "{id} 的新名称", confirmRotate: "轮换 {id}？当前密钥立即失效。", confirmRevoke: "吊销 {id}？立即失效。",
-    usage: "每日用量（北京时间）", usageEmpty: "最近 30 天没有请求。", usageChart: "每日请求数；红色：被限流 (429)",
+    renamePrompt: "{key} 的新名称", confirmRotate: "轮换 {key}？当前密钥立即失效。", confirmRevoke: "吊销 {key}？立即失效。",
+    usage: "每日用量（UTC+8）", usageEmpty: "最近 30 天没有请求。", usageChart: "每日请求数；红色：被限流 (429)",
     plan: "套餐", wantPlan: "申请", message: "留言（可选）", requestPlan: "申请升级",
     planFree: "免费", planProfessional: "专业", planEnterprise: "企业",
-    planNow: "当前为{plan}套餐：每分钟 {rate} 次请求，{keys} 个密钥，每个密钥 {ws} 个 WebSocket 连接。",
+    planNow: "当前为{plan}套餐：每分钟 {rate} 次请求，{n} 个密钥，每个密钥 {ws} 个 WebSocket 连接。",
     requestPending: "您的{plan}套餐申请正在等待运营人员处理。",
     requestRejected: "您的{plan}套餐申请未获批准。",
-    requestSent: "申请已提交，等待运营人员处理。",
+    requestSent: "{plan}套餐申请已提交，等待运营人员处理。",
     events: "操作记录", noEvents: "暂无记录。",
     ev_created: "创建密钥", ev_rotated: "轮换密钥", ev_revoked: "吊销密钥", ev_relabelled: "密钥改名",
     ev_plan_requested: "申请套餐", ev_plan_changed: "套餐变更", ev_plan_rejected: "套餐申请被拒",
     pending: "待处理申请（运营）", approve: "批准", reject: "拒绝", rate: "次/分钟",
     noPending: "没有待处理的申请。", operator: "运营",
-    limits: "{rate} 次/分钟 · {keys} 个密钥",
-    foot: "服务器只保存密钥的哈希值。本页面只在内存中保留登录状态。",
-    errorNetwork: "无法连接服务器。",
+    limits: "{rate} 次/分钟 · {n} 个密钥",
+    foot: "服务器只保存密钥的哈希值。本标签页保留登录状态，直到退出或过期。",
   },
 };
 
@@ -78,9 +123,20 @@ export class ConsoleI18n {
     return this.lang;
   }
 
+  /** A UI string with {name} placeholders; with a count `n`, its plural form (`key_one`) where one exists. */
   t(key, vars = {}) {
-    const text = STRINGS[this.lang][key] ?? STRINGS.en[key] ?? key;
+    const plural = "n" in vars ? `${key}_${new Intl.PluralRules(this.lang).select(vars.n)}` : null;
+    const strings = STRINGS[this.lang];
+    const text = (plural && strings[plural]) ?? strings[key] ?? STRINGS.en[key] ?? key;
     return text.replace(/\{(\w+)\}/g, (_, name) => (name in vars ? String(vars[name]) : `{${name}}`));
+  }
+
+  /** A refusal in the page's words: by action and problem code, then by code alone (the API's `detail` stays
+   * English and goes to the tooltip). */
+  problem(action, code, status) {
+    const strings = STRINGS[this.lang];
+    const key = [`err_${action}_${code}`, `err_${code}`].find((k) => k in strings) ?? "err_other";
+    return this.t(key, { status });
   }
 
   plan(name) {
@@ -92,5 +148,7 @@ export class ConsoleI18n {
     document.documentElement.lang = this.lang === "zh" ? "zh-CN" : "en";
     for (const n of root.querySelectorAll("[data-i18n]")) n.textContent = this.t(n.dataset.i18n);
     for (const n of root.querySelectorAll("[data-i18n-placeholder]")) n.placeholder = this.t(n.dataset.i18nPlaceholder);
+    const toggle = root.getElementById?.("lang-toggle"); // names the other language, in it
+    if (toggle) toggle.lang = this.lang === "zh" ? "en" : "zh-CN";
   }
 }

@@ -10,7 +10,13 @@ const STRINGS = {
     useKey: "Use key",
     forgetKey: "Forget key",
     keyHint: "Kept only in this browser (local storage). Without a key you see the public market snapshot.",
-    keyHelp: "No key yet? Plans: free (60 requests/min, quotes polled), professional (600/min, live push) and enterprise. The operator of this server issues keys: market-server keys create --plan professional",
+    keyHelp: "No key yet? Plans: free (60 requests/min, quotes polled), professional (600/min, live push) and enterprise. Sign up in the service console for a free trial key:",
+    getTrialKey: "Get a free trial key",
+    marketsOpen: "Markets open",
+    marketsClosed: "Markets closed",
+    marketsClosedNext: "Markets closed · next open {t}",
+    weekday_0: "Sun", weekday_1: "Mon", weekday_2: "Tue", weekday_3: "Wed", weekday_4: "Thu", weekday_5: "Fri",
+    weekday_6: "Sat",
     keyInUse: "Key {masked}",
     plan: "{plan} plan",
     planFree: "free",
@@ -130,6 +136,13 @@ const STRINGS = {
     err429: "Too many requests (429): the limit is {limit} per minute. Waiting {s} s before trying again.",
     err429NoLimit: "Too many requests (429). Waiting {s} s before trying again.",
     errServer: "The server answered with an error ({status}): {detail}",
+    problem_not_found: "not found",
+    problem_invalid_parameter: "a parameter was not accepted",
+    problem_internal_error: "an unexpected server error",
+    problem_not_ready: "the service is starting, retry shortly",
+    problem_shutting_down: "the service is stopping, retry shortly",
+    problem_storage_unavailable: "its database is away, retry shortly",
+    problem_other: "problem {code}",
     errNetwork: "Cannot reach the server: no answer (it is down or the network is cut). Retrying in {s} s.",
     errRevoked: "The key was revoked while connected (4001); live data has stopped.",
     errStale: "Stale: no data from the stream for {s} s (two heartbeats missed). Reconnecting…",
@@ -153,7 +166,13 @@ const STRINGS = {
     useKey: "使用密钥",
     forgetKey: "清除密钥",
     keyHint: "密钥仅保存在本浏览器（本地存储）。未输入密钥时显示公开行情快照。",
-    keyHelp: "还没有密钥？套餐：免费版（每分钟 60 次请求，轮询报价）、专业版（每分钟 600 次，实时推送）和企业版。密钥由本服务器的运维人员签发：market-server keys create --plan professional",
+    keyHelp: "还没有密钥？套餐：免费版（每分钟 60 次请求，轮询报价）、专业版（每分钟 600 次，实时推送）和企业版。在服务控制台注册即可获得免费试用密钥：",
+    getTrialKey: "获取免费试用密钥",
+    marketsOpen: "交易中",
+    marketsClosed: "休市",
+    marketsClosedNext: "休市 · 下次开盘 {t}",
+    weekday_0: "周日", weekday_1: "周一", weekday_2: "周二", weekday_3: "周三", weekday_4: "周四", weekday_5: "周五",
+    weekday_6: "周六",
     keyInUse: "密钥 {masked}",
     plan: "{plan}套餐",
     planFree: "免费",
@@ -181,15 +200,15 @@ const STRINGS = {
     marketsLive: "价格随您的实时行情更新（与实时报价同一推送）",
     marketsStale: "无法连接服务器：显示最后一次快照，已变暗",
     localTime: "本地时间：{t}",
-    tzShanghai: "北京时间",
+    tzShanghai: "UTC+8",
     liveQuotes: "实时报价",
     venues: "交易时间",
     colVenue: "交易场所",
     colVenueStatus: "状态",
     colVenueNext: "下一时点",
     venue_open: "交易中",
-    venue_break: "休市",
-    venue_closed: "已收盘",
+    venue_break: "盘中休息",
+    venue_closed: "休市",
     venue_stale: "交易中，行情中断",
     venueOpens: "开盘 {t}",
     venueCloses: "收盘 {t}",
@@ -206,7 +225,7 @@ const STRINGS = {
     settleOi: "结 {s} · 仓 {oi}",
     colUnit: "单位",
     colSource: "来源",
-    colTime: "时间（北京）",
+    colTime: "时间（UTC+8）",
     chart: "K线",
     chartInstrument: "品种",
     chartDays: "天数",
@@ -273,6 +292,13 @@ const STRINGS = {
     err429: "请求过于频繁（429）：上限为每分钟 {limit} 次。{s} 秒后重试。",
     err429NoLimit: "请求过于频繁（429）。{s} 秒后重试。",
     errServer: "服务器返回错误（{status}）：{detail}",
+    problem_not_found: "未找到",
+    problem_invalid_parameter: "参数不被接受",
+    problem_internal_error: "服务器内部错误",
+    problem_not_ready: "服务正在启动，请稍后重试",
+    problem_shutting_down: "服务正在停止，请稍后重试",
+    problem_storage_unavailable: "数据库暂时不可用，请稍后重试",
+    problem_other: "错误代码 {code}",
     errNetwork: "无法连接服务器：没有响应（服务器已停止或网络中断），{s} 秒后重试。",
     errRevoked: "密钥在连接期间被吊销（4001），实时数据已停止。",
     errStale: "数据已过时：行情流 {s} 秒无数据（连续两次心跳未到），正在重连…",
@@ -323,6 +349,14 @@ export class I18n {
   t(key, vars = {}) {
     const text = STRINGS[this.lang][key] ?? STRINGS.en[key] ?? key;
     return text.replace(/\{(\w+)\}/g, (_, name) => (name in vars ? String(vars[name]) : `{${name}}`));
+  }
+
+  /** A refusal's problem in the page's words, from its `code` (the API's `detail` stays English). */
+  problem(problem, status) {
+    const code = problem?.code;
+    if (!code) return String(status ?? "");
+    const key = `problem_${code}`;
+    return key in STRINGS[this.lang] ? this.t(key) : this.t("problem_other", { code });
   }
 
   /** A feed source or tag in the current language (English data; unknown ones pass through). */

@@ -18,6 +18,7 @@ const POLL_SHARE = 0.5; // polling may use half of the plan's budget; the rest i
 const RESYNC_MIN_MS = 10000;
 const OLDER_PAGE = 300; // candles per scroll-left page
 const FAILURES_BEFORE_FALLBACK = 2;
+const SHUT_POLL_MS = 30000; // every venue shown is shut: prices cannot move, the budget is kept for later
 const KINDS = ["all", "oil", "chem", "fx"];
 
 export class KeyedSession {
@@ -52,6 +53,7 @@ export class KeyedSession {
     this.stopped = false;
     this.netFailures = 0;
     this.pollMode = null; // "polling" | "fallback" while quotes are polled
+    this.shut = false; // every venue of the quotes shown is closed (or on a break)
     this.onResize = () => this._scrollCue();
   }
 
@@ -118,7 +120,8 @@ export class KeyedSession {
     } else if (r.status === 403) {
       notices.set("server", () => i18n.t("err403"), 403);
     } else if (!r.ok && r.status !== 404) {
-      notices.set("server", () => i18n.t("errServer", { status: r.status, detail: r.problem?.detail ?? "" }),
+      notices.set("server", () => i18n.t("errServer",
+        { status: r.status, detail: i18n.problem(r.problem, r.status) }),
         r.status);
     } else {
       this.netFailures = 0;
@@ -158,7 +161,10 @@ export class KeyedSession {
     stream.on("tick", (tick) => this._onTick(tick));
     stream.on("candle", (candle) => this._onCandle(candle));
     stream.on("heartbeat", () => this._streamLive());
-    stream.on("status", (msg) => this.venues.update(msg));
+    stream.on("status", (msg) => {
+      this.venues.update(msg);
+      this._marketChanged();
+    });
     stream.on("gap", (gap) => this._onGap(gap));
     stream.on("dead", () => this._streamStale(true));
     stream.on("close", (c) => {
@@ -261,13 +267,15 @@ export class KeyedSession {
     // a fallback is only named once a poll has answered: until then the server may simply be unreachable
     if (mode === "polling" || this.mode === "live" || this.mode === "connecting") this.mode = mode;
     clearTimeout(this.pollTimer);
-    this.pollTimer = setTimeout(() => this._pollOnce(mode), this._pollIntervalMs());
+    const loop = this.pollLoop = (this.pollLoop ?? 0) + 1; // a poll in flight from an older loop ends there
+    // the first poll comes at the plan's pace even while the markets are shut: it says whether the server answers
+    this.pollTimer = setTimeout(() => this._pollOnce(mode, loop), this._pollIntervalMs(false));
     this._renderStatus();
   }
 
-  async _pollOnce(mode) {
+  async _pollOnce(mode, loop) {
     const r = await this.call("/api/v1/quotes");
-    if (this.stopped || (mode === "fallback" && this.pollMode !== "fallback")) return;
+    if (this.stopped || loop !== this.pollLoop || (mode === "fallback" && this.pollMode !== "fallback")) return;
     let delay = this._pollIntervalMs();
     if (r.ok) {
       this.mode = mode;
@@ -285,11 +293,12 @@ export class KeyedSession {
       this.retryAt = performance.now() + delay;
     }
     this._renderStatus();
-    this.pollTimer = setTimeout(() => this._pollOnce(mode), delay);
+    this.pollTimer = setTimeout(() => this._pollOnce(mode, loop), delay);
   }
 
   /** Poll with a share of the plan's requests per minute; slow down when the bucket runs low. */
-  _pollIntervalMs() {
+  _pollIntervalMs(slowWhenShut = true) {
+    if (this.shut && slowWhenShut) return SHUT_POLL_MS;
     const limit = this.rate?.limit || 60;
     let ms = Math.ceil(60000 / (limit * POLL_SHARE));
     if (this.rate && this.rate.remaining < 5) ms = Math.max(ms, (60000 / limit) * 2);
@@ -324,6 +333,7 @@ export class KeyedSession {
       },
         // on a phone the unit and time columns give way to a second line under the name
         el("td", { class: "name", title: i18n.loc(q.source) }, el("span", { class: "nm" }, i18n.loc(q.name)),
+          el("span", { class: "mkt", dataset: { venue: q.venue ?? "" } }),
           el("span", { class: "sub" }, el("span", { class: "sub-unit" }, i18n.loc(q.unit)), " · ",
             el("span", { class: "sub-time mono" }))),
         el("td", { class: "num mono price" }),
@@ -337,6 +347,7 @@ export class KeyedSession {
       return tr;
     });
     replaceChildren(document.getElementById("live-body"), rows);
+    this.venues.renderMarket(this.book);
     this._applyFilter();
     this.ctx.onQuotes?.(this.book);
   }
@@ -419,7 +430,7 @@ export class KeyedSession {
     box.setAttribute("aria-busy", "false");
     if (!r.ok) {
       if (r.status !== 401) {
-        notices.set("chart", () => i18n.t("errChart", { detail: r.problem?.detail ?? r.status }), r.status);
+        notices.set("chart", () => i18n.t("errChart", { detail: i18n.problem(r.problem, r.status) }), r.status);
       }
       return;
     }
@@ -485,6 +496,14 @@ export class KeyedSession {
       el("span", { class: "hint" }, ` · ${i18n.loc(q.source)}`));
   }
 
+  /** The venues' state changed: redraw it; polling follows at once when the markets open or all shut. */
+  _marketChanged() {
+    const shut = this.venues.renderMarket(this.book);
+    if (shut === this.shut) return;
+    this.shut = shut;
+    if (this.pollMode) this._poll(this.pollMode);
+  }
+
   // --- spreads and inventories ------------------------------------------------------------
 
   async loadSide() {
@@ -493,7 +512,10 @@ export class KeyedSession {
     if (this.stopped) return;
     if (spreads.ok) this.spreads = spreads.data.spreads;
     if (inventory.ok) this.inventory = inventory.data.items;
-    if (venues.ok) this.venues.set(venues.data.venues);
+    if (venues.ok) {
+      this.venues.set(venues.data.venues);
+      this._marketChanged();
+    }
     this._renderSpreads();
     this._renderInventory();
   }

@@ -97,7 +97,8 @@ export class PublicView {
         { limit, s: r.retryAfter }), 429);
       return r.retryAfter * 1000;
     }
-    notices.set(`public-${name}`, () => i18n.t("errServer", { status: r.status, detail: r.problem?.detail ?? "" }),
+    notices.set(`public-${name}`, () => i18n.t("errServer",
+      { status: r.status, detail: i18n.problem(r.problem, r.status) }),
       r.status);
     return 30000;
   }

@@ -48,7 +48,7 @@ export function zoneOf(iso) {
   return `UTC${m[2]}${Number(m[3])}${m[4] === "00" ? "" : `:${m[4]}`}`;
 }
 
-/** The exchange-time label of an ISO time: "北京时间" in Chinese for +08:00, else "UTC+8"-style. */
+/** The exchange-time label of an ISO time: "UTC+8"-style in both languages (one zone label on every page). */
 export function zoneLabel(iso, i18n) {
   const zone = zoneOf(iso);
   return zone === "UTC+8" ? i18n.t("tzShanghai") : zone;

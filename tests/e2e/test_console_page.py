@@ -4,6 +4,7 @@ rotate, revoke, a plan request an operator approves on the same page, the activi
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -47,10 +48,21 @@ class Page:
         p.click("[data-testid=auth-submit]")
         p.wait_for_selector("[data-testid=account]:visible")
 
-    def reload_view(self, email: str) -> None:
-        """Sign out and in again (the session lives in the page's memory only)."""
-        self.page.click("[data-testid=sign-out]")
-        self.sign_in(email)
+    def reload_view(self) -> None:
+        """Reload the page: the session survives (this tab's sessionStorage) and the view is read again."""
+        self.page.reload()
+        self.page.wait_for_selector("body[data-ready]")
+        self.page.wait_for_selector("[data-testid=account]:visible")
+
+    def confirm(self, act: str, answer: str | None = None) -> str:
+        """Click a key's action and accept the in-page dialog (typing `answer`); the dialog's question."""
+        self.page.click(f"[data-testid=keys] tbody tr:not(.revoked) >> [data-act={act}]")
+        self.page.wait_for_selector("[data-testid=dialog][open]")
+        question = self.page.inner_text("[data-testid=dialog-text]")
+        if answer is not None:
+            self.page.fill("[data-testid=dialog-input]", answer)
+        self.page.click("[data-testid=dialog-ok]")
+        return question
 
     def lang(self, lang: str) -> None:
         if self.page.evaluate("document.documentElement.lang") != ("zh-CN" if lang == "zh" else "en"):
@@ -84,35 +96,44 @@ def test_the_whole_flow_at_1440(browser: Any, srv: ServerProcess) -> None:
     assert p.is_hidden("[data-testid=secret]") and p.input_value("[data-testid=secret-value]") == ""
     p.wait_for_selector("[data-testid=keys] tbody tr[data-id]")
     assert p.locator("[data-testid=keys] tbody tr").count() == 1
-    p.once("dialog", lambda d: d.accept("main desk"))
-    p.click("[data-testid=keys] tbody tr >> [data-act=rename]")
+    prefix = p.inner_text("[data-testid=keys] tbody tr td.mono")
+    key_id = p.get_attribute("[data-testid=keys] tbody tr", "data-id")
+    question = me.confirm("rename", "main desk")
+    assert f"desk ({prefix}" in question and key_id not in question  # by label and prefix, never the id
     p.wait_for_selector("[data-testid=keys] tbody tr td:text('main desk')")
+    assert "Renamed: main desk" in p.inner_text("[data-testid=message]")
     p.select_option("[data-testid=plan-choice]", "professional")
     p.fill("[data-testid=plan-message]", "we trade methanol")
     p.click("[data-testid=plan-submit]")
     p.wait_for_selector("[data-testid=plan-status][data-subscription=pending]")
+    assert "professional plan sent" in p.inner_text("[data-testid=message]")
 
     assert run_cli(srv.data_dir, "users", "create", "--email", "ops-page@example.com", "--password", PASSWORD,
                    "--operator").returncode == 0
     ops = Page(browser, srv, DESKTOP)
     ops.sign_in("ops-page@example.com")
-    ops.page.wait_for_selector("[data-testid=admin] tbody tr[data-id]")
+    ops.page.wait_for_selector("[data-testid=requests] tbody tr[data-id]")
+    assert ops.page.is_hidden("[data-testid=plan-form]")  # no customer upgrade form for an operator
+    assert ops.page.is_hidden("[data-testid=account-plan]") and ops.page.is_visible("[data-testid=account-role]")
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC\+8", ops.page.inner_text("[data-testid=requests] tbody tr"))
     ops.shot("operator-1440-en")
-    ops.page.click("[data-testid=admin] tbody tr[data-id] >> [data-act=approve]")
-    ops.page.wait_for_selector("[data-testid=admin] tbody tr:not([data-id])")
+    ops.page.click("[data-testid=requests] tbody tr[data-id] >> [data-act=approve]")
+    ops.page.wait_for_selector("[data-testid=requests] tbody tr:not([data-id])")
+    assert "page@example.com is on the professional plan" in ops.page.inner_text("[data-testid=message]")
+    decided = ops.page.inner_text("[data-testid=decisions] tbody tr[data-id]")  # the operator's decision history
+    assert "page@example.com" in decided and "approved" in decided
     assert ops.errors == []
     ops.context.close()
 
-    me.reload_view("page@example.com")
+    me.reload_view()  # still signed in after a reload
     assert p.inner_text("[data-testid=account-plan]") == "professional"
-    p.once("dialog", lambda d: d.accept())
-    p.click("[data-testid=keys] tbody tr:not(.revoked) >> [data-act=rotate]")
+    me.confirm("rotate")
     p.wait_for_selector("[data-testid=secret]:visible")
     assert p.input_value("[data-testid=secret-value]").startswith("mk_")
     p.click("[data-testid=secret-done]")
-    p.once("dialog", lambda d: d.accept())
-    p.click("[data-testid=keys] tbody tr:not(.revoked) >> [data-act=revoke]")
+    me.confirm("revoke")
     p.wait_for_selector("[data-testid=keys] tbody tr:not(.revoked)", state="detached")
+    assert p.inner_text("[data-testid=message]").startswith("Revoked main desk (")
     kinds = p.eval_on_selector_all("[data-testid=events] li", "ls => ls.map(l => l.dataset.kind)")
     assert kinds == ["revoked", "rotated", "plan_changed", "plan_requested", "relabelled", "created"]
     for lang in ("en", "zh"):
@@ -121,6 +142,10 @@ def test_the_whole_flow_at_1440(browser: Any, srv: ServerProcess) -> None:
         me.shot(f"1440-{lang}")
     assert "免费" not in p.inner_text("[data-testid=account-plan]")  # professional: 专业
     assert secret not in _stored(p) and me.errors == []
+    p.click("[data-testid=sign-out]")  # a sign-out ends the tab's session: a reload shows the sign-in form
+    p.reload()
+    p.wait_for_selector("body[data-ready]")
+    assert p.is_visible("[data-testid=auth]") and p.is_hidden("[data-testid=account]")
     me.context.close()
 
 
@@ -131,11 +156,21 @@ def test_phone_layout_in_both_languages(browser: Any, srv: ServerProcess) -> Non
     phone.page.fill("[data-testid=key-label]", "phone")
     phone.page.click("#key-create button[type=submit]")
     phone.page.wait_for_selector("[data-testid=secret]:visible")
+    phone.page.click("[data-testid=usage-refresh]")  # usage refreshes on demand, with a message saying so
+    phone.page.wait_for_selector("[data-testid=message][data-said=usageRefreshed]")
+    assert re.fullmatch(r"as of \d\d:\d\d", phone.page.inner_text("[data-testid=usage-at]"))
     for lang in ("en", "zh"):
         phone.lang(lang)
         assert phone.no_sideways_scroll(), lang
+        # every key action on screen, its label on one line (Chinese broke one character per line)
+        for box in phone.page.eval_on_selector_all("[data-testid=keys] [data-act]", """bs => bs.map(b => {
+            const r = b.getBoundingClientRect();
+            return [r.left, r.right, r.height, parseFloat(getComputedStyle(b).lineHeight) || 20]; })"""):
+            left, right, height, line = box
+            assert left >= 0 and right <= PHONE["width"] and height < 2.2 * line + 16, (lang, box)
         phone.shot(f"390-{lang}")
     assert phone.page.inner_text("h1") == "服务控制台"
+    assert phone.page.inner_text("[data-testid=lang-toggle]") == "English"  # names the other language
     assert phone.errors == []
     phone.context.close()
 
@@ -146,5 +181,20 @@ def test_wrong_password_is_named_in_the_banner(browser: Any, srv: ServerProcess)
     page.page.fill("[data-testid=auth-password]", "wrong password")
     page.page.click("[data-testid=auth-submit]")
     page.page.wait_for_selector("[data-testid=error][data-status='401']")
-    assert "password" in page.page.inner_text("[data-testid=error]")
+    assert page.page.inner_text("[data-testid=error]") == "Wrong e-mail or password."
+    page.lang("zh")  # the page's own words in its language (the API's detail stays English)
+    assert page.page.inner_text("[data-testid=error]") == "邮箱或密码错误。"
+    assert page.page.inner_text("[data-testid=lang-toggle]") == "English"
+    page.context.close()
+
+
+def test_a_saved_session_the_server_refuses_asks_to_sign_in_again(browser: Any, srv: ServerProcess) -> None:
+    page = Page(browser, srv, PHONE)
+    page.page.evaluate("sessionStorage.setItem('market.console', "
+                       "JSON.stringify({token: 'not-a-token', expires: Date.now() + 60000}))")
+    page.page.reload()
+    page.page.wait_for_selector("[data-testid=error][data-status='401']")
+    assert page.page.inner_text("[data-testid=error]") == "Your session has expired: sign in again."
+    assert page.page.is_visible("[data-testid=auth]") and page.page.is_hidden("[data-testid=account]")
+    assert page.page.evaluate("sessionStorage.getItem('market.console')") is None
     page.context.close()

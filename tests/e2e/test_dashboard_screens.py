@@ -159,8 +159,8 @@ def test_times_carry_their_zone_and_the_viewers_time_on_hover_in_a_utc_browser(d
     rule = page.inner_text("[data-testid=trading-day]")
     assert "own venue" in rule and "holidays" in rule and "Friday night toward Monday" in rule
     page = desk.lang("zh")
-    assert page.inner_text(".quotes th:last-child") == "时间（北京）"
-    assert page.inner_text("[data-testid=news] time").endswith(" 北京时间")
+    assert page.inner_text(".quotes th:last-child") == "时间（UTC+8）"  # one zone label in both languages
+    assert page.inner_text("[data-testid=news] time").endswith(" UTC+8")
     assert "周五夜盘计入下周一" in page.inner_text("[data-testid=trading-day]")
 
 
@@ -249,7 +249,8 @@ def test_no_key_page_says_where_keys_come_from(browser: Any, srv: ServerProcess)
         page.goto("/")
         page.wait_for_selector("[data-testid=category]")
         help_text = page.inner_text("[data-testid=key-help]")
-        assert "market-server keys create --plan professional" in help_text
+        assert page.get_attribute("[data-testid=trial-link]", "href") == "/console"  # the CLI hint is in /docs
+        assert "Get a free trial key" in help_text
         assert all(plan in help_text for plan in ("free", "professional", "enterprise"))
         # the public snapshot says what it is, in the page's units
         note = page.inner_text("#markets-note")
@@ -281,7 +282,8 @@ def test_a_stopped_server_is_named_unreachable_and_prices_are_dimmed(browser: An
         assert page.locator("[data-testid=error] p").count() == 1, banner  # said once, not per part of the page
         status = page.inner_text("[data-testid=status]")
         assert "Cannot reach the server: no answer" in banner, banner
-        assert status.startswith("Server unreachable · retrying in"), status
+        conn = page.inner_text("[data-testid=conn-status]")  # the markets' state is beside it, on its own
+        assert conn.startswith("Server unreachable · retrying in"), status
         assert "not a refusal" in page.inner_text("[data-testid=mode-hint]")
         for text in (banner, status):
             assert "403" not in text and "429" not in text and "refus" not in text.replace("not a refusal", "")

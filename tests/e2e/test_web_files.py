@@ -76,6 +76,33 @@ def test_unknown_or_escaping_file_names_are_json_404s(http: httpx.Client) -> Non
         assert resp.json()["code"] == "not_found"
 
 
+BROWSER_ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8"
+
+
+def test_a_browsers_unknown_page_is_an_html_404_with_links_home(http: httpx.Client) -> None:
+    for path in ("/nope", "/status/extra", "/console/settings"):
+        resp = http.get(path, headers={"Accept": BROWSER_ACCEPT})
+        assert resp.status_code == 404, path
+        assert resp.headers["content-type"] == "text/html; charset=utf-8", path
+        assert "default-src 'self'" in resp.headers["content-security-policy"]
+        assert all(f'href="{link}"' in resp.text for link in ("/", "/console", "/docs")), path
+        assert "Page not found" in resp.text and "页面不存在" in resp.text
+    # API clients keep their problem documents: no Accept, a JSON Accept, anything under /api/, or not a GET
+    for path, accept in (("/nope", None), ("/nope", "application/json, text/html"), ("/api/v1/nope", BROWSER_ACCEPT),
+                         ("/api/nope", BROWSER_ACCEPT)):
+        resp = http.get(path, headers={"Accept": accept} if accept else {})
+        assert resp.status_code == 404, path
+        assert resp.headers["content-type"] == "application/problem+json", (path, accept)
+    resp = http.post("/nope", headers={"Accept": BROWSER_ACCEPT}, json={})
+    assert resp.status_code == 404 and resp.json()["code"] == "not_found"
+
+
+def test_docs_page_links_home_and_says_how_to_get_a_key(http: httpx.Client) -> None:
+    text = http.get("/docs").text
+    assert 'href="/"' in text and 'href="/console"' in text
+    assert "X-SERVICE-Key" in text and "market-server keys create" in text  # the operator's way, moved from /
+
+
 def test_head_and_wrong_method(http: httpx.Client) -> None:
     head = http.head("/")
     assert head.status_code == 200 and head.content == b""

@@ -222,6 +222,9 @@ class App:
             raise ApiError("uri_too_long", f"Request targets are limited to {MAX_TARGET} characters.")
         found = self.router.match(req.path)
         if found is None:
+            page = self.router.missing(req) if req.method in ("GET", "HEAD") else None
+            if page is not None:
+                return page  # a browser's HTML 404 (server/api/ops/web.py)
             raise ApiError("not_found", f"No resource at {req.path}.")
         entry, params = found
         if req.method == "OPTIONS":

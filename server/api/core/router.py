@@ -67,6 +67,8 @@ class Router:
     def __init__(self) -> None:
         self._exact: dict[str, PathEntry] = {}
         self._templated: list[PathEntry] = []
+        # a GET or HEAD to no route: a page of its own (a browser's HTML 404), or None for the 404 problem
+        self.missing: Callable[[Request], Response | None] = lambda _req: None
 
     def add(
         self,

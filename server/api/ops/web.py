@@ -1,7 +1,9 @@
 """The web dashboard and the API docs: static files shipped in the package, read once at start.
 
 `/` is the dashboard, `/docs` the Swagger UI 5 viewer of /openapi.json, `/static/...`
-their scripts and styles. These are the only non-JSON bodies besides /metrics (SPEC 4).
+their scripts and styles. A browser asking for a page that does not exist (`Accept: text/html` before any JSON
+type, outside /api/) gets `404.html`, with links home; API clients keep the JSON problem (the router's `missing`).
+These are the only non-JSON bodies besides /metrics (SPEC 4).
 Every file gets a strong ETag and `If-None-Match` answers 304. The pages and the
 app's own modules are revalidated on each load (`no-cache`: a cheap 304 when unchanged);
 vendored libraries are referenced from the pages with a content-hash query, so
@@ -20,7 +22,7 @@ import orjson
 from server.api.core.encoding import etag_matches
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
-from server.api.docs.problem_pages import ProblemPages
+from server.api.docs.problem_pages import ProblemPages, wants_json
 from server.config import FeedSettings, HttpSettings, StreamSettings
 from server.core.errors import ApiError
 
@@ -48,7 +50,9 @@ DOCS_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inl
             "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'")
 DOCS_HEADERS = [("content-security-policy", DOCS_CSP), ("referrer-policy", "no-referrer"),
                 ("x-frame-options", "DENY")]
-PAGES = ("index.html", "docs.html", "console.html", "status.html")  # at /, /docs, /console, /status, never /static
+# served at /, /docs, /console, /status and any unknown page; never under /static
+PAGES = ("index.html", "docs.html", "console.html", "status.html", "404.html")
+API_PREFIXES = ("/api/", "/ws/", "/problems/")  # their unknown paths are a JSON problem whatever the Accept
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,6 +102,7 @@ class WebApi:
         self.docs_page = versioned_page(self.files, "docs.html") if "docs.html" in self.files else None
         self.console_page = versioned_page(self.files, "console.html") if "console.html" in self.files else None
         self.status_page = versioned_page(self.files, "status.html") if "status.html" in self.files else None
+        self.missing_page = self.files.get("404.html")
         config = {"wsPort": http.ws_port, "wsPath": WS_PATH, "demo": feed.is_demo, "heartbeatS": stream.heartbeat_s}
         self.config = orjson.dumps(config)
         self.problems = ProblemPages()
@@ -116,6 +121,17 @@ class WebApi:
         router.add("GET", "/api/config", self.client_config, Access.OPEN, name="web_config")
         router.add("GET", "/favicon.ico", self.favicon_ico, Access.OPEN, name="favicon")
         router.add("GET", "/problems/{code}", self.problems.answer, Access.OPEN, name="problem_page")
+        router.missing = self.missing
+
+    def missing(self, req: Request) -> Response | None:
+        """A browser's unknown page: the HTML 404 with links home; None (the JSON problem) for an API client."""
+        accept = (req.headers.get("accept") or "").lower()
+        if (self.missing_page is None or req.path.startswith(API_PREFIXES) or "text/html" not in accept
+                or wants_json(accept)):
+            return None
+        page = self.missing_page
+        return Response(404, page.body, page.content_type, [("cache-control", REVALIDATE),
+                                                             ("x-content-type-options", "nosniff"), *PAGE_HEADERS])
 
     def page(self, req: Request) -> Response:
         return _answer(req, self.index, PAGE_HEADERS)
