@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from server.api.console.account import MAX_MESSAGE
 from server.api.console.keys import MAX_LABEL
-from server.api.docs.schemas import DAY_PARAM, INT, STR, TEXT_PARAM, S, obj, ref
+from server.api.docs.schema_parts import DAY_PARAM, INT, STR, TEXT_PARAM, S, obj, ref
 from server.core.limits import MAX_RATE
 
 NULLSTR: S = {"type": ["string", "null"]}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from server.api.docs.schemas import DAY_PARAM
+from server.api.docs.schema_parts import DAY_PARAM
 from server.api.market.flatfiles import DEFAULT_DAYS, MAX_DAYS, MEDIA
 from server.store.flatfiles.files import DATASETS, FORMATS
 

@@ -18,7 +18,8 @@ from server.api.docs.console_docs import CONSOLE_OPERATIONS, CONSOLE_SCHEMAS
 from server.api.docs.contract_docs import CONTRACT_OPERATIONS, CONTRACT_SCHEMAS
 from server.api.docs.examples import add_examples
 from server.api.docs.flatfile_docs import FLATFILE_OPERATIONS, FLATFILE_SCHEMAS
-from server.api.docs.schemas import DAY_PARAM, INT, REQUESTS, RESPONSES, STR, TEXT_PARAM, S, anchored, closure, ref
+from server.api.docs.schema_parts import DAY_PARAM, INT, STR, TEXT_PARAM, S, anchored, ref
+from server.api.docs.schemas import REQUESTS, RESPONSES, closure
 from server.api.docs.status_docs import STATUS_OPERATIONS, STATUS_SCHEMAS
 from server.api.market.keyed import DEFAULT_LIMIT as KLINE_DEFAULT_LIMIT
 from server.api.market.keyed import KLINE_INTERVALS, MAX_DAYS, MAX_IDS

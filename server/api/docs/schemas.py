@@ -21,11 +21,28 @@ Only keywords that mean the same in JSON Schema 2020-12 (OpenAPI 3.1) and draft-
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from server.api.auth.passwords import MAX_PASSWORD, MIN_PASSWORD
-from server.api.core.body import WS_CLASS
-from server.api.core.query import RANGE_TEXT
+from server.api.docs.schema_parts import (
+    BOOL,
+    HEX64,
+    INT,
+    NOT_BLANK,
+    NULLNUM,
+    NULLTS,
+    NUM,
+    REF_PREFIX,
+    STR,
+    TS,
+    S,
+    anchored,
+    obj,
+    optional_pattern,
+    optional_text,
+    padded,
+    ref,
+    text,
+)
 from server.api.site.fields import EMAIL_PATTERN, MAX_EMAIL, MAX_PHONE, PHONE_PATTERN
 from server.api.site.records import COOPERATION_TYPES, MAX_MESSAGE, MAX_QUANTITY, MIN_QUANTITY
 from server.core.errors import ERROR_KINDS
@@ -34,65 +51,6 @@ from server.market.catalogue import KINDS
 from server.store.site.receipts import RECEIPT_NO_PATTERN
 from server.stream.protocol.messages import CANDLE_INTERVALS, MAX_EPOCH, MAX_SEQ, ErrorCode
 from server.stream.protocol.messages import MAX_IDS as MAX_STREAM_IDS
-
-# a date the API takes (server/api/core/query.py parse_day): YYYY-MM-DD only, within the service's range
-DAY_PARAM: dict[str, Any] = {"type": "string", "format": "date", "pattern": r"^[0-9]{4}-[0-9]{2}-[0-9]{2}$",
-                             "description": f"YYYY-MM-DD, {RANGE_TEXT}", "examples": ["2026-11-17"]}
-
-S = dict[str, Any]
-REF_PREFIX = "#/components/schemas/"
-
-
-def ref(name: str) -> S:
-    return {"$ref": REF_PREFIX + name}
-
-
-def obj(required: list[str], **props: S) -> S:
-    return {"type": "object", "required": required, "properties": props}
-
-
-def nullable(schema: S, description: str = "optional: absent, null and \"\" all mean not given") -> S:
-    return {**schema, "type": [schema["type"], "null"], "description": description}
-
-
-def anchored(pattern: str) -> str:
-    return f"^(?:{pattern})$"
-
-
-STR: S = {"type": "string"}
-NUM: S = {"type": "number"}
-INT: S = {"type": "integer"}
-BOOL: S = {"type": "boolean"}
-TS: S = {"type": "string", "format": "date-time", "description": "ISO 8601 with offset (Asia/Shanghai, +08:00)"}
-NULLTS: S = {**TS, "type": ["string", "null"]}
-NULLNUM: S = {"type": ["number", "null"]}
-HEX64: S = {"type": "string", "pattern": "^[0-9a-f]{64}$"}
-WS = f"[{WS_CLASS}]"  # one character the server trims
-NOT_BLANK = f"[^{WS_CLASS}]"  # unanchored: at least one character that is not whitespace
-NO_NUL = "^[^\x00]*$"  # no NUL (U+0000) anywhere: PostgreSQL cannot store it
-TEXT_PARAM: S = {"type": "string", "pattern": NO_NUL}  # a free-text query parameter (query.py known_query)
-
-
-def text(max_len: int, **extra: Any) -> S:
-    """A required string: at most `max_len` characters as sent, no NUL, not blank."""
-    return {"type": "string", "minLength": 1, "maxLength": max_len, "pattern": f"^{WS}*[^{WS_CLASS}\x00][^\x00]*$",
-            **extra}
-
-
-def optional_text(max_len: int) -> S:
-    return nullable({"type": "string", "maxLength": max_len, "pattern": NO_NUL})
-
-
-def padded(pattern: str) -> str:
-    """`pattern` (which neither starts nor ends with whitespace), with the whitespace the server trims around it."""
-    return f"^{WS}*(?:{pattern}){WS}*$"
-
-
-def optional_pattern(pattern: str, max_len: int, what: str, example: str) -> S:
-    """An optional string with a format: empty or blank means not given, anything else must match."""
-    return nullable({"type": "string", "maxLength": max_len, "pattern": padded(f"(?:{pattern})?"),
-                     "examples": [example]}, f"optional {what}: absent, null, \"\" or blank mean not given")
-
 
 EMAIL_EXAMPLE = "trader@example.com"
 PHONE_EXAMPLE = "+86 21 5555 0100"

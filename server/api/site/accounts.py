@@ -22,6 +22,7 @@ from server.api.site import fields as site_fields
 from server.core.errors import ApiError
 from server.core.login_throttle import LOCK_AFTER, LOCK_S
 from server.engine import LoginFailures
+from server.store.accounts.console_repo import mail_owner
 from server.store.accounts.console_store import ConsoleStore
 from server.store.accounts.users import DuplicateEmail, User
 from server.store.sql.repositories import Users
@@ -128,7 +129,7 @@ def lockout_mail(store: ConsoleStore, wake: Callable[[], None],
             f"{LOCK_AFTER} failed sign-ins in a row: this account is locked for {LOCK_S / 60:.0f} minutes. If "
             "that was not you, someone is guessing your password: choose a new one. "
             f"连续 {LOCK_AFTER} 次登录失败，账户已锁定 {LOCK_S / 60:.0f} 分钟。")}
-        await store.write(lambda r: r.mail_owner("login_locked", user.id, user.email, payload, clock()))
+        await store.write(lambda r: mail_owner(r, "login_locked", user.id, user.email, payload, clock()))
         wake()
     return tell
 

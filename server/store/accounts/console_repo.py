@@ -142,12 +142,6 @@ class ConsoleRepo:
             raise LookupError(user_id)
         return account
 
-    # --- e-mail to an account's owner -----------------------------------------------------------------------------
-    def mail_owner(self, kind: str, user_id: str, email: str, payload: dict[str, Any], now: float) -> None:
-        """One outbox job e-mailing the account's own address (a lockout, issue 45): the worker delivers it."""
-        self.db.many(f"INSERT INTO outbox_jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 11)})",
-                     job_rows(kind, user_id, payload, [("email", email)], now))
-
     # --- events -------------------------------------------------------------------------------------------------
     def add_event(self, user_id: str, kind: EventKind, key_id: str | None, detail: str | None, ip: str | None,
                   now: float) -> None:
@@ -194,3 +188,8 @@ class ConsoleRepo:
         """Subscription requests and their decisions (server/store/accounts/console_plans.py)."""
         return PlanRequests(self)
 
+
+def mail_owner(repo: ConsoleRepo, kind: str, user_id: str, email: str, payload: dict[str, Any], now: float) -> None:
+    """One outbox job e-mailing the account's own address (a lockout, issue 45): the worker delivers it."""
+    repo.db.many(f"INSERT INTO outbox_jobs ({JOB_COLUMNS}) VALUES ({', '.join('?' * 11)})",
+                 job_rows(kind, user_id, payload, [("email", email)], now))
