@@ -97,7 +97,9 @@ def test_on_a_weekend_the_live_trading_day_has_not_begun(tmp_path: Path) -> None
     try:
         q = httpx.get(srv.base + "/api/v1/quotes/brent", headers={"X-SERVICE-Key": srv.demo_key}).json()
         assert q["open"] is q["low"] is q["high"] is None and q["volume"] == 0
-        assert q["change"] == 0 and q["prevClose"] == q["price"]
+        assert q["prevClose"] == q["price"]  # no tick since Friday's close
+        # a futures product's change is against Friday's settlement (SPEC 19), which is not its last price
+        assert q["change"] == pytest.approx(q["price"] - q["prevSettle"], abs=0.011)
     finally:
         assert srv.stop() == 0, srv.output()
 
