@@ -60,6 +60,7 @@ CONNECT_S = 2.0  # the append and read connections are off the request path: a b
 # instrument's seq is above it; the leader's floors may be behind what clients saw, but by less than SEQ_JUMP).
 # Returns the seqs it gave, in tick order (the leader's next floors).
 SEQ_JUMP = 1_000_000
+TICK_ARGS = 6  # each tick's arguments: id, price, ts, volume, floor, detail (the script's stride)
 APPEND_LUA = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('NOTLEADER lease lost') end
 redis.call('SET', KEYS[4], ARGV[3], 'NX')
@@ -78,7 +79,7 @@ end
 local least = tonumber(redis.call('GET', KEYS[6]) or '0')
 local parts = {}
 local seqs = {}
-for i = 5, #ARGV, 6 do
+for i = 5, #ARGV, TICK_ARGS do
   local seq = redis.call('HINCRBY', KEYS[2], ARGV[i], 1)
   local floor = math.max(tonumber(ARGV[i + 4]), least)
   if seq <= floor then
@@ -91,7 +92,7 @@ for i = 5, #ARGV, 6 do
 end
 redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'b', table.concat(parts, ';'))
 return seqs
-""".replace("SEQ_JUMP", str(SEQ_JUMP))
+""".replace("SEQ_JUMP", str(SEQ_JUMP)).replace("TICK_ARGS", str(TICK_ARGS))
 
 APPEND_SCRIPT = APPEND_LUA.encode()
 APPEND_SHA = hashlib.sha1(APPEND_SCRIPT).hexdigest().encode()
@@ -315,7 +316,7 @@ class RedisTicks:
             self._not_appended = 0
         assigned, rows = self._assigned, self.rows
         for i, seq in enumerate(answer.result()):
-            row = rows[str(args[HEAD_ARGS + 5 * i])]
+            row = rows[str(args[HEAD_ARGS + TICK_ARGS * i])]
             assigned[row] = max(assigned[row], int(seq))
             self._highest = max(self._highest, int(seq))
 
