@@ -246,7 +246,10 @@ class MarketState:
         """Time of the newest tick applied; None before the first one (never an invented 1970)."""
         return iso(self.updated) if self.updated > 0 and math.isfinite(self.updated) else None
 
-    def quote(self, row: int) -> dict:
+    def quote(self, row: int, board: bool = True) -> dict:
+        """`board`: a futures product's board fields too (SPEC 19; the keyed API and the stream). The public
+        site's category views (`category`) keep the source document's fields: its snapshot is one set of bytes
+        for every hub of a refresh (SPEC 12), and a hub's day volume counts the ticks since it joined."""
         inst = self.catalogue.instruments[row]
         dec = inst.decimals
         price = float(self.prices[row])
@@ -269,7 +272,7 @@ class MarketState:
             "venue": inst.venue,
             "tradingDay": self._trading_day_of(row, ts),
         }
-        return out | self.futures.fields(row, dec) if self.futures.is_futures(row) else out
+        return out | self.futures.fields(row, dec) if board and self.futures.is_futures(row) else out
 
     def _trading_day_of(self, row: int, ts: float) -> str | None:
         """The trading day (of the instrument's venue) its newest tick belongs to; None before the first."""
@@ -319,7 +322,8 @@ class MarketState:
         """One category view; raises KeyError for an unknown id."""
         cat = self.catalogue.category_index[category_id]
         rows = [self.catalogue.index[iid] for iid in cat.instrument_ids]
-        return {"id": cat.id, "name": cat.name, "count": len(rows), "quotes": self.quotes(rows)}
+        quotes = [self.quote(row, board=False) for row in rows]
+        return {"id": cat.id, "name": cat.name, "count": len(rows), "quotes": quotes}
 
 
 def build_demo_state(
