@@ -51,6 +51,19 @@ class Quote(BaseModel):
     updated: str | None
     venue: str
     tradingDay: str | None
+    # a futures product's board (SPEC 19): set on futures quotes only (the routes exclude what is unset), as ours
+    bid: float | None = None
+    ask: float | None = None
+    bidSize: float | None = None
+    askSize: float | None = None
+    openInterest: float | None = None
+    oiChange: float | None = None
+    volume: float | None = None
+    turnover: float | None = None
+    prevSettle: float | None = None
+    settle: float | None = None
+    limitUp: float | None = None
+    limitDown: float | None = None
 
 
 class QuotesResponse(BaseModel):
@@ -67,6 +80,8 @@ class Candle(BaseModel):
     l: float  # noqa: E741
     c: float
     v: int
+    oi: float | None = None  # a futures candle's open interest and settlement (SPEC 19)
+    s: float | None = None
 
 
 class KlineResponse(BaseModel):
@@ -104,7 +119,7 @@ def require_key(x_service_key: Annotated[str | None, Header()] = None) -> str:
     return x_service_key
 
 
-@app.get("/api/v1/quotes", response_model=QuotesResponse)
+@app.get("/api/v1/quotes", response_model=QuotesResponse, response_model_exclude_unset=True)
 async def quotes(
     _key: Annotated[str, Depends(require_key)],
     kind: Literal["oil", "chem", "fx"] | None = None,
@@ -114,7 +129,7 @@ async def quotes(
     return QuotesResponse(updated=iso(state.updated), count=len(items), demo=state.demo, quotes=items)
 
 
-@app.get("/api/v1/kline/{instrument_id}", response_model=KlineResponse)
+@app.get("/api/v1/kline/{instrument_id}", response_model=KlineResponse, response_model_exclude_unset=True)
 async def kline(
     instrument_id: str,
     _key: Annotated[str, Depends(require_key)],

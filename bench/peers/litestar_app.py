@@ -51,6 +51,9 @@ class LocalizedText(msgspec.Struct):
     en: str
 
 
+Board = float | None | msgspec.UnsetType
+
+
 class Quote(msgspec.Struct):
     id: str
     kind: str
@@ -65,6 +68,19 @@ class Quote(msgspec.Struct):
     updated: str | None
     venue: str
     tradingDay: str | None
+    # a futures product's board (SPEC 19): present on futures quotes only, as ours
+    bid: Board = msgspec.UNSET
+    ask: Board = msgspec.UNSET
+    bidSize: Board = msgspec.UNSET
+    askSize: Board = msgspec.UNSET
+    openInterest: Board = msgspec.UNSET
+    oiChange: Board = msgspec.UNSET
+    volume: Board = msgspec.UNSET
+    turnover: Board = msgspec.UNSET
+    prevSettle: Board = msgspec.UNSET
+    settle: Board = msgspec.UNSET
+    limitUp: Board = msgspec.UNSET
+    limitDown: Board = msgspec.UNSET
 
 
 class QuotesBody(msgspec.Struct):
@@ -81,6 +97,8 @@ class Candle(msgspec.Struct):
     l: float  # noqa: E741
     c: float
     v: int
+    oi: Board = msgspec.UNSET  # a futures candle's open interest and settlement (SPEC 19)
+    s: Board = msgspec.UNSET
 
 
 class KlineBody(msgspec.Struct):
