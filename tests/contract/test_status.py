@@ -31,7 +31,7 @@ def _append(path: Path, *ticks: dict[str, Any]) -> None:
 
 
 FRIDAY_S = datetime.fromisoformat("2026-11-20T20:00:00+08:00").timestamp()  # in ICE's Friday session
-FRIDAY = [("brent", int((FRIDAY_S + dt) * 1000), i + 1, 79.0 + i, 1.0) for i, dt in enumerate((0, 1, 600))]
+FRIDAY = [("brent", FRIDAY_S + dt, i + 1, 79.0 + i, 1.0) for i, dt in enumerate((0, 1, 600))]  # ts: epoch s
 
 
 def _start(tmp: Path, now: str) -> tuple[ServerProcess, Path]:
@@ -40,7 +40,8 @@ def _start(tmp: Path, now: str) -> tuple[ServerProcess, Path]:
     backfill = tmp / "friday.jsonl"
     backfill.write_text("".join(json.dumps(dict(zip(("id", "ts", "seq", "price", "volume"), t, strict=True))) + "\n"
                                 for t in FRIDAY))
-    assert run_cli(tmp / "data", "ticks", "import", str(backfill)).returncode == 0
+    imported = run_cli(tmp / "data", "ticks", "import", str(backfill), "--clock-start", now)  # the hub's clock
+    assert imported.returncode == 0, imported.stdout + imported.stderr
     feed = tmp / "ticks.jsonl"
     feed.write_text("")
     srv = ServerProcess(tmp / "data", "granian", "--feed", f"jsonl:{feed}", "--no-demo-key", "--clock-start", now,
