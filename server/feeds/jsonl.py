@@ -72,9 +72,7 @@ class JsonlParser:
     def parse(self, line: bytes | str, now: float, not_before: float = -math.inf) -> Tick | None:
         if not line.strip():
             return None
-        tick = self._parse(line, now)
-        if tick is not None and not not_before <= tick.ts <= now + MAX_FUTURE_S:
-            return self._bad()
+        tick = self._parse(line, now, not_before)
         if tick is not None:
             self.accepted += 1
         return tick
@@ -83,7 +81,7 @@ class JsonlParser:
         self.bad_lines += 1
         return None
 
-    def _parse(self, line: bytes | str, now: float) -> Tick | None:
+    def _parse(self, line: bytes | str, now: float, not_before: float) -> Tick | None:
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -102,6 +100,8 @@ class JsonlParser:
         if row is None:
             self.unknown_ids += 1
             return None
+        if not not_before <= ts <= now + MAX_FUTURE_S:  # before the limits: their trading day must exist
+            return self._bad()
         given = {field: obj[key] for key, field in DETAIL_KEYS.items() if obj.get(key) is not None}
         if not all(_is_number(v) and math.isfinite(v) and v >= 0 for v in given.values()) or (
                 "cum_volume" in given and "volume" in obj):

@@ -170,9 +170,10 @@ def test_gap_up_day_opens_at_its_first_tick(tmp_path: Path, fake_now: str) -> No
         q = feed.seq_reaches("brent", 4)
         assert (q["open"], q["high"], q["low"], q["price"], q["prevClose"]) == (75.0, 76.0, 74.5, 75.5, 70.0)
         series = feed.get("/api/v1/kline/brent").json()["series"]
-        assert series[-1] == {"t": str(live_day), "o": 75.0, "h": 76.0, "l": 74.5, "c": 75.5, "v": 4}
+        board = {"oi": None, "s": None}  # brent is a futures product (SPEC 19): none known from these lines
+        assert series[-1] == {"t": str(live_day), "o": 75.0, "h": 76.0, "l": 74.5, "c": 75.5, "v": 4, **board}
         # day2 had no candle and no tick: the only flat candle, at the previous close
-        assert series[-3] == {"t": str(day2), "o": 70.0, "h": 70.0, "l": 70.0, "c": 70.0, "v": 0}
+        assert series[-3] == {"t": str(day2), "o": 70.0, "h": 70.0, "l": 70.0, "c": 70.0, "v": 0, **board}
 
         # an import for day2 while the server runs is not overwritten by the feed's flush of a flat fill
         fix = tmp_path / "fix.csv"
