@@ -29,9 +29,12 @@ class Notices {
 
   render() {
     this.node.hidden = this.items.size === 0;
-    // "cannot reach the server" once, however many parts of the page found it out (status 0)
-    const shown = [...this.items.entries()].filter(([, n], i, all) =>
-      n.status !== 0 || all.findIndex(([, m]) => m.status === 0) === i);
+    // "cannot reach the server" once, however many parts of the page found it out (status 0); while it cannot be
+    // reached, what it answered before it went (a 503 "stopping", a 5xx) is no longer news: only the key's own
+    // refusals (4xx) stay beside it
+    const all = [...this.items.entries()];
+    const unreachable = all.findIndex(([, m]) => m.status === 0);
+    const shown = all.filter(([, n], i) => n.status === 0 ? i === unreachable : !(unreachable >= 0 && n.status >= 500));
     this.node.dataset.status = shown.map(([, n]) => n.status).join(" ");
     replaceChildren(this.node, shown.map(([id, n]) =>
       el("p", { dataset: { source: id, status: String(n.status) } }, n.text())));
