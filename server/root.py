@@ -45,6 +45,7 @@ from server.api.ops.web import WebApi
 from server.api.site.accounts import lockout_mail
 from server.api.site.routes import SiteTasks, register_public_site
 from server.config import (
+    AuthSettings,
     DemoHours,
     EngineKind,
     EngineSettings,
@@ -199,7 +200,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     applied = AppliedTicks()
     fresh = feed_freshness(state, applied, group(FeedSettings), clock)  # SPEC 20: a silent feed in session
     ticks = TickPath(state, feed, engine.bus, engine.ticks, engine.history, history, applied, registry, epoch)
-    watch = KeyWatch(keys, engine.revocations)
+    watch = KeyWatch(keys, engine.revocations, group(AuthSettings).key_refresh_s)
     engine.revocations.subscribe(watch.on_revoked)
     started = threading.Event()  # set by Node.start once every part runs
     register_market(settings, router, state, venues, clock, deep, flat, fresh, keeper)

@@ -230,12 +230,14 @@ class NotifySettings(Group):
 
 @dataclass(frozen=True)
 class AuthSettings(Group):
-    """Credentials: the site's token keys, the demo API key."""
+    """Credentials: the site's token keys, the demo API key, and (hidden, tests) how often the key watch re-reads the
+    keys from storage (a test lengthens it to tell a rotation's immediate close from the refresh's)."""
 
     jwt_secret: str | None = setting(None, "HS256 secret (default: generated once into the data dir)")
     jwt_public_key: str | None = setting(None, "PEM file of an RS256/ES256 identity provider's public key")
     demo_key: bool = setting(True, "do not create the demo key on first start", flag="no-demo-key",
                              kind=Kind.OFF_SWITCH)
+    key_refresh_s: float = setting(1.0, parse=number, check=above(0, 3600, "must be between 0 and 3600 seconds"))
 
 
 def _log_level(level: str) -> str | None:
