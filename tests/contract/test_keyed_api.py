@@ -93,7 +93,9 @@ def test_single_quote_extended(http: httpx.Client, pro_key: str) -> None:
 
 def test_on_a_weekend_the_live_trading_day_has_not_begun(tmp_path: Path) -> None:
     """SPEC 16: on Saturday the live trading day is Monday's, whose candle has no tick yet."""
-    srv = ServerProcess(tmp_path / "data", "granian", "--clock-start", SATURDAY)
+    # the demo moves only in session (every test server's demo otherwise ticks at any hour: a Saturday tick would
+    # open Monday's candle before the request)
+    srv = ServerProcess(tmp_path / "data", "granian", "--clock-start", SATURDAY, "--demo-hours", "sessions")
     try:
         q = httpx.get(srv.base + "/api/v1/quotes/brent", headers={"X-SERVICE-Key": srv.demo_key}).json()
         assert q["open"] is q["low"] is q["high"] is None and q["volume"] == 0
