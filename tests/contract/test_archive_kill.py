@@ -25,7 +25,7 @@ import pytest
 from server.market.timefmt import TZ
 from server.store.history.archive_pg import PgTickArchive
 from server.store.history.archive_sqlite import SqliteTickArchive
-from tests.conftest import ServerProcess
+from tests.conftest import ServerProcess, sqlite_only
 from tests.pg_service import pg_schema
 
 NOW = "2026-11-18T14:20:00+08:00"  # a Wednesday: ZCE and ICE in session
@@ -92,7 +92,7 @@ def _storage(kind: str) -> Iterator[tuple[str, ...]]:
             yield ("--database-url", url)
 
 
-@pytest.mark.parametrize("storage", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("storage", [pytest.param("sqlite", marks=sqlite_only), "postgresql"])
 def test_a_kill_mid_feed_replays_exactly_a_committed_prefix(tmp_path: Path, storage: str) -> None:
     feed_path, data = tmp_path / "ticks.jsonl", tmp_path / "data"
     feed_path.write_text("")
