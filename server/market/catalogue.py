@@ -123,7 +123,7 @@ _ROWS: tuple[_Row, ...] = (
      "usd_mmbtu", 3, 3.420, 0.035, 400_000),
     ("ttf", "oil", "gas-lpg", ("TTF天然气", "TTF natural gas"),
      ("ICE荷兰TTF天然气主力", "ICE Endex, Dutch TTF front month"),
-     "eur_mwh", 2, 33.20, 0.030, 90_000),
+     "eur_mwh", 3, 33.20, 0.030, 90_000),  # three decimals: ICE Endex's tick is 0.005 EUR/MWh
     # --- methanol ----------------------------------------------------------
     ("methanol", "chem", "methanol", ("甲醇", "Methanol (ZCE MA)"),
      ("郑州商品交易所 甲醇主力", "ZCE, methanol main contract"),

@@ -52,6 +52,13 @@ def _round_rows(values: np.ndarray, decimals: np.ndarray) -> np.ndarray:
     return np.round(values * scale.reshape(shape)) / scale.reshape(shape)
 
 
+def _on_grid(values: np.ndarray, step: np.ndarray, decimals: np.ndarray) -> np.ndarray:
+    """Each row (axis 0) of ``values`` on its instrument's price grid: a multiple of ``step`` (a futures product's
+    tick, SPEC 19; else one unit of its last decimal), written with its decimals."""
+    s = step.reshape((-1,) + (1,) * (values.ndim - 1))
+    return _round_rows(np.round(values / s) * s, decimals)
+
+
 class DemoWalk:
     """Seeded geometric random walk calibrated per instrument."""
 
@@ -63,7 +70,11 @@ class DemoWalk:
         self.decimals = np.array([i.decimals for i in insts], dtype=np.int64)
         self.vol = np.array([i.daily_vol for i in insts])
         self.volume_base = np.array([i.volume_base for i in insts])
-        self._tick_size = 10.0 ** -self.decimals.astype(np.float64)
+        # futures (SPEC 19): each product's tick (every price the demo publishes is a multiple of it), its open
+        # interest, and the state's daily limits to stay within
+        self.product_tick = np.array([PRODUCTS[i.id].tick if i.id in PRODUCTS else np.nan for i in insts])
+        self.futures = np.isfinite(self.product_tick)
+        self._tick_size = np.fmax(np.nan_to_num(self.product_tick, nan=0.0), 10.0 ** -self.decimals.astype(np.float64))
         # children keyed by index: a fourth leaves the first three (and so older histories) unchanged
         init_seq, tick_seq, self._history_seq, self._intraday_seq, book_seq = np.random.SeedSequence(seed).spawn(5)
         init_rng = np.random.default_rng(init_seq)
@@ -73,9 +84,6 @@ class DemoWalk:
         self._true = start  # unrounded internal price; ticks publish it rounded
         self._rng = np.random.default_rng(tick_seq)
         self._last_ts: float | None = None
-        # futures (SPEC 19): each product's tick, its open interest, and the state's daily limits to stay within
-        self.product_tick = np.array([PRODUCTS[i.id].tick if i.id in PRODUCTS else np.nan for i in insts])
-        self.futures = np.isfinite(self.product_tick)
         self._book_rng = np.random.default_rng(book_seq)
         self.oi = np.where(self.futures, np.round(self.volume_base * 3.0), np.nan)
         self.bounds: tuple[np.ndarray, np.ndarray] | None = None  # (limitDown, limitUp) per row; NaN: none
@@ -89,7 +97,7 @@ class DemoWalk:
 
     def live_prices(self) -> np.ndarray:
         """Current published (rounded) price of every instrument."""
-        return np.maximum(_round_rows(self._true, self.decimals), self._tick_size)
+        return np.maximum(_on_grid(self._true, self._tick_size, self.decimals), self._tick_size)
 
     def history(self, end_day: date, n: int = 90, days: list[date] | None = None) -> History:
         """``n`` trading days ending at ``end_day`` (or these ``days``) whose last day closes at the live price
@@ -105,7 +113,7 @@ class DemoWalk:
         o = prev_c * np.exp(rng.normal(0.0, 0.25, size=(self.n, n)) * vol)
         top = np.maximum(o, c) * np.exp(np.abs(rng.normal(0.0, 0.5, size=(self.n, n))) * vol)
         bottom = np.minimum(o, c) * np.exp(-np.abs(rng.normal(0.0, 0.5, size=(self.n, n))) * vol)
-        o, c, top, bottom = (np.maximum(_round_rows(a, self.decimals), self._tick_size[:, None])
+        o, c, top, bottom = (np.maximum(_on_grid(a, self._tick_size, self.decimals), self._tick_size[:, None])
                              for a in (o, c, top, bottom))
         c[:, -1] = self.live_prices()
         h = np.maximum(top, np.maximum(o, c))
@@ -192,7 +200,7 @@ class DemoWalk:
         down = np.divide(bottom - low, bottom - trough, out=np.zeros_like(top), where=trough < bottom)
         path = np.where(path > top, top + (path - top) * up, path)
         path = np.where(path < bottom, bottom - (bottom - path) * down, path)
-        path = np.clip(_round_rows(path, decimals), low, h)
+        path = np.clip(_on_grid(path, self._tick_size[rows], decimals), low, h)
         at = np.arange(n)
         # the high and the low are touched exactly: where the stretch left them, else at an inside point
         at_high = np.where(peak[:, 0] > top[:, 0], path.argmax(axis=1), rng.integers(1, points - 1, n))
@@ -219,7 +227,8 @@ class DemoWalk:
         sigma = self.vol[movers] * math.sqrt(dt / (frac * TRADING_DAY_SECONDS))
         pull = -MEAN_REVERSION_PER_S * dt / frac * np.log(self._true[movers] / self._anchor[movers])
         self._true[movers] *= np.exp(pull + sigma * rng.standard_normal(movers.size))
-        prices = np.maximum(_round_rows(self._true[movers], self.decimals[movers]), self._tick_size[movers])
+        grid = self._tick_size[movers]
+        prices = np.maximum(_on_grid(self._true[movers], grid, self.decimals[movers]), grid)
         if self.bounds is not None:  # a futures product stays within its daily limits (a limit price is valid)
             down, up = self.bounds[0][movers], self.bounds[1][movers]
             self._true[movers] = np.fmin(np.fmax(self._true[movers], down), up)
@@ -237,9 +246,9 @@ class DemoWalk:
         if not at.size:
             return {}
         rows, rng = movers[at], self._book_rng
-        tick, dec = np.maximum(self.product_tick[rows], self._tick_size[rows]), self.decimals[rows]  # a step shown
-        bid = _round_rows(prices[at] - tick * rng.integers(0, 2, at.size), dec)
-        ask = _round_rows(bid + tick * rng.integers(1, 3, at.size), dec)
+        tick, dec = self._tick_size[rows], self.decimals[rows]  # the product's tick
+        bid = _on_grid(prices[at] - tick * rng.integers(0, 2, at.size), tick, dec)
+        ask = _on_grid(bid + tick * rng.integers(1, 3, at.size), tick, dec)
         sizes = rng.integers(1, 81, size=(2, at.size))
         self.oi[rows] = np.maximum(self.oi[rows] + np.round(volumes[at] * rng.normal(0.0, 0.4, at.size)), 0.0)
         return {int(r): TickDetail(bid=float(b), ask=float(a), bid_size=float(bs), ask_size=float(asz),
