@@ -104,6 +104,13 @@ def metric(srv: ServerProcess, name: str) -> float:
     raise AssertionError(f"{name} not in /metrics")
 
 
+def conflated(srv: ServerProcess) -> float:
+    """Ticks conflated in slow clients' buffers so far (0 before the first: the counter appears with it)."""
+    name = "market_ws_ticks_conflated_total"
+    lines = httpx.get(srv.base + "/metrics", timeout=5).text.splitlines()
+    return sum(float(line.split()[-1]) for line in lines if line.startswith((name + " ", name + "{")))
+
+
 def ticks_for(inst: str, n: int, price: float = 100.0) -> list[dict[str, Any]]:
     return [{"id": inst, "price": round(price + (i % 97) * 0.01, 2)} for i in range(n)]
 
@@ -117,7 +124,8 @@ def test_resume_across_forced_disconnects_has_no_gap_and_no_duplicate_over_10000
     total = PER_ID * len(RESUME_IDS)
     lines = [line for i in range(PER_ID) for line in (ticks_for(inst, 1, 50.0 + i % 50)[0] for inst in RESUME_IDS)]
     drops = [700, 1500, 2600, 3800, 5200, 6100, 7700]  # ticks received (in all) at which the client drops
-    stats = {"reconnects": 0, "replayed_at_least": 0, "ticks": 0}
+    stats = {"reconnects": 0, "replayed_at_least": 0, "ticks": 0, "jumps": 0,
+             "conflated": conflated(srv)}
 
     async def writer() -> None:
         for start in range(0, total, 100):  # ~5,000 ticks/s: the feed is live while the client reconnects
@@ -139,7 +147,18 @@ def test_resume_across_forced_disconnects_has_no_gap_and_no_duplicate_over_10000
                 msg = await recv_json(ws)
                 if msg["type"] != "tick" or msg["id"] not in last:
                     continue
-                assert msg["seq"] == last[msg["id"]] + 1, f"{msg['id']}: seq {last[msg['id']]} then {msg['seq']}"
+                assert msg["seq"] > last[msg["id"]], f"{msg['id']}: seq {last[msg['id']]} then {msg['seq']} again"
+                if msg["seq"] != last[msg["id"]] + 1:
+                    # a client that fell behind (a loaded machine) had its ticks conflated, which the server counts
+                    # and which shows as a seq jump (docs/stream.md, slow consumers): it resumes from what it holds,
+                    # as a real client does, and must then get every tick after that exactly once
+                    assert conflated(srv) > stats["conflated"], (
+                        f"{msg['id']}: seq {last[msg['id']]} then {msg['seq']} with no conflation counted")
+                    stats["conflated"] = conflated(srv)
+                    stats["jumps"] += 1
+                    ws.transport.abort()
+                    ws = await resume(last, epoch, False)
+                    continue
                 last[msg["id"]] = msg["seq"]
                 received += 1
                 if drops and received >= drops[0]:
@@ -166,7 +185,7 @@ def test_resume_across_forced_disconnects_has_no_gap_and_no_duplicate_over_10000
 
     last = run(reader())
     assert last == {inst: PER_ID for inst in RESUME_IDS}
-    assert stats["ticks"] == total and stats["reconnects"] == 8
+    assert stats["ticks"] == total and stats["reconnects"] == 8 + stats["jumps"]
     assert metric(srv, "market_ws_ticks_replayed_total") > 0  # the resumes did replay (not only live ticks)
 
     async def everything_again() -> list[dict[str, Any]]:
