@@ -15,7 +15,7 @@ day would fall in year 10000, which no date type holds.
 from __future__ import annotations
 
 import re
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 
 from server.api.core.types import Request
 from server.core.errors import ApiError
@@ -74,6 +74,24 @@ def parse_day(field: str, raw: str) -> date:
     if not FIRST_DAY <= day <= LAST_DAY:
         raise param_error(field, f"{field} must be a date {RANGE_TEXT}")
     return day
+
+
+def parse_day_range(query: dict[str, str], today: date, default_days: int, max_days: int,
+                    what: str) -> tuple[date, date]:
+    """`from` and `to` of a listing by day: `to` defaults to `today`, `from` to `default_days` before `to`; `to` not
+    before `from` and at most `max_days` days, both counted (else a 400 naming `to`; `what` names the listing)."""
+    end = _optional_day(query, "to") or today
+    start = _optional_day(query, "from") or end - timedelta(days=default_days)
+    if end < start:
+        raise param_error("to", "to is before from")
+    if (end - start).days + 1 > max_days:
+        raise param_error("to", f"{what} spans at most {max_days} days (from and to both included)")
+    return start, end
+
+
+def _optional_day(query: dict[str, str], field: str) -> date | None:
+    raw = query.get(field)
+    return None if raw is None else parse_day(field, raw)
 
 
 def parse_instant(field: str, raw: str) -> float:

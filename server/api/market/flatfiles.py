@@ -15,13 +15,13 @@ feed) lists no files.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
 import orjson
 
 from server.api.core.encoding import etag_matches
-from server.api.core.query import known_query, param_error, parse_day
+from server.api.core.query import known_query, param_error, parse_day, parse_day_range
 from server.api.core.router import Access, Router
 from server.api.core.types import FileBody, Request, Response
 from server.core.errors import ApiError
@@ -58,12 +58,7 @@ class FlatFilesApi:
         if fmt not in FORMATS:
             raise param_error("format", f"format must be one of {', '.join(FORMATS)}")
         now_ms = int(self.clock() * 1000)
-        end = _date(query, "to") or local_date(now_ms / 1000)
-        start = _date(query, "from") or end - timedelta(days=DEFAULT_DAYS)
-        if end < start:
-            raise param_error("to", "to is before from")
-        if (end - start).days + 1 > MAX_DAYS:
-            raise param_error("to", f"a listing spans at most {MAX_DAYS} days (from and to both included)")
+        start, end = parse_day_range(query, local_date(now_ms / 1000), DEFAULT_DAYS, MAX_DAYS, "a listing")
         files: list[dict[str, Any]] = []
         if self.days is not None:
             for name in (dataset,) if dataset is not None else DATASETS:
@@ -134,7 +129,3 @@ def _file_name(name: str) -> tuple[date | None, str | None]:
     except ApiError:
         return None, None
 
-
-def _date(query: dict[str, str], field: str) -> date | None:
-    raw = query.get(field)
-    return None if raw is None else parse_day(field, raw)

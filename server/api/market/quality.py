@@ -10,12 +10,12 @@ memory (it changes no more). A hub without a durable history (the demo feed) lis
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import date, timedelta
+from datetime import date
 from typing import Any
 
 import orjson
 
-from server.api.core.query import known_query, param_error, parse_day
+from server.api.core.query import known_query, param_error, parse_day_range
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.market.freshness import Freshness
@@ -46,12 +46,7 @@ class QualityApi:
         if venue is not None and venue not in self.fresh.clocks:
             raise param_error("venue", f"venue must be one of {', '.join(sorted(self.fresh.clocks))}")
         now_ms = int(self.clock() * 1000)
-        end = _day(query, "to") or local_date(now_ms / 1000)
-        start = _day(query, "from") or end - timedelta(days=DEFAULT_DAYS)
-        if end < start:
-            raise param_error("to", "to is before from")
-        if (end - start).days + 1 > MAX_DAYS:
-            raise param_error("to", f"a range spans at most {MAX_DAYS} days (from and to both included)")
+        start, end = parse_day_range(query, local_date(now_ms / 1000), DEFAULT_DAYS, MAX_DAYS, "a range")
         days: list[dict[str, Any]] = []
         for vid in [venue] if venue is not None else sorted(self.fresh.clocks):
             days += [await self._entry(vid, day, now_ms) for day in self._days(vid, start, end, now_ms)]
@@ -90,8 +85,3 @@ class QualityApi:
             lambda _, archive: sorted(t[1] for i in ids for t in archive.read(i, lo, hi))) if closed else []
         return day_quality(ticks, windows, fresh.stale_ms, closed=closed, continuous=bool(continuous))
 
-
-def _day(query: dict[str, str], field: str) -> date | None:
-    """A canonical YYYY-MM-DD date within the service's years (the one input rule, api/core/query.py)."""
-    raw = query.get(field)
-    return None if raw is None else parse_day(field, raw)
