@@ -269,8 +269,10 @@ def to_builtins(value: Any) -> Any:
 
 
 class FlatFile(Model):
-    """One closed trading day's file of a dataset (SPEC 18): where to GET it, its size, sha256 and data rows."""
+    """One closed trading day's file of a dataset (SPEC 18): where to GET it, its size, sha256 and data rows;
+    `venue` names the venue of a venue's own file (listed with `venue=`), None for an all-venue file."""
 
+    venue: str | None = None
     dataset: str
     date: date
     format: str
