@@ -32,12 +32,14 @@ from tests.conftest import RUNTIMES, ServerProcess, run_cli
 
 S = dict[str, Any]
 MISSING = object()  # a candidate meaning "leave the field out"
+VENUE_FILE = "/api/v1/flatfiles/{venue}/{dataset}/{file}"  # a venue's own file (tests/contract/test_flatfile_venues.py)
 UNPROVOKED = {  # (path or "*", method or "*", status): documented answers a test cannot cause from outside
     ("*", "*", "500"),  # internal error
     ("/readyz", "get", "503"),  # feed or storage down
     # a flat file needs a live feed's durable history, which this module's demo hub keeps none of:
     # tests/contract/test_flatfile_routes.py checks these answers against the document on a hub that has files
-    *(("/api/v1/flatfiles/{dataset}/{file}", "get", status) for status in ("200", "206", "304", "416")),
+    *((path, "get", status) for path in ("/api/v1/flatfiles/{dataset}/{file}", VENUE_FILE)
+      for status in ("200", "206", "304", "416")),
 }
 RECEIPT = "WR-NB-000101"  # a demo receipt
 _ips = itertools.count(1)
@@ -332,6 +334,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         # no durable history on the demo feed, so no flat file: the documented 404 (test_flatfile_routes.py: 200s)
         "/api/v1/flatfiles/{dataset}/{file}": "/api/v1/flatfiles/ticks/2026-11-17.csv.gz",
         "/api/v1/flatfiles": "/api/v1/flatfiles?dataset=ticks",
+        VENUE_FILE: "/api/v1/flatfiles/zce/ticks/2026-11-17.csv.gz",
     }
     not_found = {
         "/api/v1/quotes/{id}": "/api/v1/quotes/zzz", "/api/v1/kline/{id}": "/api/v1/kline/zzz",
@@ -341,6 +344,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/instruments/{id}": "/api/v1/instruments/zzz",
         "/api/v1/venues/{id}/calendar": "/api/v1/venues/zzz/calendar?from=2026-09-28&to=2026-10-09",
         "/api/v1/instruments": "/api/v1/instruments?product=zzz",  # SPEC 19: no such futures product
+        VENUE_FILE: "/api/v1/flatfiles/zzz/ticks/2026-11-17.csv.gz",
     }
     bad = {
         "/api/v1/quotes": "/api/v1/quotes?kind=metals", "/api/v1/kline/{id}": "/api/v1/kline/brent?days=0",
@@ -361,6 +365,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/quality": "/api/v1/quality?from=2026-13-01",  # SPEC 20: canonical dates only
         "/api/v1/status": "/api/v1/status?x=1",
         "/api/v1/flatfiles/{dataset}/{file}": "/api/v1/flatfiles/ticks/2026-11-17.csv.gz?x=1",
+        VENUE_FILE: "/api/v1/flatfiles/zce/ticks/2026-11-17.csv.gz?x=1",
     }
     creds = {"email": "schema-check@example.com", "password": "correct horse"}
     check(http.post("/api/auth/register", json={**creds, "name": "Li Lei", "company": None}), "/api/auth/register")
@@ -407,7 +412,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
 
     _provoke_console(check, http, api, bearer, {"Authorization": f"Bearer {disabled_token}"})
     _, free = api.create_key("free")  # SPEC 18: flat files are for the professional and enterprise plans
-    for path in ("/api/v1/flatfiles", "/api/v1/flatfiles/{dataset}/{file}"):
+    for path in ("/api/v1/flatfiles", "/api/v1/flatfiles/{dataset}/{file}", VENUE_FILE):
         check(http.get(examples[path], headers={"X-SERVICE-Key": free}), path)
 
     # 429: a 1/min key is spent by its first request, and so is one client IP (public rate 1/min)

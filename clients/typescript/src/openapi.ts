@@ -395,6 +395,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/flatfiles/{venue}/{dataset}/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download one venue's flat file (its instruments only; Range, If-Range, If-None-Match as for the all-venue files) */
+        get: operations["get_venue_flatfile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/instruments": {
         parameters: {
             query?: never;
@@ -1140,6 +1157,12 @@ export interface components {
             sha256: string;
             /** @description where to GET it (relative to this server) */
             url: string;
+            /**
+             * @description a venue's own file (listed with venue=): its instruments only
+             * @example zce
+             * @enum {string}
+             */
+            venue?: "shfe" | "ine" | "dce" | "zce" | "ice-eu" | "cme" | "ice-endex" | "gme" | "spot-sg" | "spot-me" | "spot-nea-lng" | "spot-ec" | "spot-cfr-cn" | "saudi-cp" | "fx" | "cfets";
         };
         FlatFileList: {
             files: components["schemas"]["FlatFile"][];
@@ -4232,6 +4255,8 @@ export interface operations {
                 from?: string;
                 /** @description last trading day, included (default: today; at most 366 days after from) */
                 to?: string;
+                /** @description a venue's own files (GET /api/v1/venues): its trading days, its instruments, each day's from the venue's close plus 2 minutes (ZCE: 15:02 Shanghai); left out: the all-venue files, made once every venue trading the day has closed */
+                venue?: "shfe" | "ine" | "dce" | "zce" | "ice-eu" | "cme" | "ice-endex" | "gme" | "spot-sg" | "spot-me" | "spot-nea-lng" | "spot-ec" | "spot-cfr-cn" | "saudi-cp" | "fx" | "cfets";
             };
             header?: never;
             path?: never;
@@ -4260,7 +4285,7 @@ export interface operations {
                     "application/json": components["schemas"]["FlatFileList"];
                 };
             };
-            /** @description dataset unknown, format unknown, from or to not a date, to before from, more than 366 days (invalid_parameter, errors[].field names it); a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            /** @description dataset, format or venue unknown, from or to not a date, to before from, more than 366 days (invalid_parameter, errors[].field names it); a query parameter the endpoint does not define (unknown_parameter, naming it) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -4436,6 +4461,174 @@ export interface operations {
                 };
             };
             /** @description no such file: unknown dataset, a name that is not YYYY-MM-DD.csv.gz or .parquet, a day no venue traded, not closed yet, outside the retention, or without rows */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the range starts past the end (range_not_satisfiable; Content-Range: bytes *\/size) */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_venue_flatfile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the ETag held: 304 when unchanged */
+                "If-None-Match"?: string;
+                /** @description the ETag held: a range is sent only if the file is still that one */
+                "If-Range"?: string;
+                /** @description one byte range (RFC 9110): the rest of a broken download */
+                Range?: string;
+            };
+            path: {
+                /** @description the dataset */
+                dataset: "ticks" | "candles-1m" | "candles-1d";
+                /** @description the trading day and format */
+                file: string;
+                /** @description the venue (GET /api/v1/venues) */
+                venue: "shfe" | "ine" | "dce" | "zce" | "ice-eu" | "cme" | "ice-endex" | "gme" | "spot-sg" | "spot-me" | "spot-nea-lng" | "spot-ec" | "spot-cfr-cn" | "saudi-cp" | "fx" | "cfets";
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the whole file */
+            200: {
+                headers: {
+                    "Accept-Ranges"?: string;
+                    "Access-Control-Allow-Origin"?: string;
+                    "Content-Disposition"?: string;
+                    "Content-Length"?: number;
+                    /** @description "<sha256>" */
+                    ETag?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description the range asked for (Content-Range: bytes first-last/size) */
+            206: {
+                headers: {
+                    "Accept-Ranges"?: string;
+                    "Access-Control-Allow-Origin"?: string;
+                    "Content-Disposition"?: string;
+                    "Content-Length"?: number;
+                    "Content-Range"?: string;
+                    /** @description "<sha256>" */
+                    ETag?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description If-None-Match matched: the file held is this one */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the key's plan has no flat files: professional or enterprise (plan_required, with requiredPlan) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such file: unknown venue, unknown dataset, a name that is not YYYY-MM-DD.csv.gz or .parquet, a day that is not a trading day of the venue, not closed yet (the venue's close plus 2 minutes), outside the retention, or without rows */
             404: {
                 headers: {
                     [name: string]: unknown;
