@@ -22,6 +22,7 @@ from aiosmtpd.controller import Controller
 
 from tests.conftest import ServerProcess, free_port, run_cli
 from tests.contract.test_console import PASSWORD, client, operator, problem, sign_up, until
+from tests.contract.test_notify import Receiver
 
 NOTIFY = "desk@market.example"
 
@@ -49,10 +50,19 @@ def inbox() -> Iterator[tuple[Inbox, int]]:
 
 
 @pytest.fixture(scope="module")
-def srv(inbox: tuple[Inbox, int], tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def hooks() -> Iterator[Receiver]:
+    receiver = Receiver()
+    yield receiver
+    receiver.close()
+
+
+@pytest.fixture(scope="module")
+def srv(inbox: tuple[Inbox, int], hooks: Receiver,
+        tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     server = ServerProcess(tmp_path_factory.mktemp("tickets") / "data", "granian", "--public-rate", "100000",
                            "--trusted-proxies", "127.0.0.1", "--smtp-url", f"smtp://127.0.0.1:{inbox[1]}",
-                           "--notify-email", NOTIFY, "--mail-from", "support@market.example")
+                           "--notify-email", NOTIFY, "--mail-from", "support@market.example",
+                           "--webhook", f"generic={hooks.base}/generic/in")
     yield server
     assert server.stop() == 0, server.output()
 
@@ -72,7 +82,8 @@ def enterprise(srv: ServerProcess, email: str) -> httpx.Client:
     return c
 
 
-def test_a_thread_between_a_customer_and_an_operator(srv: ServerProcess, inbox: tuple[Inbox, int]) -> None:
+def test_a_thread_between_a_customer_and_an_operator(srv: ServerProcess, inbox: tuple[Inbox, int],
+                                                     hooks: Receiver) -> None:
     box = inbox[0]
     ops, c = operator(srv, "ops-desk@example.com"), enterprise(srv, "acme@example.com")
     try:
@@ -93,6 +104,8 @@ def test_a_thread_between_a_customer_and_an_operator(srv: ServerProcess, inbox: 
             assert mail["Subject"] == f"[Support ticket 技术支持工单] {tid}"
             assert tid in mail.get_content() and "Brent quotes stopped at 09:31." in mail.get_content()
         assert box.to("acme@example.com") == []
+        [hook] = [h for h in hooks.of("generic") if h.json["id"] == tid]  # the messaging webhook, once
+        assert hook.json["kind"] == "ticket" and hook.json["record"]["message"] == text
         # the operator sees every ticket and answers on the same route
         listed = ops.get("/api/console/tickets", params={"status": "open"}).json()["items"]
         assert tid in [t["id"] for t in listed]
@@ -116,6 +129,8 @@ def test_a_thread_between_a_customer_and_an_operator(srv: ServerProcess, inbox: 
         assert until(lambda: len(box.to(NOTIFY)) == 2 and len(box.to("ops-desk@example.com")) == 2)
         assert until(lambda: settled(srv))
         assert len(box.to("acme@example.com")) == 1
+        assert [h.json["record"]["message"] for h in hooks.of("generic") if h.json["id"] == tid] == [
+            text, "Thanks, fine now."]
         # close, a message refused while closed, reopen
         closed = c.post(f"/api/console/tickets/{tid}/close")
         assert closed.status_code == 200 and closed.json()["status"] == "closed" and closed.json()["closedAt"]
