@@ -121,7 +121,10 @@ def test_a_new_enterprise_customer_gets_the_operator_s_answer_by_mail_and_in_the
         me.lang(lang)
         assert me.no_sideways_scroll(), lang
         me.shot(f"support-1440-{lang}")
+    panel = p.inner_text("[data-testid=support]")  # every word of the section in Chinese, none a bare key
     assert p.inner_text("[data-testid=support] h2") == "技术支持"
+    assert all(w in panel for w in ("严重级别", "客户", "技术支持", "已按时响应", "关闭工单"))
+    assert not [w for w in ("sev2", "st_open", "author_", "target", "Severity", "Customer") if w in panel]
     assert len(box.to(CUSTOMER)) == 1 and me.errors == []
     me.context.close()
 
