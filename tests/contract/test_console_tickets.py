@@ -192,7 +192,7 @@ def test_bad_messages_and_queries_are_400(srv: ServerProcess) -> None:
         problem(c.post(f"/api/console/tickets/{tid}/messages", content=b"[1]",
                        headers={"content-type": "application/json"}), 400, "invalid_body")
         problem(c.get("/api/console/tickets", params={"status": "pending"}), 400, "invalid_parameter")
-        problem(c.get("/api/console/tickets", params={"sort": "x"}), 400, "invalid_parameter")
+        problem(c.get("/api/console/tickets", params={"sort": "x"}), 400, "unknown_parameter")
         problem(c.post(f"/api/console/tickets/{tid}/close", json={"why": "x"}), 400, "validation_failed")
 
 

@@ -3662,7 +3662,7 @@ export interface operations {
                     "application/json": components["schemas"]["Tickets"];
                 };
             };
-            /** @description an unknown status or parameter */
+            /** @description an unknown status (invalid_parameter) or parameter (unknown_parameter) */
             400: {
                 headers: {
                     [name: string]: unknown;

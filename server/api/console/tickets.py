@@ -13,6 +13,7 @@ from typing import Any
 
 from server.api.console.context import ConsoleContext, json_answer
 from server.api.core.body import Fields, json_object
+from server.api.core.query import known_query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.core.errors import ApiError
@@ -35,6 +36,7 @@ from server.store.support.tickets import (
 
 PREFIX = "/api/console/tickets"
 STATUSES = tuple(s.value for s in TicketStatus)
+LIST_PARAMS = frozenset({"status"})
 
 
 class ConsoleTicketsApi:
@@ -58,11 +60,7 @@ class ConsoleTicketsApi:
 
     async def list_tickets(self, req: Request) -> Response:
         account = await self.ctx.account(req)
-        unknown = sorted(set(req.query) - {"status"})
-        if unknown:
-            raise ApiError("invalid_parameter", f"{unknown[0]}: is not a parameter of this route",
-                           errors=[{"field": n, "message": "is not a parameter of this route"} for n in unknown])
-        text = req.query.get("status")
+        text = known_query(req, LIST_PARAMS).get("status")  # an unknown parameter: 400 unknown_parameter
         if text is not None and text not in STATUSES:
             raise ApiError("invalid_parameter", f"status: must be one of {', '.join(STATUSES)}",
                            errors=[{"field": "status", "message": f"must be one of {', '.join(STATUSES)}"}])

@@ -48,7 +48,7 @@ BASE = "/api/console/tickets"
 TICKET_OPERATIONS: dict[tuple[str, str], S] = {
     ("GET", BASE): _op(
         "Support tickets, newest first: the account's own; an operator's: every account's",
-        {**_ok("Tickets"), "400": _problem("an unknown status or parameter")},
+        {**_ok("Tickets"), "400": _problem("an unknown status (invalid_parameter) or parameter (unknown_parameter)")},
         parameters=[{"name": "status", "in": "query", "required": False, "schema": STATUS,
                      "description": "only tickets in this state"}]),
     ("POST", BASE): _op(
