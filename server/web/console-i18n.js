@@ -1,5 +1,7 @@
 // The service console's UI strings in English and Chinese.
 
+import { SUPPORT_STRINGS } from "./console-support-i18n.js";
+
 const STRINGS = {
   en: {
     title: "Service console", toDashboard: "Dashboard",
@@ -112,6 +114,8 @@ const STRINGS = {
     foot: "服务器只保存密钥的哈希值。本标签页保留登录状态，直到退出或过期。",
   },
 };
+
+for (const lang of Object.keys(STRINGS)) Object.assign(STRINGS[lang], SUPPORT_STRINGS[lang]); // SPEC 20's tickets
 
 export class ConsoleI18n {
   constructor(lang) {

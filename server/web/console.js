@@ -8,6 +8,7 @@ import { HANDOVER_STORAGE } from "./calls.js";
 import { el, replaceChildren } from "./dom.js";
 import { ConsoleI18n } from "./console-i18n.js";
 import { MarketClient, ProblemError } from "./market-client.js";
+import { SupportPanel } from "./console-support.js";
 
 const LANG_STORAGE = "market.lang"; // the language, shared with the dashboard
 const SESSION_STORAGE = "market.console"; // {token, expires}: this tab only
@@ -39,6 +40,7 @@ class ConsolePage {
     this.signUp = false;
     this.me = null;
     this.view = { keys: [], usage: null, events: [], requests: [] };
+    this.support = new SupportPanel(this); // SPEC 20's tickets (console-support.js)
   }
 
   start() {
@@ -63,6 +65,7 @@ class ConsolePage {
     $("secret-open").addEventListener("click", () =>
       store("sessionStorage", HANDOVER_STORAGE, $("secret-value").value)); // the dashboard reads it once
     $("usage-refresh").addEventListener("click", () => this.act(() => this.refreshUsage(true)));
+    this.support.bind();
     window.addEventListener("focus", () => { // at most once a minute: the console's budget is 30 requests a minute
       if (this.me && Date.now() - (this.usageAt?.getTime() ?? 0) >= 60000) this.act(() => this.refreshUsage(false));
     });
@@ -174,6 +177,7 @@ class ConsolePage {
     this.client.console.signOut();
     store("sessionStorage", SESSION_STORAGE, null);
     this.me = null;
+    this.support.reset();
     this.hideSecret();
     $("account").hidden = true;
     $("auth").hidden = false;
@@ -184,7 +188,8 @@ class ConsolePage {
 
   async load() {
     const c = this.client.console;
-    const [me, keys, usage, events] = await Promise.all([c.me(), c.keys(), c.usage(), c.events()]);
+    const [me, keys, usage, events] = await Promise.all([c.me(), c.keys(), c.usage(), c.events(),
+      this.support.load()]);
     this.me = me;
     // operators: every request, pending ones to decide and the decided ones as their history
     this.view = { keys, usage, events, requests: me.role === "operator" ? await c.subscriptions() : [] };
@@ -217,6 +222,7 @@ class ConsolePage {
     this.renderPlan();
     this.renderEvents();
     this.renderAdmin();
+    this.support.render();
     document.body.dataset.loaded = String(Date.now());
   }
 

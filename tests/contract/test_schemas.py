@@ -250,6 +250,35 @@ def operations(spec: S) -> Iterator[tuple[str, str, S]]:
             yield path, method, op
 
 
+def _provoke_tickets(check: Checker, http: httpx.Client, disabled: dict[str, str]) -> None:
+    """Support tickets' answers (SPEC 20): 401 and 403 (a disabled account), then 201, 200, 400, 404 and 409 from an
+    account of their own."""
+    for path, method in (("", "GET"), ("", "POST"), ("/{id}", "GET"), ("/{id}/messages", "POST"),
+                         ("/{id}/close", "POST"), ("/{id}/reopen", "POST")):
+        for headers in ({}, disabled):
+            url = "/api/console/tickets" + path
+            check(http.request(method, url.replace("{id}", "x"), headers=headers), url, method)
+    fresh = {"email": "schema-tickets@example.com", "password": "correct horse"}
+    http.post("/api/auth/register", json=fresh)
+    bearer = {"Authorization": "Bearer " + http.post("/api/auth/login", json=fresh).json()["token"]}
+    base = "/api/console/tickets"
+    one, msgs, close, reopen = base + "/{id}", base + "/{id}/messages", base + "/{id}/close", base + "/{id}/reopen"
+    opened = check(http.post(base, json={"subject": "s", "body": "b", "severity": 2}, headers=bearer), base).json()
+    tid = opened["id"]
+    check(http.post(base, json={"subject": "s", "severity": 9}, headers=bearer), base)  # 400
+    check(http.get(base, params={"status": "open"}, headers=bearer), base)
+    check(http.get(base, params={"status": "nope"}, headers=bearer), base)  # 400
+    check(http.get(f"{base}/{tid}", headers=bearer), one)
+    check(http.post(f"{base}/{tid}/messages", json={"body": "more"}, headers=bearer), msgs)
+    check(http.post(f"{base}/{tid}/messages", json={"body": ""}, headers=bearer), msgs)  # 400
+    check(http.post(f"{base}/nope/messages", json={"body": "x"}, headers=bearer), msgs)  # 404
+    check(http.post(f"{base}/{tid}/close", headers=bearer), close)
+    check(http.post(f"{base}/{tid}/messages", json={"body": "x"}, headers=bearer), msgs)  # 409: closed
+    check(http.post(f"{base}/nope/close", headers=bearer), close)  # 404
+    check(http.post(f"{base}/{tid}/reopen", headers=bearer), reopen)
+    check(http.post(f"{base}/nope/reopen", headers=bearer), reopen)  # 404
+
+
 def _provoke_console(check: Checker, http: httpx.Client, api: ServerProcess, bearer: dict[str, str],
                      disabled: dict[str, str]) -> None:
     """Every documented answer of the console's routes (SPEC 17), each from its own cause; `bearer` (its console
@@ -335,6 +364,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/flatfiles/{dataset}/{file}": "/api/v1/flatfiles/ticks/2026-11-17.csv.gz",
         "/api/v1/flatfiles": "/api/v1/flatfiles?dataset=ticks",
         VENUE_FILE: "/api/v1/flatfiles/zce/ticks/2026-11-17.csv.gz",
+        "/api/console/tickets/{id}": "/api/console/tickets/tkt_none",  # the documented 404 (200s: _provoke_tickets)
     }
     not_found = {
         "/api/v1/quotes/{id}": "/api/v1/quotes/zzz", "/api/v1/kline/{id}": "/api/v1/kline/zzz",
@@ -371,8 +401,13 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
     check(http.post("/api/auth/register", json={**creds, "name": "Li Lei", "company": None}), "/api/auth/register")
     token = check(http.post("/api/auth/login", json=creds), "/api/auth/login").json()["token"]
     bearer = {"Authorization": f"Bearer {token}"}
+    other = {**creds, "email": "schema-check-tickets@example.com"}  # the ticket routes spend a console bucket of
+    http.post("/api/auth/register", json=other)  # their own, so the other console routes still see a 200
+    ticket_bearer = {"Authorization": "Bearer " + http.post("/api/auth/login", json=other).json()["token"]}
     for path, method, op in operations(spec):
         headers = key if keyed(op) else bearer if any("Bearer" in s for s in op.get("security", [])) else {}
+        if path.startswith("/api/console/tickets"):
+            headers = ticket_bearer
         if method == "get":
             url = examples.get(path, path)
             if "{" in url:
@@ -411,6 +446,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
           "/api/submit-inquiry")  # 403
 
     _provoke_console(check, http, api, bearer, {"Authorization": f"Bearer {disabled_token}"})
+    _provoke_tickets(check, http, {"Authorization": f"Bearer {disabled_token}"})
     _, free = api.create_key("free")  # SPEC 18: flat files are for the professional and enterprise plans
     for path in ("/api/v1/flatfiles", "/api/v1/flatfiles/{dataset}/{file}", VENUE_FILE):
         check(http.get(examples[path], headers={"X-SERVICE-Key": free}), path)

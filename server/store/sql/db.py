@@ -21,6 +21,7 @@ from server.store.sql.errors import storage_errors as storage_errors  # where ot
 from server.store.sql.schema import SQLITE_SCHEMA
 from server.store.sql.sqlite_sync import ContentRepo, ReceiptRepo
 from server.store.sql.sqlite_tx import configure, transaction
+from server.store.support.schema import migrate_support_sqlite
 
 DB_NAME = "market.sqlite3"
 
@@ -48,6 +49,7 @@ def open_db(data_dir: Path) -> sqlite3.Connection:
         for statement in SQLITE_SCHEMA:
             conn.execute(statement)
         migrate_console_sqlite(conn)  # issue 32: the console's columns and tables, also on older data dirs
+        migrate_support_sqlite(conn)  # issue 43: support tickets
         if conn.execute("SELECT 1 FROM meta WHERE key = 'seeded'").fetchone() is None:
             seed(SqliteSeedTarget(conn), time.time())
             conn.execute("INSERT INTO meta (key, value) VALUES ('seeded', '1')")
