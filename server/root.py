@@ -21,7 +21,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Protocol
 
@@ -39,6 +39,7 @@ from server.api.market.flatfiles import FlatFilesApi
 from server.api.market.keyed import MarketApi
 from server.api.market.quality import QualityApi
 from server.api.market.reference import ReferenceApi
+from server.api.ops.availability import AvailabilityRecorder, Readings, keyed_routes, this_hub
 from server.api.ops.health import OpsApi
 from server.api.ops.status import Component, StatusApi, StorageProbe, up_down
 from server.api.ops.web import WebApi
@@ -74,10 +75,12 @@ from server.market.freshness import Freshness, freshness_of
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state
 from server.market.venues.book import VenueBook
+from server.market.venues.clock import VenueClock
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
 from server.store.accounts.console_store import ConsoleStore
 from server.store.accounts.key_cache import KeyCache
+from server.store.availability.store import AvailabilityStore
 from server.store.flatfiles.days import FlatFileDays, FlatFileJob
 from server.store.history.archive_gap import store_missing_days
 from server.store.history.archive_keeper import ArchiveKeeper, RetentionJob
@@ -209,12 +212,18 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     OpsApi(http, group(ProcessSettings), router, registry, repos.storage,
            lambda: started.is_set() and ticks.ready() and archive_ok(), epoch, engine.node).register(router)
     outbox = OutboxWorker(notify, registry, repos.outbox, channels, clock)
-    site, usage = make_sites(settings, router, repos, state, app, engine, registry, specs, outbox, meter, clock)
+    site, usage = make_sites(settings, router, repos, state, app, engine, registry, specs, outbox, meter, clock,
+                             fresh.clocks)
     applied.subscribe_before(site.snapshots.before_ticks)
     stream = StreamService(settings, state, catalogue, epoch, registry, keys, buckets, history, clock,
                            stream_limits(settings), meter, fresh.stale)
     applied.subscribe(stream.core.fanout.on_ticks)
-    probe = register_status(router, fresh, venues, clock, repos.storage, stream, outbox, engine)
+    probe, status = register_status(router, fresh, venues, clock, repos.storage, stream, outbox, engine)
+    recorder = AvailabilityRecorder(  # SPEC 20: this hub's minutes, from counters the parts keep (docs/sla.md)
+        this_hub(http.port, group(ProcessSettings).worker_id), AvailabilityStore(repos.storage),
+        Readings(app.metrics, keyed_routes(router), [stream.core.fanout.metrics.delivered,
+                                                     stream.core.fanout.metrics.candles], ticks.feed_to_frame),
+        status.levels, clock)
     if keeper is not None:
         applied.subscribe(keeper.on_ticks)
         ticks.lead_listeners.append(keeper.on_lead)  # a shared archive: a new lease holder writes what it applied
@@ -222,8 +231,8 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
     core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks, probe, *jobs]
-    return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream], keys, outbox, started,
-                keeper)
+    return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream, recorder], keys, outbox,
+                started, keeper)
 
 
 def register_market(settings: Settings, router: Router, state: MarketState, venues: VenueBook,
@@ -249,8 +258,10 @@ def feed_freshness(state: MarketState, applied: AppliedTicks, feed: FeedSettings
 
 
 def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: Callable[[], float],
-                    storage: Storage, stream: StreamService, outbox: OutboxWorker, engine: Engine) -> Service:
-    """/api/v1/status (SPEC 20) from flags the parts keep; returns the storage probe it reads (a core part)."""
+                    storage: Storage, stream: StreamService, outbox: OutboxWorker, engine: Engine,
+                    ) -> tuple[Service, StatusApi]:
+    """/api/v1/status (SPEC 20) from flags the parts keep; returns the storage probe it reads (a core part) and
+    the route's object (the availability recorder samples its components)."""
     probe = StorageProbe(storage)
     components = [Component("rest", "REST API", up_down(lambda: True)),  # it is answering
                   Component("stream", "WebSocket stream", up_down(lambda: stream.listening)),
@@ -259,13 +270,14 @@ def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: 
     if engine.kind is EngineKind.REDIS:
         components.append(Component("redis", "Redis engine", up_down(engine.bus.healthy)))
     named = {vid: (venues.venues[vid].name["en"], clock_) for vid, clock_ in fresh.clocks.items()}
-    StatusApi(components, fresh, named, clock).register(router)
-    return probe
+    status = StatusApi(components, fresh, named, clock)
+    status.register(router)
+    return probe, status
 
 
 def make_sites(settings: Settings, router: Router, repos: Repositories, state: MarketState, app: App, engine: Engine,
                registry: Registry, channels: list[tuple[str, str]], outbox: OutboxWorker, meter: UsageMeter,
-               clock: Callable[[], float]) -> tuple[SiteTasks, Service]:
+               clock: Callable[[], float], venue_clocks: Mapping[str, VenueClock]) -> tuple[SiteTasks, Service]:
     """The public site (/api/...) and the service console (/api/console/...), on one token service (SPEC 8, 17):
     the site's tasks, and the console's usage flusher (stopped after the other services)."""
     tokens = TokenService(load_secret(settings.jwt_secret, settings.data_dir),  # the accounts' JWTs
@@ -277,7 +289,7 @@ def make_sites(settings: Settings, router: Router, repos: Repositories, state: M
         tell_owner=lockout_mail(ConsoleStore(repos.storage), outbox.wake, clock) if settings.smtp_url else None)
     usage = register_console(settings, router, repos, tokens, clock, check_bucket=app.check_bucket,
                              client_ip=app.client_ip, revoke=engine.revocations.publish, channels=channels,
-                             wake=outbox.wake, meter=meter)
+                             wake=outbox.wake, meter=meter, venues=venue_clocks)
     return site, usage
 
 

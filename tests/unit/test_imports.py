@@ -112,7 +112,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 ROOMS: dict[str, dict[str, set[str]]] = {
     "store": {
         "outbox": set(), "sql": {"*"}, "history": {"sql"}, "flatfiles": {"history", "sql"},
-        "site": {"sql", "outbox"}, "accounts": {"sql", "outbox", "site"},
+        "site": {"sql", "outbox"}, "accounts": {"sql", "outbox", "site"}, "availability": {"sql", "accounts"},
     },
     "market": {"venues": set(), "candles": set(), "contracts": {"venues"}},
     "stream": {"protocol": set(), "delivery": {"protocol"}, "connections": {"protocol", "delivery"}},

@@ -7,18 +7,21 @@ revocation channel (rotation and revocation reach every hub at once), the outbox
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from server.api.auth.tokens import TokenService
 from server.api.console.account import ConsoleAccountApi, ConsoleAdminApi
 from server.api.console.context import BucketCheck, ClientIp, ConsoleContext, Revoke
 from server.api.console.flush import UsageFlusher
 from server.api.console.keys import ConsoleKeysApi
+from server.api.console.sla import SlaApi, in_session
 from server.api.core.router import Router
 from server.api.site.accounts import BearerAuth
 from server.config import Settings
 from server.core.usage import UsageMeter
+from server.market.venues.clock import VenueClock
 from server.store.accounts.console_store import ConsoleStore
+from server.store.availability.store import AvailabilityStore
 from server.store.site.records import ChannelSpec
 from server.store.sql.repositories import Repositories
 
@@ -26,9 +29,13 @@ from server.store.sql.repositories import Repositories
 def register_console(settings: Settings, router: Router, repos: Repositories, tokens: TokenService,
                      clock: Callable[[], float], *,
                      check_bucket: BucketCheck, client_ip: ClientIp, revoke: Revoke,
-                     channels: Sequence[ChannelSpec], wake: Callable[[], None], meter: UsageMeter) -> UsageFlusher:
+                     channels: Sequence[ChannelSpec], wake: Callable[[], None], meter: UsageMeter,
+                     venues: Mapping[str, VenueClock] | None = None) -> UsageFlusher:
+    """`venues`: each venue's clock, one `feed:{venue}` component of the SLA report each (SPEC 20)."""
     store = ConsoleStore(repos.storage)
     ctx = ConsoleContext(settings, store, BearerAuth(tokens, repos.users), check_bucket, client_ip, clock)
     for api in (ConsoleKeysApi(ctx, revoke), ConsoleAccountApi(ctx, channels, wake), ConsoleAdminApi(ctx)):
         api.register(router)
+    clocks = dict(venues or {})
+    SlaApi(ctx, AvailabilityStore(repos.storage), list(clocks), in_session(clocks)).register(router)
     return UsageFlusher(meter, store, clock)
