@@ -21,7 +21,7 @@ import contextlib
 import logging
 import os
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -71,11 +71,10 @@ from server.market.applied import AppliedTicks
 from server.market.candles.trading_axis import VenueAxis
 from server.market.catalogue import Catalogue, default_catalogue
 from server.market.contracts.specs import load_products
-from server.market.freshness import Freshness, freshness_of
+from server.market.freshness import Freshness, freshness_of, venue_clocks
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state
 from server.market.venues.book import VenueBook
-from server.market.venues.clock import VenueClock
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
 from server.store.accounts.console_store import ConsoleStore
@@ -212,18 +211,12 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     OpsApi(http, group(ProcessSettings), router, registry, repos.storage,
            lambda: started.is_set() and ticks.ready() and archive_ok(), epoch, engine.node).register(router)
     outbox = OutboxWorker(notify, registry, repos.outbox, channels, clock)
-    site, usage = make_sites(settings, router, repos, state, app, engine, registry, specs, outbox, meter, clock,
-                             fresh.clocks)
+    site, usage = make_sites(settings, router, repos, state, app, engine, registry, specs, outbox, meter, clock)
     applied.subscribe_before(site.snapshots.before_ticks)
     stream = StreamService(settings, state, catalogue, epoch, registry, keys, buckets, history, clock,
                            stream_limits(settings), meter, fresh.stale)
     applied.subscribe(stream.core.fanout.on_ticks)
     probe, status = register_status(router, fresh, venues, clock, repos.storage, stream, outbox, engine)
-    recorder = AvailabilityRecorder(  # SPEC 20: this hub's minutes, from counters the parts keep (docs/sla.md)
-        this_hub(http.port, group(ProcessSettings).worker_id), AvailabilityStore(repos.storage),
-        Readings(app.metrics, keyed_routes(router), [stream.core.fanout.metrics.delivered,
-                                                     stream.core.fanout.metrics.candles], ticks.feed_to_frame),
-        status.levels, clock)
     if keeper is not None:
         applied.subscribe(keeper.on_ticks)
         ticks.lead_listeners.append(keeper.on_lead)  # a shared archive: a new lease holder writes what it applied
@@ -231,8 +224,19 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
     core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks, probe, *jobs]
-    return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream, recorder], keys, outbox,
-                started, keeper)
+    return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream, availability_recorder(
+        settings, repos.storage, app, stream, ticks, status, clock)], keys, outbox, started, keeper)
+
+
+def availability_recorder(settings: Settings, storage: Storage, app: App, stream: StreamService, ticks: TickPath,
+                          status: StatusApi, clock: Callable[[], float]) -> Service:
+    """SPEC 20: this hub's row per minute, from the counters the parts keep and the status's components
+    (docs/sla.md). The last service: it starts after the stream it samples, and writes its last minute first."""
+    metrics = stream.core.fanout.metrics
+    frames = [metrics.delivered, metrics.candles]
+    readings = Readings(app.metrics, keyed_routes(app.router), frames, ticks.feed_to_frame)
+    return AvailabilityRecorder(this_hub(settings.port, settings.worker_id), AvailabilityStore(storage), readings,
+                                status.levels, clock)
 
 
 def register_market(settings: Settings, router: Router, state: MarketState, venues: VenueBook,
@@ -277,7 +281,7 @@ def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: 
 
 def make_sites(settings: Settings, router: Router, repos: Repositories, state: MarketState, app: App, engine: Engine,
                registry: Registry, channels: list[tuple[str, str]], outbox: OutboxWorker, meter: UsageMeter,
-               clock: Callable[[], float], venue_clocks: Mapping[str, VenueClock]) -> tuple[SiteTasks, Service]:
+               clock: Callable[[], float]) -> tuple[SiteTasks, Service]:
     """The public site (/api/...) and the service console (/api/console/...), on one token service (SPEC 8, 17):
     the site's tasks, and the console's usage flusher (stopped after the other services)."""
     tokens = TokenService(load_secret(settings.jwt_secret, settings.data_dir),  # the accounts' JWTs
@@ -289,7 +293,8 @@ def make_sites(settings: Settings, router: Router, repos: Repositories, state: M
         tell_owner=lockout_mail(ConsoleStore(repos.storage), outbox.wake, clock) if settings.smtp_url else None)
     usage = register_console(settings, router, repos, tokens, clock, check_bucket=app.check_bucket,
                              client_ip=app.client_ip, revoke=engine.revocations.publish, channels=channels,
-                             wake=outbox.wake, meter=meter, venues=venue_clocks)
+                             wake=outbox.wake, meter=meter,
+                             venues=venue_clocks(state.clocks)[0])  # SPEC 20: a feed:{venue} each in the SLA
     return site, usage
 
 
