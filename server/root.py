@@ -39,6 +39,7 @@ from server.api.market.flatfiles import FlatFilesApi
 from server.api.market.keyed import MarketApi
 from server.api.market.quality import QualityApi
 from server.api.market.reference import ReferenceApi
+from server.api.ops.availability import AvailabilityRecorder, Readings, keyed_routes, this_hub
 from server.api.ops.health import OpsApi
 from server.api.ops.status import Component, StatusApi, StorageProbe, up_down
 from server.api.ops.web import WebApi
@@ -70,7 +71,7 @@ from server.market.applied import AppliedTicks
 from server.market.candles.trading_axis import VenueAxis
 from server.market.catalogue import Catalogue, default_catalogue
 from server.market.contracts.specs import load_products
-from server.market.freshness import Freshness, freshness_of
+from server.market.freshness import Freshness, freshness_of, venue_clocks
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state
 from server.market.venues.book import VenueBook
@@ -78,6 +79,7 @@ from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
 from server.store.accounts.console_store import ConsoleStore
 from server.store.accounts.key_cache import KeyCache
+from server.store.availability.store import AvailabilityStore
 from server.store.flatfiles.days import FlatFileJob
 from server.store.flatfiles.scopes import FlatFileSets
 from server.store.history.archive_gap import store_missing_days
@@ -215,7 +217,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     stream = StreamService(settings, state, catalogue, epoch, registry, keys, buckets, history, clock,
                            stream_limits(settings), meter, fresh.stale)
     applied.subscribe(stream.core.fanout.on_ticks)
-    probe = register_status(router, fresh, venues, clock, repos.storage, stream, outbox, engine)
+    probe, status = register_status(router, fresh, venues, clock, repos.storage, stream, outbox, engine)
     if keeper is not None:
         applied.subscribe(keeper.on_ticks)
         ticks.lead_listeners.append(keeper.on_lead)  # a shared archive: a new lease holder writes what it applied
@@ -223,8 +225,19 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
     core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks, probe, *jobs]
-    return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream], keys, outbox, started,
-                keeper)
+    return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream, availability_recorder(
+        settings, repos.storage, app, stream, ticks, status, clock)], keys, outbox, started, keeper)
+
+
+def availability_recorder(settings: Settings, storage: Storage, app: App, stream: StreamService, ticks: TickPath,
+                          status: StatusApi, clock: Callable[[], float]) -> Service:
+    """SPEC 20: this hub's row per minute, from the counters the parts keep and the status's components
+    (docs/sla.md). The last service: it starts after the stream it samples, and writes its last minute first."""
+    metrics = stream.core.fanout.metrics
+    frames = [metrics.delivered, metrics.candles]
+    readings = Readings(app.metrics, keyed_routes(app.router), frames, ticks.feed_to_frame)
+    return AvailabilityRecorder(this_hub(settings.port, settings.worker_id), AvailabilityStore(storage), readings,
+                                status.levels, clock)
 
 
 def register_market(settings: Settings, router: Router, state: MarketState, venues: VenueBook,
@@ -250,8 +263,10 @@ def feed_freshness(state: MarketState, applied: AppliedTicks, feed: FeedSettings
 
 
 def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: Callable[[], float],
-                    storage: Storage, stream: StreamService, outbox: OutboxWorker, engine: Engine) -> Service:
-    """/api/v1/status (SPEC 20) from flags the parts keep; returns the storage probe it reads (a core part)."""
+                    storage: Storage, stream: StreamService, outbox: OutboxWorker, engine: Engine,
+                    ) -> tuple[Service, StatusApi]:
+    """/api/v1/status (SPEC 20) from flags the parts keep; returns the storage probe it reads (a core part) and
+    the route's object (the availability recorder samples its components)."""
     probe = StorageProbe(storage)
     components = [Component("rest", "REST API", up_down(lambda: True)),  # it is answering
                   Component("stream", "WebSocket stream", up_down(lambda: stream.listening)),
@@ -260,8 +275,9 @@ def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: 
     if engine.kind is EngineKind.REDIS:
         components.append(Component("redis", "Redis engine", up_down(engine.bus.healthy)))
     named = {vid: (venues.venues[vid].name["en"], clock_) for vid, clock_ in fresh.clocks.items()}
-    StatusApi(components, fresh, named, clock).register(router)
-    return probe
+    status = StatusApi(components, fresh, named, clock)
+    status.register(router)
+    return probe, status
 
 
 def make_sites(settings: Settings, router: Router, repos: Repositories, state: MarketState, app: App, engine: Engine,
@@ -278,7 +294,8 @@ def make_sites(settings: Settings, router: Router, repos: Repositories, state: M
         tell_owner=lockout_mail(ConsoleStore(repos.storage), outbox.wake, clock) if settings.smtp_url else None)
     usage = register_console(settings, router, repos, tokens, clock, check_bucket=app.check_bucket,
                              client_ip=app.client_ip, revoke=engine.revocations.publish, channels=channels,
-                             wake=outbox.wake, meter=meter)
+                             wake=outbox.wake, meter=meter,
+                             venues=venue_clocks(state.clocks)[0])  # SPEC 20: a feed:{venue} each in the SLA
     return site, usage
 
 

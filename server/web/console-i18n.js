@@ -60,6 +60,11 @@ const STRINGS = {
     noPending: "No pending requests.", operator: "operator",
     limits: "{rate}/min · {n} keys", limits_one: "{rate}/min · 1 key",
     foot: "Keys are stored only as hashes on the server. This tab keeps your session until you sign out or it expires.",
+    sla: "Availability (SLA)", colComponent: "Component", colAvailability: "Availability", colTarget: "Target",
+    colDownMinutes: "Down minutes", colDownRanges: "Down", csvRanges: "Down ranges (CSV)", csvDays: "Per day (CSV)",
+    slaSummary: "{n} minutes counted · latency p50 {p50} ms, p99 {p99} ms · {frames} stream frames",
+    slaNone: "No minute of this month counts yet (before the service's first start, or still to come).",
+    slaChart: "Availability per day: the lowest component, 90% to 100%; red under the target",
   },
   zh: {
     title: "服务控制台", toDashboard: "行情看板",
@@ -112,6 +117,11 @@ const STRINGS = {
     noPending: "没有待处理的申请。", operator: "运营",
     limits: "{rate} 次/分钟 · {n} 个密钥",
     foot: "服务器只保存密钥的哈希值。本标签页保留登录状态，直到退出或过期。",
+    sla: "可用性（SLA）", colComponent: "组件", colAvailability: "可用性", colTarget: "目标",
+    colDownMinutes: "不可用分钟", colDownRanges: "不可用时段", csvRanges: "不可用时段（CSV）", csvDays: "逐日数据（CSV）",
+    slaSummary: "计入 {n} 分钟 · 延迟 p50 {p50} 毫秒、p99 {p99} 毫秒 · 推送 {frames} 帧",
+    slaNone: "本月尚无计入的分钟（早于服务首次启动，或尚未到来）。",
+    slaChart: "逐日可用性：当日最低的组件，90% 至 100%；低于目标为红色",
   },
 };
 

@@ -189,7 +189,8 @@ def test_every_table_is_created_whatever_was_imported(tmp_path: Path) -> None:
         "api_keys", "candles", "content_items", "cooperations", "evidence_blocks", "evidence_leaves",
         "evidence_nodes", "inquiries", "meta", "outbox_jobs", "receipts", "users",
         "console_usage", "console_events", "subscription_requests",  # issue 32: the console's
-        "support_tickets", "support_messages"}  # issue 43: support tickets
+        "support_tickets", "support_messages",  # issue 43: support tickets
+        "availability_minutes"}  # SPEC 20: availability per hub per minute
 
 
 def test_users(repos: Repositories, run: Run) -> None:
