@@ -1726,7 +1726,7 @@ export interface components {
                 feedToFrameP99Ms: number | null;
                 frames: number;
             };
-            /** @description the account's tickets' first responses, met or missed (empty until tickets exist) */
+            /** @description the month's enterprise tickets: {id, userId, severity, createdAt, firstResponseDue, firstResponseAt, firstResponseMet (null: pending), responseSeconds}; the account's own, every account's for an operator */
             supportResponse: Record<string, never>[];
             /** @description the plan's availability target, percent (enterprise 99.9) */
             target: number;
