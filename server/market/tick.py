@@ -6,7 +6,7 @@ assessments, FX and feeds that send only prices. A field of it that is None was 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 # A tick stamped further ahead of the clock than this is a bad line of the feed (SPEC 10) and a bad row of an import.
 MAX_FUTURE_S = 300.0
@@ -24,6 +24,28 @@ class TickDetail:
     settle: float | None = None  # the day's published settlement
     limit_up: float | None = None  # the day's published limits
     limit_down: float | None = None
+
+
+DETAIL_FIELDS = 10  # TickDetail's fields, in the order detail_text writes them
+
+
+def detail_text(detail: TickDetail) -> str:
+    """A tick's detail as one compact, space-free text: the ten fields of `TickDetail` in order, comma-separated,
+    each the shortest text that reads back as the same float (`repr`), empty for None. The one encoding of a
+    detail outside the process: the Redis tick log's entry (server/engine/redis_ticks.py) and the tick archive's
+    `detail` column (server/store/history/, docs/storage.md)."""
+    return ",".join("" if v is None else repr(v) for v in astuple(detail))
+
+
+def detail_of(text: str) -> TickDetail | None:
+    """`detail_text` read back; None when it does not hold the ten fields (not a detail this code wrote)."""
+    values = text.split(",")
+    if len(values) != DETAIL_FIELDS:
+        return None
+    try:
+        return TickDetail(*(float(v) if v else None for v in values))
+    except ValueError:
+        return None
 
 
 @dataclass(slots=True)
