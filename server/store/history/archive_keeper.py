@@ -33,8 +33,7 @@ from server.core.metrics import Registry
 from server.market.candles.daily import unopen_live
 from server.market.state import AppliedTick, MarketState
 from server.market.tick import Tick, detail_of, detail_text
-from server.store.history.archive import DetailedTick
-from server.store.history.archive import TickArchive
+from server.store.history.archive import DetailedTick, TickArchive
 from server.store.history.archive_gap import DAY_MS, GAP_DAYS, missing_bars, read_ticks
 from server.store.history.candle_store import Bar, CandleStore
 from server.store.history.retention import Retention
