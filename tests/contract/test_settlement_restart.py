@@ -147,6 +147,40 @@ def test_the_board_survives_kill_9(tmp_path: Path, storage: str) -> None:
             assert again.stop() == 0, again.output()
 
 
+@pytest.mark.parametrize("storage", [pytest.param("sqlite", marks=sqlite_only), "postgresql"])
+def test_a_hub_down_over_the_close_settles_the_day_from_the_archive(tmp_path: Path, storage: str) -> None:
+    """Wednesday's hub is killed in session (nothing of Wednesday stored but its archived ticks); started after the
+    close, it settles Wednesday as a hub running at the close would have (methanol by its rule, pp at the published
+    settlement, each with the day's last open interest), so Thursday's prevSettle, limits and oiChange are known."""
+    feed, data = tmp_path / "ticks.jsonl", tmp_path / "data"
+    feed.write_text("".join(json.dumps(line) + "\n" for line in LINES[:3]))
+    with _storage(storage) as flags:
+        srv = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", CLOCK_START, *MEMORY,
+                            *flags)
+        try:
+            assert _until(lambda: _metric(srv, "market_archive_committed_ticks") == 3), srv.output()
+            srv.proc.send_signal(signal.SIGKILL)
+            srv.proc.wait(10)
+        finally:
+            srv.kill()
+        assert _settled(data, flags, "2026-11-25") == []
+        feed.write_text("".join(json.dumps(line) + "\n" for line in LINES[3:5]))
+        again = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", AFTER_CLOSE, *MEMORY,
+                              *flags)
+        try:
+            assert _until(lambda: _answers(again)["pp"]["price"] == 7001.0), again.output()
+            after = _answers(again)
+            assert "settled 2 futures trading days" in again.output(), again.output()
+        finally:
+            assert again.stop() == 0, again.output()
+        m, pp = after["methanol"], after["pp"]
+        assert (m["prevSettle"], m["change"], m["openInterest"], m["oiChange"]) == (2408.0, 12.0, 1012, 2)
+        assert (m["limitDown"], m["limitUp"], pp["prevSettle"], pp["change"]) == (2240.0, 2576.0, 6990.0, 11.0)
+        assert [(c["t"], c["oi"], c["s"]) for c in after["methanol-1d"]] == [
+            ("2026-11-25", 1010, 2408.0), ("2026-11-26", 1012, None)]
+        assert _settled(data, flags, "2026-11-25") == [("methanol", 1010.0, 2408.0), ("pp", 500.0, 6990.0)]
+
+
 OLD_TICKS_SQLITE = ("CREATE TABLE ticks (id TEXT NOT NULL, ts INTEGER NOT NULL, seq INTEGER NOT NULL, "
                     "price REAL NOT NULL, volume REAL NOT NULL, PRIMARY KEY (id, ts, seq)) WITHOUT ROWID")
 OLD_TICKS_PG = ("CREATE TABLE archive_ticks (id text NOT NULL, ts bigint NOT NULL, seq bigint NOT NULL, "

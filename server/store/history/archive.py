@@ -34,7 +34,7 @@ log = logging.getLogger("market.archive")
 # (instrument id, ts in epoch ms, seq (per instrument, from the feed), price, volume)
 Tick = tuple[str, int, int, float, float]
 # the same with the tick's detail (a futures tick's book, open interest, published settle and limits, SPEC 19) as
-# server/market/tick.py's `detail_text` writes it; None for a tick without one (every tick that is not a futures
+# server/market/tick.py's `detail_compact` writes it; None for a tick without one (every tick that is not a futures
 # product's, imported ticks): what a live feed archives and its replay reads back
 DetailedTick = tuple[str, int, int, float, float, str | None]
 

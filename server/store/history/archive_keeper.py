@@ -32,9 +32,9 @@ from functools import partial
 from server.core.metrics import Registry
 from server.market.candles.daily import unopen_live
 from server.market.state import AppliedTick, MarketState
-from server.market.tick import Tick, detail_of, detail_text
+from server.market.tick import Tick, detail_compact, detail_of
 from server.store.history.archive import DetailedTick, TickArchive
-from server.store.history.archive_gap import DAY_MS, GAP_DAYS, missing_bars, read_ticks
+from server.store.history.archive_gap import DAY_MS, GAP_DAYS, missing_bars, read_detailed, read_ticks
 from server.store.history.candle_store import Bar, CandleStore
 from server.store.history.retention import Retention
 from server.store.history.threads import History, HistoryRounds
@@ -63,8 +63,8 @@ class ArchiveKeeper:
     def on_ticks(self, applied: list[AppliedTick]) -> None:
         """An applied-ticks listener: the batch into the writer's buffer (no I/O here); on a shared archive only
         while this hub holds the feed's lease, and kept for RECENT_S in case it takes the lease."""
-        rows = [(t.id, int(t.ts * 1000), t.seq, t.price, t.volume, None if t.detail is None else detail_text(t.detail))
-                for t in applied]
+        rows = [(t.id, int(t.ts * 1000), t.seq, t.price, t.volume,
+                 None if t.detail is None else detail_compact(t.detail)) for t in applied]
         if self.may_write is not None:
             now = time.monotonic()
             recent = self.recent
@@ -227,11 +227,6 @@ class ArchiveKeeper:
         registry.gauge("market_archive_lost_ticks", "Ticks not archived (the buffer was full while commits failed).",
                        lambda: float(self.lost))
         return lambda: self.history.writable
-
-
-def read_detailed(_candles: object, archive: TickArchive, inst: str, start: int, end: int) -> list[DetailedTick]:
-    """One instrument's archived ticks of [start, end) with their details (a history reader's function)."""
-    return list(archive.read_detailed(inst, start, end))
 
 
 class RetentionJob(HistoryRounds):
