@@ -34,8 +34,6 @@ PG_HISTORY_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS archive_ticks (id text NOT NULL, ts bigint NOT NULL, seq bigint NOT NULL, "
     "price double precision NOT NULL, volume double precision NOT NULL, detail text, PRIMARY KEY (id, ts, seq)) "
     "PARTITION BY RANGE (ts)",
-    # an archive made before SPEC 19's detail gets the column (its partitions with it; NULL in the older rows)
-    "ALTER TABLE archive_ticks ADD COLUMN IF NOT EXISTS detail text",
     *(f"CREATE TABLE IF NOT EXISTS bars_{interval} (id text NOT NULL, t bigint NOT NULL, o double precision "
       "NOT NULL, h double precision NOT NULL, l double precision NOT NULL, c double precision NOT NULL, "
       "v double precision NOT NULL, PRIMARY KEY (id, t))" for interval in INTERVALS),
@@ -51,6 +49,14 @@ def ensure_history_schema(conn: psycopg.Connection[Any]) -> None:
         conn.execute(lock_sql(HISTORY_LOCK))
         for statement in PG_HISTORY_SCHEMA:
             conn.execute(statement)
+        if conn.execute(DETAIL_HELD).fetchone() is None:  # an archive made before SPEC 19's detail gets the column
+            conn.execute("ALTER TABLE archive_ticks ADD COLUMN detail text")  # (its partitions too; NULL before)
+
+
+# asked first: an ALTER TABLE takes an exclusive lock on the archive (and every partition) even when it has nothing
+# to do, and every history connection runs this when it opens
+DETAIL_HELD = ("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+               "AND table_name = 'archive_ticks' AND column_name = 'detail'")
 
 
 def partition_name(day: date) -> str:
