@@ -26,7 +26,7 @@ from redis.exceptions import NoScriptError, RedisError
 from server.core.redis_url import RedisTarget
 from server.engine import EngineUnavailable, settle
 from server.engine.redis_client import AutoPipeline, async_client, sync_client
-from server.market.tick import Tick, TickDetail
+from server.market.tick import DETAIL_FIELDS, Tick, TickDetail, detail_of, detail_text
 
 log = logging.getLogger("market.ticks")
 
@@ -116,21 +116,14 @@ NO_DETAIL = "-"
 
 
 def encode_detail(detail: TickDetail | None) -> str:
-    """A futures tick's board fields (SPEC 19) as one space-free token of the log's entry: the ten fields of
-    `TickDetail` in order, comma-separated, empty for None; `-` for a tick without them. Every hub applies the
-    tick with the same fields, so their quotes and snapshots agree byte for byte."""
-    if detail is None:
-        return NO_DETAIL
-    return ",".join("" if v is None else repr(v) for v in (
-        detail.bid, detail.ask, detail.bid_size, detail.ask_size, detail.oi, detail.cum_volume, detail.turnover,
-        detail.settle, detail.limit_up, detail.limit_down))
+    """A futures tick's board fields (SPEC 19) as one space-free token of the log's entry (`detail_text`); `-` for
+    a tick without them. Every hub applies the tick with the same fields, so their quotes and snapshots agree
+    byte for byte."""
+    return NO_DETAIL if detail is None else detail_text(detail)
 
 
 def decode_detail(token: str) -> TickDetail | None:
-    if token == NO_DETAIL:
-        return None
-    values = [float(v) if v else None for v in token.split(",")]
-    return TickDetail(*values) if len(values) == 10 else None  # TickDetail's ten fields
+    return None if token == NO_DETAIL or token.count(",") != DETAIL_FIELDS - 1 else detail_of(token)
 
 
 def shared_epoch(url: str | RedisTarget, prefix: str, proposed: str) -> str:

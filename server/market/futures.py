@@ -21,6 +21,16 @@ from server.market.contracts.settlement import within
 from server.market.tick import Tick
 
 
+def _prev_oi(candles: CandleBook, row: int) -> float:
+    """The open interest at the close of ``row``'s candle before its live one (NaN: none, or not known)."""
+    if not len(candles):
+        return math.nan
+    cols = candles.order()
+    live_day = candles.days[candles.row_col[row]]
+    before = cols[candles.opened[row, cols] & (candles.days[cols] < live_day)]
+    return float(candles.oi[row, before[-1]]) if len(before) else math.nan
+
+
 class FuturesDays:
     def __init__(self, ids: Sequence[str], candles: CandleBook, local: Sequence[Callable[[int], datetime]],
                  day_of: Sequence[Callable[[int], date]] | None) -> None:
@@ -32,7 +42,13 @@ class FuturesDays:
         candles.futures[self.board.rows] = True
         self._col = candles.row_col.copy()  # the live column each futures row's board is for
         for row in self.board.rows:
-            self.board.new_day(row, float(candles.row_prev_settle[row]))
+            self._start_day(row)
+
+    def _start_day(self, row: int) -> None:
+        """The row's board begins its live day from the loaded history: the day before's settlement (and so the
+        limits) and closing open interest (`oiChange` against it)."""
+        self.board.oi[row] = _prev_oi(self.candles, row)
+        self.board.new_day(row, float(self.candles.row_prev_settle[row]))
 
     def is_futures(self, row: int) -> bool:
         return self.board.specs[row] is not None
@@ -64,6 +80,10 @@ class FuturesDays:
         for row in rows:
             col, old = candles.row_col[row], self._col[row]
             if col == old:
+                continue
+            if candles.days[col] < candles.days[old]:  # the first roll at start put the row on its venue's day,
+                self._col[row] = col                   # before the axis' newest: that day's board, from the loaded day
+                self._start_day(row)                   # before it (nothing was applied to the board yet)
                 continue
             if math.isnan(candles.s[row, old]):
                 candles.s[row, old] = board.settlement(row)

@@ -36,7 +36,7 @@ from server.market.demo import DemoWalk, fit_to_venues, venue_sessions, weekday_
 from server.market.futures import FuturesDays
 from server.market.inventory import InventoryBook
 from server.market.spreads import SpreadCalculator
-from server.market.tick import Tick
+from server.market.tick import Tick, TickDetail
 from server.market.timefmt import day_start, iso, trading_day
 from server.market.venues.clock import VenueClock
 
@@ -53,6 +53,7 @@ class AppliedTick:
     seq: int
     volume: float = 0.0
     book: dict | None = None  # a futures tick's frame keys beside the price: bid, ask, oi, vol (SPEC 19)
+    detail: TickDetail | None = None  # the tick's own detail as the feed sent it (the archive keeps it)
 
 
 def _finite_or_none(value: float, decimals: int) -> float | None:
@@ -183,6 +184,7 @@ class MarketState:
                               seq, volume)
         if futures:
             applied.book = self.futures.after_tick(row, tick, volume, self._decimals[row])
+            applied.detail = tick.detail
         return applied
 
     def restore(self, last: list[tuple[Tick, int]], seqs: dict[str, int], untouched_at: float | None) -> None:

@@ -6,7 +6,7 @@ assessments, FX and feeds that send only prices. A field of it that is None was 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 
 # A tick stamped further ahead of the clock than this is a bad line of the feed (SPEC 10) and a bad row of an import.
 MAX_FUTURE_S = 300.0
@@ -24,6 +24,36 @@ class TickDetail:
     settle: float | None = None  # the day's published settlement
     limit_up: float | None = None  # the day's published limits
     limit_down: float | None = None
+
+
+DETAIL_FIELDS = 10  # TickDetail's fields, in the order detail_text writes them
+
+
+def detail_text(detail: TickDetail) -> str:
+    """A tick's detail as one space-free text: the ten fields of `TickDetail` in order, comma-separated, each the
+    shortest text that reads back as the same float (`repr`), empty for None: the Redis tick log's token
+    (server/engine/redis_ticks.py)."""
+    return ",".join("" if v is None else repr(v) for v in astuple(detail))
+
+
+def detail_compact(detail: TickDetail) -> str:
+    """`detail_text` without what reads back the same anyway: a whole number without its ".0", no trailing empty
+    fields (`2109,2111,24,14,150694` for a book and open interest: 24 bytes a tick in the tick archive's `detail`
+    column against 42, docs/storage.md)."""
+    parts = ["" if v is None else repr(v) for v in astuple(detail)]
+    return ",".join(p[:-2] if p.endswith(".0") else p for p in parts).rstrip(",")
+
+
+def detail_of(text: str) -> TickDetail | None:
+    """`detail_text` or `detail_compact` read back (fields left out at the end: None); None when it is not a
+    detail (more than ten fields, or one that is not a number)."""
+    values = text.split(",")
+    if len(values) > DETAIL_FIELDS:
+        return None
+    try:
+        return TickDetail(*(float(v) if v else None for v in values))
+    except ValueError:
+        return None
 
 
 @dataclass(slots=True)

@@ -151,6 +151,8 @@ def test_a_session_killed_before_its_roll_keeps_its_candles_on_a_later_day(tmp_p
             for interval in ("1m", "5m", "1h"):
                 assert after[f"{inst}-{interval}"] == before[f"{inst}-{interval}"], (inst, interval)
             tuesday_candle = [c for c in after[f"{inst}-1d"] if c["t"] == "2026-11-17"]
+            # Tuesday settled at the restart (issue 39: the hub was down at its close), from its archived ticks
+            assert tuesday_candle[0].pop("s") is not None and before[f"{inst}-1d"][-1].pop("s") is None
             assert tuesday_candle == [before[f"{inst}-1d"][-1]], (inst, after[f"{inst}-1d"], before[f"{inst}-1d"])
             assert after[inst]["prevClose"] == before[inst]["price"]  # Wednesday's change is from Tuesday's close
         assert "rebuilt" in again.output(), again.output()

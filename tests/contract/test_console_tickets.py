@@ -9,14 +9,14 @@ once the outbox holds no job still to send (a barrier, not a sleep).
 from __future__ import annotations
 
 import json
-from datetime import datetime
-from zoneinfo import ZoneInfo
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest

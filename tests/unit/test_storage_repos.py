@@ -4,6 +4,7 @@ the behaviour tests run on both (tests/pg_service.py gives each PostgreSQL test 
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import sqlite3
 import subprocess
@@ -11,7 +12,7 @@ import sys
 import threading
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import replace
-from datetime import date
+from datetime import date, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +21,7 @@ import pytest
 from server.core.keys import hash_key
 from server.notify.jobs import Backoff
 from server.store.accounts.users import DuplicateEmail
+from server.store.history.candle_rows import write_chunks
 from server.store.outbox.jobs import JobState
 from server.store.site.content import ContentKind
 from server.store.site.evidence_sqlite import EvidenceLog
@@ -190,7 +192,8 @@ def test_every_table_is_created_whatever_was_imported(tmp_path: Path) -> None:
         "evidence_nodes", "inquiries", "meta", "outbox_jobs", "receipts", "users",
         "console_usage", "console_events", "subscription_requests",  # issue 32: the console's
         "support_tickets", "support_messages",  # issue 43: support tickets
-        "availability_minutes"}  # SPEC 20: availability per hub per minute
+        "availability_minutes",  # SPEC 20: availability per hub per minute
+        "settlements_1d"}  # issue 39: futures candles' open interest and settlement
 
 
 def test_users(repos: Repositories, run: Run) -> None:
@@ -268,6 +271,28 @@ def test_candles(repos: Repositories, run: Run) -> None:
     run(repos.candles.upsert([("wti", day, 70.0, 71.0, 69.0, 70.5, 50.0)]))
     assert sorted(c[0] for c in run(repos.candles.since(day))) == ["brent", "wti"]
     assert len(repos.candles.since_blocking(date(2026, 3, 3))) == 0
+
+
+def test_futures_candles_keep_open_interest_and_settlement(repos: Repositories, run: Run) -> None:
+    """SPEC 19 (issue 39): a futures candle's `oi` and `s` are stored with it (`settlements_1d`), read back by
+    day; an unknown value (NaN) is NULL and never replaces a value held; a settlement is written with its candle
+    in one transaction, whichever chunk the candle is in."""
+    monday, tuesday = date(2026, 3, 2), date(2026, 3, 3)
+    repos.candles.upsert_blocking([("methanol", monday, 2400.0, 2410.0, 2390.0, 2405.0, 900.0)],
+                                  [("methanol", monday, 151_000.0, 2403.0)])
+    run(repos.candles.upsert([("methanol", tuesday, 2405.0, 2420.0, 2401.0, 2418.0, 700.0),
+                              ("brent", tuesday, 80.0, 81.0, 79.0, 80.5, 10.0)],
+                             [("methanol", tuesday, 152_500.0, math.nan)]))
+    assert repos.candles.settlements_since_blocking(monday) == [
+        ("methanol", monday, 151_000.0, 2403.0), ("methanol", tuesday, 152_500.0, None)]
+    run(repos.candles.upsert([("methanol", tuesday, 2405.0, 2420.0, 2401.0, 2418.0, 700.0)],
+                             [("methanol", tuesday, math.nan, 2411.0)]))  # the day settled: oi kept
+    assert repos.candles.settlements_since_blocking(tuesday) == [("methanol", tuesday, 152_500.0, 2411.0)]
+    many = [("pp", date(2025, 1, 1) + timedelta(days=k), 7000.0, 7000.0, 7000.0, 7000.0, 1.0) for k in range(2500)]
+    chunks = list(write_chunks(many, [("pp", many[-1][1], 5.0, 7001.0), ("pp", many[0][1], 4.0, None)]))
+    assert [len(rows) for rows, _ in chunks] == [1000, 1000, 500]
+    assert [settled for _, settled in chunks] == [[("pp", "2025-01-01", 4.0, None)], [],
+                                                  [("pp", many[-1][1].isoformat(), 5.0, 7001.0)]]
 
 
 def test_receipt_import_commits_in_chunks_and_checks_everything_first(tmp_path: Path) -> None:

@@ -33,16 +33,24 @@ log = logging.getLogger("market.archive")
 
 # (instrument id, ts in epoch ms, seq (per instrument, from the feed), price, volume)
 Tick = tuple[str, int, int, float, float]
+# the same with the tick's detail (a futures tick's book, open interest, published settle and limits, SPEC 19) as
+# server/market/tick.py's `detail_compact` writes it; None for a tick without one (every tick that is not a futures
+# product's, imported ticks): what a live feed archives and its replay reads back
+DetailedTick = tuple[str, int, int, float, float, str | None]
 
 
 class TickArchive(Protocol):
     """One connection to the tick archive; every method runs on the thread that opened it."""
 
-    def append(self, ticks: Sequence[Tick]) -> None:
-        """Write `ticks` in one transaction. Idempotent: a tick already held (same id, ts, seq) is skipped."""
+    def append(self, ticks: Sequence[Tick | DetailedTick]) -> None:
+        """Write `ticks` in one transaction (a tick without a detail: NULL). Idempotent: a tick already held (same
+        id, ts, seq) is skipped."""
 
     def read(self, inst: str, start_ms: int, end_ms: int) -> Iterator[Tick]:
         """The ticks of `inst` with start_ms <= ts < end_ms, by (ts, seq); streamed, in bounded memory."""
+
+    def read_detailed(self, inst: str, start_ms: int, end_ms: int) -> Iterator[DetailedTick]:
+        """`read` with each tick's detail (None where it has none): the live session's replay."""
 
     def instruments(self) -> list[str]:
         """Every instrument id that has ticks in the archive, sorted."""
@@ -89,7 +97,7 @@ class ArchiveWriter:
         self._interval_s, self._batch, self._retry_s = interval_s, batch, retry_s
         self._max_buffered, self._size_every_s, self._clock = max_buffered, size_every_s, clock
         self._lock = threading.Condition()
-        self._buffer: list[Tick] = []
+        self._buffer: list[Tick | DetailedTick] = []
         self._arrivals: deque[list[float]] = deque()  # [ticks, clock() when accepted] per submit still buffered
         self._submitted = 0  # ticks accepted, ever
         self._done = 0  # ticks committed, ever
@@ -107,7 +115,7 @@ class ArchiveWriter:
 
     # --- any thread (the event loop) ------------------------------------------------------------
 
-    def submit(self, ticks: Sequence[Tick]) -> bool:
+    def submit(self, ticks: Sequence[Tick | DetailedTick]) -> bool:
         """Accept `ticks` (in feed order). False, and nothing accepted, when closed or when the buffer already
         holds `max_buffered` ticks (only while commits keep failing: the caller counts them as lost)."""
         if not ticks:
@@ -190,7 +198,7 @@ class ArchiveWriter:
         # wait out the outage: not woken by submit/flush (a full buffer would otherwise retry on every batch)
         return not self._stop.wait(self._retry_s)
 
-    def _commit(self, archive: TickArchive, batch: list[Tick]) -> bool:
+    def _commit(self, archive: TickArchive, batch: list[Tick | DetailedTick]) -> bool:
         started = time.perf_counter()
         try:
             archive.append(batch)
@@ -242,6 +250,11 @@ class ArchiveWriter:
             return
         with self._lock:
             self._stats = _replace(self._stats, size_bytes=size)
+
+
+def with_detail(ticks: Sequence[Tick | DetailedTick]) -> list[DetailedTick]:
+    """Every tick as a `DetailedTick` (None where it came without a detail), for a statement of six columns."""
+    return [t if len(t) == 6 else (*t, None) for t in ticks]  # type: ignore[misc]
 
 
 def _replace(stats: ArchiveStats, **changes: object) -> ArchiveStats:

@@ -6,6 +6,10 @@ a later day, it would replay only the new live session. So at start, before anyt
 
 - `missing_days` makes the daily candles of the trading days before each instrument's live day that the
   candles table lacks but the archive has ticks for (the last GAP_DAYS days), stored before the daily book loads;
+- `missing_settlements` settles the futures products' days before the live one that have archived ticks but no
+  settlement stored (the hub was down or killed at the close): the day's last published settlement, else the
+  product's rule on the day's ticks (server/market/contracts/board.py, as the live board settles), with the open
+  interest of the day's last tick; stored before the daily book loads, so the live day's `prevSettle` is known;
 - `missing_bars` makes the intraday buckets after the newest stored one (within GAP_DAYS) and before the live
   session, with the live rings' own rule (`IntradayRing.apply`: each tick at its venue's `bucket_ts`, no bucket
   before its trading day's floor), to store and load into the rings.
@@ -17,14 +21,17 @@ for the reads the caller passes in.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable, Sequence
 from datetime import date
 from functools import partial
 
 from server.market.candles.intraday import INTERVALS, IntradayRing
+from server.market.contracts.board import FuturesBoard
+from server.market.tick import detail_of
 from server.market.venues.clock import VenueClock
-from server.store.history.archive import Tick, TickArchive
-from server.store.history.candle_rows import Candle
+from server.store.history.archive import DetailedTick, Tick, TickArchive
+from server.store.history.candle_rows import Candle, Settlement
 from server.store.history.candle_store import Bar
 from server.store.history.threads import History
 from server.store.sql.repositories import Candles
@@ -57,6 +64,28 @@ def missing_days(inst: str, clock: VenueClock, ticks: Sequence[Tick], held: set[
     return [(inst, day, o, h, lo, c, v) for day, (o, h, lo, c, v) in sorted(days.items())]
 
 
+def missing_settlements(inst: str, clock: VenueClock, ticks: Sequence[DetailedTick],
+                        settled: set[date]) -> list[Settlement]:
+    """The open interest and settlement of each trading day of `ticks` (one futures product's, before its live
+    day; in seq order) not in `settled`; nothing for an instrument that is not a futures product."""
+    board = FuturesBoard([inst], [clock.local])
+    if not board.rows:
+        return []
+    out: list[Settlement] = []
+    day: date | None = None
+    for _, ts, _seq, price, volume, text in sorted(ticks, key=lambda t: t[2]):
+        tick_day = clock.trading_day(ts)
+        if tick_day != day:
+            if day is not None and day not in settled:
+                out.append((inst, day, board.oi[0], board.settlement(0)))
+            board.new_day(0, math.nan)
+            day = tick_day
+        board.apply(0, price, volume, ts / 1000, detail_of(text) if text else None)
+    if day is not None and day not in settled:
+        out.append((inst, day, board.oi[0], board.settlement(0)))
+    return out
+
+
 def missing_bars(inst: str, clock: VenueClock, floor_of: Callable[[date], int],
                  ticks: Sequence[Tick]) -> dict[str, list[Bar]]:
     """The intraday buckets of `ticks` (one instrument's, in the gap), per interval, as the live rings make them."""
@@ -85,17 +114,31 @@ def store_missing_days(history: History, repo: Candles, ids: Sequence[str], cloc
     held: dict[str, set[date]] = {}
     for inst, day, *_ in repo.since_blocking(first):
         held.setdefault(inst, set()).add(day)
+    settled: dict[str, set[date]] = {}
+    for inst, day, _oi, settle in repo.settlements_since_blocking(first):
+        if settle is not None:
+            settled.setdefault(inst, set()).add(day)
     made: list[Candle] = []
+    settlements: list[Settlement] = []
     for inst, clock, start in zip(ids, clocks, starts, strict=True):  # one instrument's ticks in memory at a time
-        ticks = history.read_blocking(partial(read_ticks, inst=inst, start=start - GAP_DAYS * DAY_MS, end=start))
+        ticks = history.read_blocking(partial(read_detailed, inst=inst, start=start - GAP_DAYS * DAY_MS, end=start))
         if ticks:
-            made += missing_days(inst, clock, ticks, held.get(inst, set()))
+            made += missing_days(inst, clock, [t[:5] for t in ticks], held.get(inst, set()))  # type: ignore[misc]
+            settlements += missing_settlements(inst, clock, ticks, settled.get(inst, set()))
+    if made or settlements:
+        repo.upsert_blocking(made, settlements)
     if made:
-        repo.upsert_blocking(made)
         log.info("rebuilt %d daily candles of sessions not stored before (from the archived ticks)", len(made))
+    if settlements:
+        log.info("settled %d futures trading days not settled before (from the archived ticks)", len(settlements))
     return len(made)
 
 
 def read_ticks(_candles: object, archive: TickArchive, inst: str, start: int, end: int) -> list[Tick]:
     """One instrument's archived ticks of [start, end), as a history reader's call."""
     return list(archive.read(inst, start, end))
+
+
+def read_detailed(_candles: object, archive: TickArchive, inst: str, start: int, end: int) -> list[DetailedTick]:
+    """The same with each tick's detail (None where it has none)."""
+    return list(archive.read_detailed(inst, start, end))

@@ -32,10 +32,9 @@ from functools import partial
 from server.core.metrics import Registry
 from server.market.candles.daily import unopen_live
 from server.market.state import AppliedTick, MarketState
-from server.market.tick import Tick
-from server.store.history.archive import Tick as ArchivedTick
-from server.store.history.archive import TickArchive
-from server.store.history.archive_gap import DAY_MS, GAP_DAYS, missing_bars, read_ticks
+from server.market.tick import Tick, detail_compact, detail_of
+from server.store.history.archive import DetailedTick, TickArchive
+from server.store.history.archive_gap import DAY_MS, GAP_DAYS, missing_bars, read_detailed, read_ticks
 from server.store.history.candle_store import Bar, CandleStore
 from server.store.history.retention import Retention
 from server.store.history.threads import History, HistoryRounds
@@ -54,7 +53,7 @@ class ArchiveKeeper:
         self.history = history
         self.state = state
         self.may_write = may_write
-        self.recent: deque[tuple[float, list[ArchivedTick]]] = deque()  # (monotonic, batch): the last RECENT_S
+        self.recent: deque[tuple[float, list[DetailedTick]]] = deque()  # (monotonic, batch): the last RECENT_S
         self.lost = 0  # ticks the writer refused (its buffer full while commits kept failing)
         # interval -> row -> the bucket start (s) after which the ring's buckets are not stored yet: loaded ones
         # are, and the newest stored is stored again (it may have grown); a bucket the retention job deleted from
@@ -64,7 +63,8 @@ class ArchiveKeeper:
     def on_ticks(self, applied: list[AppliedTick]) -> None:
         """An applied-ticks listener: the batch into the writer's buffer (no I/O here); on a shared archive only
         while this hub holds the feed's lease, and kept for RECENT_S in case it takes the lease."""
-        rows = [(t.id, int(t.ts * 1000), t.seq, t.price, t.volume) for t in applied]
+        rows = [(t.id, int(t.ts * 1000), t.seq, t.price, t.volume,
+                 None if t.detail is None else detail_compact(t.detail)) for t in applied]
         if self.may_write is not None:
             now = time.monotonic()
             recent = self.recent
@@ -84,7 +84,7 @@ class ArchiveKeeper:
             log.info("took the feed's lease: %d recently applied ticks handed to the archive (those it holds are "
                      "skipped)", len(rows))
 
-    def _submit(self, rows: list[ArchivedTick]) -> None:
+    def _submit(self, rows: list[DetailedTick]) -> None:
         if not self.history.submit_ticks(rows):
             self.lost += len(rows)
 
@@ -194,13 +194,14 @@ class ArchiveKeeper:
         state = self.state
         total = instruments = 0
         for row, inst in enumerate(i.id for i in state.catalogue.instruments):
-            ticks = self.history.read_blocking(partial(read_ticks, inst=inst, start=self._floor_ms(row), end=FAR_MS))
+            ticks = self.history.read_blocking(partial(read_detailed, inst=inst, start=self._floor_ms(row),
+                                                       end=FAR_MS))
             if not ticks:
                 continue
             ticks.sort(key=lambda t: t[2])  # the order they were accepted in
             unopen_live(state.candles, [row])  # the stored live candle of a previous run is replaced, not added to
-            state.apply([Tick(row, price, ts_ms / 1000, volume) for _, ts_ms, _, price, volume in ticks],
-                        [t[2] for t in ticks])
+            state.apply([Tick(row, price, ts_ms / 1000, volume, None if detail is None else detail_of(detail))
+                         for _, ts_ms, _, price, volume, detail in ticks], [t[2] for t in ticks])
             total += len(ticks)
             instruments += 1
         if total:

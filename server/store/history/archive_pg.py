@@ -21,7 +21,7 @@ from typing import Any
 import psycopg
 from psycopg.rows import DictRow, tuple_row
 
-from server.store.history.archive import Tick
+from server.store.history.archive import DetailedTick, Tick, with_detail
 from server.store.history.candle_store import CHUNK, INTERVALS, Bar, Page, check_limit, page_of, table
 from server.store.sql.pg import connect
 from server.store.sql.pg_locks import lock_sql
@@ -32,7 +32,7 @@ READ_CHUNK = 5000
 
 PG_HISTORY_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS archive_ticks (id text NOT NULL, ts bigint NOT NULL, seq bigint NOT NULL, "
-    "price double precision NOT NULL, volume double precision NOT NULL, PRIMARY KEY (id, ts, seq)) "
+    "price double precision NOT NULL, volume double precision NOT NULL, detail text, PRIMARY KEY (id, ts, seq)) "
     "PARTITION BY RANGE (ts)",
     *(f"CREATE TABLE IF NOT EXISTS bars_{interval} (id text NOT NULL, t bigint NOT NULL, o double precision "
       "NOT NULL, h double precision NOT NULL, l double precision NOT NULL, c double precision NOT NULL, "
@@ -49,6 +49,14 @@ def ensure_history_schema(conn: psycopg.Connection[Any]) -> None:
         conn.execute(lock_sql(HISTORY_LOCK))
         for statement in PG_HISTORY_SCHEMA:
             conn.execute(statement)
+        if conn.execute(DETAIL_HELD).fetchone() is None:  # an archive made before SPEC 19's detail gets the column
+            conn.execute("ALTER TABLE archive_ticks ADD COLUMN detail text")  # (its partitions too; NULL before)
+
+
+# asked first: an ALTER TABLE takes an exclusive lock on the archive (and every partition) even when it has nothing
+# to do, and every history connection runs this when it opens
+DETAIL_HELD = ("SELECT 1 FROM information_schema.columns WHERE table_schema = current_schema() "
+               "AND table_name = 'archive_ticks' AND column_name = 'detail'")
 
 
 def partition_name(day: date) -> str:
@@ -97,7 +105,7 @@ class PgTickArchive(PgConnection):
         super().__init__(url)
         self._partitions: set[date] = set()  # known to exist (forgotten when an insert finds one missing)
 
-    def append(self, ticks: Sequence[Tick]) -> None:
+    def append(self, ticks: Sequence[Tick | DetailedTick]) -> None:
         """As the protocol says. After a lost connection (PostgreSQL restarted, failed over) the next call
         connects again, so the writer's retry succeeds once PostgreSQL is back."""
         self.live()
@@ -108,14 +116,16 @@ class PgTickArchive(PgConnection):
             self._partitions.clear()
             raise
 
-    def _insert(self, ticks: Sequence[Tick]) -> None:
+    def _insert(self, ticks: Sequence[Tick | DetailedTick]) -> None:
         with self.conn.transaction():
-            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS tick_in (id text, ts bigint, seq bigint, "
-                              "price double precision, volume double precision) ON COMMIT DELETE ROWS")
-            with self.conn.cursor() as cur, cur.copy("COPY tick_in (id, ts, seq, price, volume) FROM STDIN") as cp:
-                for t in ticks:
+            self.conn.execute("CREATE TEMP TABLE IF NOT EXISTS tick_detail_in (id text, ts bigint, seq bigint, "
+                              "price double precision, volume double precision, detail text) ON COMMIT DELETE ROWS")
+            with (self.conn.cursor() as cur,
+                  cur.copy("COPY tick_detail_in (id, ts, seq, price, volume, detail) FROM STDIN") as cp):
+                for t in with_detail(ticks):
                     cp.write_row(t)
-            self.conn.execute("INSERT INTO archive_ticks SELECT * FROM tick_in ON CONFLICT DO NOTHING")
+            self.conn.execute("INSERT INTO archive_ticks (id, ts, seq, price, volume, detail) SELECT id, ts, seq, "
+                              "price, volume, detail FROM tick_detail_in ON CONFLICT DO NOTHING")
             note_ids(self.conn, {t[0] for t in ticks})
 
     def _ensure_partitions(self, days: set[date]) -> None:
@@ -138,6 +148,15 @@ class PgTickArchive(PgConnection):
                         "AND ts < %s ORDER BY ts, seq", (inst, start_ms, end_ms))
             for row in cur:
                 yield (row[0], int(row[1]), int(row[2]), float(row[3]), float(row[4]))
+
+    def read_detailed(self, inst: str, start_ms: int, end_ms: int) -> Iterator[DetailedTick]:
+        self.live()
+        with self.conn.transaction(), self.conn.cursor(name="archive_read", row_factory=tuple_row) as cur:
+            cur.itersize = READ_CHUNK
+            cur.execute("SELECT id, ts, seq, price, volume, detail FROM archive_ticks WHERE id = %s AND ts >= %s "
+                        "AND ts < %s ORDER BY ts, seq", (inst, start_ms, end_ms))
+            for row in cur:
+                yield (row[0], int(row[1]), int(row[2]), float(row[3]), float(row[4]), row[5])
 
     def instruments(self) -> list[str]:
         self.live()

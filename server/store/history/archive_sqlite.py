@@ -22,7 +22,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-from server.store.history.archive import Tick
+from server.store.history.archive import DetailedTick, Tick, with_detail
 
 HISTORY_DB = "history.sqlite3"
 READ_CHUNK = 5000  # rows fetched at a time by a streamed read
@@ -30,7 +30,7 @@ PRUNE_STEP_MS = 3_600_000  # ticks are deleted an hour of one instrument per tra
 
 HISTORY_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS ticks (id TEXT NOT NULL, ts INTEGER NOT NULL, seq INTEGER NOT NULL, "
-    "price REAL NOT NULL, volume REAL NOT NULL, PRIMARY KEY (id, ts, seq)) WITHOUT ROWID",
+    "price REAL NOT NULL, volume REAL NOT NULL, detail TEXT, PRIMARY KEY (id, ts, seq)) WITHOUT ROWID",
     *(f"CREATE TABLE IF NOT EXISTS bars_{interval} (id TEXT NOT NULL, t INTEGER NOT NULL, o REAL NOT NULL, "
       "h REAL NOT NULL, l REAL NOT NULL, c REAL NOT NULL, v REAL NOT NULL, PRIMARY KEY (id, t)) WITHOUT ROWID"
       for interval in ("1m", "5m", "15m", "1h", "1d")),
@@ -51,7 +51,16 @@ def open_history(data_dir: Path, readonly: bool = False) -> sqlite3.Connection:
         with write_tx(conn):
             for statement in HISTORY_SCHEMA:
                 conn.execute(statement)
+            migrate_history(conn)
     return conn
+
+
+def migrate_history(conn: sqlite3.Connection) -> None:
+    """A history file made before a column existed gets it (in the caller's transaction): `ticks.detail` (SPEC 19,
+    a futures tick's detail; NULL in the rows written before, which replay as price and volume only)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(ticks)")}
+    if "detail" not in columns:
+        conn.execute("ALTER TABLE ticks ADD COLUMN detail TEXT")
 
 
 @contextmanager
@@ -87,15 +96,24 @@ class SqliteTickArchive:
         self.data_dir = data_dir
         self.conn = open_history(data_dir, readonly)
 
-    def append(self, ticks: Sequence[Tick]) -> None:
+    def append(self, ticks: Sequence[Tick | DetailedTick]) -> None:
         with write_tx(self.conn):
-            self.conn.executemany("INSERT OR IGNORE INTO ticks (id, ts, seq, price, volume) VALUES (?, ?, ?, ?, ?)",
-                                  ticks)
+            self.conn.executemany("INSERT OR IGNORE INTO ticks (id, ts, seq, price, volume, detail) "
+                                  "VALUES (?, ?, ?, ?, ?, ?)", with_detail(ticks))
             note_ids(self.conn, (t[0] for t in ticks))
 
     def read(self, inst: str, start_ms: int, end_ms: int) -> Iterator[Tick]:
         cur = self.conn.execute("SELECT id, ts, seq, price, volume FROM ticks WHERE id = ? AND ts >= ? AND ts < ? "
                                 "ORDER BY ts, seq", (inst, start_ms, end_ms))
+        try:
+            while rows := cur.fetchmany(READ_CHUNK):
+                yield from rows
+        finally:
+            cur.close()
+
+    def read_detailed(self, inst: str, start_ms: int, end_ms: int) -> Iterator[DetailedTick]:
+        cur = self.conn.execute("SELECT id, ts, seq, price, volume, detail FROM ticks WHERE id = ? AND ts >= ? "
+                                "AND ts < ? ORDER BY ts, seq", (inst, start_ms, end_ms))
         try:
             while rows := cur.fetchmany(READ_CHUNK):
                 yield from rows

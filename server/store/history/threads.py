@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from server.core.background import cancel_and_wait
-from server.store.history.archive import ArchiveStats, ArchiveWriter, Tick, TickArchive
+from server.store.history.archive import ArchiveStats, ArchiveWriter, DetailedTick, Tick, TickArchive
 from server.store.history.candle_store import Bar, CandleStore
 from server.store.history.retention import Retention, prune
 from server.store.sql.storage import StorageClosed
@@ -93,7 +93,7 @@ class History:
 
     # --- the event loop ---------------------------------------------------------------------------
 
-    def submit_ticks(self, ticks: Sequence[Tick]) -> bool:
+    def submit_ticks(self, ticks: Sequence[Tick | DetailedTick]) -> bool:
         return self.writer.submit(ticks)
 
     async def put_closed(self, interval: str, rows: Sequence[Bar]) -> None:

@@ -34,7 +34,7 @@ from server.evidence import Block
 from server.store.accounts.console_schema import OWNER_ENABLED  # issue 32
 from server.store.accounts.users import DuplicateEmail, User, new_user, normalize_email, user_from_row
 from server.store.history.candle_rows import CHUNK as CANDLE_CHUNK
-from server.store.history.candle_rows import Candle, between_params, between_sql
+from server.store.history.candle_rows import Candle, Settlement, between_params, between_sql, write_chunks
 from server.store.outbox.jobs import CLAIMABLE, TRANSITIONS, IllegalTransition, JobState, Retry
 from server.store.outbox.queue import (
     JOB_COLUMNS,
@@ -51,7 +51,7 @@ from server.store.site.receipts import PUBLIC_COLUMNS, public_view
 from server.store.site.records import ChannelSpec, RecordsService, RecordWrite
 from server.store.sql.errors import UnstorableValue
 from server.store.sql.pg import APPLICATION_NAME, connect, migrate
-from server.store.sql.pg_sync import UPSERT_CANDLE, PgCandleRepo, PgEvidenceLog, PgKeyRepo, marks
+from server.store.sql.pg_sync import UPSERT_CANDLE, UPSERT_SETTLEMENT, PgCandleRepo, PgEvidenceLog, PgKeyRepo, marks
 from server.store.sql.repositories import Repositories
 from server.store.sql.storage import StorageClosed
 
@@ -418,19 +418,22 @@ class PgCandles:
         out = [(r["instrument"], date.fromisoformat(r["day"]), r["o"], r["h"], r["l"], r["c"], r["v"]) for r in rows]
         return out[::-1] if newest else out
 
-    async def upsert(self, candles: list[Candle]) -> None:
-        rows = [(i, d.isoformat(), o, h, lo, c, v) for i, d, o, h, lo, c, v in candles]
-        for start in range(0, len(rows), CANDLE_CHUNK):
+    async def upsert(self, candles: list[Candle], settlements: Sequence[Settlement] = ()) -> None:
+        for rows, settled in write_chunks(candles, settlements, CANDLE_CHUNK):
             async with self.storage.pool.connection() as conn, conn.transaction(), conn.cursor() as cur:
-                await cur.executemany(UPSERT_CANDLE, rows[start:start + CANDLE_CHUNK])
+                await cur.executemany(UPSERT_CANDLE, rows)
+                await cur.executemany(UPSERT_SETTLEMENT, settled)
 
     def since_blocking(self, first_day: date) -> list[Candle]:
         """At start-up, before the server accepts anything (the feed's history is built from it)."""
         return self.storage.blocking(lambda c: PgCandleRepo(c).since(first_day))
 
-    def upsert_blocking(self, candles: list[Candle]) -> None:
+    def settlements_since_blocking(self, first_day: date) -> list[Settlement]:
+        return self.storage.blocking(lambda c: PgCandleRepo(c).settlements_since(first_day))
+
+    def upsert_blocking(self, candles: list[Candle], settlements: Sequence[Settlement] = ()) -> None:
         """At shutdown, after the loop's work stopped (the final flush)."""
-        self.storage.blocking(lambda c: PgCandleRepo(c).upsert(candles))
+        self.storage.blocking(lambda c: PgCandleRepo(c).upsert(candles, settlements=settlements))
 
 
 def pg_repositories(storage: PgStorage, channels: Sequence[ChannelSpec], clock: Callable[[], float],

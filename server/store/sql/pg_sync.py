@@ -13,7 +13,7 @@ advisory lock per purpose does (server/store/sql/pg_locks.py), so two processes 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import date
 from typing import Any
@@ -26,7 +26,7 @@ from server.evidence.ledger import Block, BlockRow, HashChain, block_values
 from server.evidence.log import MerkleLog
 from server.store.accounts.users import DuplicateEmail, User, new_user, normalize_email, user_from_row
 from server.store.history.candle_rows import CHUNK as CANDLE_CHUNK
-from server.store.history.candle_rows import Candle
+from server.store.history.candle_rows import Candle, Settlement, settlement_of, write_chunks
 from server.store.outbox.jobs import RETRYABLE, TRANSITIONS, IllegalTransition, JobState
 from server.store.outbox.queue import Job, JobNotFound, job_from_row, predecessors, states_in
 from server.store.site.content import CONTENT_COLUMNS, IMPORT_CHUNK, ContentItem, content_values
@@ -47,6 +47,10 @@ Conn = psycopg.Connection[DictRow]
 UPSERT_CANDLE = ("INSERT INTO candles (instrument, day, o, h, l, c, v) VALUES (%s, %s, %s, %s, %s, %s, %s) "
                  "ON CONFLICT (instrument, day) DO UPDATE SET o = excluded.o, h = excluded.h, l = excluded.l, "
                  "c = excluded.c, v = excluded.v")
+UPSERT_SETTLEMENT = ("INSERT INTO settlements_1d (instrument, day, oi, s) VALUES (%s, %s, %s, %s) "
+                     "ON CONFLICT (instrument, day) DO UPDATE SET oi = COALESCE(excluded.oi, settlements_1d.oi), "
+                     "s = COALESCE(excluded.s, settlements_1d.s)")
+SETTLEMENTS_SINCE = "SELECT instrument, day, oi, s FROM settlements_1d WHERE day >= %s ORDER BY day"
 
 
 def marks(n: int) -> str:
@@ -159,11 +163,15 @@ class PgCandleRepo:
     def __init__(self, conn: Conn) -> None:
         self.conn = conn
 
-    def upsert(self, candles: list[Candle], chunk: int = CANDLE_CHUNK) -> None:
-        rows = [(i, d.isoformat(), o, h, lo, c, v) for i, d, o, h, lo, c, v in candles]
-        for start in range(0, len(rows), chunk):
+    def upsert(self, candles: list[Candle], chunk: int = CANDLE_CHUNK, settlements: Sequence[Settlement] = ()) -> None:
+        for rows, settled in write_chunks(candles, settlements, chunk):
             with self.conn.transaction(), self.conn.cursor() as cur:
-                cur.executemany(UPSERT_CANDLE, rows[start:start + chunk])
+                cur.executemany(UPSERT_CANDLE, rows)
+                cur.executemany(UPSERT_SETTLEMENT, settled)
+
+    def settlements_since(self, first_day: date) -> list[Settlement]:
+        rows = self.conn.execute(SETTLEMENTS_SINCE, (first_day.isoformat(),))
+        return [settlement_of((r["instrument"], r["day"], r["oi"], r["s"])) for r in rows]
 
     def since(self, first_day: date) -> list[Candle]:
         rows = self.conn.execute("SELECT instrument, day, o, h, l, c, v FROM candles WHERE day >= %s ORDER BY day",

@@ -10,6 +10,7 @@ async pool in PostgreSQL's own dialect. One is chosen once, where the hub is bui
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 from typing import Any, Protocol
@@ -17,7 +18,7 @@ from typing import Any, Protocol
 from server.core.keys import ApiKey
 from server.evidence import Block
 from server.store.accounts.users import User
-from server.store.history.candle_rows import Candle
+from server.store.history.candle_rows import Candle, Settlement
 from server.store.outbox.jobs import JobState, Retry
 from server.store.outbox.queue import Job
 from server.store.site.content import ContentKind
@@ -126,11 +127,18 @@ class Candles(Protocol):
         the earliest (or, `newest`, the latest) that many: range queries below the daily book (SPEC 18)."""
         ...
 
-    async def upsert(self, candles: list[Candle]) -> None: ...
+    async def upsert(self, candles: list[Candle], settlements: Sequence[Settlement] = ()) -> None:
+        """Upsert candles and, in the same transactions, futures candles' open interest and settlement (SPEC 19:
+        `settlements_1d`, a NULL never replacing a value held)."""
+        ...
 
     def since_blocking(self, first_day: date) -> list[Candle]: ...
 
-    def upsert_blocking(self, candles: list[Candle]) -> None: ...
+    def settlements_since_blocking(self, first_day: date) -> list[Settlement]:
+        """The stored open interest and settlement of futures candles from `first_day` on (start-up)."""
+        ...
+
+    def upsert_blocking(self, candles: list[Candle], settlements: Sequence[Settlement] = ()) -> None: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -43,6 +43,15 @@ EVIDENCE_BLOCKS_SQLITE = """CREATE TABLE IF NOT EXISTS evidence_blocks (
     tx_hash    TEXT NOT NULL
 )"""
 
+# Futures daily candles' open interest at the close and settlement (SPEC 19), beside `candles` (whose rows keep
+# their shape): one row per (instrument, day) of a futures product, written in the candles' own transaction.
+SETTLEMENTS_SQLITE = """CREATE TABLE IF NOT EXISTS settlements_1d (
+    instrument TEXT NOT NULL,
+    day TEXT NOT NULL,
+    oi REAL, s REAL,
+    PRIMARY KEY (instrument, day)
+)"""
+
 SQLITE_SCHEMA: tuple[str, ...] = (
     META_TABLE,
     """CREATE TABLE IF NOT EXISTS api_keys (
@@ -84,6 +93,7 @@ SQLITE_SCHEMA: tuple[str, ...] = (
     o REAL NOT NULL, h REAL NOT NULL, l REAL NOT NULL, c REAL NOT NULL, v REAL NOT NULL,
     PRIMARY KEY (instrument, day)
 )""",
+    SETTLEMENTS_SQLITE,
     """CREATE TABLE IF NOT EXISTS inquiries (
     id TEXT PRIMARY KEY,
     user_id TEXT NOT NULL,
@@ -278,4 +288,12 @@ ALTER TABLE outbox_jobs ADD COLUMN claimed_by text;
     (3, "console: account plans and roles, key owners, usage, subscriptions, events", CONSOLE_MIGRATION),
     (4, "support tickets and their messages (issue 43)", SUPPORT_MIGRATION),
     (5, "availability per hub per minute (SPEC 20, docs/sla.md)", AVAILABILITY_MIGRATION),
+    (7, "futures daily open interest and settlement", """
+CREATE TABLE settlements_1d (
+    instrument text NOT NULL,
+    day text NOT NULL,
+    oi double precision, s double precision,
+    PRIMARY KEY (instrument, day)
+);
+"""),
 )

@@ -15,7 +15,7 @@ from typing import Any
 from server.core.keys import ApiKey
 from server.evidence import Block
 from server.store.accounts.users import User
-from server.store.history.candle_rows import Candle
+from server.store.history.candle_rows import Candle, Settlement
 from server.store.outbox.jobs import JobState, Retry
 from server.store.outbox.queue import Job
 from server.store.site.content import ContentKind
@@ -146,12 +146,15 @@ class SqliteCandles:
                       newest: bool = False) -> list[Candle]:
         return await self.storage.read(lambda c: CandleRepo(c).between(first, last, inst, limit, newest))
 
-    async def upsert(self, candles: list[Candle]) -> None:
-        await self.storage.write(lambda c: CandleRepo(c).upsert(candles))
+    def settlements_since_blocking(self, first_day: date) -> list[Settlement]:
+        return self.storage.read_blocking(lambda c: CandleRepo(c).settlements_since(first_day))
 
-    def upsert_blocking(self, candles: list[Candle]) -> None:
+    async def upsert(self, candles: list[Candle], settlements: Sequence[Settlement] = ()) -> None:
+        await self.storage.write(lambda c: CandleRepo(c).upsert(candles, settlements=settlements))
+
+    def upsert_blocking(self, candles: list[Candle], settlements: Sequence[Settlement] = ()) -> None:
         """At shutdown, after the loop's work stopped (the final flush)."""
-        self.storage.write_blocking(lambda c: CandleRepo(c).upsert(candles))
+        self.storage.write_blocking(lambda c: CandleRepo(c).upsert(candles, settlements=settlements))
 
 
 SqliteRepositories = Repositories  # the name the tests and older callers use

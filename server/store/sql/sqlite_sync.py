@@ -19,7 +19,15 @@ from typing import Any
 from server.core.keys import ApiKey, hash_key, key_from_row, new_key
 from server.store.accounts.console_schema import OWNER_ENABLED  # issue 32
 from server.store.accounts.users import DuplicateEmail, User, new_user, normalize_email, user_from_row
-from server.store.history.candle_rows import CHUNK, Candle, between_params, between_sql
+from server.store.history.candle_rows import (
+    CHUNK,
+    Candle,
+    Settlement,
+    between_params,
+    between_sql,
+    settlement_of,
+    write_chunks,
+)
 from server.store.outbox.jobs import BACKLOG, CLAIMABLE, RETRYABLE, TRANSITIONS, IllegalTransition, JobState, Retry
 from server.store.outbox.queue import (
     JOB_COLUMNS,
@@ -176,18 +184,29 @@ class CandleRepo:
     def __init__(self, conn: sqlite3.Connection) -> None:
         self.conn = conn
 
-    def upsert(self, candles: list[Candle], chunk: int = CHUNK) -> None:
+    def upsert(self, candles: list[Candle], chunk: int = CHUNK, settlements: Sequence[Settlement] = ()) -> None:
         """Insert or replace candles, `chunk` rows per transaction (an upsert is idempotent, so a
-        failure part-way leaves nothing a re-run would not fix)."""
-        rows = [(i, d.isoformat(), o, h, lo, c, v) for i, d, o, h, lo, c, v in candles]
-        for start in range(0, len(rows), chunk):
+        failure part-way leaves nothing a re-run would not fix); a futures candle's settlement in its transaction
+        (a NULL never replaces a value held)."""
+        for rows, settled in write_chunks(candles, settlements, chunk):
             with transaction(self.conn):
                 self.conn.executemany(
                     "INSERT INTO candles (instrument, day, o, h, l, c, v) VALUES (?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (instrument, day) DO UPDATE SET o=excluded.o, h=excluded.h, l=excluded.l, "
                     "c=excluded.c, v=excluded.v",
-                    rows[start:start + chunk],
+                    rows,
                 )
+                self.conn.executemany(
+                    "INSERT INTO settlements_1d (instrument, day, oi, s) VALUES (?, ?, ?, ?) "
+                    "ON CONFLICT (instrument, day) DO UPDATE SET oi=COALESCE(excluded.oi, settlements_1d.oi), "
+                    "s=COALESCE(excluded.s, settlements_1d.s)",
+                    settled,
+                )
+
+    def settlements_since(self, first_day: date) -> list[Settlement]:
+        rows = self.conn.execute("SELECT instrument, day, oi, s FROM settlements_1d WHERE day >= ? ORDER BY day",
+                                 (first_day.isoformat(),))
+        return [settlement_of(r) for r in rows]
 
     def since(self, first_day: date) -> list[Candle]:
         rows = self.conn.execute(
