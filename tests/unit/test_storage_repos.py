@@ -188,7 +188,8 @@ def test_every_table_is_created_whatever_was_imported(tmp_path: Path) -> None:
     assert set(out) == postgres == {
         "api_keys", "candles", "content_items", "cooperations", "evidence_blocks", "evidence_leaves",
         "evidence_nodes", "inquiries", "meta", "outbox_jobs", "receipts", "users",
-        "console_usage", "console_events", "subscription_requests"}  # issue 32: the console's
+        "console_usage", "console_events", "subscription_requests",  # issue 32: the console's
+        "incidents", "incident_updates", "maintenances", "incident_mail"}  # issue 42: incidents and maintenance
 
 
 def test_users(repos: Repositories, run: Run) -> None:

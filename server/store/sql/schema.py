@@ -11,6 +11,7 @@ ts as an IEEE 754 double), integer ids `bigint`, everything else `text` as in SQ
 from __future__ import annotations
 
 from server.store.accounts.console_schema import CONSOLE_MIGRATION
+from server.store.incidents.schema import INCIDENTS_MIGRATION
 
 META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
@@ -272,4 +273,5 @@ CREATE TABLE evidence_blocks (
 ALTER TABLE outbox_jobs ADD COLUMN claimed_by text;
 """),
     (3, "console: account plans and roles, key owners, usage, subscriptions, events", CONSOLE_MIGRATION),
+    (4, "incidents, their updates, maintenance, incident mail choices", INCIDENTS_MIGRATION),
 )
