@@ -13,6 +13,7 @@ from server.api.auth.tokens import TokenService
 from server.api.console.account import ConsoleAccountApi, ConsoleAdminApi
 from server.api.console.context import BucketCheck, ClientIp, ConsoleContext, Revoke
 from server.api.console.flush import UsageFlusher
+from server.api.console.incidents import ConsoleIncidentsApi
 from server.api.console.keys import ConsoleKeysApi
 from server.api.core.router import Router
 from server.api.site.accounts import BearerAuth
@@ -26,9 +27,11 @@ from server.store.sql.repositories import Repositories
 def register_console(settings: Settings, router: Router, repos: Repositories, tokens: TokenService,
                      clock: Callable[[], float], *,
                      check_bucket: BucketCheck, client_ip: ClientIp, revoke: Revoke,
-                     channels: Sequence[ChannelSpec], wake: Callable[[], None], meter: UsageMeter) -> UsageFlusher:
+                     channels: Sequence[ChannelSpec], wake: Callable[[], None], meter: UsageMeter,
+                     incidents_changed: Callable[[], None] = lambda: None) -> UsageFlusher:
     store = ConsoleStore(repos.storage)
     ctx = ConsoleContext(settings, store, BearerAuth(tokens, repos.users), check_bucket, client_ip, clock)
-    for api in (ConsoleKeysApi(ctx, revoke), ConsoleAccountApi(ctx, channels, wake), ConsoleAdminApi(ctx)):
+    for api in (ConsoleKeysApi(ctx, revoke), ConsoleAccountApi(ctx, channels, wake), ConsoleAdminApi(ctx),
+                ConsoleIncidentsApi(ctx, incidents_changed)):
         api.register(router)
     return UsageFlusher(meter, store, clock)

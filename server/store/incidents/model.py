@@ -8,11 +8,14 @@ from the clock (`scheduled` before `scheduledFor`, `in_progress` until `schedule
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from server.core.transitions import Transitions
 from server.market.timefmt import iso
+from server.market.venues.data import VENUES
 
 
 class IncidentStatus(StrEnum):
@@ -110,3 +113,46 @@ def worst_impact(incidents: list[Incident]) -> Impact | None:
 
 class NoSuchIncident(LookupError):
     pass
+
+
+# the components /api/v1/status lists (redis only on the Redis engine; one feed per venue)
+FIXED_COMPONENTS = ("rest", "stream", "storage", "notifications", "redis")
+MAX_COMPONENTS = 20
+SHANGHAI = ZoneInfo("Asia/Shanghai")
+
+
+def component_error(cid: str) -> str | None:
+    """Why `cid` names no status component (None: it does)."""
+    if cid in FIXED_COMPONENTS or (cid.startswith("feed:") and cid[5:] in VENUES):
+        return None
+    return f"{cid[:64]!r} is not a component: {', '.join(FIXED_COMPONENTS)} or feed:VENUE (GET /api/v1/venues)"
+
+
+def title_error(title: str) -> str | None:
+    if "\x00" in title:
+        return "must not contain the NUL character (U+0000)"
+    if not title.strip():
+        return "must not be empty"
+    return f"must be at most {MAX_TITLE} characters" if len(title) > MAX_TITLE else None
+
+
+def body_error(body: str) -> str | None:
+    if "\x00" in body:
+        return "must not contain the NUL character (U+0000)"
+    if not body.strip():
+        return "must not be empty"
+    return f"must be at most {MAX_BODY} characters" if len(body) > MAX_BODY else None
+
+
+def parse_time(text: str) -> float:
+    """An ISO 8601 time (a time without an offset is Asia/Shanghai's) as epoch seconds; ValueError naming the
+    form expected."""
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise ValueError(f"{text[:40]!r} is not an ISO 8601 time such as 2026-12-01T02:00:00+08:00") from None
+    return (parsed if parsed.tzinfo else parsed.replace(tzinfo=SHANGHAI)).timestamp()
+
+
+def window_error(start: float, until: float) -> str | None:
+    return None if until > start else "the end must be after the start"
