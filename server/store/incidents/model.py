@@ -7,6 +7,7 @@ from the clock (`scheduled` before `scheduledFor`, `in_progress` until `schedule
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
@@ -117,6 +118,7 @@ class NoSuchIncident(LookupError):
 
 # the components /api/v1/status lists (redis only on the Redis engine; one feed per venue)
 FIXED_COMPONENTS = ("rest", "stream", "storage", "notifications", "redis")
+COMPONENT_IDS = (*FIXED_COMPONENTS, *(f"feed:{v}" for v in sorted(VENUES)))
 MAX_COMPONENTS = 20
 SHANGHAI = ZoneInfo("Asia/Shanghai")
 
@@ -144,10 +146,17 @@ def body_error(body: str) -> str | None:
     return f"must be at most {MAX_BODY} characters" if len(body) > MAX_BODY else None
 
 
+# the forms `parse_time` takes (the OpenAPI pattern of a maintenance window's ends)
+ISO_TIME = r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9]{2}:[0-9]{2}(?::[0-9]{2}(?:\.[0-9]{1,6})?)?(?:Z|[+-][0-9]{2}:[0-9]{2})?"
+_ISO_TIME = re.compile(ISO_TIME)
+
+
 def parse_time(text: str) -> float:
     """An ISO 8601 time (a time without an offset is Asia/Shanghai's) as epoch seconds; ValueError naming the
     form expected."""
     try:
+        if not _ISO_TIME.fullmatch(text):
+            raise ValueError(text)
         parsed = datetime.fromisoformat(text)
     except ValueError:
         raise ValueError(f"{text[:40]!r} is not an ISO 8601 time such as 2026-12-01T02:00:00+08:00") from None
