@@ -19,6 +19,7 @@ from aiosmtpd.controller import Controller
 
 from tests.conftest import ServerProcess, free_port, run_cli
 from tests.contract.test_notify import Inbox
+from tests.redis_service import redis_prefix, require_redis
 
 PASSWORD = "correct horse"
 MONDAY = "2026-11-23T10:00:00+08:00"  # ICE Futures Europe (brent) is in session
@@ -216,3 +217,36 @@ def test_each_update_mails_each_account_told_once(tmp_path: Path, smtp: tuple[In
         assert len(listed[0]["updates"]) == 3
     finally:
         assert srv.stop() == 0, srv.output()[-3000:]
+
+
+def test_two_hubs_on_redis_open_one_incident_per_silent_feed(tmp_path: Path) -> None:
+    """Two hubs on one Redis prefix and one data dir, both following the JSONL file (the lease holder reads it,
+    both apply it): each silent feed gets one incident, not one per hub, and one resolution."""
+    url = require_redis()
+    feed = tmp_path / "ticks.jsonl"
+    feed.write_text("")
+    now = datetime.fromisoformat(MONDAY).timestamp()
+    with redis_prefix(url) as prefix:
+        flags = ("--engine", "redis", "--redis-url", url, "--redis-prefix", prefix, "--feed", f"jsonl:{feed}",
+                 "--no-demo-key", "--clock-start", MONDAY, "--stale-after", "1", "--feed-outage-s", "3")
+        a = ServerProcess(tmp_path / "data", "granian", *flags)
+        b = ServerProcess(tmp_path / "data", "granian", *flags)
+        try:
+            _append(feed, {"id": "brent", "price": 80.0, "ts": now + 1})
+
+            def ice(srv: ServerProcess) -> list[dict[str, Any]]:
+                return [i for i in _listed(srv)["incidents"] if i["components"] == ["feed:ice-eu"]]
+
+            _until(lambda: ice(a) and ice(b), "the incident on both hubs", timeout=20)
+            _append(feed, {"id": "brent", "price": 80.5, "ts": now + 2})
+            _until(lambda: [i for i in ice(a) if i["resolvedAt"]] and [i for i in ice(b) if i["resolvedAt"]],
+                   "the resolution on both hubs", timeout=20)
+            # another venue still silent shows its incident was not opened twice either (checked each second)
+            listed = _listed(a)["incidents"]
+            keys = [tuple(i["components"]) for i in listed if i["automatic"]]
+            assert len(keys) == len(set(keys)) and ("feed:ice-eu",) in keys, keys
+            brent, = ice(a)
+            assert [u["status"] for u in brent["updates"]] == ["resolved", "investigating"]
+        finally:
+            codes = [hub.stop() for hub in (a, b)]
+            assert codes == [0, 0], f"{codes}\n{a.output()[-3000:]}\n{b.output()[-3000:]}"
