@@ -7,6 +7,7 @@
 import { HANDOVER_STORAGE } from "./calls.js";
 import { el, replaceChildren } from "./dom.js";
 import { ConsoleI18n } from "./console-i18n.js";
+import { IncidentsPanel } from "./console-incidents.js";
 import { MarketClient, ProblemError } from "./market-client.js";
 
 const LANG_STORAGE = "market.lang"; // the language, shared with the dashboard
@@ -39,6 +40,7 @@ class ConsolePage {
     this.signUp = false;
     this.me = null;
     this.view = { keys: [], usage: null, events: [], requests: [] };
+    this.incidents = new IncidentsPanel(this); // SPEC 20: incident e-mails; operators' incidents and maintenance
   }
 
   start() {
@@ -63,6 +65,7 @@ class ConsolePage {
     $("secret-open").addEventListener("click", () =>
       store("sessionStorage", HANDOVER_STORAGE, $("secret-value").value)); // the dashboard reads it once
     $("usage-refresh").addEventListener("click", () => this.act(() => this.refreshUsage(true)));
+    this.incidents.start();
     window.addEventListener("focus", () => { // at most once a minute: the console's budget is 30 requests a minute
       if (this.me && Date.now() - (this.usageAt?.getTime() ?? 0) >= 60000) this.act(() => this.refreshUsage(false));
     });
@@ -188,6 +191,7 @@ class ConsolePage {
     this.me = me;
     // operators: every request, pending ones to decide and the decided ones as their history
     this.view = { keys, usage, events, requests: me.role === "operator" ? await c.subscriptions() : [] };
+    await this.incidents.load(me.role === "operator");
     this.usageAt = new Date();
     this.render();
   }
@@ -217,6 +221,7 @@ class ConsolePage {
     this.renderPlan();
     this.renderEvents();
     this.renderAdmin();
+    this.incidents.render(this.me.role === "operator");
     document.body.dataset.loaded = String(Date.now());
   }
 

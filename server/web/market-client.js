@@ -30,7 +30,18 @@ function consoleCalls(c) {
     subscriptions: async (status, call) => (await c.get(`${base}/admin/subscriptions`, { query: { status }, ...call })).items,
     /** Operators: approve (`rate` in requests/minute for an enterprise plan). */
     approve: (id, rate, call) => c.post(`${base}/admin/subscriptions/{id}/approve`, { params: { id }, body: rate === void 0 ? {} : { rate }, ...call }),
-    reject: (id, call) => c.post(`${base}/admin/subscriptions/{id}/reject`, { params: { id }, ...call })
+    reject: (id, call) => c.post(`${base}/admin/subscriptions/{id}/reject`, { params: { id }, ...call }),
+    /** Whether this account is e-mailed each incident update (SPEC 20: enterprise by default). */
+    incidentMail: (call) => c.get(`${base}/notifications`, { ...call }),
+    setIncidentMail: (incidents, call) => c.post(`${base}/notifications`, { body: { incidents }, ...call }),
+    /** Operators: the newest 50 incidents and every unresolved one. */
+    incidents: async (call) => (await c.get(`${base}/incidents`, { ...call })).items,
+    openIncident: (body, call) => c.post(`${base}/incidents`, { body, ...call }),
+    updateIncident: (id, status, message, call) => c.post(`${base}/incidents/{id}/updates`, { params: { id }, body: { status, message }, ...call }),
+    resolveIncident: (id, message, call) => c.post(`${base}/incidents/{id}/resolve`, { params: { id }, body: message ? { message } : {}, ...call }),
+    /** Operators: maintenance not over yet and the newest 50 others; `from`/`to` ISO 8601 (no offset: Shanghai). */
+    maintenances: async (call) => (await c.get(`${base}/maintenances`, { ...call })).items,
+    addMaintenance: (title, from, to, call) => c.post(`${base}/maintenances`, { body: { title, from, to }, ...call })
   };
 }
 
