@@ -130,3 +130,38 @@ def test_only_the_lease_holder_writes_a_storage_outage(tmp_path: Path) -> None:
         asyncio.run(scenario())
     finally:
         storage.close()
+
+
+def test_the_status_routes_answer_from_the_board_s_copy_while_storage_is_gone(tmp_path: Path) -> None:
+    """The board read once, then storage closed (every call refused): a refresh fails, and both routes still answer
+    from the copy, /api/v1/status/incidents saying when it was read."""
+    import orjson
+    import pytest
+
+    from server.api.core.types import Request
+    from server.api.ops.incidents import IncidentsApi
+    from server.api.ops.status import Component, StatusApi, up_down
+    from server.market.freshness import Freshness
+    from server.store.incidents.model import Impact
+    from server.store.incidents.repo import IncidentRepo
+    from server.store.sql.storage import StorageClosed
+
+    inputs = Inputs()
+    _, board, storage = _watch(tmp_path, inputs)
+
+    async def scenario() -> None:
+        await board.store.write(lambda r: IncidentRepo(r.db).open("Delayed quotes", Impact.CRITICAL, [], "x", T0))
+        await board.refresh()
+        storage.close()
+        inputs.now += 30
+        with pytest.raises(StorageClosed):
+            await board.refresh()
+
+    asyncio.run(scenario())
+    listed = orjson.loads(IncidentsApi(board, lambda: inputs.now).incidents(
+        Request("GET", "/api/v1/status/incidents", "")).body)
+    assert [i["name"] for i in listed["incidents"]] == ["Delayed quotes"] and listed["asOf"].startswith("2026-")
+    rest = Component("rest", "REST API", up_down(lambda: True))
+    status = StatusApi([rest], Freshness([], {}, 60, 0), {}, lambda: inputs.now, board)
+    summary = orjson.loads(status.status(Request("GET", "/api/v1/status", "")).body)
+    assert summary["status"]["indicator"] == "critical" and summary["incidents"][0]["impact"] == "critical"

@@ -73,8 +73,9 @@ class IncidentBoard:
         self.stored, self.maintenance, self.read_at = stored, maintenance, self.clock()
         if self.mail:
             now = self.clock()
-            async with asyncio.timeout(READ_TIMEOUT_S):
-                written = await self.store.write(lambda r: IncidentRepo(r.db).notify_pending(now))
+            async with asyncio.timeout(READ_TIMEOUT_S):  # a read first: no write transaction every 2 s for nothing
+                waiting = await self.store.read(lambda r: IncidentRepo(r.db).has_unnotified())
+                written = await self.store.write(lambda r: IncidentRepo(r.db).notify_pending(now)) if waiting else 0
             if written:
                 self.wake()
 

@@ -145,6 +145,10 @@ class IncidentRepo:
                     "DO UPDATE SET enabled = excluded.enabled, updated_at = excluded.updated_at",
                     (user_id, int(enabled), now))
 
+    def has_unnotified(self) -> bool:
+        """An update waits for its e-mail jobs (a read: the hubs ask each board refresh, and write only then)."""
+        return bool(self.db.rows("SELECT 1 FROM incident_updates WHERE notified_at IS NULL LIMIT 1"))
+
     def notify_pending(self, now: float, window_s: float = NOTIFY_WINDOW_S) -> int:
         """One e-mail job per update not yet notified and per account told of incidents, in one transaction with
         the update's mark; returns the jobs written. A job's idempotency id is `incident:{update}:{account}`, so a
