@@ -80,7 +80,8 @@ from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
 from server.store.accounts.console_store import ConsoleStore
 from server.store.accounts.key_cache import KeyCache
-from server.store.flatfiles.days import FlatFileDays, FlatFileJob
+from server.store.flatfiles.days import FlatFileJob
+from server.store.flatfiles.scopes import FlatFileSets
 from server.store.history.archive_gap import store_missing_days
 from server.store.history.archive_keeper import ArchiveKeeper, RetentionJob
 from server.store.history.candle_book import CandleKeeper, load_candle_book
@@ -234,13 +235,13 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
 
 
 def register_market(settings: Settings, router: Router, state: MarketState, venues: VenueBook,
-                    clock: Callable[[], float], deep: DeepRanges | None, flat: FlatFileDays | None, fresh: Freshness,
+                    clock: Callable[[], float], deep: DeepRanges | None, flat: FlatFileSets | None, fresh: Freshness,
                     keeper: CandleKeeper | None) -> None:
     """The keyed market-data and reference routes (SPEC 6, 16, 18, 19, 20)."""
     catalogue = state.catalogue
     MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock, deep).register(router)
     ReferenceApi(catalogue, venues, clock, state, deep, load_products(settings.catalogue_file)).register(router)
-    FlatFilesApi(flat, clock).register(router)  # a closed trading day's ticks and candles as files (SPEC 18)
+    FlatFilesApi(flat, clock, venues.venues).register(router)  # a closed trading day's files, each venue's (SPEC 18)
     archive = keeper.archive if keeper is not None else None
     ids = [inst.id for inst in catalogue.instruments]
     QualityApi(fresh, ids, archive.history if archive is not None else None, clock).register(router)
@@ -306,7 +307,7 @@ def make_app(settings: Settings, router: Router, keys: KeyCache, registry: Regis
 
 def history_parts(keeper: CandleKeeper | None, registry: Registry, storage: StorageSettings,
                   clock: Callable[[], float], venues: VenueBook, daily: Candles,
-                  ) -> tuple[Callable[[], bool], list[Service], DeepRanges | None, FlatFileDays | None]:
+                  ) -> tuple[Callable[[], bool], list[Service], DeepRanges | None, FlatFileSets | None]:
     """A live feed's history (SPEC 18): its /metrics and the check /readyz adds, its retention job (pruned as
     --retention says), the range queries below the rings and the flat files (kept in the data dir's flatfiles/,
     made ahead by their job); nothing for the demo feed."""
@@ -316,9 +317,10 @@ def history_parts(keeper: CandleKeeper | None, registry: Registry, storage: Stor
     archive, instruments = keeper.archive, keeper.catalogue.instruments
     ids = [i.id for i in instruments]
     deep = DeepRanges(archive.history, ids, [i.decimals for i in instruments], daily)
-    flat = FlatFileDays(archive.history, daily, ids, [venues.for_instrument(i) for i in ids],
-                        storage.data_dir / "flatfiles", days)
-    jobs: list[Service] = [RetentionJob(archive.history, Retention(days), clock), FlatFileJob(flat, clock)]
+    flat = FlatFileSets.build(archive.history, daily, ids, [i.venue for i in instruments],
+                              [venues.for_instrument(i) for i in ids], venues.venues, storage.data_dir / "flatfiles",
+                              days)
+    jobs: list[Service] = [RetentionJob(archive.history, Retention(days), clock), FlatFileJob(list(flat), clock)]
     return archive.register_metrics(registry), jobs, deep, flat
 
 

@@ -76,9 +76,10 @@ def kline(instrument_id: str, days: int | None = None, interval: str | None = No
 
 
 def flatfiles(dataset: str, start: date | str | None = None, end: date | str | None = None,
-              fmt: str | None = None) -> Call[m.FlatFileList]:
-    """SPEC 18's listing: the closed trading days' files of `dataset` from `start` to `end` (both included)."""
-    params = _params(dataset=dataset, format=fmt, **{"from": _day(start), "to": _day(end)})
+              fmt: str | None = None, venue: str | None = None) -> Call[m.FlatFileList]:
+    """SPEC 18's listing: the closed trading days' files of `dataset` from `start` to `end` (both included); with
+    `venue`, that venue's own files."""
+    params = _params(dataset=dataset, format=fmt, venue=venue, **{"from": _day(start), "to": _day(end)})
     return Call("GET", "/api/v1/flatfiles", m.FlatFileList, params, auth="key")
 
 

@@ -2,7 +2,8 @@
 
     market-client quotes [--kind oil] [--ids brent,wti] [--json]
     market-client watch brent wti [--count N] [--candles 1m,1d] [--json]
-    market-client flatfiles ticks [--from 2026-11-02] [--to 2026-11-06] [--format parquet] [--download DIR]
+    market-client flatfiles ticks [--from 2026-11-02] [--to 2026-11-06] [--format parquet] [--venue zce]
+                            [--download DIR]
 
 Every command takes `--key` (else env MARKET_KEY), `--url` (default http://127.0.0.1:8000)
 and, for `watch`, `--ws-url` (default: the port the server's /api/config names, else 8001).
@@ -48,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     f.add_argument("--from", dest="start", help="first trading day, YYYY-MM-DD (default: 30 days before --to)")
     f.add_argument("--to", dest="end", help="last trading day, YYYY-MM-DD (default: today)")
     f.add_argument("--format", choices=["csv.gz", "parquet"], default="csv.gz")
+    f.add_argument("--venue", help="a venue's own files (e.g. zce): its instruments, from its close plus 2 minutes")
     f.add_argument("--download", metavar="DIR", help="download every file listed into DIR (resumed, sha256 checked)")
     return parser
 
@@ -86,7 +88,7 @@ def _flatfiles(args: argparse.Namespace, out: TextIO) -> int:
     """List the files (date, rows, bytes, sha256, url), or download each into --download (one line per file:
     the path, its bytes and sha256, checked)."""
     with MarketClient(args.url, args.key) as api:
-        files = api.flatfiles(args.dataset, args.start, args.end, args.format).files
+        files = api.flatfiles(args.dataset, args.start, args.end, args.format, args.venue).files
         for entry in files:
             if args.download:
                 path = api.download_flatfile(entry, args.download)

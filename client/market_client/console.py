@@ -12,6 +12,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any, Protocol, TypeVar
 
+from market_client import tickets as t
 from market_client._calls import Call, _body, _params, _seg
 from market_client.models import Model
 
@@ -179,6 +180,26 @@ class Console:
         """Operators only."""
         return self._c.call(_call("POST", f"/admin/subscriptions/{_seg(subscription_id)}/reject", Subscription))
 
+    # --- support tickets (SPEC 20; market_client/tickets.py) ---------------------------------------------------
+    def tickets(self, status: str | None = None) -> list[t.Ticket]:
+        """The account's tickets (operators: everyone's), newest first; `status` open or closed."""
+        return self._c.call(t.list_tickets(status)).items
+
+    def open_ticket(self, subject: str, body: str, severity: int) -> t.TicketThread:
+        return self._c.call(t.open_ticket(subject, body, severity))
+
+    def ticket(self, ticket_id: str) -> t.TicketThread:
+        return self._c.call(t.ticket(ticket_id))
+
+    def reply_ticket(self, ticket_id: str, body: str) -> t.TicketReplied:
+        return self._c.call(t.reply_ticket(ticket_id, body))
+
+    def close_ticket(self, ticket_id: str) -> t.Ticket:
+        return self._c.call(t.close_ticket(ticket_id))
+
+    def reopen_ticket(self, ticket_id: str) -> t.Ticket:
+        return self._c.call(t.reopen_ticket(ticket_id))
+
 
 class _AsyncCaller(Protocol):
     async def call(self, call: Call[T]) -> T: ...
@@ -228,3 +249,21 @@ class AsyncConsole:
 
     async def reject(self, subscription_id: str) -> Subscription:
         return await self._c.call(_call("POST", f"/admin/subscriptions/{_seg(subscription_id)}/reject", Subscription))
+
+    async def tickets(self, status: str | None = None) -> list[t.Ticket]:
+        return (await self._c.call(t.list_tickets(status))).items
+
+    async def open_ticket(self, subject: str, body: str, severity: int) -> t.TicketThread:
+        return await self._c.call(t.open_ticket(subject, body, severity))
+
+    async def ticket(self, ticket_id: str) -> t.TicketThread:
+        return await self._c.call(t.ticket(ticket_id))
+
+    async def reply_ticket(self, ticket_id: str, body: str) -> t.TicketReplied:
+        return await self._c.call(t.reply_ticket(ticket_id, body))
+
+    async def close_ticket(self, ticket_id: str) -> t.Ticket:
+        return await self._c.call(t.close_ticket(ticket_id))
+
+    async def reopen_ticket(self, ticket_id: str) -> t.Ticket:
+        return await self._c.call(t.reopen_ticket(ticket_id))

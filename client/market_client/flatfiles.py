@@ -1,5 +1,5 @@
 """Flat-file downloads (SPEC 18) that resume and verify: a closed trading day's file, written to
-``<dir>/<dataset>-<date>.<format>``.
+``<dir>/<dataset>-<date>.<format>`` (a venue's own file: ``<dir>/<venue>-<dataset>-<date>.<format>``).
 
     with MarketClient(key="mk_...") as api:
         for entry in api.flatfiles("ticks", start="2026-11-02", end="2026-11-06").files:
@@ -29,7 +29,8 @@ CHUNK = 1 << 20
 
 
 def target_path(entry: m.FlatFile, directory: str | os.PathLike[str]) -> Path:
-    return Path(directory) / f"{entry.dataset}-{entry.date.isoformat()}.{entry.format}"
+    venue = f"{entry.venue}-" if entry.venue else ""
+    return Path(directory) / f"{venue}{entry.dataset}-{entry.date.isoformat()}.{entry.format}"
 
 
 def sha256_of(path: Path) -> str:

@@ -269,7 +269,8 @@ def to_builtins(value: Any) -> Any:
 
 
 class FlatFile(Model):
-    """One closed trading day's file of a dataset (SPEC 18): where to GET it, its size, sha256 and data rows."""
+    """One closed trading day's file of a dataset (SPEC 18): where to GET it, its size, sha256 and data rows;
+    `venue` names the venue of a venue's own file (listed with `venue=`), None for an all-venue file."""
 
     dataset: str
     date: date
@@ -278,6 +279,7 @@ class FlatFile(Model):
     bytes: int
     sha256: str
     rows: int
+    venue: str | None = None
 
 
 class FlatFileList(Model):

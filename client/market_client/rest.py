@@ -135,10 +135,12 @@ class MarketClient(_Base):
         return self.call(c.spreads())
 
     def flatfiles(self, dataset: str, start: date | str | None = None, end: date | str | None = None,
-                  fmt: str | None = None) -> m.FlatFileList:
+                  fmt: str | None = None, venue: str | None = None) -> m.FlatFileList:
         """The closed trading days' files of `dataset` (ticks, candles-1m, candles-1d) from `start` to `end`,
-        both included, as csv.gz (default) or parquet (SPEC 18; professional and enterprise plans)."""
-        return self.call(c.flatfiles(dataset, start, end, fmt))
+        both included, as csv.gz (default) or parquet (SPEC 18; professional and enterprise plans). With `venue`
+        (e.g. "zce"): that venue's own files, its instruments only, each day's from the venue's close plus 2
+        minutes; else the all-venue files, made once every venue trading the day has closed."""
+        return self.call(c.flatfiles(dataset, start, end, fmt, venue))
 
     def download_flatfile(self, entry: m.FlatFile, directory: str | os.PathLike[str] = ".",
                           attempts: int = 5) -> Path:

@@ -17,7 +17,7 @@ from typing import TypeVar
 
 from server.commands.common import CommandError
 from server.market.timefmt import local_date
-from server.store.flatfiles.files import drop_days
+from server.store.flatfiles.scopes import drop_days_everywhere
 from server.store.history.archive import TickArchive
 from server.store.history.backfill import ImportReport
 from server.store.history.candle_store import CandleStore
@@ -49,13 +49,14 @@ def with_history(ns: argparse.Namespace, fn: Callable[[CandleStore, TickArchive]
 
 def report(what: str, result: ImportReport, data_dir: Path | None = None, dataset: str | None = None) -> int:
     """Print the import's outcome; 1 when any row was bad (the good ones are imported all the same). With
-    `dataset`, the data dir's flat files of the days the rows touched are deleted (made again when asked for)."""
+    `dataset`, the data dir's flat files of the days the rows touched, all-venue and each venue's, are deleted
+    (made again when asked for)."""
     print(f"imported {result.rows} {what}")
     if data_dir is not None and dataset is not None and result.first_ms is not None and result.last_ms is not None:
         # a row's trading day is its local date's, the day before (a US evening) or the one after (a night session)
         first = local_date(result.first_ms / 1000) - timedelta(days=1)
         last = local_date(result.last_ms / 1000) + timedelta(days=2)
-        dropped = drop_days(data_dir / "flatfiles", dataset, first, last)
+        dropped = drop_days_everywhere(data_dir / "flatfiles", dataset, first, last)
         if dropped:
             print(f"{dataset} flat files of {dropped} days deleted: made again from the new rows when asked for")
     if result.bad:

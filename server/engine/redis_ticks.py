@@ -98,6 +98,14 @@ APPEND_SCRIPT = APPEND_LUA.encode()
 APPEND_SHA = hashlib.sha1(APPEND_SCRIPT).hexdigest().encode()
 HEAD_ARGS = 11  # the append call's arguments before the ticks: numkeys, 6 keys, node, maxlen, epoch, highest
 
+# KEYS: stream, seq hash. Where a hub joins: the stream's newest entry id (false when empty) and every seq, together.
+JOIN_LUA = """
+local newest = redis.call('XREVRANGE', KEYS[1], '+', '-', 'COUNT', 1)
+local id = false
+if newest[1] then id = newest[1][1] end
+return {id, redis.call('HGETALL', KEYS[2])}
+"""
+
 RENEW_LUA = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('PEXPIRE', KEYS[1], ARGV[2]) end
 return 0
@@ -196,11 +204,14 @@ class RedisTicks:
     async def load_seqs(self) -> dict[str, int]:
         """Where this hub joins: it reads every entry after the stream's last one now (so nothing appended
         from here on, by anyone, is missed) and continues every instrument's seq from the hash."""
-        newest: Any = await self._joining("the stream's newest entry",
-                                          lambda: self.client.xrevrange(self.stream, count=1))
-        self._last = newest[0][0].decode() if newest else "0-0"
-        raw: Any = await self._joining("the seqs", lambda: self.client.hgetall(self.seqs))
-        seqs = {k.decode(): int(v) for k, v in raw.items()}
+        # one atomic read: the append script bumps the hash and adds the entry in one step, so the seqs read
+        # here are exactly those of the entries up to `_last`; read apart, a batch appended in between was in the
+        # seqs and then read again from the stream (applied twice: its volume counted twice, its seq sent twice)
+        answer: Any = await self._joining("the stream's newest entry and the seqs", lambda: self.client.eval(
+            JOIN_LUA, 2, self.stream, self.seqs))
+        newest, flat = answer
+        self._last = newest.decode() if newest else "0-0"
+        seqs = {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)}
         self._highest = max(self._highest, *seqs.values(), 0)
         return seqs
 
@@ -213,7 +224,11 @@ class RedisTicks:
         the highest seq, its last in the newest batch that has it, never the first (issue 44: a restarted hub
         named seq N with the price of N-1)."""
         newest: dict[int, tuple[Tick, int]] = {}
-        answer: Any = await self._joining("the newest ticks", lambda: self.client.xrevrange(self.stream, count=entries))
+        if self._last == "0-0":
+            return []
+        # up to where this hub joins: entries after it come through the reader, and must not be applied twice
+        answer: Any = await self._joining("the newest ticks", lambda: self.client.xrevrange(
+            self.stream, max=self._last, count=entries))
         for _, fields in answer:
             for tick, seq in self._decode(fields[b"b"]):
                 held = newest.get(tick.row)

@@ -16,6 +16,8 @@ KINDS: dict[str, tuple[str, str]] = {
     "cooperation": ("Cooperation", "合作意向"),
     "subscription": ("Subscription request", "订阅申请"),  # issue 32: the console's plan requests
     "login_locked": ("Sign-in locked", "登录已锁定"),  # issue 45: to the account's owner
+    "ticket": ("Support ticket", "技术支持工单"),  # issue 43: a ticket's first message, to the operators
+    "ticket_reply": ("Support ticket reply", "工单回复"),  # issue 43: any later message, to the other side
     "incident": ("Incident update", "故障通报"),  # issue 42: each update, to the accounts told of incidents
 }
 
@@ -42,6 +44,10 @@ FIELDS: dict[str, tuple[str, str]] = {
     "message": ("Message", "留言"),
     "currentPlan": ("Current plan", "当前套餐"),  # issue 32
     "requestedPlan": ("Requested plan", "申请套餐"),
+    "subject": ("Subject", "主题"),  # issue 43: support tickets
+    "severity": ("Severity", "严重级别"),
+    "author": ("From", "来自"),
+    "messageId": ("Message ID", "消息编号"),
 }
 SECRET_WORDS = ("password", "secret", "token")
 MISSING = "-"

@@ -1,5 +1,7 @@
 // The service console's UI strings in English and Chinese.
 
+import { SUPPORT_STRINGS } from "./console-support-i18n.js";
+
 const STRINGS = {
   en: {
     title: "Service console", toDashboard: "Dashboard",
@@ -143,6 +145,8 @@ const STRINGS = {
     err_maintenance_validation_failed: "请检查标题和时间：结束须晚于开始。",
   },
 };
+
+for (const lang of Object.keys(STRINGS)) Object.assign(STRINGS[lang], SUPPORT_STRINGS[lang]); // SPEC 20's tickets
 
 export class ConsoleI18n {
   constructor(lang) {

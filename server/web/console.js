@@ -9,6 +9,7 @@ import { el, replaceChildren } from "./dom.js";
 import { ConsoleI18n } from "./console-i18n.js";
 import { IncidentsPanel } from "./console-incidents.js";
 import { MarketClient, ProblemError } from "./market-client.js";
+import { SupportPanel } from "./console-support.js";
 
 const LANG_STORAGE = "market.lang"; // the language, shared with the dashboard
 const SESSION_STORAGE = "market.console"; // {token, expires}: this tab only
@@ -40,6 +41,7 @@ class ConsolePage {
     this.signUp = false;
     this.me = null;
     this.view = { keys: [], usage: null, events: [], requests: [] };
+    this.support = new SupportPanel(this); // SPEC 20's tickets (console-support.js)
     this.incidents = new IncidentsPanel(this); // SPEC 20: incident e-mails; operators' incidents and maintenance
   }
 
@@ -65,6 +67,7 @@ class ConsolePage {
     $("secret-open").addEventListener("click", () =>
       store("sessionStorage", HANDOVER_STORAGE, $("secret-value").value)); // the dashboard reads it once
     $("usage-refresh").addEventListener("click", () => this.act(() => this.refreshUsage(true)));
+    this.support.bind();
     this.incidents.start();
     window.addEventListener("focus", () => { // at most once a minute: the console's budget is 30 requests a minute
       if (this.me && Date.now() - (this.usageAt?.getTime() ?? 0) >= 60000) this.act(() => this.refreshUsage(false));
@@ -177,6 +180,7 @@ class ConsolePage {
     this.client.console.signOut();
     store("sessionStorage", SESSION_STORAGE, null);
     this.me = null;
+    this.support.reset();
     this.hideSecret();
     $("account").hidden = true;
     $("auth").hidden = false;
@@ -187,7 +191,8 @@ class ConsolePage {
 
   async load() {
     const c = this.client.console;
-    const [me, keys, usage, events] = await Promise.all([c.me(), c.keys(), c.usage(), c.events()]);
+    const [me, keys, usage, events] = await Promise.all([c.me(), c.keys(), c.usage(), c.events(),
+      this.support.load()]);
     this.me = me;
     // operators: every request, pending ones to decide and the decided ones as their history
     this.view = { keys, usage, events, requests: me.role === "operator" ? await c.subscriptions() : [] };
@@ -221,6 +226,7 @@ class ConsolePage {
     this.renderPlan();
     this.renderEvents();
     this.renderAdmin();
+    this.support.render();
     this.incidents.render(this.me.role === "operator");
     document.body.dataset.loaded = String(Date.now());
   }

@@ -31,6 +31,15 @@ function consoleCalls(c) {
     /** Operators: approve (`rate` in requests/minute for an enterprise plan). */
     approve: (id, rate, call) => c.post(`${base}/admin/subscriptions/{id}/approve`, { params: { id }, body: rate === void 0 ? {} : { rate }, ...call }),
     reject: (id, call) => c.post(`${base}/admin/subscriptions/{id}/reject`, { params: { id }, ...call }),
+    /** Support tickets (SPEC 20), newest first: the account's own; an operator's: every account's. */
+    tickets: async (status, call) => (await c.get(`${base}/tickets`, { query: { status }, ...call })).items,
+    /** Open a ticket: `body` is its first message (plain text); severity 1 (down), 2 (degraded), 3 (a question). */
+    openTicket: (subject, body, severity, call) => c.post(`${base}/tickets`, { body: { subject, body, severity }, ...call }),
+    /** A ticket and its thread (another account's ticket is a NotFoundError). */
+    ticket: (id, call) => c.get(`${base}/tickets/{id}`, { params: { id }, ...call }),
+    replyTicket: (id, body, call) => c.post(`${base}/tickets/{id}/messages`, { params: { id }, body: { body }, ...call }),
+    closeTicket: (id, call) => c.post(`${base}/tickets/{id}/close`, { params: { id }, ...call }),
+    reopenTicket: (id, call) => c.post(`${base}/tickets/{id}/reopen`, { params: { id }, ...call }),
     /** Whether this account is e-mailed each incident update (SPEC 20: enterprise by default). */
     incidentMail: (call) => c.get(`${base}/notifications`, { ...call }),
     setIncidentMail: (incidents, call) => c.post(`${base}/notifications`, { body: { incidents }, ...call }),

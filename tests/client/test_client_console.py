@@ -56,3 +56,43 @@ def test_async_console_calls(server: ServerProcess) -> None:
             assert (await api.console.events())[0].kind == "plan_requested"
 
     asyncio.run(scenario())
+
+
+def test_ticket_calls(server: ServerProcess) -> None:
+    """Support tickets (SPEC 20): open, the thread, an operator's reply, close, reopen; another account's is 404."""
+    assert run_cli(server.data_dir, "users", "create", "--email", "desk@example.com", "--password", PASSWORD,
+                   "--operator").returncode == 0
+    with MarketClient(server.base) as api, MarketClient(server.base) as ops, MarketClient(server.base) as other:
+        for client, email in ((api, "ticket-client@example.com"), (other, "ticket-other@example.com")):
+            client.register(email, PASSWORD)
+            client.login(email, PASSWORD)
+        ops.login("desk@example.com", PASSWORD)
+        opened = api.console.open_ticket("Brent is stale", "No ticks since 09:31.\n<b>text</b>", severity=2)
+        assert opened.status == "open" and opened.thread[0].body == "No ticks since 09:31.\n<b>text</b>"
+        assert opened.first_response_due is None  # a free account: no target
+        replied = ops.console.reply_ticket(opened.id, "Restarted.")
+        assert replied.message.author == "operator" and replied.ticket.messages == 2
+        assert [m.body for m in api.console.ticket(opened.id).thread] == [opened.thread[0].body, "Restarted."]
+        assert opened.id in [t.id for t in ops.console.tickets("open")]
+        with pytest.raises(NotFound):
+            other.console.ticket(opened.id)
+        assert api.console.close_ticket(opened.id).status == "closed"
+        with pytest.raises(Conflict):
+            api.console.reply_ticket(opened.id, "again")
+        assert [t.id for t in api.console.tickets("closed")] == [opened.id]
+        assert api.console.reopen_ticket(opened.id).status == "open"
+
+
+def test_async_ticket_calls(server: ServerProcess) -> None:
+    async def scenario() -> None:
+        async with AsyncMarketClient(server.base) as api:
+            await api.register("async-ticket@example.com", PASSWORD)
+            await api.login("async-ticket@example.com", PASSWORD)
+            opened = await api.console.open_ticket("s", "b", 3)
+            await api.console.reply_ticket(opened.id, "more")
+            assert (await api.console.ticket(opened.id)).messages == 2
+            assert [t.id for t in await api.console.tickets()] == [opened.id]
+            assert (await api.console.close_ticket(opened.id)).closed_at is not None
+            assert (await api.console.reopen_ticket(opened.id)).closed_at is None
+
+    asyncio.run(scenario())

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import io
+import json
 import socket
 import threading
 from collections.abc import Iterator
@@ -128,3 +129,23 @@ def test_the_cli_lists_and_downloads(hub: Hub, tmp_path: Path) -> None:
     with redirect_stderr(err):
         assert main(["flatfiles", "ticks", "--url", hub.srv.base, "--key", hub.free], io.StringIO()) == 1
     assert "plan_required" in err.getvalue()
+
+
+def test_a_venues_files(hub: Hub, tmp_path: Path) -> None:
+    """issue 39 item 9: `venue=` lists a venue's own files (methanol's only, for zce: brent is ICE's), downloaded
+    under a name that says the venue, beside the all-venue file of the same day."""
+    with MarketClient(hub.srv.base, hub.key) as api:
+        files = api.flatfiles("ticks", "2026-11-16", "2026-11-18", venue="zce").files
+        assert [(f.venue, f.date, f.rows) for f in files] == [("zce", date(2026, 11, 17), 3)]
+        assert files[0].url == "/api/v1/flatfiles/zce/ticks/2026-11-17.csv.gz"
+        path = api.download_flatfile(files[0], tmp_path)
+        assert path == tmp_path / "zce-ticks-2026-11-17.csv.gz"
+        assert hashlib.sha256(path.read_bytes()).hexdigest() == files[0].sha256
+        every = api.flatfiles("ticks", "2026-11-16", "2026-11-18").files
+        assert every[0].venue is None and every[0].rows == 5
+        assert api.download_flatfile(every[0], tmp_path) == tmp_path / "ticks-2026-11-17.csv.gz"
+    out = io.StringIO()
+    base = ["--url", hub.srv.base, "--key", hub.key, "--from", "2026-11-16", "--to", "2026-11-18"]
+    assert main(["flatfiles", "ticks", *base, "--venue", "ice-eu", "--json"], out) == 0
+    assert [json.loads(line)["url"] for line in out.getvalue().splitlines()] == [
+        "/api/v1/flatfiles/ice-eu/ticks/2026-11-17.csv.gz"]

@@ -323,3 +323,64 @@ def test_a_joining_hub_asks_again_while_redis_does_not_answer_then_gives_up_in_o
         own.stop()
     joining_lines = [r for r in warned if "joining the tick log" in r.getMessage()]
     assert len(joining_lines) == 2  # one per hub that waited, not one per attempt
+
+
+def test_a_joining_hub_reads_its_seqs_and_newest_ticks_at_one_point_of_the_log() -> None:
+    """Where a hub joins (issue 44's follow-up): the seqs and the newest ticks it starts from are those of the
+    log's entries up to the one it then reads after, even when the leader appends in between. Read apart, a batch
+    appended between the joining reads was both restored and read again from the stream: applied twice, its volume
+    counted twice and its seq sent twice."""
+    url = require_redis()
+    ids = ["brent", "wti"]
+
+    async def scenario(prefix: str) -> None:
+        leader = RedisTicks(url, prefix, "node-a", ids)
+        leader.epoch = "e1"
+        got: list[tuple[str, int]] = []
+        changed = asyncio.Event()
+
+        def on_batch(batch: list[tuple[Tick, int]]) -> None:
+            got.extend((ids[tick.row], seq) for tick, seq in batch)
+            changed.set()
+
+        async def until(n: int) -> None:
+            async with asyncio.timeout(10):
+                while len(got) < n:
+                    changed.clear()
+                    await changed.wait()
+
+        await leader.load_seqs()
+        leads: list[bool] = []
+        leader.start(on_batch, lambda leading: (leads.append(leading), changed.set()))
+        try:
+            async with asyncio.timeout(10):
+                while not leads:
+                    changed.clear()
+                    await changed.wait()
+            leader.append([Tick(0, 80.0, time.time(), 1.0), Tick(1, 70.0, time.time(), 1.0)], [0, 0])
+            await until(2)
+            joiner = RedisTicks(url, prefix, "node-b", ids)
+            seqs = await joiner.load_seqs()
+            leader.append([Tick(0, 81.0, time.time(), 1.0)], [1])  # after the join point
+            await until(3)
+            newest = await joiner.last_ticks()
+            assert seqs == {"brent": 1, "wti": 1}
+            assert sorted((ids[t.row], t.price, seq) for t, seq in newest) == [("brent", 80.0, 1), ("wti", 70.0, 1)]
+            late: list[tuple[str, int]] = []
+            joined = asyncio.Event()
+
+            def joiner_batch(batch: list[tuple[Tick, int]]) -> None:
+                late.extend((ids[tick.row], seq) for tick, seq in batch)
+                joined.set()
+
+            joiner.start(joiner_batch, lambda leading: None)
+            try:
+                await asyncio.wait_for(joined.wait(), 10)
+                assert late == [("brent", 2)]  # the batch after the join point, read once, from the stream
+            finally:
+                await joiner.stop()
+        finally:
+            await leader.stop()
+
+    with redis_prefix(url) as prefix:
+        asyncio.run(scenario(prefix))

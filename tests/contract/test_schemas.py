@@ -32,12 +32,14 @@ from tests.conftest import RUNTIMES, ServerProcess, run_cli
 
 S = dict[str, Any]
 MISSING = object()  # a candidate meaning "leave the field out"
+VENUE_FILE = "/api/v1/flatfiles/{venue}/{dataset}/{file}"  # a venue's own file (tests/contract/test_flatfile_venues.py)
 UNPROVOKED = {  # (path or "*", method or "*", status): documented answers a test cannot cause from outside
     ("*", "*", "500"),  # internal error
     ("/readyz", "get", "503"),  # feed or storage down
     # a flat file needs a live feed's durable history, which this module's demo hub keeps none of:
     # tests/contract/test_flatfile_routes.py checks these answers against the document on a hub that has files
-    *(("/api/v1/flatfiles/{dataset}/{file}", "get", status) for status in ("200", "206", "304", "416")),
+    *((path, "get", status) for path in ("/api/v1/flatfiles/{dataset}/{file}", VENUE_FILE)
+      for status in ("200", "206", "304", "416")),
 }
 RECEIPT = "WR-NB-000101"  # a demo receipt
 _ips = itertools.count(1)
@@ -305,6 +307,35 @@ def _provoke_incidents(check: Checker, http: httpx.Client, api: ServerProcess, d
     check(http.get(maint, headers=ops), maint)
 
 
+def _provoke_tickets(check: Checker, http: httpx.Client, disabled: dict[str, str]) -> None:
+    """Support tickets' answers (SPEC 20): 401 and 403 (a disabled account), then 201, 200, 400, 404 and 409 from an
+    account of their own."""
+    for path, method in (("", "GET"), ("", "POST"), ("/{id}", "GET"), ("/{id}/messages", "POST"),
+                         ("/{id}/close", "POST"), ("/{id}/reopen", "POST")):
+        for headers in ({}, disabled):
+            url = "/api/console/tickets" + path
+            check(http.request(method, url.replace("{id}", "x"), headers=headers), url, method)
+    fresh = {"email": "schema-tickets@example.com", "password": "correct horse"}
+    http.post("/api/auth/register", json=fresh)
+    bearer = {"Authorization": "Bearer " + http.post("/api/auth/login", json=fresh).json()["token"]}
+    base = "/api/console/tickets"
+    one, msgs, close, reopen = base + "/{id}", base + "/{id}/messages", base + "/{id}/close", base + "/{id}/reopen"
+    opened = check(http.post(base, json={"subject": "s", "body": "b", "severity": 2}, headers=bearer), base).json()
+    tid = opened["id"]
+    check(http.post(base, json={"subject": "s", "severity": 9}, headers=bearer), base)  # 400
+    check(http.get(base, params={"status": "open"}, headers=bearer), base)
+    check(http.get(base, params={"status": "nope"}, headers=bearer), base)  # 400
+    check(http.get(f"{base}/{tid}", headers=bearer), one)
+    check(http.post(f"{base}/{tid}/messages", json={"body": "more"}, headers=bearer), msgs)
+    check(http.post(f"{base}/{tid}/messages", json={"body": ""}, headers=bearer), msgs)  # 400
+    check(http.post(f"{base}/nope/messages", json={"body": "x"}, headers=bearer), msgs)  # 404
+    check(http.post(f"{base}/{tid}/close", headers=bearer), close)
+    check(http.post(f"{base}/{tid}/messages", json={"body": "x"}, headers=bearer), msgs)  # 409: closed
+    check(http.post(f"{base}/nope/close", headers=bearer), close)  # 404
+    check(http.post(f"{base}/{tid}/reopen", headers=bearer), reopen)
+    check(http.post(f"{base}/nope/reopen", headers=bearer), reopen)  # 404
+
+
 def _provoke_console(check: Checker, http: httpx.Client, api: ServerProcess, bearer: dict[str, str],
                      disabled: dict[str, str]) -> None:
     """Every documented answer of the console's routes (SPEC 17), each from its own cause; `bearer` (its console
@@ -389,6 +420,8 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         # no durable history on the demo feed, so no flat file: the documented 404 (test_flatfile_routes.py: 200s)
         "/api/v1/flatfiles/{dataset}/{file}": "/api/v1/flatfiles/ticks/2026-11-17.csv.gz",
         "/api/v1/flatfiles": "/api/v1/flatfiles?dataset=ticks",
+        VENUE_FILE: "/api/v1/flatfiles/zce/ticks/2026-11-17.csv.gz",
+        "/api/console/tickets/{id}": "/api/console/tickets/tkt_none",  # the documented 404 (200s: _provoke_tickets)
     }
     not_found = {
         "/api/v1/quotes/{id}": "/api/v1/quotes/zzz", "/api/v1/kline/{id}": "/api/v1/kline/zzz",
@@ -398,6 +431,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/instruments/{id}": "/api/v1/instruments/zzz",
         "/api/v1/venues/{id}/calendar": "/api/v1/venues/zzz/calendar?from=2026-09-28&to=2026-10-09",
         "/api/v1/instruments": "/api/v1/instruments?product=zzz",  # SPEC 19: no such futures product
+        VENUE_FILE: "/api/v1/flatfiles/zzz/ticks/2026-11-17.csv.gz",
     }
     bad = {
         "/api/v1/quotes": "/api/v1/quotes?kind=metals", "/api/v1/kline/{id}": "/api/v1/kline/brent?days=0",
@@ -418,16 +452,23 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/quality": "/api/v1/quality?from=2026-13-01",  # SPEC 20: canonical dates only
         "/api/v1/status": "/api/v1/status?x=1", "/api/v1/status/incidents": "/api/v1/status/incidents?x=1",
         "/api/v1/flatfiles/{dataset}/{file}": "/api/v1/flatfiles/ticks/2026-11-17.csv.gz?x=1",
+        VENUE_FILE: "/api/v1/flatfiles/zce/ticks/2026-11-17.csv.gz?x=1",
     }
     creds = {"email": "schema-check@example.com", "password": "correct horse"}
     check(http.post("/api/auth/register", json={**creds, "name": "Li Lei", "company": None}), "/api/auth/register")
     token = check(http.post("/api/auth/login", json=creds), "/api/auth/login").json()["token"]
     bearer = {"Authorization": f"Bearer {token}"}
-    # SPEC 20's console routes take another account's bucket (30 a minute each: one account cannot reach them all)
+    other = {**creds, "email": "schema-check-tickets@example.com"}  # the ticket routes spend a console bucket of
+    http.post("/api/auth/register", json=other)  # their own, so the other console routes still see a 200
+    ticket_bearer = {"Authorization": "Bearer " + http.post("/api/auth/login", json=other).json()["token"]}
+    # SPEC 20's incident routes take another account's bucket too (30 a minute each)
     incident_bearer = _bearer(http, "schema-incident-loop@example.com")
     for path, method, op in operations(spec):
-        account = incident_bearer if path.startswith(INCIDENT_ROUTES) else bearer
-        headers = key if keyed(op) else account if any("Bearer" in s for s in op.get("security", [])) else {}
+        headers = key if keyed(op) else bearer if any("Bearer" in s for s in op.get("security", [])) else {}
+        if path.startswith("/api/console/tickets"):
+            headers = ticket_bearer
+        if path.startswith(INCIDENT_ROUTES):
+            headers = incident_bearer
         if method == "get":
             url = examples.get(path, path)
             if "{" in url:
@@ -466,9 +507,10 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
           "/api/submit-inquiry")  # 403
 
     _provoke_console(check, http, api, bearer, {"Authorization": f"Bearer {disabled_token}"})
+    _provoke_tickets(check, http, {"Authorization": f"Bearer {disabled_token}"})
     _provoke_incidents(check, http, api, {"Authorization": f"Bearer {disabled_token}"})
     _, free = api.create_key("free")  # SPEC 18: flat files are for the professional and enterprise plans
-    for path in ("/api/v1/flatfiles", "/api/v1/flatfiles/{dataset}/{file}"):
+    for path in ("/api/v1/flatfiles", "/api/v1/flatfiles/{dataset}/{file}", VENUE_FILE):
         check(http.get(examples[path], headers={"X-SERVICE-Key": free}), path)
 
     # 429: a 1/min key is spent by its first request, and so is one client IP (public rate 1/min)

@@ -189,6 +189,7 @@ def test_every_table_is_created_whatever_was_imported(tmp_path: Path) -> None:
         "api_keys", "candles", "content_items", "cooperations", "evidence_blocks", "evidence_leaves",
         "evidence_nodes", "inquiries", "meta", "outbox_jobs", "receipts", "users",
         "console_usage", "console_events", "subscription_requests",  # issue 32: the console's
+        "support_tickets", "support_messages",  # issue 43: support tickets
         "incidents", "incident_updates", "maintenances", "incident_mail"}  # issue 42: incidents and maintenance
 
 

@@ -1,5 +1,6 @@
 // The service console's calls (SPEC 17): an account's keys, usage, plan requests and audit list, and the
-// operators' decisions; SPEC 20's incidents and maintenance (operators) and each account's incident e-mail choice. Bearer-authenticated: `client.token` (set by `signIn()`, or given in the options) goes
+// operators' decisions; support tickets and SPEC 20's incidents and maintenance (operators) and each account's
+// incident e-mail choice. Bearer-authenticated: `client.token` (set by `signIn()`, or given in the options) goes
 // with every /api/console request. Keep the token in memory: never in localStorage or a URL.
 
 import type { BodyOf, CallOptions, TypedClient } from "./http.js";
@@ -44,6 +45,20 @@ export function consoleCalls(c: TypedClient) {
         { params: { id }, body: rate === undefined ? {} : { rate }, ...call }),
     reject: (id: string, call?: CallOptions) =>
       c.post(`${base}/admin/subscriptions/{id}/reject`, { params: { id }, ...call }),
+    /** Support tickets (SPEC 20), newest first: the account's own; an operator's: every account's. */
+    tickets: async (status?: "open" | "closed", call?: CallOptions) =>
+      (await c.get(`${base}/tickets`, { query: { status }, ...call })).items,
+    /** Open a ticket: `body` is its first message (plain text); severity 1 (down), 2 (degraded), 3 (a question). */
+    openTicket: (subject: string, body: string, severity: 1 | 2 | 3, call?: CallOptions) =>
+      c.post(`${base}/tickets`, { body: { subject, body, severity }, ...call }),
+    /** A ticket and its thread (another account's ticket is a NotFoundError). */
+    ticket: (id: string, call?: CallOptions) => c.get(`${base}/tickets/{id}`, { params: { id }, ...call }),
+    replyTicket: (id: string, body: string, call?: CallOptions) =>
+      c.post(`${base}/tickets/{id}/messages`, { params: { id }, body: { body }, ...call }),
+    closeTicket: (id: string, call?: CallOptions) =>
+      c.post(`${base}/tickets/{id}/close`, { params: { id }, ...call }),
+    reopenTicket: (id: string, call?: CallOptions) =>
+      c.post(`${base}/tickets/{id}/reopen`, { params: { id }, ...call }),
     /** Whether this account is e-mailed each incident update (SPEC 20: enterprise by default). */
     incidentMail: (call?: CallOptions) => c.get(`${base}/notifications`, { ...call }),
     setIncidentMail: (incidents: boolean, call?: CallOptions) =>

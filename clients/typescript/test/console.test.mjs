@@ -52,4 +52,26 @@ describe("console calls", { skip: !havePython() && "no Python server (.venv) to 
     api.console.signOut();
     await assert.rejects(api.console.keys(), UnauthorizedError);
   });
+
+  test("a support ticket's thread, an operator's answer, close and reopen", async () => {
+    const api = new MarketClient({ baseUrl: server.base });
+    await api.register({ email: "ts-ticket@example.com", password: PASSWORD });
+    await api.console.signIn("ts-ticket@example.com", PASSWORD);
+    const opened = await api.console.openTicket("Brent is stale", "No ticks since 09:31.", 2);
+    assert.deepEqual([opened.status, opened.thread[0].body], ["open", "No ticks since 09:31."]);
+    cli(server.dataDir, "users", "create", "--email", "ts-desk@example.com", "--password", PASSWORD, "--operator");
+    const ops = new MarketClient({ baseUrl: server.base });
+    await ops.console.signIn("ts-desk@example.com", PASSWORD);
+    assert.ok((await ops.console.tickets("open")).some((t) => t.id === opened.id));
+    assert.equal((await ops.console.replyTicket(opened.id, "Restarted.")).message.author, "operator");
+    assert.deepEqual((await api.console.ticket(opened.id)).thread.map((m) => m.body),
+      ["No ticks since 09:31.", "Restarted."]);
+    assert.equal((await api.console.closeTicket(opened.id)).status, "closed");
+    await assert.rejects(api.console.replyTicket(opened.id, "again"), ConflictError);
+    assert.equal((await api.console.reopenTicket(opened.id)).status, "open");
+    const other = new MarketClient({ baseUrl: server.base });
+    await other.register({ email: "ts-other@example.com", password: PASSWORD });
+    await other.console.signIn("ts-other@example.com", PASSWORD);
+    await assert.rejects(other.console.ticket(opened.id), NotFoundError);
+  });
 });

@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 
-import { ChecksumError, ForbiddenError, MarketClient } from "../dist/index.js";
+import { BadRequestError, ChecksumError, ForbiddenError, MarketClient } from "../dist/index.js";
 import { Server, cli, havePython } from "./server.mjs";
 
 const NOW = "2026-11-18T14:20:00+08:00"; // a Wednesday in Shanghai: Tuesday's files exist
@@ -82,6 +82,16 @@ describe("flat files", { skip: !havePython() && "no Python server (.venv) to tes
     const resumed = await api.downloadFlatfile(entry, { held: whole.subarray(0, 64) });
     assert.deepEqual(resumed, whole);
     await assert.rejects(api.downloadFlatfile(entry, { held: new Uint8Array(64) }), ChecksumError);
+  });
+
+  test("a venue's own files hold its instruments only", async () => {
+    const listing = await api.flatfiles({ dataset: "ticks", from: "2026-11-16", to: "2026-11-18", venue: "zce" });
+    assert.deepEqual(listing.files.map((f) => [f.venue, f.date, f.rows, f.url]),
+      [["zce", "2026-11-17", 100, "/api/v1/flatfiles/zce/ticks/2026-11-17.csv.gz"]]); // methanol's, not brent's
+    const body = await api.downloadFlatfile(listing.files[0]);
+    assert.equal(createHash("sha256").update(body).digest("hex"), listing.files[0].sha256);
+    await assert.rejects(api.flatfiles({ dataset: "ticks", venue: /** @type {any} */ ("nyse") }),
+      (err) => err instanceof BadRequestError && err.problem.errors?.[0]?.field === "venue");
   });
 
   test("a free key is told which plan has flat files", async () => {

@@ -3,6 +3,7 @@
 Called by the composition root with what the console uses: the hub's storage (store/accounts/console_store.py picks
 the database), the site's token secret, the pipeline's per-subject buckets and client address, the engine's
 revocation channel (rotation and revocation reach every hub at once), the outbox channels and the worker's wake.
+Support tickets (issue 43) are on the same context; their business hours read SHFE's day calendar.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from server.api.console.context import BucketCheck, ClientIp, ConsoleContext, Re
 from server.api.console.flush import UsageFlusher
 from server.api.console.incidents import ConsoleIncidentsApi
 from server.api.console.keys import ConsoleKeysApi
+from server.api.console.tickets import ConsoleTicketsApi
 from server.api.core.router import Router
 from server.api.site.accounts import BearerAuth
 from server.config import Settings
@@ -22,6 +24,7 @@ from server.core.usage import UsageMeter
 from server.store.accounts.console_store import ConsoleStore
 from server.store.site.records import ChannelSpec
 from server.store.sql.repositories import Repositories
+from server.store.support.hours import SupportHours
 
 
 def register_console(settings: Settings, router: Router, repos: Repositories, tokens: TokenService,
@@ -34,4 +37,6 @@ def register_console(settings: Settings, router: Router, repos: Repositories, to
     for api in (ConsoleKeysApi(ctx, revoke), ConsoleAccountApi(ctx, channels, wake), ConsoleAdminApi(ctx),
                 ConsoleIncidentsApi(ctx, incidents_changed)):
         api.register(router)
+    hours = SupportHours.load(settings.calendar_file)  # business hours: SHFE's trading days (issue 43)
+    ConsoleTicketsApi(ctx, hours, channels, wake, mail=bool(settings.smtp_url)).register(router)
     return UsageFlusher(meter, store, clock)

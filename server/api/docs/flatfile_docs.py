@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from server.api.docs.schema_parts import DAY_PARAM
 from server.api.market.flatfiles import DEFAULT_DAYS, MAX_DAYS, MEDIA
+from server.market.venues.data import VENUES
 from server.store.flatfiles.files import DATASETS, FORMATS
 
 S = dict  # a JSON schema fragment
@@ -11,6 +12,7 @@ STR: S = {"type": "string"}
 DATE: S = {"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$", "examples": ["2026-11-17"]}
 DATASET: S = {"type": "string", "enum": list(DATASETS)}
 FORMAT: S = {"type": "string", "enum": list(FORMATS)}
+VENUE: S = {"type": "string", "enum": list(VENUES), "examples": ["zce"]}
 ENTRY = {
     "dataset": DATASET, "date": {**DATE, "description": "the trading day"}, "format": FORMAT,
     "url": {**STR, "description": "where to GET it (relative to this server)"},
@@ -19,7 +21,9 @@ ENTRY = {
     "rows": {"type": "integer", "description": "data rows (the CSV's header line not counted)"},
 }
 FLATFILE_SCHEMAS: dict[str, S] = {
-    "FlatFile": {"type": "object", "required": list(ENTRY), "properties": ENTRY, "additionalProperties": False},
+    "FlatFile": {"type": "object", "required": list(ENTRY), "additionalProperties": False,
+                 "properties": {**ENTRY, "venue": {**VENUE, "description": "a venue's own file (listed with venue=): "
+                                                                           "its instruments only"}}},
     "FlatFileList": {"type": "object", "required": ["files"], "additionalProperties": False,
                      "properties": {"files": {"type": "array", "items": {"$ref": "#/components/schemas/FlatFile"}}}},
 }
@@ -52,13 +56,17 @@ FLATFILE_OPERATIONS: dict[tuple[str, str], S] = {
             _param("to", "query", DAY_PARAM, f"last trading day, included (default: today; at most {MAX_DAYS} days "
                                         "after from)"),
             _param("format", "query", FORMAT, "csv.gz (the default) or parquet"),
+            _param("venue", "query", VENUE, "a venue's own files (GET /api/v1/venues): its trading days, its "
+                                            "instruments, each day's from the venue's close plus 2 minutes (ZCE: "
+                                            "15:02 Shanghai); left out: the all-venue files, made once every venue "
+                                            "trading the day has closed"),
         ],
         "responses": {
             "200": {"description": "the files, by day, then dataset (days with rows only; a day's file exists once "
                                    "the trading "
                                    "day has closed, within the dataset's retention)",
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FlatFileList"}}}},
-            "400": _problem("dataset unknown, format unknown, from or to not a date, to before from, "
+            "400": _problem("dataset, format or venue unknown, from or to not a date, to before from, "
                             f"more than {MAX_DAYS} days (invalid_parameter, errors[].field names it)"),
             "403": PLAN,
         },
@@ -89,3 +97,21 @@ FLATFILE_OPERATIONS: dict[tuple[str, str], S] = {
         },
     },
 }
+
+
+def _venue_download() -> S:
+    """A venue's file: the download's answers, with the venue in the path."""
+    plain = FLATFILE_OPERATIONS[("GET", "/api/v1/flatfiles/{dataset}/{file}")]
+    return {
+        **plain,
+        "summary": "Download one venue's flat file (its instruments only; Range, If-Range, If-None-Match as for the "
+                   "all-venue files)",
+        "parameters": [_param("venue", "path", VENUE, "the venue (GET /api/v1/venues)"), *plain["parameters"]],
+        "responses": {**plain["responses"], "404": _problem(
+            "no such file: unknown venue, unknown dataset, a name that is not YYYY-MM-DD.csv.gz or .parquet, a day "
+            "that is not a trading day of the venue, not closed yet (the venue's close plus 2 minutes), outside the "
+            "retention, or without rows")},
+    }
+
+
+FLATFILE_OPERATIONS[("GET", "/api/v1/flatfiles/{venue}/{dataset}/{file}")] = _venue_download()

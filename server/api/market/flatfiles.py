@@ -1,12 +1,15 @@
 """Flat files (SPEC 18): a closed trading day's ticks or candles as one CSV.gz or Parquet file, for bulk download.
 
-- `GET /api/v1/flatfiles?dataset=&from=&to=&format=` lists the files of the closed trading days in the range
+- `GET /api/v1/flatfiles?dataset=&from=&to=&format=&venue=` lists the files of the closed trading days in the range
   (both dates included, at most 366 days; `to` defaults to today, `from` to 30 days before `to`; `dataset` one of
   ticks, candles-1m, candles-1d, or left out for all three; `format` csv.gz, the default, or parquet):
-  `{files: [{dataset, date, format, url, bytes, sha256, rows}]}` by date, days with rows only.
+  `{files: [{dataset, date, format, url, bytes, sha256, rows}]}` by date, days with rows only. With `venue` (a
+  venue id of GET /api/v1/venues; another value: 400 naming it) the venue's own files (server/store/flatfiles/
+  scopes.py): its trading days, its instruments, from its close plus two minutes; each entry adds `venue`.
 - `GET /api/v1/flatfiles/{dataset}/{date}.csv.gz` (or `.parquet`) sends it: `Content-Length`, the strong ETag
   `"<sha256>"` (If-None-Match: 304), `Accept-Ranges: bytes` and one `Range` (206 with `Content-Range`; 416 past the
   end; `If-Range` with another ETag sends the whole file), streamed by the runtime from the file.
+  `GET /api/v1/flatfiles/{venue}/{dataset}/{date}.csv.gz` (or `.parquet`) sends a venue's file the same way.
 
 Professional and enterprise keys only (`plan_required` names the plan). A hub without a durable history (the demo
 feed) lists no files.
@@ -14,7 +17,7 @@ feed) lists no files.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import date
 from typing import Any
 
@@ -29,9 +32,10 @@ from server.market.timefmt import local_date
 from server.store.flatfiles.byte_range import RangeNotSatisfiable, parse_range
 from server.store.flatfiles.days import FlatFileDays
 from server.store.flatfiles.files import DATASETS, FORMATS, FlatFile
+from server.store.flatfiles.scopes import FlatFileSets
 from server.stream.protocol.handshake import plan_required
 
-LIST_PARAMS = frozenset({"dataset", "from", "to", "format"})
+LIST_PARAMS = frozenset({"dataset", "from", "to", "format", "venue"})
 MAX_DAYS = 366
 DEFAULT_DAYS = 30
 PLANS = ("professional", "enterprise")
@@ -41,12 +45,24 @@ MEDIA = "application/octet-stream"
 
 
 class FlatFilesApi:
-    def __init__(self, days: FlatFileDays | None, clock: Callable[[], float]) -> None:
-        self.days, self.clock = days, clock
+    def __init__(self, sets: FlatFileSets | None, clock: Callable[[], float], venues: Collection[str]) -> None:
+        """`sets`: the hub's flat files (None: no durable history); `venues`: every venue id (the venue book's)."""
+        self.sets, self.clock, self.venues = sets, clock, frozenset(venues)
 
     def register(self, router: Router) -> None:
         router.add("GET", "/api/v1/flatfiles", self.listing, Access.KEYED, name="flatfiles")
         router.add("GET", "/api/v1/flatfiles/{dataset}/{file}", self.download, Access.KEYED, name="flatfile")
+        router.add("GET", "/api/v1/flatfiles/{venue}/{dataset}/{file}", self.venue_download, Access.KEYED,
+                   name="venue_flatfile")
+
+    def _days(self, venue: str | None) -> FlatFileDays | None:
+        """The all-venue files (venue None) or a venue's; None without a durable history. 404 for a venue not
+        known (a download's path)."""
+        if venue is not None and venue not in self.venues:
+            raise ApiError("not_found", f"No venue {venue!r}: venues are those of GET /api/v1/venues.")
+        if self.sets is None:
+            return None
+        return self.sets.all if venue is None else self.sets.venues.get(venue)
 
     async def listing(self, req: Request) -> Response:
         _entitled(req)
@@ -57,40 +73,62 @@ class FlatFilesApi:
         fmt = query.get("format", "csv.gz")
         if fmt not in FORMATS:
             raise param_error("format", f"format must be one of {', '.join(FORMATS)}")
+        venue = query.get("venue")
+        if venue is not None and venue not in self.venues:  # a query value outside its enum: 400, as `dataset`
+            raise param_error("venue", f"venue must be one of {', '.join(sorted(self.venues))} (GET /api/v1/venues), "
+                                       "or left out: the all-venue files")
         now_ms = int(self.clock() * 1000)
         start, end = parse_day_range(query, local_date(now_ms / 1000), DEFAULT_DAYS, MAX_DAYS, "a listing")
+        days = self._days(venue)
         files: list[dict[str, Any]] = []
-        if self.days is not None:
+        if days is not None:
             for name in (dataset,) if dataset is not None else DATASETS:
-                for day in self.days.days(name, start, end, now_ms):
-                    info = await self.days.file(name, day, fmt)
+                for day in days.days(name, start, end, now_ms):
+                    info = await days.file(name, day, fmt)
                     if info.rows:
-                        files.append(_entry(info))
+                        files.append(_entry(info, venue))
         files.sort(key=lambda f: (f["date"], DATASETS.index(f["dataset"])))
         return Response(200, orjson.dumps({"files": files}), headers=[("cache-control", "private, no-cache")])
 
     async def download(self, req: Request) -> Response:
+        return await self._download(req, None)
+
+    async def venue_download(self, req: Request) -> Response:
+        return await self._download(req, req.path_params["venue"])
+
+    async def _download(self, req: Request, venue: str | None) -> Response:
         _entitled(req)
         known_query(req, frozenset())
         dataset, name = req.path_params["dataset"], req.path_params["file"]
         day, fmt = _file_name(name)
+        days = self._days(venue)
         if dataset not in DATASETS or day is None or fmt is None:
-            raise ApiError("not_found", f"No flat file {dataset}/{name}: files are /api/v1/flatfiles/"
+            where = "/api/v1/flatfiles/" + ("" if venue is None else f"{venue}/")
+            raise ApiError("not_found", f"No flat file {dataset}/{name}: files are {where}"
                                         f"{{{'|'.join(DATASETS)}}}/YYYY-MM-DD.{{{'|'.join(FORMATS)}}}.")
         now_ms = int(self.clock() * 1000)
-        if self.days is None or not self.days.available(dataset, day, now_ms):
-            raise ApiError("not_found", f"No {dataset} file for {day}: a file exists once its trading day has "
-                                        "closed, within the dataset's retention (GET /api/v1/flatfiles lists them).")
-        info = await self.days.file(dataset, day, fmt)
+        if days is None or not days.available(dataset, day, now_ms):
+            raise ApiError("not_found", _absent(dataset, day, venue))
+        info = await days.file(dataset, day, fmt)
         if not info.rows:
-            raise ApiError("not_found", f"No {dataset} rows on {day}.")
-        return _send(req, info, str(self.days.path(dataset, day, fmt)))
+            raise ApiError("not_found", f"No {dataset} rows on {day}" + ("." if venue is None else f" at {venue}."))
+        return _send(req, info, str(days.path(dataset, day, fmt)), venue)
 
 
-def _send(req: Request, info: FlatFile, path: str) -> Response:
+def _absent(dataset: str, day: date, venue: str | None) -> str:
+    if venue is None:
+        return (f"No {dataset} file for {day}: a file exists once its trading day has closed, within the dataset's "
+                "retention (GET /api/v1/flatfiles lists them).")
+    return (f"No {venue} {dataset} file for {day}: a venue's file exists for each of its trading days from its "
+            f"close plus two minutes, within the dataset's retention (GET /api/v1/flatfiles?venue={venue} lists "
+            "them).")
+
+
+def _send(req: Request, info: FlatFile, path: str, venue: str | None) -> Response:
     etag = f'"{info.sha256}"'
+    name = ("" if venue is None else f"{venue}-") + f"{info.dataset}-{info.date}.{info.fmt}"
     headers = [("etag", etag), ("accept-ranges", "bytes"), ("cache-control", "private, max-age=86400, immutable"),
-               ("content-disposition", f'attachment; filename="{info.dataset}-{info.date}.{info.fmt}"')]
+               ("content-disposition", f'attachment; filename="{name}"')]
     if_range = req.header("if-range")
     # RFC 9110 13.2.2: If-None-Match is evaluated before Range: a match is the whole file's answer, which the
     # finishing step turns into a 304 (never a 206 or a 416)
@@ -107,9 +145,13 @@ def _send(req: Request, info: FlatFile, path: str) -> Response:
     return Response(206, b"", MEDIA, headers, FileBody(path, wanted.start, wanted.length))
 
 
-def _entry(info: FlatFile) -> dict[str, Any]:
-    return {"dataset": info.dataset, "date": info.date, "format": info.fmt,
-            "url": f"/api/v1/flatfiles/{info.dataset}/{info.date}.{info.fmt}",
+def _entry(info: FlatFile, venue: str | None) -> dict[str, Any]:
+    if venue is None:
+        return {"dataset": info.dataset, "date": info.date, "format": info.fmt,
+                "url": f"/api/v1/flatfiles/{info.dataset}/{info.date}.{info.fmt}",
+                "bytes": info.bytes, "sha256": info.sha256, "rows": info.rows}
+    return {"venue": venue, "dataset": info.dataset, "date": info.date, "format": info.fmt,
+            "url": f"/api/v1/flatfiles/{venue}/{info.dataset}/{info.date}.{info.fmt}",
             "bytes": info.bytes, "sha256": info.sha256, "rows": info.rows}
 
 

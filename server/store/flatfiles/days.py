@@ -11,6 +11,12 @@ history reader thread, and kept (server/store/flatfiles/files.py: written under 
 sidecar of bytes, sha256 and rows); ``FlatFileJob`` makes the newest closed days' files ahead of the first
 request and deletes the files of days the retention no longer keeps. Days are listed within the dataset's
 retention (ticks: the ticks' days; candles-1m: 1m's; candles-1d: 1d's), and only days with rows.
+
+A venue's files (``venue`` set; server/store/flatfiles/scopes.py builds one ``FlatFileDays`` per venue) are the same
+thing over that venue's instruments only: its trading days, its close (plus ``SETTLE_MS``), its rows, in its own
+folder. Its minute bars are read per instrument over the venue's window (not every instrument's, as the all-venue
+file reads them), its daily candles are those of its instruments: each row is the one the all-venue file of that
+day holds for that instrument.
 """
 
 from __future__ import annotations
@@ -33,15 +39,16 @@ log = logging.getLogger("market.flatfiles")
 
 SETTLE_MS = 120_000  # a day's files are made this long after its last venue's close
 MARGIN_MS = 120_000  # read this much around a venue's day (rows outside it are dropped by their trading day)
+PAGE = 5_000  # minute bars read at a time for a venue's file (a day of one instrument is at most 1,440)
 KIND = {"ticks": "ticks", "candles-1m": "1m", "candles-1d": "1d"}  # the retention kind of each dataset
 
 
 class FlatFileDays:
     def __init__(self, history: History, daily: Candles, ids: Sequence[str], clocks: Sequence[VenueClock],
-                 root: Path, retention: Mapping[str, int]) -> None:
-        """`ids` and `clocks`: every instrument and its venue's clock, in the same order; `retention`: days kept per
-        kind (ticks, 1m, 1d ...)."""
-        self.history, self.daily, self.root, self.retention = history, daily, root, retention
+                 root: Path, retention: Mapping[str, int], venue: str | None = None) -> None:
+        """`ids` and `clocks`: every instrument and its venue's clock, in the same order (for `venue`: that venue's
+        instruments only); `retention`: days kept per kind (ticks, 1m, 1d ...)."""
+        self.history, self.daily, self.root, self.retention, self.venue = history, daily, root, retention, venue
         self.by_id = sorted(zip(ids, clocks, strict=True))  # the files' order: by instrument id
         self.venues = list({id(c): c for c in clocks}.values())
         self._making: dict[tuple[str, date, str], asyncio.Lock] = {}
@@ -86,6 +93,9 @@ class FlatFileDays:
                 return found
             if dataset == "candles-1d":
                 rows = await self.daily.between(day, day)  # by day, then instrument
+                if self.venue is not None:
+                    ids = {inst for inst, _clock in self.by_id}
+                    rows = [r for r in rows if r[0] in ids]
                 made = await asyncio.to_thread(day_file, self.root, dataset, day, fmt, lambda: rows)
             else:
                 made = await self.history.read(
@@ -110,12 +120,28 @@ class FlatFileDays:
             return
         if not windows:
             return
+        if self.venue is not None:
+            yield from self._venue_minutes(day, windows, candles)
+            return
         lo, hi = min(w[0] for w in windows.values()), max(w[1] for w in windows.values())
         days_of: dict[str, Callable[[int], date]] = {inst: clock.trading_day for inst, clock in self.by_id}
         for bar in candles.read_all("1m", lo, hi):
             of = days_of.get(bar[0])
             if of is not None and of(bar[1]) == day:
                 yield bar
+
+    def _venue_minutes(self, day: date, windows: Mapping[int, tuple[int, int]],
+                       candles: CandleStore) -> Iterator[tuple]:
+        """A venue's 1m bars of the day: each of its instruments' bars over its window, a page at a time."""
+        for inst, clock in self.by_id:
+            window = windows.get(id(clock))
+            if window is None:
+                continue
+            start: int | None = window[0]
+            while start is not None:
+                page = candles.range("1m", inst, start, window[1], PAGE)
+                yield from (bar for bar in page.rows if clock.trading_day(bar[1]) == day)
+                start = page.next
 
     @staticmethod
     def _window(clock: VenueClock, day: date) -> tuple[int, int]:
@@ -129,25 +155,27 @@ class FlatFileDays:
 
 class FlatFileJob(HistoryRounds):
     """Makes the files of the newest closed trading days ahead of the first request (both formats), and drops the
-    files the retention no longer keeps; a round at start and every `every_s` after."""
+    files the retention no longer keeps; a round at start and every `every_s` after, over every set of files
+    (the all-venue files first, then each venue's)."""
 
     name = "flat files"
 
-    def __init__(self, days: FlatFileDays, clock: Callable[[], float], every_s: float = 600.0,
+    def __init__(self, sets: Sequence[FlatFileDays], clock: Callable[[], float], every_s: float = 600.0,
                  back_days: int = 3) -> None:
         super().__init__(every_s)
-        self.days, self.clock, self.back_days = days, clock, back_days
+        self.sets, self.clock, self.back_days = sets, clock, back_days
 
     async def round(self) -> int:
         """One round; the count of files made."""
         now_ms = int(self.clock() * 1000)
         today = local_date(now_ms / 1000)
         made = 0
-        for dataset in DATASETS:
-            self.days.drop_before(dataset, self.days.floor(dataset, now_ms))
-            for day in self.days.days(dataset, today - timedelta(days=self.back_days), today, now_ms):
-                for fmt in FORMATS:
-                    if cached(self.days.root, dataset, day, fmt) is None:
-                        made += bool((await self.days.file(dataset, day, fmt)).rows)
+        for days in self.sets:
+            for dataset in DATASETS:
+                days.drop_before(dataset, days.floor(dataset, now_ms))
+                for day in days.days(dataset, today - timedelta(days=self.back_days), today, now_ms):
+                    for fmt in FORMATS:
+                        if cached(days.root, dataset, day, fmt) is None:
+                            made += bool((await days.file(dataset, day, fmt)).rows)
         return made
 

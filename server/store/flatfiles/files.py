@@ -202,13 +202,18 @@ def _default_day(ms: int) -> date:
 def drop_days(root: Path, dataset: str, first: date, last: date) -> int:
     """Delete the dataset's files (both formats, with their sidecars) of days first..last: an import changed
     them, so they are made again on their next request. Returns how many days had files."""
+    return len(dropped_days(root, dataset, first, last))
+
+
+def dropped_days(root: Path, dataset: str, first: date, last: date) -> set[str]:
+    """`drop_days`, answering the days (YYYY-MM-DD) that had files."""
     folder = root / dataset
+    dropped: set[str] = set()
     if not folder.is_dir():
-        return 0
-    dropped = set()
+        return dropped
     for path in folder.iterdir():
         day = path.name.lstrip(".")[:10]
         if day[:4].isdigit() and first.isoformat() <= day <= last.isoformat():
             path.unlink(missing_ok=True)
             dropped.add(day)
-    return len(dropped)
+    return dropped

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from server.store.accounts.console_schema import CONSOLE_MIGRATION
 from server.store.incidents.schema import INCIDENTS_MIGRATION
+from server.store.support.schema import SUPPORT_MIGRATION
 
 META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
 
@@ -273,5 +274,6 @@ CREATE TABLE evidence_blocks (
 ALTER TABLE outbox_jobs ADD COLUMN claimed_by text;
 """),
     (3, "console: account plans and roles, key owners, usage, subscriptions, events", CONSOLE_MIGRATION),
-    (4, "incidents, their updates, maintenance, incident mail choices", INCIDENTS_MIGRATION),
+    (4, "support tickets and their messages (issue 43)", SUPPORT_MIGRATION),
+    (5, "incidents, their updates, maintenance, incident mail choices", INCIDENTS_MIGRATION),
 )

@@ -8,7 +8,9 @@ heartbeat waiting for a batch heads that batch's write to its group (server/stre
 Invariants (with stream/connections/sessions.py's): everything runs on the hub's single event-loop thread and every
 write is whole frames, so writes to one connection never interleave mid-frame; a write never removes a member
 from a registry synchronously (a transport reports a lost connection later, through the loop), but it may hold
-one (a transport calls ``pause_writing`` from inside ``write``): each group's ready writers are walked as a copy.
+one (a transport calls ``pause_writing`` from inside ``write``): each group's ready writers are walked as a copy,
+and the members that hold a batch are those held before its write (one that the write holds got the batch: held as
+well, it would get it again when its transport drains).
 """
 
 from __future__ import annotations
@@ -61,13 +63,14 @@ class FanOut:
             data = items[0][1] if len(items) == 1 else b"".join([frame for _, frame in items])
             beat = beats.pop(group, None) if beats else None
             group.sent += len(items)  # before the writes: a write may hold its member (registry.py)
+            held = group.held()  # before the writes too: a member a write holds has these frames already
             if beat is None:
                 delivered += len(items) * write_ready(group, data)
             else:  # the waiting heartbeat heads the batch's write: the same send, still after what it accounts for
                 written = self.beats.write(group, beat + data)
                 delivered += len(items) * written
                 beats_sent += written
-            for session in group.held():
+            for session in held:
                 conflated += session.out.hold(items)
                 if beat is not None:
                     session.out.hold_last(beat)
@@ -102,8 +105,9 @@ class FanOut:
         for group, items in touched.items():
             data = items[0][1] if len(items) == 1 else b"".join([frame for _, frame in items])
             group.sent += len(items)
+            held = group.held()  # before the write: a member it holds has these frames already
             delivered += len(items) * write_ready(group, data)
-            for session in group.held():
+            for session in held:
                 session.out.hold(items)
         if delivered:
             self.metrics.candles.inc(amount=delivered)

@@ -1,0 +1,64 @@
+"""Which sets of flat files a hub keeps (SPEC 18): the all-venue files, and each venue's own.
+
+The all-venue file of a trading day holds every instrument's rows and exists once the last venue trading that day
+has closed (ICE Futures Europe's 23:00 London, 07:00 the next morning in Shanghai), so a user of one venue would
+wait for every other. A venue's files hold its instruments only (the catalogue's `venue` of each instrument, so a
+contract listed on a venue is in its files) and exist from its own close plus two minutes (``SETTLE_MS``): ZCE's
+Wednesday at 15:02 Shanghai. They live beside the all-venue files, in ``<root>/venues/<venue>/<dataset>/``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import date
+from pathlib import Path
+
+from server.market.venues.clock import VenueClock
+from server.store.flatfiles.days import FlatFileDays
+from server.store.flatfiles.files import dropped_days
+from server.store.history.threads import History
+from server.store.sql.repositories import Candles
+
+VENUES_DIR = "venues"  # under the flat-file root: one folder per venue
+
+
+@dataclass(frozen=True)
+class FlatFileSets:
+    all: FlatFileDays
+    venues: Mapping[str, FlatFileDays]  # every venue of the venue book, those without instruments too
+
+    @classmethod
+    def build(cls, history: History, daily: Candles, ids: Sequence[str], venue_ids: Sequence[str],
+              clocks: Sequence[VenueClock], known: Iterable[str], root: Path,
+              retention: Mapping[str, int]) -> FlatFileSets:
+        """`ids`, `venue_ids` and `clocks`: every instrument, its venue and its clock, in the same order; `known`:
+        every venue id (a venue without an instrument has files of no day)."""
+        rows = list(zip(ids, venue_ids, clocks, strict=True))
+        every = FlatFileDays(history, daily, ids, clocks, root, retention)
+        venues = {}
+        for vid in known:
+            mine = [(i, c) for i, v, c in rows if v == vid]
+            venues[vid] = FlatFileDays(history, daily, [i for i, _ in mine], [c for _, c in mine],
+                                       venue_root(root, vid), retention, venue=vid)
+        return cls(every, venues)
+
+    def __iter__(self) -> Iterator[FlatFileDays]:
+        """The all-venue files first, then each venue's (a job's order)."""
+        yield self.all
+        yield from self.venues.values()
+
+
+def venue_root(root: Path, venue: str) -> Path:
+    return root / VENUES_DIR / venue
+
+
+def drop_days_everywhere(root: Path, dataset: str, first: date, last: date) -> int:
+    """`drop_days` on the all-venue files and every venue's (an import changed those days); the count of days that
+    had files in any of them."""
+    dropped = dropped_days(root, dataset, first, last)
+    folder = root / VENUES_DIR
+    if folder.is_dir():
+        for venue in folder.iterdir():
+            dropped |= dropped_days(venue, dataset, first, last)
+    return len(dropped)
