@@ -39,6 +39,7 @@ from server.api.market.flatfiles import FlatFilesApi
 from server.api.market.keyed import MarketApi
 from server.api.market.quality import QualityApi
 from server.api.market.reference import ReferenceApi
+from server.api.ops.availability import AvailabilityRecorder, Readings, keyed_routes, this_hub
 from server.api.ops.health import OpsApi
 from server.api.ops.incident_watch import IncidentWatch
 from server.api.ops.incidents import IncidentBoard, IncidentsApi
@@ -72,7 +73,7 @@ from server.market.applied import AppliedTicks
 from server.market.candles.trading_axis import VenueAxis
 from server.market.catalogue import Catalogue, default_catalogue
 from server.market.contracts.specs import load_products
-from server.market.freshness import Freshness, freshness_of
+from server.market.freshness import Freshness, freshness_of, venue_clocks
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state
 from server.market.venues.book import VenueBook
@@ -80,6 +81,7 @@ from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
 from server.store.accounts.console_store import ConsoleStore
 from server.store.accounts.key_cache import KeyCache
+from server.store.availability.store import AvailabilityStore
 from server.store.flatfiles.days import FlatFileJob
 from server.store.flatfiles.scopes import FlatFileSets
 from server.store.history.archive_gap import store_missing_days
@@ -221,8 +223,8 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     stream = StreamService(settings, state, catalogue, epoch, registry, keys, buckets, history, clock,
                            stream_limits(settings), meter, fresh.stale)
     applied.subscribe(stream.core.fanout.on_ticks)
-    probe, watch_incidents = register_status(router, fresh, venues, clock, repos.storage, stream, outbox, engine,
-                                             board, settings)
+    probe, status, watch_incidents = register_status(router, fresh, venues, clock, repos.storage, stream, outbox,
+                                                     engine, board, settings)
     if keeper is not None:
         applied.subscribe(keeper.on_ticks)
         ticks.lead_listeners.append(keeper.on_lead)  # a shared archive: a new lease holder writes what it applied
@@ -230,8 +232,20 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
     core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks, probe, board, *jobs]
-    return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream, watch_incidents], keys,
-                outbox, started, keeper)
+    recorder = availability_recorder(settings, repos.storage, app, stream, ticks, status, clock)
+    return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream, watch_incidents, recorder],
+                keys, outbox, started, keeper)
+
+
+def availability_recorder(settings: Settings, storage: Storage, app: App, stream: StreamService, ticks: TickPath,
+                          status: StatusApi, clock: Callable[[], float]) -> Service:
+    """SPEC 20: this hub's row per minute, from the counters the parts keep and the status's components
+    (docs/sla.md). The last service: it starts after the stream it samples, and writes its last minute first."""
+    metrics = stream.core.fanout.metrics
+    frames = [metrics.delivered, metrics.candles]
+    readings = Readings(app.metrics, keyed_routes(app.router), frames, ticks.feed_to_frame)
+    return AvailabilityRecorder(this_hub(settings.port, settings.worker_id), AvailabilityStore(storage), readings,
+                                status.levels, clock)
 
 
 def register_market(settings: Settings, router: Router, state: MarketState, venues: VenueBook,
@@ -259,9 +273,10 @@ def feed_freshness(state: MarketState, applied: AppliedTicks, feed: FeedSettings
 
 def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: Callable[[], float],
                     storage: Storage, stream: StreamService, outbox: OutboxWorker, engine: Engine,
-                    board: IncidentBoard, settings: Settings) -> tuple[Service, Service]:
+                    board: IncidentBoard, settings: Settings) -> tuple[Service, StatusApi, Service]:
     """/api/v1/status and /api/v1/status/incidents (SPEC 20) from flags the parts keep and the incident board;
-    returns the storage probe it reads (a core part) and the watch that opens incidents by itself (a service)."""
+    returns the storage probe it reads (a core part), the route's object (the availability recorder samples its
+    components) and the watch that opens incidents by itself (a service)."""
     probe = StorageProbe(storage)
     components = [Component("rest", "REST API", up_down(lambda: True)),  # it is answering
                   Component("stream", "WebSocket stream", up_down(lambda: stream.listening)),
@@ -275,7 +290,7 @@ def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: 
     IncidentsApi(board, clock).register(router)
     watch = IncidentWatch(board, board.store, status.levels, lambda: probe.ok, lambda: engine.ticks.leading, clock,
                           fresh.major_ms / 1000, settings.group(StorageSettings).storage_outage_s)
-    return probe, watch
+    return probe, status, watch
 
 
 def make_sites(settings: Settings, router: Router, repos: Repositories, state: MarketState, app: App, engine: Engine,
@@ -292,7 +307,8 @@ def make_sites(settings: Settings, router: Router, repos: Repositories, state: M
         tell_owner=lockout_mail(ConsoleStore(repos.storage), outbox.wake, clock) if settings.smtp_url else None)
     usage = register_console(settings, router, repos, tokens, clock, check_bucket=app.check_bucket,
                              client_ip=app.client_ip, revoke=engine.revocations.publish, channels=channels,
-                             wake=outbox.wake, meter=meter, incidents_changed=board.poke)
+                             wake=outbox.wake, meter=meter, incidents_changed=board.poke,
+                             venues=venue_clocks(state.clocks)[0])  # SPEC 20: a feed:{venue} each in the SLA
     return site, usage
 
 

@@ -25,6 +25,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from time import perf_counter
 
 import numpy as np
 
@@ -59,6 +60,9 @@ class TickPath:
         self.listeners = listeners
         self.epoch = epoch
         self.applied = registry.counter("market_ticks_applied_total", "Ticks applied to the market state.")
+        # SPEC 20's feed-to-frame latency: from a batch's arrival from the bus to its frames written (docs/sla.md)
+        self.feed_to_frame = registry.histogram("market_feed_to_frame_seconds",
+                                                "From a tick batch's arrival at this hub to its frames written.")
         for name in ("bad_lines", "unknown_ids"):
             registry.gauge(f"market_feed_{name}", f"Feed lines skipped ({name.replace('_', ' ')}).",
                            self._feed_stat(name))
@@ -104,10 +108,14 @@ class TickPath:
 
     def on_batch(self, batch: Numbered) -> None:
         """Hop 4: a numbered batch from the bus, applied."""
+        arrived = perf_counter()
         ticks = [tick for tick, _ in batch]
         if ticks:
             self.listeners.before(ticks)
-        self._publish(self.state.apply(ticks, [seq for _, seq in batch]))
+        applied = self.state.apply(ticks, [seq for _, seq in batch])
+        self._publish(applied)
+        if applied:
+            self.feed_to_frame.observe(perf_counter() - arrived)
 
     def _publish(self, applied: list[AppliedTick]) -> None:
         if applied:

@@ -5,6 +5,7 @@ decisions. Bearer-authenticated: `login()` on the client first.
         api.login("me@example.com", "...")
         created = api.console.create_key("trading desk")   # ConsoleKeyCreated: .key shown once
         api.console.usage(start=date(2026, 11, 1))         # Usage per key per day
+        api.console.sla("2026-11")                         # SlaReport (enterprise accounts, operators)
 """
 
 from __future__ import annotations
@@ -116,6 +117,53 @@ class ConsoleEvents(Model):
     items: list[ConsoleEvent]
 
 
+class DownRange(Model, rename={"start": "from", "end": "to"}):
+    start: str
+    end: str  # the first minute up again
+
+
+class SlaComponent(Model):
+    id: str  # rest, stream, storage or feed:{venue}
+    availability: float | None  # percent of the counted minutes; None when none count
+    target: float
+    met: bool | None
+    down_minutes: int
+    down_ranges: list[DownRange]
+
+
+class SlaLatency(Model):
+    requests: int
+    errors: int
+    p50_ms: float | None
+    p95_ms: float | None
+    p99_ms: float | None
+
+
+class SlaStream(Model):
+    frames: int
+    feed_to_frame_p99_ms: float | None
+
+
+class SlaDay(Model):
+    date: str
+    minutes: int
+    availability: dict[str, float | None]
+
+
+class SlaReport(Model, rename={"start": "from", "end": "to", "support_response": "supportResponse"}):
+    month: str
+    timezone: str
+    start: str | None
+    end: str | None
+    minutes: int
+    target: float
+    components: list[SlaComponent]
+    latency: SlaLatency
+    stream: SlaStream
+    days: list[SlaDay]
+    support_response: list[dict[str, Any]]
+
+
 BASE = "/api/console"
 
 
@@ -163,6 +211,10 @@ class Console:
 
     def events(self) -> list[ConsoleEvent]:
         return self._c.call(_call("GET", "/events", ConsoleEvents)).items
+
+    def sla(self, month: str | None = None) -> SlaReport:
+        """The month's SLA report (`YYYY-MM`, Asia/Shanghai; default this month): enterprise accounts, operators."""
+        return self._c.call(_call("GET", "/sla", SlaReport, _params(month=month)))
 
     def request_plan(self, plan: str, message: str | None = None) -> Subscription:
         return self._c.call(_call("POST", "/subscription", Subscription, body=_body(plan=plan, message=message)))
@@ -236,6 +288,9 @@ class AsyncConsole:
 
     async def events(self) -> list[ConsoleEvent]:
         return (await self._c.call(_call("GET", "/events", ConsoleEvents))).items
+
+    async def sla(self, month: str | None = None) -> SlaReport:
+        return await self._c.call(_call("GET", "/sla", SlaReport, _params(month=month)))
 
     async def request_plan(self, plan: str, message: str | None = None) -> Subscription:
         return await self._c.call(_call("POST", "/subscription", Subscription, body=_body(plan=plan, message=message)))

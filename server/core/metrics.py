@@ -57,10 +57,15 @@ class Counter:
         cell = self._cells.get(labels)
         return self.values.get(labels, 0) + (cell[0] if cell is not None else 0)
 
-    def collect(self) -> Metric:
+    def totals(self) -> dict[Labels, float]:
+        """Every series' value: its `inc` updates and its cell's together."""
         totals = dict(self.values)
         for labels, cell in list(self._cells.items()):
             totals[labels] = totals.get(labels, 0) + cell[0]
+        return totals
+
+    def collect(self) -> Metric:
+        totals = self.totals()
         family = CounterMetricFamily(self.name, self.help, labels=_names(list(totals)))
         for labels, value in sorted(totals.items()):
             family.add_metric([v for _, v in labels], value)

@@ -68,6 +68,10 @@ class ConsolePage {
       store("sessionStorage", HANDOVER_STORAGE, $("secret-value").value)); // the dashboard reads it once
     $("usage-refresh").addEventListener("click", () => this.act(() => this.refreshUsage(true)));
     this.support.bind();
+    $("sla-refresh").addEventListener("click", () => this.act(() => this.refreshSla()));
+    $("sla-month").addEventListener("change", () => this.act(() => this.refreshSla()));
+    $("sla-csv-ranges").addEventListener("click", () => this.download("ranges"));
+    $("sla-csv-days").addEventListener("click", () => this.download("days"));
     this.incidents.start();
     window.addEventListener("focus", () => { // at most once a minute: the console's budget is 30 requests a minute
       if (this.me && Date.now() - (this.usageAt?.getTime() ?? 0) >= 60000) this.act(() => this.refreshUsage(false));
@@ -196,9 +200,21 @@ class ConsolePage {
     this.me = me;
     // operators: every request, pending ones to decide and the decided ones as their history
     this.view = { keys, usage, events, requests: me.role === "operator" ? await c.subscriptions() : [] };
+    this.view.sla = this.slaShown() ? await c.sla($("sla-month").value || undefined) : null;
     await this.incidents.load(me.role === "operator");
     this.usageAt = new Date();
     this.render();
+  }
+
+  /** The SLA report is the enterprise plan's, and the operators' (SPEC 20). */
+  slaShown() {
+    return this.me?.plan === "enterprise" || this.me?.role === "operator";
+  }
+
+  async refreshSla() {
+    if (!this.slaShown()) return;
+    this.view.sla = await this.client.console.sla($("sla-month").value || undefined);
+    this.renderSla();
   }
 
   /** The usage again (a button, and when the tab gets the focus back at most once a minute). */
@@ -223,6 +239,7 @@ class ConsolePage {
     this.renderAccount();
     this.renderKeys();
     this.renderUsage();
+    this.renderSla();
     this.renderPlan();
     this.renderEvents();
     this.renderAdmin();
@@ -278,6 +295,51 @@ class ConsolePage {
       el("td", { class: "mono" }, day), el("td", { class: "num" }, d.requests), el("td", { class: "num" }, d.refused),
       el("td", { class: "num opt" }, d.clientErrors), el("td", { class: "num opt" }, d.wsConnections),
       el("td", { class: "num" }, d.wsMessages))));
+  }
+
+  /** The month's availability: a bar per day (its lowest component), the components' table, the CSV buttons. */
+  renderSla() {
+    const report = this.view.sla;
+    $("sla").hidden = !report;
+    if (!report) return;
+    const t = (k, v) => this.i18n.t(k, v);
+    if (!$("sla-month").value) $("sla-month").value = report.month;
+    $("sla-summary").textContent = report.minutes
+      ? t("slaSummary", { n: report.minutes, p50: report.latency.p50Ms ?? "-", p99: report.latency.p99Ms ?? "-",
+        frames: report.stream.frames })
+      : t("slaNone");
+    const chart = $("sla-chart");
+    chart.setAttribute("aria-label", t("slaChart"));
+    replaceChildren(chart, report.days.map((d) => {
+      const values = Object.values(d.availability).filter((v) => v !== null);
+      const low = values.length ? Math.min(...values) : null;
+      const height = low === null ? 0 : Math.max(2, Math.min(100, (low - 90) * 10));
+      return el("div", { class: `bar${low === null ? " none" : low < report.target ? " miss" : ""}`,
+        title: `${d.date}: ${low === null ? "-" : `${low}%`}`, style: `height:${height}%`, dataset: { day: d.date } });
+    }));
+    replaceChildren($("sla-body"), report.components.map((c) => el("tr", { dataset: { id: c.id } },
+      el("td", { class: "mono" }, c.id),
+      el("td", { class: `num ${c.met === false ? "miss" : ""}` }, c.availability === null ? "-" : `${c.availability}%`),
+      el("td", { class: "num" }, `${c.target}%`), el("td", { class: "num" }, c.downMinutes),
+      el("td", { class: "opt mono" }, c.downRanges.map((r) => `${when(r.from)} - ${when(r.to)}`).join("; ")))));
+  }
+
+  /** The report's down ranges or per-day figures as a CSV file, made here from the answer shown. */
+  download(kind) {
+    const report = this.view.sla;
+    if (!report) return;
+    const ids = report.components.map((c) => c.id);
+    const lines = kind === "ranges"
+      ? [["component", "from", "to", "minutes"], ...report.components.flatMap((c) => c.downRanges.map((r) =>
+        [c.id, r.from, r.to, Math.round((Date.parse(r.to) - Date.parse(r.from)) / 60000)]))]
+      : [["date", "minutes", ...ids], ...report.days.map((d) =>
+        [d.date, d.minutes, ...ids.map((id) => d.availability[id] ?? "")])];
+    const blob = new Blob([lines.map((row) => row.join(",")).join("\n") + "\n"], { type: "text/csv" });
+    const link = el("a", { href: URL.createObjectURL(blob), download: `sla-${report.month}-${kind}.csv` });
+    document.body.append(link);
+    link.click();
+    link.remove();
+    URL.revokeObjectURL(link.href);
   }
 
   renderPlan() {

@@ -25,6 +25,8 @@ function consoleCalls(c) {
     /** Usage per key per day (Asia/Shanghai dates YYYY-MM-DD; default the last 30 days). */
     usage: (query = {}, call) => c.get(`${base}/usage`, { query, ...call }),
     events: async (call) => (await c.get(`${base}/events`, { ...call })).items,
+    /** The month's SLA report (`YYYY-MM`, Asia/Shanghai; default this month): enterprise accounts, operators. */
+    sla: (month, call) => c.get(`${base}/sla`, { query: { month }, ...call }),
     requestPlan: (plan, message, call) => c.post(`${base}/subscription`, { body: message ? { plan, message } : { plan }, ...call }),
     /** Operators: the subscription requests (optionally of one status). */
     subscriptions: async (status, call) => (await c.get(`${base}/admin/subscriptions`, { query: { status }, ...call })).items,

@@ -41,6 +41,12 @@ def test_console_calls(server: ServerProcess) -> None:
         assert rotated.replaces == created.id and rotated.plan == "professional"
         assert api.console.revoke_key(rotated.id).revoked_at is not None
         assert [e.kind for e in api.console.events()][:2] == ["revoked", "rotated"]
+        with pytest.raises(Forbidden):  # SPEC 20: the SLA report is the enterprise plan's (and the operators')
+            api.console.sla()
+        report = ops.console.sla()
+        assert [c.id for c in report.components][:3] == ["rest", "stream", "storage"]
+        assert report.target == 99.9 and len(report.days) >= 28 and report.support_response == []
+        assert all(c.availability is None or 0 <= c.availability <= 100 for c in report.components)
 
 
 def test_async_console_calls(server: ServerProcess) -> None:

@@ -11,10 +11,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from datetime import datetime
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
 from typing import Any
+from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
@@ -124,6 +126,13 @@ def test_a_thread_between_a_customer_and_an_operator(srv: ServerProcess, inbox: 
             ("customer", text), ("operator", "Restarted the feed; ticks flow.")]
         assert shown["thread"][1]["authorEmail"] is None  # the operator's address is not the customer's to see
         assert shown["firstResponseAt"] and shown["firstResponseMet"] is True
+        # the SLA report's support section (SPEC 20): the ticket's first response, met, in the month it was opened
+        month = datetime.fromisoformat(ticket["createdAt"]).astimezone(ZoneInfo("Asia/Shanghai")).strftime("%Y-%m")
+        for reader in (c, ops):
+            report = reader.get("/api/console/sla", params={"month": month})
+            assert report.status_code == 200, report.text
+            [line] = [t for t in report.json()["supportResponse"] if t["id"] == tid]
+            assert line["firstResponseMet"] is True and line["severity"] == 2
         # the customer answers back: the operators are told, once each
         assert c.post(f"/api/console/tickets/{tid}/messages", json={"body": "Thanks, fine now."}).status_code == 201
         assert until(lambda: len(box.to(NOTIFY)) == 2 and len(box.to("ops-desk@example.com")) == 2)

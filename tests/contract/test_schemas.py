@@ -346,7 +346,7 @@ def _provoke_console(check: Checker, http: httpx.Client, api: ServerProcess, bea
     base, admin = "/api/console", "/api/console/admin/subscriptions"
     for path, method in (("/keys", "GET"), ("/keys", "POST"), ("/keys/{id}", "PATCH"), ("/keys/{id}", "DELETE"),
                          ("/keys/{id}/rotate", "POST"), ("/me", "GET"), ("/usage", "GET"), ("/events", "GET"),
-                         ("/subscription", "POST"), ("/admin/subscriptions", "GET"),
+                         ("/subscription", "POST"), ("/admin/subscriptions", "GET"), ("/sla", "GET"),
                          ("/admin/subscriptions/{id}/approve", "POST"), ("/admin/subscriptions/{id}/reject", "POST")):
         for headers in ({}, disabled):  # 401, 403
             check(http.request(method, base + path.replace("{id}", "x"), headers=headers), base + path, method)
@@ -374,6 +374,8 @@ def _provoke_console(check: Checker, http: httpx.Client, api: ServerProcess, bea
     ops = {"Authorization": "Bearer " + login.json()["token"]}
     check(http.get(admin, params={"status": "pending"}, headers=ops), admin)
     check(http.get(admin, params={"status": "nope"}, headers=ops), admin)
+    for month in ("2026-03", "2026-13"):  # SPEC 20's SLA report: 200, 400 (the customer's 403 is above)
+        check(http.get(f"{base}/sla", params={"month": month}, headers=ops), f"{base}/sla")
     for verb in ("approve", "reject"):
         doc = f"{admin}/{{id}}/{verb}"
         check(http.post(f"{admin}/nope/{verb}", headers=ops), doc)  # 404

@@ -198,3 +198,34 @@ def test_a_saved_session_the_server_refuses_asks_to_sign_in_again(browser: Any, 
     assert page.page.is_visible("[data-testid=auth]") and page.page.is_hidden("[data-testid=account]")
     assert page.page.evaluate("sessionStorage.getItem('market.console')") is None
     page.context.close()
+
+
+def test_an_enterprise_account_sees_its_sla_and_downloads_it_as_csv(browser: Any, srv: ServerProcess) -> None:
+    """SPEC 20: the SLA panel (enterprise and operators only): components, a bar per day, the CSV files."""
+    email = "sla-page@example.com"
+    assert run_cli(srv.data_dir, "users", "create", "--email", email, "--password", PASSWORD).returncode == 0
+    assert run_cli(srv.data_dir, "users", "plan", email, "enterprise", "--rate", "1000").returncode == 0
+    for viewport, lang in ((DESKTOP, "en"), (PHONE, "zh")):
+        me = Page(browser, srv, viewport)
+        p = me.page
+        me.sign_in(email)
+        p.wait_for_selector("[data-testid=sla-components] tbody tr[data-id=rest]")
+        ids = p.eval_on_selector_all("[data-testid=sla-components] tbody tr", "rs => rs.map(r => r.dataset.id)")
+        assert ids[:3] == ["rest", "stream", "storage"] and all(i.startswith("feed:") for i in ids[3:])
+        assert p.locator("[data-testid=sla-chart] .bar").count() >= 28  # a bar per day of the month
+        me.lang(lang)
+        assert me.no_sideways_scroll()
+        me.shot(f"sla-{viewport['width']}-{lang}")
+        with p.expect_download() as got:
+            p.click("[data-testid=sla-csv-days]")
+        lines = open(got.value.path(), encoding="utf-8").read().splitlines()  # noqa: SIM115
+        assert lines[0].startswith("date,minutes,rest,stream,storage,feed:") and len(lines) >= 29
+        with p.expect_download() as got:
+            p.click("[data-testid=sla-csv-ranges]")
+        assert open(got.value.path(), encoding="utf-8").readline().strip() == "component,from,to,minutes"  # noqa: SIM115
+        assert me.errors == []
+        me.context.close()
+    plain = Page(browser, srv, DESKTOP)  # a free account: no SLA panel, and no request for it
+    plain.sign_in("sla-free@example.com", sign_up=True)
+    assert plain.page.is_hidden("[data-testid=sla]") and plain.errors == []
+    plain.context.close()

@@ -190,6 +190,7 @@ def test_every_table_is_created_whatever_was_imported(tmp_path: Path) -> None:
         "evidence_nodes", "inquiries", "meta", "outbox_jobs", "receipts", "users",
         "console_usage", "console_events", "subscription_requests",  # issue 32: the console's
         "support_tickets", "support_messages",  # issue 43: support tickets
+        "availability_minutes",  # SPEC 20: availability per hub per minute
         "incidents", "incident_updates", "maintenances", "incident_mail"}  # issue 42: incidents and maintenance
 
 

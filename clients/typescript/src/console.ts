@@ -34,6 +34,8 @@ export function consoleCalls(c: TypedClient) {
     usage: (query: Q<{ from: string; to: string; key: string }> = {}, call?: CallOptions) =>
       c.get(`${base}/usage`, { query, ...call }),
     events: async (call?: CallOptions) => (await c.get(`${base}/events`, { ...call })).items,
+    /** The month's SLA report (`YYYY-MM`, Asia/Shanghai; default this month): enterprise accounts, operators. */
+    sla: (month?: string, call?: CallOptions) => c.get(`${base}/sla`, { query: { month }, ...call }),
     requestPlan: (plan: "professional" | "enterprise", message?: string | null, call?: CallOptions) =>
       c.post(`${base}/subscription`, { body: message ? { plan, message } : { plan }, ...call }),
     /** Operators: the subscription requests (optionally of one status). */

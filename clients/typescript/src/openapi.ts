@@ -296,6 +296,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/console/sla": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The month's availability per component against the plan's target, every down range, latency percentiles (enterprise accounts; operators) */
+        get: operations["get_console_sla"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/console/subscription": {
         parameters: {
             query?: never;
@@ -1886,6 +1903,64 @@ export interface components {
             limit: number;
             offset: number;
             total: number;
+        };
+        SlaReport: {
+            components: {
+                /** @description percent; null: no minute counts */
+                availability: number | null;
+                downMinutes: number;
+                downRanges: {
+                    /** @description ISO 8601, +08:00 */
+                    from: string;
+                    /** @description the first minute up again */
+                    to: string;
+                }[];
+                /** @description rest, stream, storage or feed:{venue} */
+                id: string;
+                met: boolean | null;
+                target: number;
+            }[];
+            days: {
+                availability: {
+                    [key: string]: number | null;
+                };
+                /**
+                 * Format: date
+                 * @example 2026-01-05
+                 */
+                date: string;
+                minutes: number;
+            }[];
+            /** @description first counted minute; null when none count */
+            from: string | null;
+            latency: {
+                /** @description answered 5xx */
+                errors: number;
+                /** @description milliseconds: the upper bound of the histogram bucket holding the percentile; null without observations */
+                p50Ms: number | null;
+                /** @description milliseconds: the upper bound of the histogram bucket holding the percentile; null without observations */
+                p95Ms: number | null;
+                /** @description milliseconds: the upper bound of the histogram bucket holding the percentile; null without observations */
+                p99Ms: number | null;
+                requests: number;
+            };
+            /** @description minutes counted: from the data dir's first start to the minute in progress */
+            minutes: number;
+            /** @example 2026-03 */
+            month: string;
+            stream: {
+                /** @description milliseconds: the upper bound of the histogram bucket holding the percentile; null without observations */
+                feedToFrameP99Ms: number | null;
+                frames: number;
+            };
+            /** @description the month's enterprise tickets: {id, userId, severity, createdAt, firstResponseDue, firstResponseAt, firstResponseMet (null: pending), responseSeconds}; the account's own, every account's for an operator */
+            supportResponse: Record<string, never>[];
+            /** @description the plan's availability target, percent (enterprise 99.9) */
+            target: number;
+            /** @enum {string} */
+            timezone: "Asia/Shanghai";
+            /** @description end of the counted minutes (the minute in progress, or the month's end); null when none count */
+            to: string | null;
         };
         Spread: {
             /** @description (shfe + dce) / 2 - intl, CNY/t */
@@ -4612,6 +4687,106 @@ export interface operations {
             };
             /** @description content type is not application/json */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_console_sla: {
+        parameters: {
+            query?: {
+                /** @description calendar month in Asia/Shanghai, YYYY-MM (default: this month) */
+                month?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description OK */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SlaReport"];
+                };
+            };
+            /** @description a bad month (errors[] names month) or an unknown parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, invalid or expired Bearer token */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description account disabled */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -8,7 +8,7 @@ Support tickets (issue 43) are on the same context; their business hours read SH
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from server.api.auth.tokens import TokenService
 from server.api.console.account import ConsoleAccountApi, ConsoleAdminApi
@@ -16,12 +16,15 @@ from server.api.console.context import BucketCheck, ClientIp, ConsoleContext, Re
 from server.api.console.flush import UsageFlusher
 from server.api.console.incidents import ConsoleIncidentsApi
 from server.api.console.keys import ConsoleKeysApi
+from server.api.console.sla import SlaApi, in_session
 from server.api.console.tickets import ConsoleTicketsApi
 from server.api.core.router import Router
 from server.api.site.accounts import BearerAuth
 from server.config import Settings
 from server.core.usage import UsageMeter
+from server.market.venues.clock import VenueClock
 from server.store.accounts.console_store import ConsoleStore
+from server.store.availability.store import AvailabilityStore
 from server.store.site.records import ChannelSpec
 from server.store.sql.repositories import Repositories
 from server.store.support.hours import SupportHours
@@ -31,7 +34,9 @@ def register_console(settings: Settings, router: Router, repos: Repositories, to
                      clock: Callable[[], float], *,
                      check_bucket: BucketCheck, client_ip: ClientIp, revoke: Revoke,
                      channels: Sequence[ChannelSpec], wake: Callable[[], None], meter: UsageMeter,
+                     venues: Mapping[str, VenueClock] | None = None,
                      incidents_changed: Callable[[], None] = lambda: None) -> UsageFlusher:
+    """`venues`: each venue's clock, one `feed:{venue}` component of the SLA report each (SPEC 20)."""
     store = ConsoleStore(repos.storage)
     ctx = ConsoleContext(settings, store, BearerAuth(tokens, repos.users), check_bucket, client_ip, clock)
     for api in (ConsoleKeysApi(ctx, revoke), ConsoleAccountApi(ctx, channels, wake), ConsoleAdminApi(ctx),
@@ -39,4 +44,6 @@ def register_console(settings: Settings, router: Router, repos: Repositories, to
         api.register(router)
     hours = SupportHours.load(settings.calendar_file)  # business hours: SHFE's trading days (issue 43)
     ConsoleTicketsApi(ctx, hours, channels, wake, mail=bool(settings.smtp_url)).register(router)
+    clocks = dict(venues or {})
+    SlaApi(ctx, AvailabilityStore(repos.storage), list(clocks), in_session(clocks)).register(router)
     return UsageFlusher(meter, store, clock)

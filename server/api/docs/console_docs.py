@@ -24,6 +24,11 @@ SUB_PROPS: dict[str, S] = {
     "status": {"type": "string", "enum": ["pending", "approved", "rejected"]},
     "rate": {"type": ["integer", "null"]}, "createdAt": TS, "decidedAt": NULLTS,
 }
+PCT: S = {"type": "number", "minimum": 0, "maximum": 100}
+NULLPCT: S = {"type": ["number", "null"], "minimum": 0, "maximum": 100,
+             "description": "percent; null: no minute counts"}
+NULLMS: S = {"type": ["number", "null"], "description": "milliseconds: the upper bound of the histogram bucket "
+                                                       "holding the percentile; null without observations"}
 USAGE_PROPS: dict[str, S] = {"requests": INT, "refused": INT, "clientErrors": INT, "wsConnections": INT,
                              "wsMessages": INT}
 
@@ -59,6 +64,30 @@ CONSOLE_SCHEMAS: dict[str, S] = {
     "Approval": obj([], rate={"type": ["integer", "null"], "minimum": 1, "maximum": MAX_RATE,
                               "examples": [3000],
                               "description": "requests per minute: required for enterprise, refused otherwise"}),
+    "SlaReport": obj(
+        ["month", "timezone", "from", "to", "minutes", "target", "components", "latency", "stream", "days",
+         "supportResponse"],
+        month={**STR, "examples": ["2026-03"]}, timezone={**STR, "enum": ["Asia/Shanghai"]},
+        to={**NULLTS, "description": "end of the counted minutes (the minute in progress, or the month's end); "
+                                     "null when none count"},
+        minutes={**INT, "description": "minutes counted: from the data dir's first start to the minute in progress"},
+        target={**PCT, "description": "the plan's availability target, percent (enterprise 99.9)"},
+        components={"type": "array", "items": obj(
+            ["id", "availability", "target", "met", "downMinutes", "downRanges"],
+            id={**STR, "description": "rest, stream, storage or feed:{venue}"}, availability=NULLPCT, target=PCT,
+            met={"type": ["boolean", "null"]}, downMinutes=INT,
+            downRanges={"type": "array", "items": obj(["from", "to"], to={**TS, "description": "the first minute "
+                                                                           "up again"}, **{"from": TS})})},
+        latency=obj(["requests", "errors", "p50Ms", "p95Ms", "p99Ms"], requests=INT,
+                    errors={**INT, "description": "answered 5xx"}, p50Ms=NULLMS, p95Ms=NULLMS, p99Ms=NULLMS),
+        stream=obj(["frames", "feedToFrameP99Ms"], frames=INT, feedToFrameP99Ms=NULLMS),
+        days={"type": "array", "items": obj(["date", "minutes", "availability"], date=DATE, minutes=INT,
+                                            availability={"type": "object", "additionalProperties": NULLPCT})},
+        supportResponse={"type": "array", "items": {"type": "object"},
+                         "description": "the month's enterprise tickets: {id, userId, severity, createdAt, "
+                                        "firstResponseDue, firstResponseAt, firstResponseMet (null: pending), "
+                                        "responseSeconds}; the account's own, every account's for an operator"},
+        **{"from": {**NULLTS, "description": "first counted minute; null when none count"}}),
 }
 CONSOLE_REQUESTS = ("KeyLabel", "KeyRelabel", "SubscriptionRequest", "Approval")
 for _name in CONSOLE_REQUESTS:  # these bodies refuse a field they do not define (400)
@@ -114,6 +143,14 @@ CONSOLE_OPERATIONS: dict[tuple[str, str], S] = {
     ("GET", "/api/console/usage"): _op(
         "Usage per key per day (Asia/Shanghai): requests, 429s, other 4xx, WebSocket connections and messages",
         {**_ok("Usage"), "400": _problem("a bad date or range (errors[])"), **NO_KEY}, parameters=USAGE_PARAMS),
+    ("GET", "/api/console/sla"): _op(
+        "The month's availability per component against the plan's target, every down range, latency "
+        "percentiles (enterprise accounts; operators)",
+        {**_ok("SlaReport"), "400": _problem("a bad month (errors[] names month) or an unknown parameter"),
+         "403": _problem("not an enterprise account nor an operator, or account disabled")},
+        parameters=[{"name": "month", "in": "query", "required": False,
+                     "schema": {"type": "string", "pattern": r"^\d{4}-\d{2}$", "examples": ["2026-03"]},
+                     "description": "calendar month in Asia/Shanghai, YYYY-MM (default: this month)"}]),
     ("GET", "/api/console/events"): _op("The account's audit list: key and plan events, time and client IP",
                                         _ok("ConsoleEvents")),
     ("POST", "/api/console/subscription"): _op(

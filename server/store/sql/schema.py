@@ -11,6 +11,8 @@ ts as an IEEE 754 double), integer ids `bigint`, everything else `text` as in SQ
 from __future__ import annotations
 
 from server.store.accounts.console_schema import CONSOLE_MIGRATION
+from server.store.availability.minutes import PG_MIGRATION as AVAILABILITY_MIGRATION
+from server.store.availability.minutes import SQLITE_TABLE as AVAILABILITY_SQLITE
 from server.store.incidents.schema import INCIDENTS_MIGRATION
 from server.store.support.schema import SUPPORT_MIGRATION
 
@@ -143,6 +145,7 @@ SQLITE_SCHEMA: tuple[str, ...] = (
 )""",
     *EVIDENCE_LOG_SQLITE,
     EVIDENCE_BLOCKS_SQLITE,
+    AVAILABILITY_SQLITE,
 )
 
 # PostgreSQL: applied in order by server/store/sql/pg.py `migrate`, each version once.
@@ -275,5 +278,6 @@ ALTER TABLE outbox_jobs ADD COLUMN claimed_by text;
 """),
     (3, "console: account plans and roles, key owners, usage, subscriptions, events", CONSOLE_MIGRATION),
     (4, "support tickets and their messages (issue 43)", SUPPORT_MIGRATION),
-    (5, "incidents, their updates, maintenance, incident mail choices", INCIDENTS_MIGRATION),
+    (5, "availability per hub per minute (SPEC 20, docs/sla.md)", AVAILABILITY_MIGRATION),
+    (6, "incidents, their updates, maintenance, incident mail choices", INCIDENTS_MIGRATION),
 )
