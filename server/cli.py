@@ -13,7 +13,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from server.commands import candles, content, db, evidence, keys, outbox, receipts, subscriptions, tickets, users
+from server.commands import (
+    candles,
+    content,
+    db,
+    evidence,
+    incidents,
+    keys,
+    outbox,
+    receipts,
+    subscriptions,
+    tickets,
+    users,
+)
 from server.commands.common import CommandError, check_data_dir
 from server.config import (
     ConfigError,
@@ -27,7 +39,7 @@ from server.config import (
 from server.logs import configure_logging
 from server.store.sql.db import storage_errors
 
-GROUPS = [keys, candles, evidence, outbox, users, content, receipts, db, subscriptions, tickets]
+GROUPS = [keys, candles, evidence, outbox, users, content, receipts, db, subscriptions, tickets, incidents]
 
 
 class Parser(argparse.ArgumentParser):

@@ -41,6 +41,8 @@ from server.api.market.quality import QualityApi
 from server.api.market.reference import ReferenceApi
 from server.api.ops.availability import AvailabilityRecorder, Readings, keyed_routes, this_hub
 from server.api.ops.health import OpsApi
+from server.api.ops.incident_watch import IncidentWatch
+from server.api.ops.incidents import IncidentBoard, IncidentsApi
 from server.api.ops.status import Component, StatusApi, StorageProbe, up_down
 from server.api.ops.web import WebApi
 from server.api.site.accounts import lockout_mail
@@ -212,21 +214,27 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     OpsApi(http, group(ProcessSettings), router, registry, repos.storage,
            lambda: started.is_set() and ticks.ready() and archive_ok(), epoch, engine.node).register(router)
     outbox = OutboxWorker(notify, registry, repos.outbox, channels, clock)
-    site, usage = make_sites(settings, router, repos, state, app, engine, registry, specs, outbox, meter, clock)
+    # SPEC 20: incidents and maintenance as last read (the status routes answer from it); a hub with mail writes
+    # each update's e-mail jobs
+    board = IncidentBoard(ConsoleStore(repos.storage), clock, mail=bool(notify.smtp_url), wake=outbox.wake)
+    site, usage = make_sites(settings, router, repos, state, app, engine, registry, specs, outbox, meter, clock,
+                             board)
     applied.subscribe_before(site.snapshots.before_ticks)
     stream = StreamService(settings, state, catalogue, epoch, registry, keys, buckets, history, clock,
                            stream_limits(settings), meter, fresh.stale)
     applied.subscribe(stream.core.fanout.on_ticks)
-    probe, status = register_status(router, fresh, venues, clock, repos.storage, stream, outbox, engine)
+    probe, status, watch_incidents = register_status(router, fresh, venues, clock, repos.storage, stream, outbox,
+                                                     engine, board, settings)
     if keeper is not None:
         applied.subscribe(keeper.on_ticks)
         ticks.lead_listeners.append(keeper.on_lead)  # a shared archive: a new lease holder writes what it applied
     watch.listeners.append(stream.on_revoked)
     watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
-    core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks, probe, *jobs]
-    return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream, availability_recorder(
-        settings, repos.storage, app, stream, ticks, status, clock)], keys, outbox, started, keeper)
+    core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks, probe, board, *jobs]
+    recorder = availability_recorder(settings, repos.storage, app, stream, ticks, status, clock)
+    return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream, watch_incidents, recorder],
+                keys, outbox, started, keeper)
 
 
 def availability_recorder(settings: Settings, storage: Storage, app: App, stream: StreamService, ticks: TickPath,
@@ -257,16 +265,18 @@ def feed_freshness(state: MarketState, applied: AppliedTicks, feed: FeedSettings
                    clock: Callable[[], float]) -> Freshness:
     """Each venue's feed freshness (market/freshness.py), told of every applied tick at the hub's time."""
     publications = [inst.publication for inst in state.catalogue.instruments]
-    fresh = freshness_of(state.clocks, publications, feed.stale_after, int(clock() * 1000))
+    fresh = freshness_of(state.clocks, publications, feed.stale_after, int(clock() * 1000),
+                         max(feed.feed_outage_s, feed.stale_after))
     applied.subscribe(lambda batch: fresh.on_ticks((t.row for t in batch), int(clock() * 1000)))
     return fresh
 
 
 def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: Callable[[], float],
                     storage: Storage, stream: StreamService, outbox: OutboxWorker, engine: Engine,
-                    ) -> tuple[Service, StatusApi]:
-    """/api/v1/status (SPEC 20) from flags the parts keep; returns the storage probe it reads (a core part) and
-    the route's object (the availability recorder samples its components)."""
+                    board: IncidentBoard, settings: Settings) -> tuple[Service, StatusApi, Service]:
+    """/api/v1/status and /api/v1/status/incidents (SPEC 20) from flags the parts keep and the incident board;
+    returns the storage probe it reads (a core part), the route's object (the availability recorder samples its
+    components) and the watch that opens incidents by itself (a service)."""
     probe = StorageProbe(storage)
     components = [Component("rest", "REST API", up_down(lambda: True)),  # it is answering
                   Component("stream", "WebSocket stream", up_down(lambda: stream.listening)),
@@ -275,14 +285,17 @@ def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: 
     if engine.kind is EngineKind.REDIS:
         components.append(Component("redis", "Redis engine", up_down(engine.bus.healthy)))
     named = {vid: (venues.venues[vid].name["en"], clock_) for vid, clock_ in fresh.clocks.items()}
-    status = StatusApi(components, fresh, named, clock)
+    status = StatusApi(components, fresh, named, clock, board)
     status.register(router)
-    return probe, status
+    IncidentsApi(board, clock).register(router)
+    watch = IncidentWatch(board, board.store, status.levels, lambda: probe.ok, lambda: engine.ticks.leading, clock,
+                          fresh.major_ms / 1000, settings.group(StorageSettings).storage_outage_s)
+    return probe, status, watch
 
 
 def make_sites(settings: Settings, router: Router, repos: Repositories, state: MarketState, app: App, engine: Engine,
                registry: Registry, channels: list[tuple[str, str]], outbox: OutboxWorker, meter: UsageMeter,
-               clock: Callable[[], float]) -> tuple[SiteTasks, Service]:
+               clock: Callable[[], float], board: IncidentBoard) -> tuple[SiteTasks, Service]:
     """The public site (/api/...) and the service console (/api/console/...), on one token service (SPEC 8, 17):
     the site's tasks, and the console's usage flusher (stopped after the other services)."""
     tokens = TokenService(load_secret(settings.jwt_secret, settings.data_dir),  # the accounts' JWTs
@@ -294,7 +307,7 @@ def make_sites(settings: Settings, router: Router, repos: Repositories, state: M
         tell_owner=lockout_mail(ConsoleStore(repos.storage), outbox.wake, clock) if settings.smtp_url else None)
     usage = register_console(settings, router, repos, tokens, clock, check_bucket=app.check_bucket,
                              client_ip=app.client_ip, revoke=engine.revocations.publish, channels=channels,
-                             wake=outbox.wake, meter=meter,
+                             wake=outbox.wake, meter=meter, incidents_changed=board.poke,
                              venues=venue_clocks(state.clocks)[0])  # SPEC 20: a feed:{venue} each in the SLA
     return site, usage
 

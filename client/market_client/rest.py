@@ -29,6 +29,7 @@ import msgspec
 from market_client import _calls as c
 from market_client import flatfiles
 from market_client import models as m
+from market_client import status as st
 from market_client.console import AsyncConsole, Console
 from market_client.errors import MarketError, NotFound, TransportError
 from market_client.events import CandleGap
@@ -196,6 +197,19 @@ class MarketClient(_Base):
     def ready(self) -> m.Ready:
         return self.call(c.ready())
 
+    def status(self) -> st.Status:
+        """`/api/v1/status` (no key): the indicator, every component, unresolved incidents, maintenance."""
+        return self.call(st.status())
+
+    def incidents(self) -> st.IncidentList:
+        """`/api/v1/status/incidents` (no key): the newest 50 incidents, resolved ones too."""
+        return self.call(st.incidents())
+
+    def quality(self, venue: str | None = None, start: date | str | None = None,
+                end: date | str | None = None) -> st.QualityList:
+        """`/api/v1/quality`: each venue's trading days with their condition and gaps."""
+        return self.call(st.quality(venue, start, end))
+
     def config(self) -> m.ClientConfig:
         return self.call(c.config())
 
@@ -305,6 +319,16 @@ class AsyncMarketClient(_Base):
 
     async def ready(self) -> m.Ready:
         return await self.call(c.ready())
+
+    async def status(self) -> st.Status:
+        return await self.call(st.status())
+
+    async def incidents(self) -> st.IncidentList:
+        return await self.call(st.incidents())
+
+    async def quality(self, venue: str | None = None, start: date | str | None = None,
+                      end: date | str | None = None) -> st.QualityList:
+        return await self.call(st.quality(venue, start, end))
 
     async def config(self) -> m.ClientConfig:
         return await self.call(c.config())

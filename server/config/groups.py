@@ -127,6 +127,9 @@ class FeedSettings(Group):
     stale_after: float = setting(60.0, "seconds of in-session silence after which a venue's feed is degraded on "
                                  "/api/v1/status and its subscribers get status stale (docs/status.md)",
                                  parse=number, check=between(1, 3600, "must be between 1 and 3600"))
+    # hidden (tests): seconds of in-session silence after which a feed is major_outage and an incident opens by
+    # itself (SPEC 20: 5 minutes; a test shortens it rather than wait, docs/testing.md)
+    feed_outage_s: float = setting(300.0, parse=number, check=between(1, 86400, "must be between 1 and 86400"))
 
     @property
     def feed_path(self) -> str | None:
@@ -296,3 +299,5 @@ class StorageSettings(Group):
     # hidden (tests): the tick archive's group-commit interval (SPEC 18: at least once a second; a test holds a
     # leader's ticks uncommitted longer to kill it with them in its buffer)
     archive_commit_s: float = setting(0.5, parse=number, check=above(0, 60, "must be between 0 and 60 seconds"))
+    # hidden (tests): seconds storage must stay unavailable before an incident opens by itself (SPEC 20: 1 minute)
+    storage_outage_s: float = setting(60.0, parse=number, check=between(1, 86400, "must be between 1 and 86400"))

@@ -49,14 +49,15 @@ def in_session_ms(windows: Iterable[Span], start_ms: int, end_ms: int) -> int:
 
 class Freshness:
     def __init__(self, venue_of_row: Sequence[str | None], clocks: Mapping[str, VenueClock], stale_after_s: float,
-                 now_ms: int, rows_of: Mapping[str, Sequence[int]] | None = None) -> None:
+                 now_ms: int, rows_of: Mapping[str, Sequence[int]] | None = None, major_s: float = MAJOR_S) -> None:
         """`venue_of_row`: each instrument row's venue, None for a row that is not continuously traded; `clocks`:
         each venue's widest session clock; `now_ms`: the start (silence counts from here before the first tick);
-        `rows_of`: every row of each venue (continuous or not)."""
+        `rows_of`: every row of each venue (continuous or not); `major_s`: the silence of a major outage."""
         self.venue_of_row = tuple(venue_of_row)
         self.rows_of = {vid: tuple(rows) for vid, rows in (rows_of or {}).items()}
         self.clocks = dict(clocks)
         self.stale_ms = int(stale_after_s * 1000)
+        self.major_ms = int(major_s * 1000)
         self.last_ms = {v: now_ms for v in set(venue_of_row) if v is not None}
 
     def on_ticks(self, rows: Iterable[int], now_ms: int) -> None:
@@ -82,7 +83,7 @@ class Freshness:
         if not open_now:
             return Level.OPERATIONAL
         silent = self.silence_ms(venue, now_ms)
-        if silent >= MAJOR_S * 1000:
+        if silent >= self.major_ms:
             return Level.MAJOR
         return Level.DEGRADED if silent >= self.stale_ms else Level.OPERATIONAL
 
@@ -101,10 +102,10 @@ def venue_clocks(row_clocks: Sequence[VenueClock]) -> tuple[dict[str, VenueClock
 
 
 def freshness_of(row_clocks: Sequence[VenueClock], publications: Sequence[str], stale_after_s: float,
-                 now_ms: int) -> Freshness:
+                 now_ms: int, major_s: float = MAJOR_S) -> Freshness:
     """The freshness of every venue of these per-row clocks; a row counts when it and its venue trade
     continuously (`publications`: each row's instrument publication)."""
     clocks, rows_of = venue_clocks(row_clocks)
     rows = [c.venue.id if p == "continuous" and c.venue.publication is Publication.CONTINUOUS else None
             for c, p in zip(row_clocks, publications, strict=True)]
-    return Freshness(rows, clocks, stale_after_s, now_ms, rows_of)
+    return Freshness(rows, clocks, stale_after_s, now_ms, rows_of, major_s)

@@ -18,11 +18,15 @@ KINDS: dict[str, tuple[str, str]] = {
     "login_locked": ("Sign-in locked", "登录已锁定"),  # issue 45: to the account's owner
     "ticket": ("Support ticket", "技术支持工单"),  # issue 43: a ticket's first message, to the operators
     "ticket_reply": ("Support ticket reply", "工单回复"),  # issue 43: any later message, to the other side
+    "incident": ("Incident update", "故障通报"),  # issue 42: each update, to the accounts told of incidents
 }
 
 # field -> (English, Chinese); also the display order
 FIELDS: dict[str, tuple[str, str]] = {
     "id": ("ID", "编号"),
+    "title": ("Title", "标题"),  # issue 42: incidents
+    "impact": ("Impact", "影响"),
+    "components": ("Components", "组件"),
     "createdAt": ("Submitted", "提交时间"),
     "status": ("Status", "状态"),
     "product": ("Product", "产品"),

@@ -8,5 +8,6 @@ Imports `core`, `config`, `market` and `evidence` only (docs/architecture.md). I
 - `flatfiles/`: a closed trading day's ticks and candles as downloadable files, and byte ranges of them.
 - `accounts/`: site accounts and the service console (SPEC 17): users, keys, plans, usage.
 - `site/`: the public site's content, inquiries and intents, digital receipts and the evidence log.
+- `incidents/`: incidents and scheduled maintenance (SPEC 20), and who is mailed of them.
 - `outbox/`: the notification jobs written beside the records they announce (SPEC 9).
 """

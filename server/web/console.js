@@ -7,6 +7,7 @@
 import { HANDOVER_STORAGE } from "./calls.js";
 import { el, replaceChildren } from "./dom.js";
 import { ConsoleI18n } from "./console-i18n.js";
+import { IncidentsPanel } from "./console-incidents.js";
 import { MarketClient, ProblemError } from "./market-client.js";
 import { SupportPanel } from "./console-support.js";
 
@@ -41,6 +42,7 @@ class ConsolePage {
     this.me = null;
     this.view = { keys: [], usage: null, events: [], requests: [] };
     this.support = new SupportPanel(this); // SPEC 20's tickets (console-support.js)
+    this.incidents = new IncidentsPanel(this); // SPEC 20: incident e-mails; operators' incidents and maintenance
   }
 
   start() {
@@ -70,6 +72,7 @@ class ConsolePage {
     $("sla-month").addEventListener("change", () => this.act(() => this.refreshSla()));
     $("sla-csv-ranges").addEventListener("click", () => this.download("ranges"));
     $("sla-csv-days").addEventListener("click", () => this.download("days"));
+    this.incidents.start();
     window.addEventListener("focus", () => { // at most once a minute: the console's budget is 30 requests a minute
       if (this.me && Date.now() - (this.usageAt?.getTime() ?? 0) >= 60000) this.act(() => this.refreshUsage(false));
     });
@@ -198,6 +201,7 @@ class ConsolePage {
     // operators: every request, pending ones to decide and the decided ones as their history
     this.view = { keys, usage, events, requests: me.role === "operator" ? await c.subscriptions() : [] };
     this.view.sla = this.slaShown() ? await c.sla($("sla-month").value || undefined) : null;
+    await this.incidents.load(me.role === "operator");
     this.usageAt = new Date();
     this.render();
   }
@@ -240,6 +244,7 @@ class ConsolePage {
     this.renderEvents();
     this.renderAdmin();
     this.support.render();
+    this.incidents.render(this.me.role === "operator");
     document.body.dataset.loaded = String(Date.now());
   }
 

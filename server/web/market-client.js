@@ -41,7 +41,18 @@ function consoleCalls(c) {
     ticket: (id, call) => c.get(`${base}/tickets/{id}`, { params: { id }, ...call }),
     replyTicket: (id, body, call) => c.post(`${base}/tickets/{id}/messages`, { params: { id }, body: { body }, ...call }),
     closeTicket: (id, call) => c.post(`${base}/tickets/{id}/close`, { params: { id }, ...call }),
-    reopenTicket: (id, call) => c.post(`${base}/tickets/{id}/reopen`, { params: { id }, ...call })
+    reopenTicket: (id, call) => c.post(`${base}/tickets/{id}/reopen`, { params: { id }, ...call }),
+    /** Whether this account is e-mailed each incident update (SPEC 20: enterprise by default). */
+    incidentMail: (call) => c.get(`${base}/notifications`, { ...call }),
+    setIncidentMail: (incidents, call) => c.post(`${base}/notifications`, { body: { incidents }, ...call }),
+    /** Operators: the newest 50 incidents and every unresolved one. */
+    incidents: async (call) => (await c.get(`${base}/incidents`, { ...call })).items,
+    openIncident: (body, call) => c.post(`${base}/incidents`, { body, ...call }),
+    updateIncident: (id, status, message, call) => c.post(`${base}/incidents/{id}/updates`, { params: { id }, body: { status, message }, ...call }),
+    resolveIncident: (id, message, call) => c.post(`${base}/incidents/{id}/resolve`, { params: { id }, body: message ? { message } : {}, ...call }),
+    /** Operators: maintenance not over yet and the newest 50 others; `from`/`to` ISO 8601 (no offset: Shanghai). */
+    maintenances: async (call) => (await c.get(`${base}/maintenances`, { ...call })).items,
+    addMaintenance: (title, from, to, call) => c.post(`${base}/maintenances`, { body: { title, from, to }, ...call })
   };
 }
 
@@ -395,6 +406,19 @@ var MarketClient = class {
   }
   ready(call) {
     return this.get("/readyz", { ...call });
+  }
+  // --- status (SPEC 20) ----------------------------------------------------------------------
+  /** `GET /api/v1/status` (no key): the indicator, every component, unresolved incidents, maintenance. */
+  status(call) {
+    return this.get("/api/v1/status", { ...call });
+  }
+  /** `GET /api/v1/status/incidents` (no key): the newest 50 incidents, resolved ones too; `asOf` its read. */
+  incidents(call) {
+    return this.get("/api/v1/status/incidents", { ...call });
+  }
+  /** `GET /api/v1/quality`: each venue's trading days with their condition and in-session gaps. */
+  quality(query = {}, call) {
+    return this.get("/api/v1/quality", { query, ...call });
   }
   // --- the typed core -----------------------------------------------------------------------
   /** GET a path of the OpenAPI document; resolves to its success body. */

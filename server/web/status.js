@@ -1,5 +1,5 @@
-// The status page (/status, SPEC 20): GET /api/v1/status (no key) every 15 s, in English or Chinese.
-// It needs nothing but that one route, which the hub answers while storage, Redis or the feed is down.
+// The status page (/status, SPEC 20): GET /api/v1/status and /api/v1/status/incidents (no key) every 15 s, in
+// English or Chinese. The hub answers both while storage, Redis or the feed is down (incidents from its copy).
 
 import { el, replaceChildren } from "./dom.js";
 
@@ -15,6 +15,11 @@ const STRINGS = {
     operational: "Operational", degraded_performance: "Degraded", partial_outage: "Partial outage",
     major_outage: "Major outage", rest: "REST API", stream: "WebSocket stream", storage: "Storage",
     notifications: "Notifications", redis: "Redis engine", feed: "Feed: {name}",
+    incidents: "Incidents", noIncidents: "No open incidents.", pastIncidents: "Past incidents",
+    noPast: "No incidents recorded.", maintenance: "Scheduled maintenance", automatic: "opened automatically",
+    affects: "Affects", resolvedAt: "Resolved", investigating: "Investigating", identified: "Identified",
+    monitoring: "Monitoring", resolved: "Resolved", impact_minor: "Minor", impact_major: "Major",
+    impact_critical: "Critical", scheduled: "Scheduled", in_progress: "In progress", completed: "Completed",
   },
   zh: {
     title: "服务状态", toDashboard: "行情面板", langToggle: "English", loading: "加载中…", checked: "检查于",
@@ -25,11 +30,17 @@ const STRINGS = {
     operational: "正常", degraded_performance: "性能下降", partial_outage: "部分中断", major_outage: "严重中断",
     rest: "REST 接口", stream: "WebSocket 推送", storage: "存储", notifications: "通知", redis: "Redis 引擎",
     feed: "行情源：{name}",
+    incidents: "事件", noIncidents: "当前没有未解决的事件。", pastIncidents: "历史事件", noPast: "尚无事件记录。",
+    maintenance: "计划维护", automatic: "系统自动创建", affects: "影响", resolvedAt: "解决于",
+    investigating: "调查中", identified: "已定位", monitoring: "观察中", resolved: "已解决", impact_minor: "轻微",
+    impact_major: "严重", impact_critical: "重大", scheduled: "已计划", in_progress: "进行中", completed: "已完成",
   },
 };
 
 let lang = savedLang() ?? ((navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en");
 let last = null;
+let history = null; // GET /api/v1/status/incidents: the resolved ones too
+const PAST = 10; // past incidents shown
 
 function savedLang() {
   try {
@@ -62,6 +73,38 @@ function render() {
     el("td", {}, componentName(c)),
     el("td", {}, el("span", { class: `component-status ${c.status}` }, t(c.status))),
     el("td", { class: "since" }, c.updatedAt.replace("T", " ").slice(0, 19)))));
+  renderIncidents();
+}
+
+function when(iso) {
+  return iso ? iso.replace("T", " ").slice(0, 16) : "";
+}
+
+function incidentCard(inc) {
+  const known = new Map((last ? last.components : []).map((c) => [c.id, c]));
+  const names = inc.components.map((id) => (known.has(id) ? componentName(known.get(id)) : id));
+  return el("article", { class: `incident impact-${inc.impact}`, dataset: { id: inc.id, status: inc.status } },
+    el("h3", {}, el("span", { class: `impact ${inc.impact}` }, t(`impact_${inc.impact}`)), " ", inc.name),
+    el("p", { class: "hint" }, `${t(inc.status)} · ${when(inc.createdAt)}`,
+      inc.resolvedAt ? ` → ${t("resolvedAt")} ${when(inc.resolvedAt)}` : "",
+      names.length ? ` · ${t("affects")}: ${names.join(", ")}` : "", inc.automatic ? ` · ${t("automatic")}` : ""),
+    el("ol", { class: "updates" }, inc.updates.map((u) => el("li", {},
+      el("strong", {}, t(u.status)), " ", el("time", {}, when(u.createdAt)), el("p", {}, u.body)))));
+}
+
+function renderIncidents() {
+  const open = last ? last.incidents : [];
+  replaceChildren(document.getElementById("incident-list"),
+    open.length ? open.map(incidentCard) : el("p", { class: "hint" }, t("noIncidents")));
+  const past = (history ? history.incidents : []).filter((i) => i.status === "resolved").slice(0, PAST);
+  replaceChildren(document.getElementById("past-list"),
+    past.length ? past.map(incidentCard) : el("p", { class: "hint" }, t("noPast")));
+  const windows = last ? last.scheduledMaintenances : [];
+  document.getElementById("maintenance").hidden = !windows.length;
+  replaceChildren(document.getElementById("maintenance-list"), windows.map((m) => el("article",
+    { class: "incident maintenance", dataset: { id: m.id, status: m.status } },
+    el("h3", {}, m.name), el("p", { class: "hint" },
+      `${t(m.status)} · ${when(m.scheduledFor)} – ${when(m.scheduledUntil)}`))));
 }
 
 async function refresh() {
@@ -70,6 +113,8 @@ async function refresh() {
     const resp = await fetch("/api/v1/status", { cache: "no-store" });
     if (!resp.ok) throw new Error(`HTTP ${resp.status}`);
     last = await resp.json();
+    const listed = await fetch("/api/v1/status/incidents", { cache: "no-store" });
+    if (listed.ok) history = await listed.json();
     banner.hidden = true;
     document.getElementById("checked").textContent = new Date().toLocaleTimeString(lang === "zh" ? "zh-CN" : "en");
   } catch {

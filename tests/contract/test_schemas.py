@@ -250,6 +250,63 @@ def operations(spec: S) -> Iterator[tuple[str, str, S]]:
             yield path, method, op
 
 
+INCIDENT_ROUTES = ("/api/console/incidents", "/api/console/maintenances", "/api/console/notifications")
+
+
+def _bearer(http: httpx.Client, email: str, api: ServerProcess | None = None) -> dict[str, str]:
+    """A new account's Bearer header (an operator's when `api` is given: the CLI makes it)."""
+    creds = {"email": email, "password": "correct horse"}
+    if api is None:
+        assert http.post("/api/auth/register", json=creds).status_code == 201
+    else:
+        assert run_cli(api.data_dir, "users", "create", "--email", email, "--password", creds["password"],
+                       "--operator").returncode == 0
+    return {"Authorization": "Bearer " + http.post("/api/auth/login", json=creds).json()["token"]}
+
+
+def _provoke_incidents(check: Checker, http: httpx.Client, api: ServerProcess, disabled: dict[str, str]) -> None:
+    """Every documented answer of SPEC 20's console routes: 401/403 without a token and for a disabled account, the
+    rest from a customer and an operator of their own (each account's console bucket is 30 a minute)."""
+    routes = (("/api/console/incidents", "GET"), ("/api/console/incidents", "POST"),
+              ("/api/console/incidents/{id}/updates", "POST"), ("/api/console/incidents/{id}/resolve", "POST"),
+              ("/api/console/maintenances", "GET"), ("/api/console/maintenances", "POST"),
+              ("/api/console/notifications", "GET"), ("/api/console/notifications", "POST"))
+    for path, method in routes:
+        for headers in ({}, disabled):
+            check(http.request(method, path.replace("{id}", "x"), headers=headers), path, method)
+    customer = _bearer(http, "schema-incident-customer@example.com")
+    mail = "/api/console/notifications"
+    check(http.get(mail, headers=customer), mail)
+    check(http.post(mail, json={"incidents": True}, headers=customer), mail)
+    check(http.post(mail, json={"incidents": "yes"}, headers=customer), mail)  # 400
+    check(http.post(mail, content=b"{}", headers={**customer, "content-type": "text/plain"}), mail)  # 415
+    ops = _bearer(http, "schema-incident-ops@example.com", api)
+    text = {**ops, "content-type": "text/plain"}
+    base = "/api/console/incidents"
+    one, done = f"{base}/{{id}}/updates", f"{base}/{{id}}/resolve"
+    made = check(http.post(base, json={"title": "Delayed quotes", "impact": "minor"}, headers=ops), base).json()
+    check(http.post(base, json={"title": "", "impact": "minor"}, headers=ops), base)  # 400
+    check(http.post(base, content=b"{}", headers=text), base)  # 415
+    check(http.get(base, headers=ops), base)
+    update = {"status": "identified", "message": "Found it."}
+    check(http.post(f"{base}/{made['id']}/updates", json=update, headers=ops), one)
+    check(http.post(f"{base}/{made['id']}/updates", json={"status": "resolved"}, headers=ops), one)  # 400
+    check(http.post(f"{base}/nope/updates", json=update, headers=ops), one)  # 404
+    check(http.post(f"{base}/{made['id']}/updates", content=b"{}", headers=text), one)  # 415
+    check(http.post(f"{base}/{made['id']}/resolve", json={"message": 5}, headers=ops), done)  # 400
+    check(http.post(f"{base}/{made['id']}/resolve", content=b"{}", headers=text), done)  # 415
+    check(http.post(f"{base}/{made['id']}/resolve", headers=ops), done)
+    check(http.post(f"{base}/{made['id']}/resolve", headers=ops), done)  # 409
+    check(http.post(f"{base}/nope/resolve", headers=ops), done)  # 404
+    check(http.post(f"{base}/{made['id']}/updates", json=update, headers=ops), one)  # 409
+    maint = "/api/console/maintenances"
+    window = {"title": "Upgrade", "from": "2030-01-01T02:00:00+08:00", "to": "2030-01-01T03:00:00+08:00"}
+    check(http.post(maint, json=window, headers=ops), maint)
+    check(http.post(maint, json={**window, "to": "2030-01-01T01:00:00+08:00"}, headers=ops), maint)  # 400
+    check(http.post(maint, content=b"{}", headers=text), maint)  # 415
+    check(http.get(maint, headers=ops), maint)
+
+
 def _provoke_tickets(check: Checker, http: httpx.Client, disabled: dict[str, str]) -> None:
     """Support tickets' answers (SPEC 20): 401 and 403 (a disabled account), then 201, 200, 400, 404 and 409 from an
     account of their own."""
@@ -395,7 +452,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/venues": "/api/v1/venues?status=open",
         "/api/v1/flatfiles": "/api/v1/flatfiles?dataset=quotes",
         "/api/v1/quality": "/api/v1/quality?from=2026-13-01",  # SPEC 20: canonical dates only
-        "/api/v1/status": "/api/v1/status?x=1",
+        "/api/v1/status": "/api/v1/status?x=1", "/api/v1/status/incidents": "/api/v1/status/incidents?x=1",
         "/api/v1/flatfiles/{dataset}/{file}": "/api/v1/flatfiles/ticks/2026-11-17.csv.gz?x=1",
         VENUE_FILE: "/api/v1/flatfiles/zce/ticks/2026-11-17.csv.gz?x=1",
     }
@@ -406,10 +463,14 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
     other = {**creds, "email": "schema-check-tickets@example.com"}  # the ticket routes spend a console bucket of
     http.post("/api/auth/register", json=other)  # their own, so the other console routes still see a 200
     ticket_bearer = {"Authorization": "Bearer " + http.post("/api/auth/login", json=other).json()["token"]}
+    # SPEC 20's incident routes take another account's bucket too (30 a minute each)
+    incident_bearer = _bearer(http, "schema-incident-loop@example.com")
     for path, method, op in operations(spec):
         headers = key if keyed(op) else bearer if any("Bearer" in s for s in op.get("security", [])) else {}
         if path.startswith("/api/console/tickets"):
             headers = ticket_bearer
+        if path.startswith(INCIDENT_ROUTES):
+            headers = incident_bearer
         if method == "get":
             url = examples.get(path, path)
             if "{" in url:
@@ -449,6 +510,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
 
     _provoke_console(check, http, api, bearer, {"Authorization": f"Bearer {disabled_token}"})
     _provoke_tickets(check, http, {"Authorization": f"Bearer {disabled_token}"})
+    _provoke_incidents(check, http, api, {"Authorization": f"Bearer {disabled_token}"})
     _, free = api.create_key("free")  # SPEC 18: flat files are for the professional and enterprise plans
     for path in ("/api/v1/flatfiles", "/api/v1/flatfiles/{dataset}/{file}", VENUE_FILE):
         check(http.get(examples[path], headers={"X-SERVICE-Key": free}), path)
@@ -530,12 +592,22 @@ def as_query_value(text: str, schema: S) -> Any:
 class Poster:
     """Sends one body to a POST endpoint, with what it needs: a fresh e-mail, a fresh client IP, a token."""
 
-    def __init__(self, http: httpx.Client, operator: dict[str, str] | None = None) -> None:
+    def __init__(self, http: httpx.Client, operator: Callable[[], dict[str, str]] | None = None) -> None:
         self.http = http
         self.n = itertools.count()
         self.token = ""
         self.used = 30
-        self.operator = operator or {}
+        self.make_operator = operator or dict
+        self.ops: dict[str, str] = {}
+        self.ops_used = 30
+
+    @property
+    def operator(self) -> dict[str, str]:
+        """An operator's token (a new operator before its console bucket, 30 a minute, is spent)."""
+        if self.ops_used >= 25:
+            self.ops, self.ops_used = self.make_operator(), 0
+        self.ops_used += 1
+        return self.ops
 
     def fresh_email(self) -> str:
         return f"c{next(_ips)}@example.com"  # unique in the module: two tests' posters share one server
@@ -552,7 +624,7 @@ class Poster:
     def headers(self, path: str) -> dict[str, str]:
         """What a route needs: a user's token (inquiries, the console), an operator's (the console's admin routes;
         a new operator once the console bucket, 30 a minute, is nearly spent)."""
-        if path.startswith("/api/console/admin/"):
+        if path.startswith(("/api/console/admin/", "/api/console/incidents", "/api/console/maintenances")):
             return self.operator
         return self.bearer() if path == "/api/submit-inquiry" or path.startswith("/api/console/") else {}
 
@@ -585,7 +657,7 @@ def operator_auth(api: ServerProcess, http: httpx.Client) -> dict[str, str]:
 
 
 def test_post_bodies_agree_with_their_request_schemas(api: ServerProcess, http: httpx.Client, spec: S) -> None:
-    poster = Poster(http, operator_auth(api, http))
+    poster = Poster(http, lambda: operator_auth(api, http))
     problems: list[str] = []
     for path, method, op in operations(spec):
         if method != "post" or "requestBody" not in op:
@@ -612,7 +684,7 @@ def test_post_bodies_agree_with_their_request_schemas(api: ServerProcess, http: 
 
 def test_query_parameters_agree_with_their_schemas(api: ServerProcess, http: httpx.Client, spec: S) -> None:
     key = {"X-SERVICE-Key": api.demo_key}
-    poster = Poster(http, operator_auth(api, http))
+    poster = Poster(http, lambda: operator_auth(api, http))
     paths = {"/api/v1/kline/{id}": "/api/v1/kline/brent", "/api/v1/venues/{id}/calendar": "/api/v1/venues/zce/calendar"}
     # a parameter that applies only together with another (kline's limit: intraday intervals only)
     # and one bounded by another (UDF history and time-scale marks: from <= to, so any from the schema allows is

@@ -1,8 +1,9 @@
 // The service console's calls (SPEC 17): an account's keys, usage, plan requests and audit list, and the
-// operators' decisions; support tickets (SPEC 20). Bearer-authenticated: `client.token` (set by `signIn()`, or given in the options) goes
+// operators' decisions; support tickets and SPEC 20's incidents and maintenance (operators) and each account's
+// incident e-mail choice. Bearer-authenticated: `client.token` (set by `signIn()`, or given in the options) goes
 // with every /api/console request. Keep the token in memory: never in localStorage or a URL.
 
-import type { CallOptions, TypedClient } from "./http.js";
+import type { BodyOf, CallOptions, TypedClient } from "./http.js";
 
 type Q<T> = { [K in keyof T]?: T[K] | undefined };
 
@@ -60,6 +61,22 @@ export function consoleCalls(c: TypedClient) {
       c.post(`${base}/tickets/{id}/close`, { params: { id }, ...call }),
     reopenTicket: (id: string, call?: CallOptions) =>
       c.post(`${base}/tickets/{id}/reopen`, { params: { id }, ...call }),
+    /** Whether this account is e-mailed each incident update (SPEC 20: enterprise by default). */
+    incidentMail: (call?: CallOptions) => c.get(`${base}/notifications`, { ...call }),
+    setIncidentMail: (incidents: boolean, call?: CallOptions) =>
+      c.post(`${base}/notifications`, { body: { incidents }, ...call }),
+    /** Operators: the newest 50 incidents and every unresolved one. */
+    incidents: async (call?: CallOptions) => (await c.get(`${base}/incidents`, { ...call })).items,
+    openIncident: (body: BodyOf<"/api/console/incidents", "post">, call?: CallOptions) =>
+      c.post(`${base}/incidents`, { body, ...call }),
+    updateIncident: (id: string, status: "identified" | "monitoring", message: string, call?: CallOptions) =>
+      c.post(`${base}/incidents/{id}/updates`, { params: { id }, body: { status, message }, ...call }),
+    resolveIncident: (id: string, message?: string | null, call?: CallOptions) =>
+      c.post(`${base}/incidents/{id}/resolve`, { params: { id }, body: message ? { message } : {}, ...call }),
+    /** Operators: maintenance not over yet and the newest 50 others; `from`/`to` ISO 8601 (no offset: Shanghai). */
+    maintenances: async (call?: CallOptions) => (await c.get(`${base}/maintenances`, { ...call })).items,
+    addMaintenance: (title: string, from: string, to: string, call?: CallOptions) =>
+      c.post(`${base}/maintenances`, { body: { title, from, to }, ...call }),
   };
 }
 

@@ -267,6 +267,23 @@ export class MarketClient implements TypedClient {
     return this.get("/readyz", { ...call });
   }
 
+  // --- status (SPEC 20) ----------------------------------------------------------------------
+
+  /** `GET /api/v1/status` (no key): the indicator, every component, unresolved incidents, maintenance. */
+  status(call?: CallOptions) {
+    return this.get("/api/v1/status", { ...call });
+  }
+
+  /** `GET /api/v1/status/incidents` (no key): the newest 50 incidents, resolved ones too; `asOf` its read. */
+  incidents(call?: CallOptions) {
+    return this.get("/api/v1/status/incidents", { ...call });
+  }
+
+  /** `GET /api/v1/quality`: each venue's trading days with their condition and in-session gaps. */
+  quality(query: QueryOf<"/api/v1/quality", "get"> = {}, call?: CallOptions) {
+    return this.get("/api/v1/quality", { query, ...call });
+  }
+
   // --- the typed core -----------------------------------------------------------------------
 
   /** GET a path of the OpenAPI document; resolves to its success body. */

@@ -68,6 +68,19 @@ describe("REST client", { skip: !havePython() && "no Python server (.venv) to te
     assert.ok((await anon.config()).wsPort > 0);
   });
 
+  test("status and incidents need no key; quality is keyed (SPEC 20)", async () => {
+    const anon = new MarketClient({ baseUrl: server.base });
+    const status = await anon.status();
+    assert.ok(["none", "minor", "major", "critical"].includes(status.status.indicator));
+    assert.ok(status.components.some((c) => c.id === "rest" && c.status === "operational"));
+    assert.ok(Array.isArray(status.incidents) && Array.isArray(status.scheduledMaintenances));
+    const listed = await anon.incidents();
+    assert.ok(Array.isArray(listed.incidents) && "asOf" in listed);
+    await assert.rejects(anon.quality(), (e) => e instanceof UnauthorizedError && e.status === 401);
+    const quality = await api.quality({ venue: "ice-eu" });
+    assert.deepEqual(quality.days, []); // the demo feed keeps no durable history
+  });
+
   test("problem documents become typed errors", async () => {
     await assert.rejects(api.quote("nope"), (e) => e instanceof NotFoundError && e.status === 404 &&
       e.code === "not_found" && /nope/.test(e.problem.detail) && e.requestId !== null);

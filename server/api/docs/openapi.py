@@ -18,6 +18,7 @@ from server.api.docs.console_docs import CONSOLE_OPERATIONS, CONSOLE_SCHEMAS
 from server.api.docs.contract_docs import CONTRACT_OPERATIONS, CONTRACT_SCHEMAS
 from server.api.docs.examples import add_examples
 from server.api.docs.flatfile_docs import FLATFILE_OPERATIONS, FLATFILE_SCHEMAS
+from server.api.docs.incident_docs import INCIDENT_OPERATIONS, INCIDENT_SCHEMAS
 from server.api.docs.schema_parts import DAY_PARAM, INT, STR, TEXT_PARAM, S, anchored, ref
 from server.api.docs.schemas import REQUESTS, RESPONSES, closure
 from server.api.docs.status_docs import STATUS_OPERATIONS, STATUS_SCHEMAS
@@ -345,6 +346,7 @@ OPERATIONS.update(FLATFILE_OPERATIONS)  # SPEC 18's flat files (server/api/docs/
 OPERATIONS.update(CONTRACT_OPERATIONS)  # SPEC 16's instruments with SPEC 19's contracts (contract_docs.py)
 OPERATIONS.update(STATUS_OPERATIONS)  # SPEC 20's status and data quality (status_docs.py)
 OPERATIONS.update(TICKET_OPERATIONS)  # SPEC 20's support tickets (ticket_docs.py)
+OPERATIONS.update(INCIDENT_OPERATIONS)  # SPEC 20's incidents and maintenance (incident_docs.py)
 
 
 def _operation(method: str, pattern: str, access: Access, name: str) -> S:
@@ -433,7 +435,7 @@ def build_openapi(router: Router, settings: HttpSettings) -> S:
         "paths": dict(sorted(paths.items(), key=lambda item: (not item[0].startswith("/api/v1/"), item[0]))),
         "components": {
             "schemas": {**closure(*RESPONSES, *REQUESTS), **CONSOLE_SCHEMAS, **FLATFILE_SCHEMAS,
-                        **CONTRACT_SCHEMAS, **STATUS_SCHEMAS, **TICKET_SCHEMAS},
+                        **CONTRACT_SCHEMAS, **STATUS_SCHEMAS, **TICKET_SCHEMAS, **INCIDENT_SCHEMAS},
             "securitySchemes": {
                 "ServiceKey": {"type": "apiKey", "in": "header", "name": "X-SERVICE-Key"},
                 "Bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},

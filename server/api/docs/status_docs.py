@@ -47,9 +47,11 @@ STATUS_SCHEMAS: dict[str, S] = {
         "status": _obj({"indicator": {"type": "string", "enum": ["none", "minor", "major", "critical"]},
                         "description": STR}),
         "components": {"type": "array", "items": _ref("StatusComponent")},
-        "incidents": {"type": "array", "items": {"type": "object"}, "description": "always empty for now"},
-        "scheduledMaintenances": {"type": "array", "items": {"type": "object"},
-                                  "description": "always empty for now"},
+        "incidents": {"type": "array", "items": _ref("Incident"),
+                      "description": "the unresolved incidents, newest first (GET /api/v1/status/incidents: the "
+                                     "resolved ones too)"},
+        "scheduledMaintenances": {"type": "array", "items": _ref("Maintenance"),
+                                  "description": "maintenance scheduled or in progress"},
     }),
     "QualityGap": GAP,
     "QualityDay": DAY,
@@ -71,8 +73,9 @@ def _problem(description: str) -> S:
 STATUS_OPERATIONS: dict[tuple[str, str], S] = {
     ("GET", "/api/v1/status"): {
         "summary": "The service's status (no key; Statuspage's summary.json shape): one component per part and "
-                   "one feed:{venue} per venue, answered from what the hub already knows, so it answers while "
-                   "storage, Redis or the feed is down", "tags": ["operations"],
+                   "one feed:{venue} per venue, the unresolved incidents and current maintenance, answered from "
+                   "what the hub already knows, so it answers while storage, Redis or the feed is down; an open "
+                   "incident's impact raises the indicator to it", "tags": ["operations"],
         "responses": {"200": {"description": "the page indicator and every component's status",
                               "content": {"application/json": {"schema": _ref("Status")}}}},
     },

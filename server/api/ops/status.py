@@ -18,10 +18,12 @@ import orjson
 from server.api.core.query import known_query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
+from server.api.ops.incidents import IncidentBoard
 from server.core.background import cancel_and_wait
 from server.market.freshness import Freshness, Level
 from server.market.timefmt import iso
 from server.market.venues.clock import MarketStatus, VenueClock
+from server.store.incidents.model import Impact, worst_impact
 from server.store.sql.repositories import Storage
 
 PROBE_EVERY_S = 5.0
@@ -34,6 +36,10 @@ INDICATOR = {Level.OPERATIONAL: ("none", "All Systems Operational"),
              Level.MAJOR: ("major", "Partial System Outage")}
 CRITICAL = ("critical", "Major Service Outage")  # rest, stream or storage out: nothing can be served
 CORE = frozenset({"rest", "stream", "storage"})
+INDICATORS = ["none", "minor", "major", "critical"]
+INCIDENT_DESCRIPTION = {Impact.MINOR: "Minor Service Outage", Impact.MAJOR: "Partial System Outage",
+                        Impact.CRITICAL: "Major Service Outage"}
+MAINTENANCE = "Service Under Maintenance"
 _ORDER = list(Level)
 
 
@@ -83,10 +89,10 @@ def up_down(flag: Callable[[], bool]) -> Callable[[], Level]:
 
 class StatusApi:
     def __init__(self, components: list[Component], freshness: Freshness, venues: Mapping[str, tuple[str, VenueClock]],
-                 clock: Callable[[], float]) -> None:
+                 clock: Callable[[], float], board: IncidentBoard | None = None) -> None:
         """`components`: the hub's own (rest, stream, storage, notifications, redis); `venues`: each venue's
-        English name and clock, one `feed:{venue}` component each."""
-        self.components = components
+        English name and clock, one `feed:{venue}` component each; `board`: the incidents and maintenance."""
+        self.components, self.board = components, board
         self.freshness, self.venues, self.clock = freshness, dict(venues), clock
         self._since: dict[str, tuple[Level, float]] = {}  # component -> (its status, when it took it)
 
@@ -111,8 +117,19 @@ class StatusApi:
         worst = max((level for _, _, level in levels), key=_ORDER.index)
         core_out = any(level is Level.MAJOR for cid, _, level in levels if cid in CORE)
         indicator, description = CRITICAL if core_out else INDICATOR[worst]
+        board = self.board
+        if board is None:
+            return {"status": {"indicator": indicator, "description": description}, "components": components,
+                    "incidents": [], "scheduledMaintenances": []}
+        unresolved = board.unresolved()
+        impact = worst_impact(unresolved)  # an open incident's impact raises the indicator to its own
+        if impact is not None and INDICATORS.index(impact.value) > INDICATORS.index(indicator):
+            indicator, description = impact.value, INCIDENT_DESCRIPTION[impact]
+        if indicator == "none" and board.in_maintenance(now):
+            description = MAINTENANCE
         return {"status": {"indicator": indicator, "description": description}, "components": components,
-                "incidents": [], "scheduledMaintenances": []}
+                "incidents": [i.view() for i in unresolved],
+                "scheduledMaintenances": [m.view(now) for m in board.current_maintenance(now)]}
 
     def status(self, req: Request) -> Response:
         known_query(req, frozenset())  # /api/v1 refuses parameters it does not define (SPEC 6)

@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from server.store.accounts.console_schema import migrate_console_sqlite
+from server.store.incidents.schema import INCIDENT_TABLES_SQLITE
 from server.store.site.content import ContentItem
 from server.store.site.receipts import ReceiptData
 from server.store.site.seed import seed
@@ -50,6 +51,8 @@ def open_db(data_dir: Path) -> sqlite3.Connection:
             conn.execute(statement)
         migrate_console_sqlite(conn)  # issue 32: the console's columns and tables, also on older data dirs
         migrate_support_sqlite(conn)  # issue 43: support tickets
+        for statement in INCIDENT_TABLES_SQLITE:  # issue 42: incidents and maintenance
+            conn.execute(statement)
         if conn.execute("SELECT 1 FROM meta WHERE key = 'seeded'").fetchone() is None:
             seed(SqliteSeedTarget(conn), time.time())
             conn.execute("INSERT INTO meta (key, value) VALUES ('seeded', '1')")

@@ -13,6 +13,7 @@ from __future__ import annotations
 from server.store.accounts.console_schema import CONSOLE_MIGRATION
 from server.store.availability.minutes import PG_MIGRATION as AVAILABILITY_MIGRATION
 from server.store.availability.minutes import SQLITE_TABLE as AVAILABILITY_SQLITE
+from server.store.incidents.schema import INCIDENTS_MIGRATION
 from server.store.support.schema import SUPPORT_MIGRATION
 
 META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
@@ -288,6 +289,7 @@ ALTER TABLE outbox_jobs ADD COLUMN claimed_by text;
     (3, "console: account plans and roles, key owners, usage, subscriptions, events", CONSOLE_MIGRATION),
     (4, "support tickets and their messages (issue 43)", SUPPORT_MIGRATION),
     (5, "availability per hub per minute (SPEC 20, docs/sla.md)", AVAILABILITY_MIGRATION),
+    (6, "incidents, their updates, maintenance, incident mail choices", INCIDENTS_MIGRATION),
     (7, "futures daily open interest and settlement", """
 CREATE TABLE settlements_1d (
     instrument text NOT NULL,
