@@ -61,9 +61,10 @@ class FlatFilesApi:
         start, end = parse_day_range(query, local_date(now_ms / 1000), DEFAULT_DAYS, MAX_DAYS, "a listing")
         files: list[dict[str, Any]] = []
         if self.days is not None:
+            version = self.days.version()  # the days found empty at this data version are not read again
             for name in (dataset,) if dataset is not None else DATASETS:
                 for day in self.days.days(name, start, end, now_ms):
-                    info = await self.days.file(name, day, fmt)
+                    info = await self.days.file(name, day, fmt, version)
                     if info.rows:
                         files.append(_entry(info))
         files.sort(key=lambda f: (f["date"], DATASETS.index(f["dataset"])))
