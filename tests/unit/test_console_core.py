@@ -12,7 +12,7 @@ import pytest
 from server.commands.console_db import with_console
 from server.core.usage import UsageMeter, local_day, next_midnight
 from server.store.accounts.console import CapReached, NotPending, OpenRequest, PgDb, Role, SqliteDb, SubscriptionStatus
-from server.store.accounts.console_repo import ConsoleRepo
+from server.store.accounts.console_repo import ConsoleRepo, mail_owner
 from server.store.accounts.users import new_user
 from server.store.sql.db import DB_NAME, open_db
 from server.store.sql.schema import SQLITE_SCHEMA
@@ -96,6 +96,31 @@ def test_keys_follow_the_plan_and_its_cap(repo: ConsoleRepo) -> None:
     assert repo.revoke_key(uid, new.id, NOW + 8, None) and not repo.revoke_key(uid, new.id, NOW + 9, None)
     kinds = [e.kind for e in repo.events(uid)]
     assert kinds == ["revoked", "plan_changed", "plan_requested", "relabelled", "rotated", "created"]
+
+
+def test_an_enterprise_accounts_new_keys_carry_its_rate_and_what_was_asked(repo: ConsoleRepo) -> None:
+    """Issue 46's mutation run: a key made for an enterprise account carries the account's rate (a free one none),
+    with its label and time, as returned and as stored; the lockout's e-mail is one outbox job to the owner."""
+    uid = _account(repo, "e@example.cn")
+    repo.set_plan(uid, "enterprise", 7000)
+    account = repo.account(uid)
+    assert account is not None and (account.plan, account.rate) == ("enterprise", 7000)
+    key, _ = repo.create_key(account, "desk", NOW, None)
+    assert (key.plan, key.rate, key.label, key.created_at) == ("enterprise", 7000, "desk", NOW)
+    assert repo.key_of(uid, key.id) == key
+    free_uid = _account(repo, "f@example.cn")
+    free = repo.account(free_uid)
+    assert free is not None and free.rate is None
+    repo.set_plan(free_uid, "free", 7000)  # a rate is an enterprise plan's only
+    free = repo.account(free_uid)
+    assert free is not None
+    free_key, _ = repo.create_key(free, None, NOW + 1, None)
+    assert (free_key.plan, free_key.rate, free_key.label) == ("free", None, None)
+    assert repo.key_of(free_uid, free_key.id) == free_key
+    mail_owner(repo, "login_locked", uid, "e@example.cn", {"until": "later"}, NOW + 2)
+    jobs = repo.db.rows("SELECT record_kind, record_id, channel, target, payload FROM outbox_jobs")
+    assert jobs == [{"record_kind": "login_locked", "record_id": uid, "channel": "email", "target": "e@example.cn",
+                     "payload": '{"until":"later"}'}]
 
 
 def test_usage_from_several_hubs_adds_up(repo: ConsoleRepo) -> None:
