@@ -164,6 +164,11 @@ def test_a_listing_remembers_empty_days_until_an_import_moves_the_data_version(t
         return {d: (await days.file("ticks", d, "csv.gz", version)).rows
                 for d in days.days("ticks", date(2026, 11, 12), date(2026, 11, 17), now_ms)}
 
+    # both ends included, the weekend (no venue of brent's trades) left out, and nothing not closed yet
+    assert days.days("ticks", date(2026, 11, 13), date(2026, 11, 16), now_ms) == [date(2026, 11, 13),
+                                                                                 date(2026, 11, 16)]
+    assert days.days("ticks", date(2026, 11, 17), date(2026, 11, 25), now_ms) == [date(2026, 11, 17)]
+
     async def main() -> None:
         first = await rows()
         assert thursday in first and set(first.values()) == {0}
