@@ -32,6 +32,7 @@ MODULES: dict[str, list[str]] = {
     "server/store/history/archive_sqlite.py": ["tests/unit/test_archive_sqlite.py"],
     "server/store/accounts/key_cache.py": ["tests/unit/test_auth_keys.py"],
     "server/store/accounts/console_repo.py": ["tests/unit/test_console_core.py"],
+    "server/api/auth/tokens.py": ["tests/unit/test_public_tokens.py"],  # the console's sessions (JWT)
     "server/core/limits.py": ["tests/unit/test_ratelimit.py"],
     "server/core/login_throttle.py": ["tests/unit/test_login_throttle.py"],
     "server/market/venues/clock.py": ["tests/unit/test_venues.py"],
