@@ -158,3 +158,8 @@ def test_prune_drops_exactly_the_buckets_that_are_full_again() -> None:
     assert store.prune(now=6.0) == 2
     assert (store.get("full"), store.get("exactly"), store.get("busy")) == (None, None, 6_000_000_001)
     assert len(store) == 1
+
+
+def test_a_check_without_a_policy_names_the_default_one() -> None:
+    fields = dict(Gcra().check("k", 5, now=0.0).header_tuple())
+    assert fields["ratelimit-policy"] == '"default";q=5;w=60'
