@@ -264,3 +264,35 @@ def test_lag_is_the_age_of_the_oldest_uncommitted_tick(tmp_path: Path) -> None:
     w._forget_arrivals(1)
     assert w.stats().lag_s == 0.0
     w.close(timeout=0.1)
+
+
+def test_the_history_file_is_durable_and_shared_as_documented(tmp_path: Path) -> None:
+    """Issue 46's mutation run on archive_sqlite.py: what the module docstring promises had no test. WAL with
+    synchronous=NORMAL (a killed process keeps its commits; readers never block the writer), autocommit outside
+    `write_tx`, a 10 s busy wait, one connection usable from the history's threads, a nested data dir made; a
+    read-only archive cannot write and makes no tables."""
+    data = tmp_path / "a" / "b"
+    archive = SqliteTickArchive(data)
+    conn = archive.conn
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 10_000
+    assert conn.isolation_level is None and conn.execute("PRAGMA query_only").fetchone()[0] == 0
+    done: list[object] = []
+    thread = threading.Thread(target=lambda: done.append(archive.append([("brent", 1, 1, 80.0, 1.0)])))
+    thread.start()
+    thread.join()
+    assert done == [None] and archive.earliest("brent") == 1
+    reader = SqliteTickArchive(data, readonly=True)
+    assert reader.conn.execute("PRAGMA query_only").fetchone()[0] == 1 and list(reader.read("brent", 0, 2)) == [
+        ("brent", 1, 1, 80.0, 1.0)]
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        reader.append([("brent", 2, 2, 80.0, 1.0)])
+    reader.close()
+    archive.close()
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    blank = SqliteTickArchive(fresh, readonly=True)
+    tables = blank.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    assert tables == []
+    blank.close()
