@@ -278,11 +278,16 @@ def test_the_history_file_is_durable_and_shared_as_documented(tmp_path: Path) ->
     assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
     assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 10_000
     assert conn.isolation_level is None and conn.execute("PRAGMA query_only").fetchone()[0] == 0
-    done: list[object] = []
-    thread = threading.Thread(target=lambda: done.append(archive.append([("brent", 1, 1, 80.0, 1.0)])))
+    done: list[bool] = []
+
+    def append_elsewhere() -> None:  # the history's writer thread, not the one that opened the connection
+        archive.append([("brent", 1, 1, 80.0, 1.0)])
+        done.append(True)
+
+    thread = threading.Thread(target=append_elsewhere)
     thread.start()
     thread.join()
-    assert done == [None] and archive.earliest("brent") == 1
+    assert done == [True] and archive.earliest("brent") == 1
     reader = SqliteTickArchive(data, readonly=True)
     assert reader.conn.execute("PRAGMA query_only").fetchone()[0] == 1 and list(reader.read("brent", 0, 2)) == [
         ("brent", 1, 1, 80.0, 1.0)]
