@@ -301,3 +301,26 @@ def test_the_history_file_is_durable_and_shared_as_documented(tmp_path: Path) ->
     tables = blank.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
     assert tables == []
     blank.close()
+
+
+def test_the_writers_stats_count_each_batch_and_the_newest_tick(tmp_path: Path) -> None:
+    """archive.py's first mutation run: the stats /metrics shows (commits, committed, the newest tick, size, the
+    commit's time) and the batch bound had no exact test. Five ticks in one submit, batches of two: three commits."""
+    now = [100.0]
+    writer = ArchiveWriter(lambda: SqliteTickArchive(tmp_path / "d"), interval_s=0.01, batch=2, size_every_s=0.0,
+                           clock=lambda: now[0])
+    first = writer.stats()
+    assert (first.writable, first.buffered, first.committed, first.commits, first.last_ts, first.last_seq,
+            first.lag_s, first.failures, first.dropped) == (True, 0, 0, 0, None, None, 0.0, 0, 0)
+    assert writer.submit([]) and writer.stats().buffered == 0
+    ticks = [("brent", 1000 + k, k + 1, 80.0 + k, 1.0) for k in range(5)]
+    assert writer.submit(ticks[:3]) and writer.submit(ticks[3:])
+    assert writer.flush(10.0)
+    stats = writer.stats()
+    assert (stats.committed, stats.commits, stats.last_ts, stats.last_seq, stats.buffered, stats.lag_s) == (
+        5, 3, 1004, 5, 0, 0.0)
+    assert stats.commit_s > 0 and stats.size_bytes > 0 and writer.writable
+    assert writer.close() and not writer.submit(ticks) and writer.stats().dropped == 0  # closed: not "dropped"
+    archive = SqliteTickArchive(tmp_path / "d")
+    assert list(archive.read("brent", 0, 2**62)) == ticks
+    archive.close()
