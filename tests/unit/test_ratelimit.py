@@ -6,7 +6,16 @@ import random
 
 import pytest
 
+from server.core import limits
 from server.core.limits import MAX_RATE, Gcra, MemoryStore, Rate, bounded_rate, shared_rate
+
+
+@pytest.fixture(autouse=True)
+def empty_memos() -> None:
+    """Each test builds its header fields and rates itself: the module's memos (shared by every caller of the
+    process) would otherwise answer with what an earlier test, or a mutation run's parent process, built."""
+    limits._HEADERS.clear()
+    limits._RATES.clear()
 
 
 def test_burst_of_n_then_refusal() -> None:
