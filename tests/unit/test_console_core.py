@@ -113,7 +113,7 @@ def test_an_enterprise_accounts_new_keys_carry_its_rate_and_what_was_asked(repo:
     assert free is not None and free.rate is None
     repo.set_plan(free_uid, "free", 7000)  # a rate is an enterprise plan's only
     free = repo.account(free_uid)
-    assert free is not None
+    assert free is not None and free.rate is None
     free_key, _ = repo.create_key(free, None, NOW + 1, None)
     assert (free_key.plan, free_key.rate, free_key.label) == ("free", None, None)
     assert repo.key_of(free_uid, free_key.id) == free_key
@@ -139,8 +139,12 @@ def test_the_audit_list_names_each_key_its_detail_and_address(repo: ConsoleRepo)
     assert repo.revoke_key(uid, new.id, NOW + 3, "10.0.0.4")
     assert repo.change_plan("Audit@example.cn ", "enterprise", 9000, NOW + 4) is not None
     assert repo.change_plan("nobody@example.cn", "enterprise", 9000, NOW + 5) is None
+    assert repo.change_plan("audit@example.cn", "professional", None, NOW + 6) is not None
+    assert repo.change_plan("audit@example.cn", "enterprise", 9000, NOW + 7) is not None
     events = [(e.kind, e.key_id, e.detail, e.ip, e.at) for e in repo.events(uid)]
-    assert events == [("plan_changed", None, "enterprise (9000/min)", None, NOW + 4),
+    assert events == [("plan_changed", None, "enterprise (9000/min)", None, NOW + 7),
+                      ("plan_changed", None, "professional", None, NOW + 6),
+                      ("plan_changed", None, "enterprise (9000/min)", None, NOW + 4),
                       ("revoked", new.id, None, "10.0.0.4", NOW + 3),
                       ("relabelled", new.id, "main", "10.0.0.3", NOW + 2),
                       ("rotated", new.id, f"replaces {key.id}", "10.0.0.2", NOW + 1),
