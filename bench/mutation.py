@@ -71,7 +71,8 @@ def run(module: str, tests: list[str], show_survivors: bool, time_limit: float) 
         out = subprocess.run([*mutmut, "results", "--all", "true"], cwd=work, capture_output=True, text=True,
                              check=True).stdout
         statuses = dict(m.groups() for m in map(STATUS.match, out.splitlines()) if m)
-        survivors = sorted(name for name, status in statuses.items() if status != "killed")
+        # a timeout is a mutant the tests caught too (an endless loop: they did not pass), as mutmut counts it
+        survivors = sorted(name for name, status in statuses.items() if status not in ("killed", "timeout"))
         if show_survivors:
             for name in survivors:
                 print(subprocess.run([*mutmut, "show", name], cwd=work, capture_output=True, text=True).stdout)

@@ -324,3 +324,21 @@ def test_the_writers_stats_count_each_batch_and_the_newest_tick(tmp_path: Path) 
     archive = SqliteTickArchive(tmp_path / "d")
     assert list(archive.read("brent", 0, 2**62)) == ticks
     archive.close()
+
+
+def test_prune_deletes_exactly_the_older_ticks_an_hour_at_a_time(tmp_path: Path) -> None:
+    """archive_sqlite's second mutation run: prune was tested only through the retention job's module. Five hours of
+    one instrument (one step is an hour) and one tick of another: everything before the bound goes, a tick at the
+    bound stays, and a second prune finds nothing."""
+    hour, start = 3_600_000, 1_790_000_040_000
+    rows = [("brent", start + k * 600_000, k + 1, 80.0, 1.0) for k in range(30)] + [("wti", start + 2 * hour, 1, 70.0,
+                                                                                       1.0)]
+    archive = SqliteTickArchive(tmp_path / "d")
+    archive.append(rows)
+    assert archive.last() == (start + 29 * 600_000, 30)
+    bound = start + 3 * hour  # brent's 19th tick is at the bound
+    assert archive.prune(bound) == 18 + 1
+    assert archive.earliest("brent") == bound and archive.earliest("wti") is None
+    assert [t[2] for t in archive.read("brent", 0, 2**62)] == list(range(19, 31))
+    assert archive.prune(bound) == 0 and archive.prune(start) == 0
+    archive.close()
