@@ -70,7 +70,7 @@ def run(module: str, tests: list[str], show_survivors: bool, time_limit: float) 
             print(f"{module}: stopped after {time_limit:.0f} s", file=sys.stderr)
         out = subprocess.run([*mutmut, "results", "--all", "true"], cwd=work, capture_output=True, text=True,
                              check=True).stdout
-        statuses = dict(m.groups() for m in map(STATUS.match, out.splitlines()) if m)
+        statuses = {m.group(1): m.group(2) for m in map(STATUS.match, out.splitlines()) if m}
         # a timeout is a mutant the tests caught too (an endless loop: they did not pass), as mutmut counts it
         survivors = sorted(name for name, status in statuses.items() if status not in ("killed", "timeout"))
         if show_survivors:
