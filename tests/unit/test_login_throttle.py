@@ -62,14 +62,14 @@ def test_the_lockout_starts_at_the_tenth_failure() -> None:
 
 def test_the_accounts_kept_are_bounded_the_longest_quiet_forgotten_first(monkeypatch: pytest.MonkeyPatch) -> None:
     """Issue 46's mutation run: the bound and its order (by the last failure, not the first) had no test."""
-    monkeypatch.setattr(login_throttle, "MAX_ACCOUNTS", 3)
+    monkeypatch.setattr(login_throttle, "MAX_ACCOUNTS", 4)
     clock = Clock()
     t = LoginThrottle(clock)
-    for account in ("a@x", "b@x", "c@x", "a@x"):  # a's last failure is the newest
+    for account in ("a@x", "b@x", "c@x", "a@x", "d@x"):  # a's last failure is newer than b's and c's
         for _ in range(FREE_FAILURES):
             t.failed(account)
-    t.failed("d@x")  # a fourth account: b, the longest quiet, goes
-    assert t.wait_s("b@x") == 0 and t.wait_s("a@x") > 0 and t.wait_s("c@x") > 0
+    t.failed("e@x")  # a fifth account: b, the longest quiet, goes (a failed again after it, below the bound)
+    assert t.wait_s("b@x") == 0 and t.wait_s("a@x") > 0 and t.wait_s("c@x") > 0 and t.wait_s("d@x") > 0
     t.succeeded("nobody@x")  # an account with no failures: nothing to forget, no error
     t.succeeded("a@x")
     assert t.wait_s("a@x") == 0 and t.wait_s("c@x") > 0
