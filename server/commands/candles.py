@@ -40,8 +40,9 @@ def register(sub: Any) -> None:
     imp.add_argument("--calendar-file", help="exchange notices beyond the repository's (as serve takes)")
     add_history_args(imp)  # a row the hub's retention would delete is refused (give it serve's --retention)
     t = sub.add_parser("ticks", help="ticks of the durable history").add_subparsers(dest="ticks_cmd", required=True)
-    ticks = command(t, "import", "import ticks (JSONL {id,ts,seq,price,volume} or CSV id,ts,seq,price,volume; "
-                    "ts in epoch seconds as the feed's, or ISO 8601 with offset)", _import_ticks)
+    ticks = command(t, "import", "import ticks (JSONL {id,ts,seq,price,volume} as the feed takes them, seq and "
+                    "volume optional, or CSV id,ts,seq,price,volume; ts in epoch seconds as the feed's, or ISO 8601)",
+                    _import_ticks)
     ticks.add_argument("file", help="JSONL or CSV, optionally .gz")
     add_history_args(ticks)  # a row the hub's retention would delete is refused: give it serve's --retention
 

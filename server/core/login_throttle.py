@@ -30,7 +30,6 @@ MAX_ACCOUNTS = 100_000
 @dataclass(slots=True)
 class _Failures:
     count: int
-    last: float  # when the last failure was counted
     until: float  # no attempt before this instant
 
 
@@ -47,9 +46,8 @@ class LoginThrottle:
     def failed(self, account: str) -> bool:
         """Count a failure; True when it locks the account (once per lockout: the moment to tell its owner)."""
         now = self.clock()
-        entry = self._entry(account) or _Failures(0, now, now)
+        entry = self._entry(account) or _Failures(0, now)
         entry.count += 1
-        entry.last = now
         entry.until = now + self.delay_s(entry.count)
         self._failures.pop(account, None)  # re-inserted last: the dict's order is the age of the last failure
         if len(self._failures) >= MAX_ACCOUNTS:

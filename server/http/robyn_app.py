@@ -43,6 +43,7 @@ import asyncio
 import ctypes
 import logging
 import os
+import re
 import sys
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass
@@ -76,6 +77,7 @@ BRIDGE_TIMEOUT_S = 60.0  # a request handed from actix's thread to the loop: lon
 # actix worker threads. One: handle_sync's kept responses (Prebuilt) are set and returned on that thread alone
 WORKERS = 1
 REQUEST_ID = "x-request-id"
+ENCODED_SLASH = re.compile("%2F", re.IGNORECASE)
 INLINE_MAX = 8 * 1024 * 1024  # a file body up to this is sent with its Content-Length (read whole: Robyn copies it)
 
 
@@ -191,7 +193,7 @@ class RobynRuntime:
                 if path is None:
                     path = request.url.path
                     if "%" in path:
-                        path = unquote(path)
+                        path = decode_path(path)
                 pairs = request.query_params.multi_items()
                 query = "&".join([f"{k}={v}" for k, v in pairs if k or v]) if pairs else ""
                 with app.guard:  # the hub's lock (Robyn's header map answers .get(lower-case name) itself)
@@ -276,10 +278,18 @@ def _request(r: Any) -> Request:
         body = body.encode()
     path = r.url.path
     if "%" in path:
-        path = unquote(path)  # invalid UTF-8 becomes U+FFFD, as in Granian
+        path = decode_path(path)
     pairs = r.query_params.multi_items()  # raw: still percent-encoded
     query = "&".join([f"{k}={v}" for k, v in pairs if k or v]) if pairs else ""  # "&&" gives ("", "")
     return Request(r.method, path, query, r.headers.to_dict(), body, r.ip_addr or "")
+
+
+def decode_path(raw: str) -> str:
+    """The path percent-decoded as Granian decodes it (invalid UTF-8 becomes U+FFFD), except an encoded slash:
+    `%2F` stays as sent, so it is part of a segment and never a separator (`/api/v1/flatfiles/ticks%2F2026-11-23
+    .csv.gz` matches no route: 404), as Apache's `AllowEncodedSlashes NoDecode`. Granian gives no raw path, so
+    there it cannot be told from `/` (docs/input-rules.md)."""
+    return "%2F".join(unquote(part) for part in ENCODED_SLASH.split(raw))
 
 
 class Prebuilt:

@@ -260,12 +260,16 @@ def test_answers_agree_with_the_openapi_document(hub: Hub) -> None:
 
 def test_an_import_into_a_day_makes_its_files_again(tmp_path: Path) -> None:
     """A day's files are made once; `ticks import` of rows of that day deletes them (the CLI says so), so the next
-    listing makes them from the new rows."""
+    listing makes them from the new rows. A day the listing found empty (and remembers so) is read again after an
+    import too: the import moves the flat files' data version (issue 45)."""
     hub = start_hub(tmp_path, "granian")
     try:
         before = _listing(hub, "ticks")[0]
+        week = {"dataset": "ticks", "from": "2026-11-12", "to": "2026-11-18"}
+        assert [f["date"] for f in hub.get("/api/v1/flatfiles", params=week).json()["files"]] == ["2026-11-17"]
         late = tmp_path / "late.jsonl"
-        late.write_text(json.dumps(_line(("brent", _ms(17, 16, 2), 3, 80.75, 2.0))) + "\n")
+        late.write_text(json.dumps(_line(("brent", _ms(17, 16, 2), 3, 80.75, 2.0))) + "\n"
+                        + json.dumps(_line(("brent", _ms(12, 16, 0), 1, 79.5, 1.0))) + "\n")
         out = run_cli(hub.srv.data_dir, "ticks", "import", str(late), "--clock-start", NOW)
         # Tuesday's (and Monday's, if the hub's job was between making its empty file and dropping it)
         assert out.returncode == 0 and re.search(r"ticks flat files of [12] days deleted", out.stdout), out.stdout
@@ -273,5 +277,7 @@ def test_an_import_into_a_day_makes_its_files_again(tmp_path: Path) -> None:
         assert after["rows"] == before["rows"] + 1 and after["sha256"] != before["sha256"]
         body = gzip.decompress(hub.get(after["url"]).content).decode()
         assert "brent,2026-11-17T16:02:00.000+08:00,3,80.75,2.0" in body
+        files = hub.get("/api/v1/flatfiles", params=week).json()["files"]
+        assert [(f["date"], f["rows"]) for f in files] == [("2026-11-12", 1), ("2026-11-17", after["rows"])]
     finally:
         assert hub.srv.stop() == 0, hub.srv.output()

@@ -27,9 +27,10 @@ MEMORY = ("--engine", "memory")  # the history is written on the memory engine (
 
 
 def _lines() -> list[dict[str, Any]]:
-    """80 ticks from 09:00, every 37.5 s, alternating instruments, each numbered as the feed numbers it."""
+    """80 ticks from 09:00, every 37.5 s, alternating instruments: a feed's lines, which carry no seq (the feed
+    numbers each instrument's ticks as it accepts them, and `ticks import` numbers them the same way)."""
     return [{"id": IDS[k % 2], "price": (2402.0 if k % 2 == 0 else 80.25) + k % 7, "ts": NINE + k * 37.5,
-             "seq": k // 2 + 1, "volume": 28 + k % 3} for k in range(80)]
+             "volume": 28 + k % 3} for k in range(80)]
 
 
 def _write(path: Path, lines: list[dict[str, Any]]) -> Path:

@@ -264,3 +264,81 @@ def test_lag_is_the_age_of_the_oldest_uncommitted_tick(tmp_path: Path) -> None:
     w._forget_arrivals(1)
     assert w.stats().lag_s == 0.0
     w.close(timeout=0.1)
+
+
+def test_the_history_file_is_durable_and_shared_as_documented(tmp_path: Path) -> None:
+    """Issue 46's mutation run on archive_sqlite.py: what the module docstring promises had no test. WAL with
+    synchronous=NORMAL (a killed process keeps its commits; readers never block the writer), autocommit outside
+    `write_tx`, a 10 s busy wait, one connection usable from the history's threads, a nested data dir made; a
+    read-only archive cannot write and makes no tables."""
+    data = tmp_path / "a" / "b"
+    archive = SqliteTickArchive(data)
+    conn = archive.conn
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert conn.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    assert conn.execute("PRAGMA busy_timeout").fetchone()[0] == 10_000
+    assert conn.isolation_level is None and conn.execute("PRAGMA query_only").fetchone()[0] == 0
+    done: list[bool] = []
+
+    def append_elsewhere() -> None:  # the history's writer thread, not the one that opened the connection
+        archive.append([("brent", 1, 1, 80.0, 1.0)])
+        done.append(True)
+
+    thread = threading.Thread(target=append_elsewhere)
+    thread.start()
+    thread.join()
+    assert done == [True] and archive.earliest("brent") == 1
+    reader = SqliteTickArchive(data, readonly=True)
+    assert reader.conn.execute("PRAGMA query_only").fetchone()[0] == 1 and list(reader.read("brent", 0, 2)) == [
+        ("brent", 1, 1, 80.0, 1.0)]
+    with pytest.raises(sqlite3.OperationalError, match="readonly"):
+        reader.append([("brent", 2, 2, 80.0, 1.0)])
+    reader.close()
+    archive.close()
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    blank = SqliteTickArchive(fresh, readonly=True)
+    tables = blank.conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    assert tables == []
+    blank.close()
+
+
+def test_the_writers_stats_count_each_batch_and_the_newest_tick(tmp_path: Path) -> None:
+    """archive.py's first mutation run: the stats /metrics shows (commits, committed, the newest tick, size, the
+    commit's time) and the batch bound had no exact test. Five ticks in one submit, batches of two: three commits."""
+    now = [100.0]
+    writer = ArchiveWriter(lambda: SqliteTickArchive(tmp_path / "d"), interval_s=0.01, batch=2, size_every_s=0.0,
+                           clock=lambda: now[0])
+    first = writer.stats()
+    assert (first.writable, first.buffered, first.committed, first.commits, first.last_ts, first.last_seq,
+            first.lag_s, first.failures, first.dropped) == (True, 0, 0, 0, None, None, 0.0, 0, 0)
+    assert writer.submit([]) and writer.stats().buffered == 0
+    ticks = [("brent", 1000 + k, k + 1, 80.0 + k, 1.0) for k in range(5)]
+    assert writer.submit(ticks[:3]) and writer.submit(ticks[3:])
+    assert writer.flush(10.0)
+    stats = writer.stats()
+    assert (stats.committed, stats.commits, stats.last_ts, stats.last_seq, stats.buffered, stats.lag_s) == (
+        5, 3, 1004, 5, 0, 0.0)
+    assert stats.commit_s > 0 and stats.size_bytes > 0 and writer.writable
+    assert writer.close() and not writer.submit(ticks) and writer.stats().dropped == 0  # closed: not "dropped"
+    archive = SqliteTickArchive(tmp_path / "d")
+    assert list(archive.read("brent", 0, 2**62)) == ticks
+    archive.close()
+
+
+def test_prune_deletes_exactly_the_older_ticks_an_hour_at_a_time(tmp_path: Path) -> None:
+    """archive_sqlite's second mutation run: prune was tested only through the retention job's module. Five hours of
+    one instrument (one step is an hour) and one tick of another: everything before the bound goes, a tick at the
+    bound stays, and a second prune finds nothing."""
+    hour, start = 3_600_000, 1_790_000_040_000
+    rows = [("brent", start + k * 600_000, k + 1, 80.0, 1.0) for k in range(30)] + [("wti", start + 2 * hour, 1, 70.0,
+                                                                                       1.0)]
+    archive = SqliteTickArchive(tmp_path / "d")
+    archive.append(rows)
+    assert archive.last() == (start + 29 * 600_000, 30)
+    bound = start + 3 * hour  # brent's 19th tick is at the bound
+    assert archive.prune(bound) == 18 + 1
+    assert archive.earliest("brent") == bound and archive.earliest("wti") is None
+    assert [t[2] for t in archive.read("brent", 0, 2**62)] == list(range(19, 31))
+    assert archive.prune(bound) == 0 and archive.prune(start) == 0
+    archive.close()

@@ -12,7 +12,7 @@ import pytest
 from server.commands.console_db import with_console
 from server.core.usage import UsageMeter, local_day, next_midnight
 from server.store.accounts.console import CapReached, NotPending, OpenRequest, PgDb, Role, SqliteDb, SubscriptionStatus
-from server.store.accounts.console_repo import ConsoleRepo
+from server.store.accounts.console_repo import ConsoleRepo, mail_owner
 from server.store.accounts.users import new_user
 from server.store.sql.db import DB_NAME, open_db
 from server.store.sql.schema import SQLITE_SCHEMA
@@ -98,6 +98,65 @@ def test_keys_follow_the_plan_and_its_cap(repo: ConsoleRepo) -> None:
     assert kinds == ["revoked", "plan_changed", "plan_requested", "relabelled", "rotated", "created"]
 
 
+def test_an_enterprise_accounts_new_keys_carry_its_rate_and_what_was_asked(repo: ConsoleRepo) -> None:
+    """Issue 46's mutation run: a key made for an enterprise account carries the account's rate (a free one none),
+    with its label and time, as returned and as stored; the lockout's e-mail is one outbox job to the owner."""
+    uid = _account(repo, "e@example.cn")
+    repo.set_plan(uid, "enterprise", 7000)
+    account = repo.account(uid)
+    assert account is not None and (account.plan, account.rate) == ("enterprise", 7000)
+    key, _ = repo.create_key(account, "desk", NOW, None)
+    assert (key.plan, key.rate, key.label, key.created_at) == ("enterprise", 7000, "desk", NOW)
+    assert repo.key_of(uid, key.id) == key
+    free_uid = _account(repo, "f@example.cn")
+    free = repo.account(free_uid)
+    assert free is not None and free.rate is None
+    repo.set_plan(free_uid, "free", 7000)  # a rate is an enterprise plan's only
+    free = repo.account(free_uid)
+    assert free is not None and free.rate is None
+    free_key, _ = repo.create_key(free, None, NOW + 1, None)
+    assert (free_key.plan, free_key.rate, free_key.label) == ("free", None, None)
+    assert repo.key_of(free_uid, free_key.id) == free_key
+    mail_owner(repo, "login_locked", uid, "e@example.cn", {"until": "later"}, NOW + 2)
+    jobs = repo.db.rows("SELECT record_kind, record_id, channel, target, payload FROM outbox_jobs")
+    assert jobs == [{"record_kind": "login_locked", "record_id": uid, "channel": "email", "target": "e@example.cn",
+                     "payload": '{"until":"later"}'}]
+
+
+def test_the_audit_list_names_each_key_its_detail_and_address(repo: ConsoleRepo) -> None:
+    """Issue 46's mutation run: what each event records (key, detail, address), the cap's refusal, an operator's
+    plan change and role, and an unknown account or key, had no test that reads them back."""
+    uid = _account(repo, "audit@example.cn")
+    account = repo.account(uid)
+    assert account is not None and repo.account("nobody") is None and repo.key_of(uid, "key_nope") is None
+    key, _ = repo.create_key(account, "desk", NOW, "10.0.0.1")
+    with pytest.raises(CapReached) as refused:
+        repo.create_key(account, "more", NOW, None)
+    assert (refused.value.plan, refused.value.cap) == ("free", 1) and "allows 1 active key" in str(refused.value)
+    new, _ = repo.rotate_key(uid, key.id, NOW + 1, "10.0.0.2") or (None, "")
+    assert new is not None and new.label == "desk"
+    assert repo.relabel_key(uid, new.id, "main", NOW + 2, "10.0.0.3")
+    assert repo.revoke_key(uid, new.id, NOW + 3, "10.0.0.4")
+    assert repo.change_plan("Audit@example.cn ", "enterprise", 9000, NOW + 4) is not None
+    assert repo.change_plan("nobody@example.cn", "enterprise", 9000, NOW + 5) is None
+    assert repo.change_plan("audit@example.cn", "professional", None, NOW + 6) is not None
+    assert repo.change_plan("audit@example.cn", "enterprise", 9000, NOW + 7) is not None
+    events = [(e.kind, e.key_id, e.detail, e.ip, e.at) for e in repo.events(uid)]
+    assert events == [("plan_changed", None, "enterprise (9000/min)", None, NOW + 7),
+                      ("plan_changed", None, "professional", None, NOW + 6),
+                      ("plan_changed", None, "enterprise (9000/min)", None, NOW + 4),
+                      ("revoked", new.id, None, "10.0.0.4", NOW + 3),
+                      ("relabelled", new.id, "main", "10.0.0.3", NOW + 2),
+                      ("rotated", new.id, f"replaces {key.id}", "10.0.0.2", NOW + 1),
+                      ("created", key.id, "desk", "10.0.0.1", NOW)]
+    assert all(e.id.startswith("evt") for e in repo.events(uid)) and len(repo.events(uid, limit=2)) == 2
+    changed = repo.account(uid)
+    assert changed is not None and (changed.plan, changed.rate) == ("enterprise", 9000)
+    assert repo.set_role("audit@example.cn", Role.OPERATOR) and not repo.set_role("nobody@example.cn", Role.OPERATOR)
+    again = repo.account_by_email("AUDIT@example.cn")
+    assert again is not None and again.role is Role.OPERATOR and repo.account_by_email("x@example.cn") is None
+
+
 def test_usage_from_several_hubs_adds_up(repo: ConsoleRepo) -> None:
     uid = _account(repo, "u@example.cn")
     account = repo.account(uid)
@@ -107,8 +166,8 @@ def test_usage_from_several_hubs_adds_up(repo: ConsoleRepo) -> None:
         repo.add_usage({(key.id, "2026-03-01"): (5, 1, 2, 1, 40)}, {key.id: NOW + 5})
     repo.add_usage({(key.id, "2026-03-02"): (1, 0, 0, 0, 0)}, {key.id: NOW + 1})
     rows = repo.usage(uid, "2026-03-01", "2026-03-01", None)
-    assert [(r.requests, r.refused, r.client_errors, r.ws_connections, r.ws_messages) for r in rows] == [
-        (10, 2, 4, 2, 80)]
+    assert [(r.key_id, r.day, r.requests, r.refused, r.client_errors, r.ws_connections, r.ws_messages)
+            for r in rows] == [(key.id, "2026-03-01", 10, 2, 4, 2, 80)]
     assert len(repo.usage(uid, "2026-01-01", "2026-12-31", key.id)) == 2
     assert repo.usage("someone-else", "2026-01-01", "2026-12-31", None) == []
     assert repo.keys_of(uid)[0].last_used_at == NOW + 5  # never moved back by a later, older report

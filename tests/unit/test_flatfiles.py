@@ -3,20 +3,26 @@ resumable downloads (Range parsing, 416 for unsatisfiable)."""
 
 from __future__ import annotations
 
+import asyncio
 import csv
 import gzip
 import hashlib
 import io
-from datetime import date
+from datetime import date, datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
 
+from server.market.timefmt import TZ
+from server.market.venues.book import VenueBook
 from server.store.flatfiles.byte_range import ByteRange, RangeNotSatisfiable, iter_file, parse_range
-from server.store.flatfiles.files import cached, day_file, day_rows, file_path
+from server.store.flatfiles.days import FlatFileDays
+from server.store.flatfiles.files import cached, data_version, day_file, day_rows, drop_days, file_path
 from server.store.history.archive_sqlite import SqliteTickArchive
 from server.store.history.candle_store import SqliteCandleStore
+from server.store.history.retention import DEFAULT_DAYS
+from server.store.history.threads import History
 
 T0 = 1_790_000_040_000  # 2026-09-21T22:14:00+08:00
 DAY = date(2026, 9, 22)
@@ -139,3 +145,43 @@ def test_the_same_rows_make_the_same_bytes_wherever_they_are_made(tmp_path: Path
             for root in ("one", "two/deeper") for fmt in ("csv.gz", "parquet")]
     assert made[0].sha256 == made[2].sha256 and made[1].sha256 == made[3].sha256
     assert b".tmp" not in file_path(tmp_path / "one", "ticks", DAY, "csv.gz").read_bytes()
+
+
+def test_a_listing_remembers_empty_days_until_an_import_moves_the_data_version(tmp_path: Path) -> None:
+    """Issue 45: a day found to hold no rows is not read again at the same data version (a year of listings read
+    every empty day on every call); an import moves the version (`drop_days`, as `ticks import` calls it), and the
+    day is read again. Ticks appended to the archive without an import stay unseen: what shows it was remembered."""
+    root = tmp_path / "data" / "flatfiles"
+    history = History.sqlite(tmp_path / "data", interval_s=0.02)
+    brent = VenueBook.load(None).for_instrument("brent")
+    days = FlatFileDays(history, None, ["brent"], [brent], root, dict(DEFAULT_DAYS))  # type: ignore[arg-type]
+    now_ms = int(datetime(2026, 11, 18, 14, 20, tzinfo=TZ).timestamp() * 1000)
+    thursday = date(2026, 11, 12)
+    tick = ("brent", int(datetime(2026, 11, 12, 16, 0, tzinfo=TZ).timestamp() * 1000), 1, 80.0, 1.0)
+
+    async def rows() -> dict[date, int]:
+        version = days.version()
+        return {d: (await days.file("ticks", d, "csv.gz", version)).rows
+                for d in days.days("ticks", date(2026, 11, 12), date(2026, 11, 17), now_ms)}
+
+    # both ends included, the weekend (no venue of brent's trades) left out, and nothing not closed yet
+    assert days.days("ticks", date(2026, 11, 13), date(2026, 11, 16), now_ms) == [date(2026, 11, 13),
+                                                                                 date(2026, 11, 16)]
+    assert days.days("ticks", date(2026, 11, 17), date(2026, 11, 25), now_ms) == [date(2026, 11, 17)]
+
+    async def main() -> None:
+        first = await rows()
+        assert thursday in first and set(first.values()) == {0}
+        history.write_blocking(lambda _c, archive: archive.append([tick]))
+        assert (await rows())[thursday] == 0 and not list(root.glob("ticks/*.csv.gz"))
+        assert (await days.file("ticks", thursday, "csv.gz")).rows == 0  # the version read by `file` itself
+        version = data_version(root)
+        assert drop_days(root, "ticks", thursday, thursday) == 0 and data_version(root) != version
+        assert (await rows())[thursday] == 1
+        assert drop_days(root, "ticks", date(2026, 1, 1), date(2026, 1, 2), new_rows=False) == 0
+        assert (await rows())[thursday] == 1 and cached(root, "ticks", thursday, "csv.gz") is not None
+
+    try:
+        asyncio.run(main())
+    finally:
+        assert history.close()

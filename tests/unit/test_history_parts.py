@@ -101,15 +101,38 @@ def test_import_ticks_jsonl_and_csv(tmp_path: Path) -> None:
                      '{"id":"brent","ts":1790000040,"seq":3,"price":"NaN"}\n')
     a = SqliteTickArchive(tmp_path / "d")
     r = import_ticks(a, jsonl, KNOWN, chunk=1)
-    assert (r.rows, r.bad) == (2, 7)
+    assert (r.rows, r.bad) == (3, 6)
     assert r.errors[0] == "line 4: unknown instrument 'gold'" and r.errors[1] == "line 5: not JSON"
-    assert "missing seq" in r.errors[3] and "seq must be >= 1" in r.errors[4]
-    assert [t[2] for t in a.read("brent", 0, 2**62)] == [1, 2]
+    assert r.errors[3].startswith("line 8: ") and "seq must be >= 1" in r.errors[3]
+    # line 7 has no seq (as a feed's line): the count of brent's good ticks so far, 3
+    assert [t[2] for t in a.read("brent", 0, 2**62)] == [1, 3, 2]
     csv_gz = tmp_path / "t.csv.gz"
     with gzip.open(csv_gz, "wt") as fh:
         fh.write("id,ts,seq,price,volume\nwti,1790000040,1,70,1\nwti,1790000040.001,x,70,1\nwti,1\n")
     r = import_ticks(a, csv_gz, KNOWN)
     assert (r.rows, r.bad) == (1, 2) and "seq must be an integer" in r.errors[0] and "5 columns" in r.errors[1]
+    a.close()
+
+
+def test_a_feeds_lines_without_seq_are_numbered_as_the_feed_numbers_them(tmp_path: Path) -> None:
+    """The feed takes no seq: it numbers each instrument's accepted ticks 1, 2, ... So does the import, over the
+    file's good rows (a bad row takes no number), the same on a re-run; the id is read in any case, as the feed
+    reads it; a line without ts (the feed's "now") and a seq of null are bad rows."""
+    f = tmp_path / "feed.jsonl"
+    f.write_text('{"id":"brent","price":80.5,"ts":1790000040.0,"volume":2}\n'
+                 '{"id":"WTI ","price":70,"ts":1790000040.5}\n'
+                 '{"id":"brent","price":-1,"ts":1790000041.0}\n'
+                 '{"id":"brent","price":80.75,"ts":1790000041.0}\n'
+                 '{"id":"brent","price":81}\n'
+                 '{"id":"brent","price":81,"ts":1790000042.0,"seq":null}\n'
+                 '{"id":"wti","price":70.25,"ts":1790000042.0}\n')
+    a = SqliteTickArchive(tmp_path / "d")
+    for _ in range(2):
+        r = import_ticks(a, f, KNOWN)
+        assert (r.rows, r.bad) == (4, 3), r.errors
+        assert [e[:8] for e in r.errors] == ["line 3: ", "line 5: ", "line 6: "] and "missing ts" in r.errors[1]
+    assert list(a.read("brent", 0, 2**62)) == [("brent", T0, 1, 80.5, 2.0), ("brent", T0 + 1000, 2, 80.75, 0.0)]
+    assert [(t[1], t[2]) for t in a.read("wti", 0, 2**62)] == [(T0 + 500, 1), (T0 + 2000, 2)]
     a.close()
 
 

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
-from server.core.limits import MAX_RATE, Gcra, MemoryStore, bounded_rate
+from server.core import limits
+from server.core.limits import MAX_RATE, Gcra, MemoryStore, Rate, bounded_rate, shared_rate
+
+
+@pytest.fixture(autouse=True)
+def empty_memos() -> None:
+    """Each test builds its header fields and rates itself: the module's memos (shared by every caller of the
+    process) would otherwise answer with what an earlier test, or a mutation run's parent process, built."""
+    limits._HEADERS.clear()
+    limits._RATES.clear()
 
 
 def test_burst_of_n_then_refusal() -> None:
@@ -92,3 +103,72 @@ def test_would_allow_takes_nothing() -> None:
     assert not gcra.check("k", 3, now=0.0).allowed
     assert gcra.would_allow("k", 3, now=20.0)  # 60/3 s later one request is allowed again
     assert gcra.check("k", 3, now=20.0).allowed
+
+
+@pytest.mark.parametrize("per_minute", [1, 2, 7, 60, 600, 1_000_000, 10**12, 0])
+def test_the_hot_path_take_answers_as_check_does(per_minute: int) -> None:
+    """`take` (the pipeline's hot path: a shared `Rate`, header fields kept per value) gives an allowed request
+    exactly `check`'s header fields and a refusal None, over a seeded walk of bursts, gaps and refills, and leaves
+    the bucket where `check` leaves it (issue 46: `take` had no in-process test)."""
+    rng = random.Random(per_minute)
+    fast, slow = Gcra(), Gcra()
+    rate = shared_rate(per_minute, "walk")
+    assert shared_rate(per_minute, "walk") is rate and shared_rate(per_minute, "other") is not rate
+    now, refused = 1000.0, 0
+    for _ in range(60):
+        now += rng.choice((0.001, 0.25, 1.0, 7.5, 61.0))
+        for _ in range(rng.choice((1, 3, min(rate.per_minute, 700) + 1))):  # now and then a burst past the rate
+            decision = slow.check("k", per_minute, now, "walk")
+            fields = fast.take("k", rate, now)
+            if decision.allowed:
+                assert fields == decision.header_tuple(), (now, decision)
+            else:
+                refused += 1
+                assert fields is None, (now, decision)
+            assert fast.store.get("k") == slow.store.get("k")
+    assert refused > 0 or rate.per_minute > 700  # the walk reached the limit (it cannot at a huge rate)
+
+
+def test_a_rate_is_clamped_and_its_fields_follow_the_remaining_count() -> None:
+    assert (Rate(0, "p").per_minute, Rate(-3, "p").per_minute, Rate(10**12, "p").per_minute) == (1, 1, MAX_RATE)
+    rate = Rate(3, "gold")
+    assert (rate.interval, rate.window) == (20_000_000_000, 60_000_000_000)
+    assert dict(rate.full) == {"x-ratelimit-limit": "3", "x-ratelimit-remaining": "2", "x-ratelimit-reset": "20",
+                               "ratelimit-policy": '"gold";q=3;w=60', "ratelimit": '"gold";r=2;t=20'}
+    gcra = Gcra()
+    assert gcra.take("k", rate, 0.0) == rate.full
+    second = dict(gcra.take("k", rate, 0.5) or ())
+    assert second["x-ratelimit-remaining"] == "1" and second["x-ratelimit-reset"] == "40"  # 39.5 s, up
+    third = dict(gcra.take("k", rate, 0.5) or ())
+    assert third["x-ratelimit-remaining"] == "0" and third["ratelimit"] == '"gold";r=0;t=60'
+    assert gcra.take("k", rate, 0.5) is None and gcra.take("k", rate, 19.999) is None  # the next slot: t = 20
+    assert dict(gcra.take("k", rate, 20.0) or ())["x-ratelimit-remaining"] == "0"
+    assert rate.fields[0 * 64 + 60] == gcra.take("k", rate, 40.5)
+
+
+def test_a_refusal_leaves_the_bucket_and_the_headers_name_the_wait() -> None:
+    gcra = Gcra()
+    assert gcra.check("k", 1, now=10.0).allowed
+    refused = gcra.check("k", 1, now=40.0, policy="free")
+    assert not refused.allowed and refused.remaining == 0
+    assert refused.retry_after == pytest.approx(30.0) and refused.reset == pytest.approx(30.0)
+    assert dict(refused.header_tuple()) == {
+        "x-ratelimit-limit": "1", "x-ratelimit-remaining": "0", "x-ratelimit-reset": "30",
+        "ratelimit-policy": '"free";q=1;w=60', "ratelimit": '"free";r=0;t=30', "retry-after": "30"}
+    assert not gcra.would_allow("k", 1, now=69.999) and gcra.would_allow("k", 1, now=70.0)
+    assert gcra.check("k", 1, now=70.0).allowed  # the refusal took nothing
+
+
+def test_prune_drops_exactly_the_buckets_that_are_full_again() -> None:
+    store = MemoryStore()
+    store.set("full", 5_000_000_000)
+    store.set("exactly", 6_000_000_000)
+    store.set("busy", 6_000_000_001)
+    assert store.prune(now=6.0) == 2
+    assert (store.get("full"), store.get("exactly"), store.get("busy")) == (None, None, 6_000_000_001)
+    assert len(store) == 1
+
+
+def test_a_check_without_a_policy_names_the_default_one() -> None:
+    fields = dict(Gcra().check("k", 5, now=0.0).header_tuple())
+    assert fields["ratelimit-policy"] == '"default";q=5;w=60'

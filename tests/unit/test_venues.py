@@ -332,3 +332,22 @@ def test_status_changes_for_the_websocket_status_frame(book: VenueBook) -> None:
     wti = book.for_instrument("wti")  # CME's daily halt is a break; Friday 16:00 CT closes
     assert status_changes(wti, ms(2026, 11, 26, 0, 0, tz=UTC), ms(2026, 11, 28, 0, 0, tz=UTC)) == [
         (ms(2026, 11, 26, 23, 0, tz=UTC), o), (ms(2026, 11, 27, 22, 0, tz=UTC), c)]
+
+
+def test_a_window_is_half_open_and_the_next_open_or_close_is_strictly_later(methanol: VenueClock) -> None:
+    """clock.py's first mutation run: no test stood on a window's exact edges. A window is [start, end): open at
+    its first millisecond, not at its end; the next open or close asked at an edge is the following one."""
+    day = date(2026, 11, 24)  # a Tuesday: ZCE's night (of Monday), morning and afternoon windows
+    windows = methanol.windows(day)
+    assert len(windows) >= 3 and all(w.day == day for w in windows)
+    first, second = windows[0], windows[1]
+    assert methanol.status(first.start_ms) is MarketStatus.OPEN
+    assert methanol.status(first.start_ms - 1) is not MarketStatus.OPEN
+    assert methanol.status(first.end_ms - 1) is MarketStatus.OPEN
+    assert methanol.status(first.end_ms) is not MarketStatus.OPEN
+    assert methanol.next_open(first.start_ms) == second.start_ms
+    assert methanol.next_open(first.start_ms - 1) == first.start_ms
+    assert methanol.next_close(first.end_ms) == second.end_ms
+    assert methanol.next_close(first.end_ms - 1) == first.end_ms
+    with pytest.raises(ValueError, match="n must be >= 0"):
+        methanol.trading_days_back(day, -1)

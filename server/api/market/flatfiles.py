@@ -82,9 +82,10 @@ class FlatFilesApi:
         days = self._days(venue)
         files: list[dict[str, Any]] = []
         if days is not None:
+            version = days.version()  # the days found empty at this data version are not read again
             for name in (dataset,) if dataset is not None else DATASETS:
                 for day in days.days(name, start, end, now_ms):
-                    info = await days.file(name, day, fmt)
+                    info = await days.file(name, day, fmt, version)
                     if info.rows:
                         files.append(_entry(info, venue))
         files.sort(key=lambda f: (f["date"], DATASETS.index(f["dataset"])))

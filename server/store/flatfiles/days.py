@@ -30,6 +30,7 @@ from pathlib import Path
 from server.market.timefmt import local_date
 from server.market.venues.clock import VenueClock
 from server.store.flatfiles.files import DATASETS, FORMATS, FlatFile, cached, day_file, drop_days, file_path
+from server.store.flatfiles.files import data_version as version_of
 from server.store.history.archive import TickArchive
 from server.store.history.candle_store import CandleStore
 from server.store.history.threads import History, HistoryRounds
@@ -40,24 +41,38 @@ log = logging.getLogger("market.flatfiles")
 SETTLE_MS = 120_000  # a day's files are made this long after its last venue's close
 MARGIN_MS = 120_000  # read this much around a venue's day (rows outside it are dropped by their trading day)
 PAGE = 5_000  # minute bars read at a time for a venue's file (a day of one instrument is at most 1,440)
+MAX_DAYS_KEPT = 20_000  # closes_at's memo: more than the longest retention's days (10 years) reaches
 KIND = {"ticks": "ticks", "candles-1m": "1m", "candles-1d": "1d"}  # the retention kind of each dataset
 
 
 class FlatFileDays:
     def __init__(self, history: History, daily: Candles, ids: Sequence[str], clocks: Sequence[VenueClock],
-                 root: Path, retention: Mapping[str, int], venue: str | None = None) -> None:
+                 root: Path, retention: Mapping[str, int], venue: str | None = None,
+                 version_root: Path | None = None) -> None:
         """`ids` and `clocks`: every instrument and its venue's clock, in the same order (for `venue`: that venue's
         instruments only); `retention`: days kept per kind (ticks, 1m, 1d ...)."""
         self.history, self.daily, self.root, self.retention, self.venue = history, daily, root, retention, venue
+        self.version_root = root if version_root is None else version_root  # where imports move the data version
         self.by_id = sorted(zip(ids, clocks, strict=True))  # the files' order: by instrument id
         self.venues = list({id(c): c for c in clocks}.values())
         self._making: dict[tuple[str, date, str], asyncio.Lock] = {}
+        # (dataset, day, format) -> its file of no rows, at the data version `_empty_version` (see `file`)
+        self._empty: dict[tuple[str, date, str], FlatFile] = {}
+        self._empty_version: str | None = None
+        self._closes: dict[date, int | None] = {}  # closes_at's answers
 
     # --- which days -------------------------------------------------------------------------------------------
     def closes_at(self, day: date) -> int | None:
-        """Epoch ms from which the day's files exist; None when no venue trades that day."""
-        closes = [c.close_ms(day) for c in self.venues if c.is_trading_day(day)]
-        return max(closes) + SETTLE_MS if closes else None
+        """Epoch ms from which the day's files exist; None when no venue trades that day. Remembered per day (the
+        venues' calendars are loaded once, at start): a year's listing asks it of every day of every dataset."""
+        closes_at = self._closes.get(day, 0)
+        if closes_at == 0:
+            closes = [c.close_ms(day) for c in self.venues if c.is_trading_day(day)]
+            closes_at = max(closes) + SETTLE_MS if closes else None
+            if len(self._closes) >= MAX_DAYS_KEPT:
+                self._closes.clear()
+            self._closes[day] = closes_at
+        return closes_at
 
     def floor(self, dataset: str, now_ms: int) -> date:
         """The first day the dataset's retention keeps."""
@@ -81,16 +96,32 @@ class FlatFileDays:
         return closes is not None and closes <= now_ms and day >= self.floor(dataset, now_ms)
 
     # --- the files ----------------------------------------------------------------------------------------------
-    async def file(self, dataset: str, day: date, fmt: str) -> FlatFile:
-        """The day's file, made once (concurrent requests for one file wait for the one making it)."""
+    def version(self) -> str:
+        """The data version (files.data_version); a change forgets the days remembered empty."""
+        version = version_of(self.version_root)
+        if version != self._empty_version:
+            self._empty.clear()
+            self._empty_version = version
+        return version
+
+    async def file(self, dataset: str, day: date, fmt: str, version: str | None = None) -> FlatFile:
+        """The day's file, made once (concurrent requests for one file wait for the one making it). A day found to
+        have no rows keeps no file but is remembered at the data version (`version`: read by `version()` once by a
+        caller asking for many days, else here), so it is not read again until an import moves the version."""
+        at = self.version() if version is None else version  # read before the rows: a later import moves it
+        key = (dataset, day, fmt)
+        if self._empty_version == at and key in self._empty:  # no file: only an import brings rows (and moves `at`)
+            return self._empty[key]
         found = cached(self.root, dataset, day, fmt)
         if found is not None:
             return found
-        lock = self._making.setdefault((dataset, day, fmt), asyncio.Lock())
+        lock = self._making.setdefault(key, asyncio.Lock())
         async with lock:
             found = cached(self.root, dataset, day, fmt)
             if found is not None:
                 return found
+            if self._empty_version == at and key in self._empty:
+                return self._empty[key]
             if dataset == "candles-1d":
                 rows = await self.daily.between(day, day)  # by day, then instrument
                 if self.venue is not None:
@@ -101,8 +132,10 @@ class FlatFileDays:
                 made = await self.history.read(
                     lambda candles, archive: day_file(self.root, dataset, day, fmt,
                                                       lambda: self._rows(dataset, day, candles, archive)))
-            if not made.rows:  # not kept: rows may still come for that day (an import, another hub's archive)
-                drop_days(self.root, dataset, day, day)
+            if not made.rows:  # no file kept: rows may still come (an import), which moves the data version
+                drop_days(self.root, dataset, day, day, new_rows=False)
+                if self._empty_version == at:
+                    self._empty[key] = made
             return made
 
     def path(self, dataset: str, day: date, fmt: str) -> Path:
@@ -150,7 +183,7 @@ class FlatFileDays:
 
     def drop_before(self, dataset: str, floor: date) -> int:
         """Delete the dataset's files (and sidecars) of days before `floor`; the count of days dropped."""
-        return drop_days(self.root, dataset, date.min, floor - timedelta(days=1))
+        return drop_days(self.root, dataset, date.min, floor - timedelta(days=1), new_rows=False)
 
 
 class FlatFileJob(HistoryRounds):

@@ -21,6 +21,7 @@ import hashlib
 import io
 import json
 import os
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import date
@@ -36,6 +37,7 @@ DATASETS = ("ticks", "candles-1m", "candles-1d")
 FORMATS = ("csv.gz", "parquet")
 BATCH = 10_000  # rows converted from Python at a time (Python's objects are what memory goes to)
 ROW_GROUP = 100_000  # rows per Parquet row group
+VERSION = ".version"  # the data version's file in the flat files' root (`data_version`)
 HEADERS = {"ticks": ("id", "ts", "seq", "price", "volume"), "candles-1m": ("id", "t", "o", "h", "l", "c", "v"),
            "candles-1d": ("id", "t", "o", "h", "l", "c", "v")}
 
@@ -199,9 +201,30 @@ def _default_day(ms: int) -> date:
     return default_trading_day(ms / 1000)
 
 
-def drop_days(root: Path, dataset: str, first: date, last: date) -> int:
+def data_version(root: Path) -> str:
+    """The flat files' data version: moved by every import (`drop_days(..., new_rows=True)`) of the data dir,
+    from any process; a hub remembers which days have no rows per version (server/store/flatfiles/days.py)."""
+    try:
+        return (root / VERSION).read_text()
+    except OSError:
+        return ""
+
+
+def move_version(root: Path) -> None:
+    """A new data version (unique: the time in ns and the pid), written whole (a temporary name, then renamed)."""
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = root / f".version.{os.getpid()}.tmp"
+    tmp.write_text(f"{time.time_ns()}-{os.getpid()}")
+    os.replace(tmp, root / VERSION)
+
+
+def drop_days(root: Path, dataset: str, first: date, last: date, new_rows: bool = True) -> int:
     """Delete the dataset's files (both formats, with their sidecars) of days first..last: an import changed
-    them, so they are made again on their next request. Returns how many days had files."""
+    them, so they are made again on their next request. Returns how many days had files. `new_rows` (an import:
+    rows may have come to days that had none) moves the data version, so hubs look at their empty days again;
+    the retention's drop and a hub dropping a file it found empty do not."""
+    if new_rows:
+        move_version(root)
     return len(dropped_days(root, dataset, first, last))
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from server.market.venues.clock import VenueClock
 from server.store.flatfiles.days import FlatFileDays
-from server.store.flatfiles.files import dropped_days
+from server.store.flatfiles.files import dropped_days, move_version
 from server.store.history.threads import History
 from server.store.sql.repositories import Candles
 
@@ -40,7 +40,7 @@ class FlatFileSets:
         for vid in known:
             mine = [(i, c) for i, v, c in rows if v == vid]
             venues[vid] = FlatFileDays(history, daily, [i for i, _ in mine], [c for _, c in mine],
-                                       venue_root(root, vid), retention, venue=vid)
+                                       venue_root(root, vid), retention, venue=vid, version_root=root)
         return cls(every, venues)
 
     def __iter__(self) -> Iterator[FlatFileDays]:
@@ -55,7 +55,9 @@ def venue_root(root: Path, venue: str) -> Path:
 
 def drop_days_everywhere(root: Path, dataset: str, first: date, last: date) -> int:
     """`drop_days` on the all-venue files and every venue's (an import changed those days); the count of days that
-    had files in any of them."""
+    had files in any of them. Rows may have come to days that had none: the data version moves (one for every
+    set: the venues' days read the all-venue root's), so hubs look at the days they remembered empty again."""
+    move_version(root)
     dropped = dropped_days(root, dataset, first, last)
     folder = root / VENUES_DIR
     if folder.is_dir():

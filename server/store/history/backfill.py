@@ -1,10 +1,11 @@
 """Backfill (SPEC 18): history loaded from files into a live data dir, in chunks, off the event loop.
 
-`import_ticks` reads ticks from JSONL (`{"id","ts","seq","price","volume"}`) or CSV (`id,ts,seq,price,volume`,
-header optional) and `import_candles` bars of one interval from CSV (`id,t,o,h,l,c,v`, header optional); either
-file may be gzipped (`.gz`). Bad rows are counted and named (`line N: reason`, the first `MAX_NAMED`), good rows
-are kept and written `chunk` rows per transaction through the caller's own archive or store connection, so the
-hub's writers wait at most one chunk. Blocking: the CLI runs them in its process, the hub on a storage thread.
+`import_ticks` reads ticks from JSONL (`{"id","ts","seq"?,"price","volume"?}`, a feed's lines) or CSV
+(`id,ts,seq,price,volume`, header optional) and `import_candles` bars of one interval from CSV (`id,t,o,h,l,c,v`,
+header optional); either file may be gzipped (`.gz`). Bad rows are counted and named (`line N: reason`, the first
+`MAX_NAMED`), good rows are kept and written `chunk` rows per transaction through the caller's own archive or store
+connection, so the hub's writers wait at most one chunk. Blocking: the CLI runs them in its process, the hub on a
+storage thread.
 
 A tick's `ts` means what it means in the feed (docs/storage.md, "What `ts` means"): epoch seconds, fractions
 allowed, or ISO 8601 (as the ticks' flat files write it; naive: Asia/Shanghai); a number past `MS_AS_SECONDS` is plainly
@@ -36,7 +37,6 @@ from server.store.history.candle_store import Bar, CandleStore, check_interval
 MAX_NAMED = 100
 SHANGHAI = timezone(timedelta(hours=8))
 INTRADAY_MS = {"1m": 60_000, "5m": 300_000, "15m": 900_000, "1h": 3_600_000}
-TICK_FIELDS = ("id", "ts", "seq", "price", "volume")
 MS_AS_SECONDS = 1e11  # seconds past it (the year 5138) are plainly ms; ms below it (before 1973-03) plainly seconds
 
 
@@ -148,14 +148,16 @@ def _number(x: object, name: str) -> float:
 
 
 def tick_of(values: list[object], known: Container[str]) -> Tick:
-    """A tick from its five fields (id, ts, seq, price, volume), validated."""
+    """A tick from its five fields (id, ts, seq, price, volume), validated; a seq of None is left 0 (to number)."""
     inst = str(values[0]).strip()
+    if inst not in known and inst.lower() in known:  # the feed reads an id in any case
+        inst = inst.lower()
     if inst not in known:
         raise ValueError(f"unknown instrument {inst[:40]!r}")
     ts = tick_ts(values[1])
-    seq = _whole(values[2], "seq")
+    seq = 0 if values[2] is None else _whole(values[2], "seq")  # 0: numbered by `tick_rows`, as the feed does
     price, volume = _number(values[3], "price"), _number(values[4], "volume")
-    if seq < 1:
+    if seq < 1 and values[2] is not None:
         raise ValueError("seq must be >= 1")
     if price <= 0 or volume < 0:
         raise ValueError("price must be > 0 and volume >= 0")
@@ -180,8 +182,12 @@ def _is_jsonl(path: Path) -> bool:
 
 def tick_rows(path: Path, known: Container[str], report: ImportReport, window: TimeWindow | None = None
               ) -> Iterator[Tick]:
-    """The good ticks of a JSONL or CSV file (within `window`, if given); bad ones go to `report`."""
+    """The good ticks of a JSONL or CSV file (within `window`, if given); bad ones go to `report`. A JSON line
+    without `seq` (the feed takes none: it numbers each instrument's ticks as it accepts them) gets the count of
+    its instrument's good ticks so far in the file, 1, 2, ...: the numbers a hub started on the file would give
+    them, and the same on a re-run (idempotent)."""
     jsonl = _is_jsonl(path)
+    counts: dict[str, int] = {}
     with _open_text(path) as fh:
         lines = enumerate(fh, 1) if jsonl else enumerate(csv.reader(fh), 1)
         for lineno, line in lines:
@@ -198,7 +204,8 @@ def tick_rows(path: Path, known: Container[str], report: ImportReport, window: T
                 report.skip(lineno, str(exc))
                 continue
             if tick is not None:
-                yield tick
+                n = counts[tick[0]] = counts.get(tick[0], 0) + 1
+                yield tick if tick[2] else (tick[0], tick[1], n, tick[3], tick[4])
 
 
 def _json_tick(line: str, known: Container[str]) -> Tick | None:
@@ -210,10 +217,12 @@ def _json_tick(line: str, known: Container[str]) -> Tick | None:
         raise ValueError("not JSON") from None
     if not isinstance(obj, dict):
         raise ValueError("not a JSON object")
-    missing = [f for f in TICK_FIELDS[:4] if f not in obj]
+    missing = [f for f in ("id", "ts", "price") if f not in obj]  # a feed's line without ts means "now": no time
     if missing:
         raise ValueError(f"missing {', '.join(missing)}")
-    return tick_of([obj["id"], obj["ts"], obj["seq"], obj["price"], obj.get("volume", 0)], known)
+    if "seq" in obj and obj["seq"] is None:
+        raise ValueError("seq must be an integer (or left out)")
+    return tick_of([obj["id"], obj["ts"], obj.get("seq"), obj["price"], obj.get("volume", 0)], known)
 
 
 def _csv_tick(row: list[str], known: Container[str]) -> Tick | None:
