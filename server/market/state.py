@@ -33,6 +33,16 @@ from server.market.candles.ranges import CandleRanges
 from server.market.candles.trading_axis import VenueAxis, WeekdayAxis, axis_columns, axis_days_back
 from server.market.catalogue import Catalogue
 from server.market.demo import DemoWalk, fit_to_venues, venue_sessions, weekday_sessions
+from server.market.demo_contracts import (
+    bucket_days,
+    derive_buckets,
+    derive_daily,
+    expiry_closes,
+    mask_untraded,
+    trade_windows,
+    traded_mask,
+    trim_buckets,
+)
 from server.market.futures import FuturesDays
 from server.market.inventory import InventoryBook
 from server.market.spreads import SpreadCalculator
@@ -336,9 +346,10 @@ def build_demo_state(
     (each day's buckets aggregate to its candle), ending at ``now`` in the live price; the live candle keeps the
     volume of the elapsed session, and a trading day whose session has not begun has no candle yet."""
     feed = DemoWalk(catalogue, seed)
+    feed.place(now, expiry_closes(feed, clocks))  # the contracts on their products' curves (SPEC 19)
     n = len(catalogue.instruments)
     ms = int(now * 1000)
-    axis = VenueAxis([clock.days for clock in clocks]) if clocks else WeekdayAxis(n)
+    axis = VenueAxis([clock.days for clock in clocks], catalogue.trading_spans()) if clocks else WeekdayAxis(n)
     live_days = [clock.trading_day(ms) for clock in clocks] if clocks else [trading_day(now)] * n
     columns = axis_columns(capacity) if clocks else capacity  # `capacity` trading days of every daily venue
     days = axis_days_back(axis, max(live_days), columns)
@@ -348,13 +359,21 @@ def build_demo_state(
                             for clock, day in zip(clocks, live_days, strict=True)])
         opened = np.array([axis.open_rows(day) for day in days]).T
         fit_to_venues(history, opened, np.array([d.toordinal() for d in live_days]), started, feed.live_prices())
-    buckets = feed.intraday_history(history, now, venue_sessions(clocks) if clocks else weekday_sessions(n))
+    sessions = venue_sessions(clocks) if clocks else weekday_sessions(n)
+    contract = feed.curve.is_contract  # a contract's candles are its product's on the curve (SPEC 19)
+    buckets = feed.intraday_history(history, now, [None if contract[r] else s for r, s in enumerate(sessions)])
+    share = derive_daily(feed, history, np.array([d.toordinal() for d in live_days]))
+    day_of, windows = bucket_days(days, clocks), trade_windows(feed, clocks)
+    buckets = {name: trim_buckets(derive_buckets(feed, groups, history, share, day_of), windows)
+               for name, groups in buckets.items()}
+    oi, settle = feed.board_history(history)
+    mask_untraded(history, traded_mask(feed, days), oi, settle)  # a contract only between its first and last day
     _, o, h, low, c, v = history
     candles = CandleBook(n, columns, axis)
-    oi, settle = feed.board_history(history)
     candles.load_history(days, o, h, low, c, v, oi, settle)
     candles.advance(np.array([d.toordinal() for d in live_days], dtype=np.int32))
-    candles.s[np.arange(n), candles.row_col] = np.nan  # today settles at its close
+    live = candles.days[candles.row_col] == np.array([d.toordinal() for d in live_days])  # not an expired contract
+    candles.s[np.flatnonzero(live), candles.row_col[live]] = np.nan  # today settles at its close
     candles.oi[np.isnan(candles.o)] = candles.s[np.isnan(candles.o)] = np.nan  # days not begun have neither
     intraday = IntradayBook(n)
     for name, groups in buckets.items():
@@ -363,12 +382,14 @@ def build_demo_state(
     state = MarketState(catalogue, candles, demo=True, epoch=f"demo-{seed}-{int(now)}",
                         inventory=InventoryBook(catalogue, seed), intraday=intraday, clocks=clocks)
     state.updated_ts[:] = now
+    state.updated_ts[~live] = feed.curve.expiry_ts[~live]  # an expired contract: its last close (SPEC 19)
     state.updated = now
     for row in state.futures.board.rows:  # the board's day so far, as the live candle tells it
         _, high, low_, close, volume = candles.live(row)
         before = candles.shown_columns(row)
         before = before[before != candles.row_col[row]]  # the days before the live one (shown or not yet)
         oi_prev = float(candles.oi[row, before[-1]]) if len(before) else math.nan
-        state.futures.board.seed_day(row, (high + low_ + 2 * close) / 4, volume, close, float(feed.oi[row]), oi_prev)
+        oi_now = float(feed.oi[row]) if live[row] else float(candles.oi[row, candles.row_col[row]])
+        state.futures.board.seed_day(row, (high + low_ + 2 * close) / 4, volume, close, oi_now, oi_prev)
     feed.bounds = state.futures.bounds()
     return state, feed
