@@ -17,6 +17,7 @@ from server.market.candles.intraday import INTERVALS, session_start
 from server.market.catalogue import Catalogue
 from server.market.contracts.specs import PRODUCTS
 from server.market.demo_curve import CurveModel
+from server.market.main_series import MainSeries
 from server.market.tick import Tick, TickDetail
 from server.market.timefmt import day_start, trading_days_back
 from server.market.venues.clock import VenueClock
@@ -89,6 +90,10 @@ class DemoWalk:
         self.oi = np.where(self.futures, np.round(self.volume_base * 3.0), np.nan)
         self.curve = CurveModel(catalogue, seed)  # the contracts' term structure (SPEC 19): `place` sets it at a time
         self._oi_scale = self.volume_base[self.curve.base] * 3.0  # a contract's open interest at its peak
+        # a product row with contracts walks the curve's level and publishes its main contract's ticks (SPEC 19)
+        self.series = np.zeros(self.n, dtype=bool)
+        self.series[self.curve.base[self.curve.rows]] = True
+        self.mains: MainSeries | None = None  # the market state's: which contract is each product's main
         self.bounds: tuple[np.ndarray, np.ndarray] | None = None  # (limitDown, limitUp) per row; NaN: none
 
     def place(self, now: float, expiries: Sequence[float] | None = None) -> None:
@@ -251,8 +256,9 @@ class DemoWalk:
             movers = movers[~contract | (self.curve.expiry_ts[movers] > ts)]
             on_curve = movers[self.curve.is_contract[movers]]
             self._true[on_curve] = self._true[self.curve.base[on_curve]] * self.curve.factor(on_curve, ts)
-            if not movers.size:
-                return []
+        movers = movers[~self.series[movers]]  # a product's level moved; its ticks are its main's (below)
+        if not movers.size:
+            return []
         grid = self._tick_size[movers]
         prices = np.maximum(_on_grid(self._true[movers], grid, self.decimals[movers]), grid)
         if self.bounds is not None:  # a futures product stays within its daily limits (a limit price is valid)
@@ -262,8 +268,25 @@ class DemoWalk:
         per_move = self.volume_base[movers] * dt / (frac * TRADING_DAY_SECONDS)
         volumes = np.maximum(1.0, np.round(per_move * rng.lognormal(0.0, 0.5, size=movers.size)))
         details = self._details(movers, prices, volumes, ts)
-        return [Tick(int(r), float(p), ts, float(q), details.get(int(r)))
-                for r, p, q in zip(movers, prices, volumes, strict=True)]
+        ticks = [Tick(int(r), float(p), ts, float(q), details.get(int(r)))
+                 for r, p, q in zip(movers, prices, volumes, strict=True)]
+        return ticks + self._as_products(ticks, ts) if contract.any() else ticks
+
+    def _as_products(self, ticks: list[Tick], ts: float) -> list[Tick]:
+        """Each main contract's tick again under its product's row (the main continuous series, SPEC 19)."""
+        mains, base = self.mains, self.curve.base
+        out: list[Tick] = []
+        if mains is None:
+            return out
+        main_of: dict[int, int | None] = {}
+        for t in ticks:
+            if self.curve.is_contract[t.row]:
+                product = int(base[t.row])
+                if product not in main_of:
+                    main_of[product] = mains.main_at(product, ts)
+                if main_of[product] == t.row:
+                    out.append(Tick(product, t.price, t.ts, t.volume, t.detail))
+        return out
 
     def _details(self, movers: np.ndarray, prices: np.ndarray, volumes: np.ndarray,
                  ts: float) -> dict[int, TickDetail]:

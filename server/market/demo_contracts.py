@@ -17,6 +17,7 @@ from datetime import date
 import numpy as np
 
 from server.market.candles.intraday import session_start
+from server.market.contracts.main import Candidate, Roll, replay
 from server.market.demo import Buckets, DemoWalk, History, _on_grid
 from server.market.timefmt import day_start
 from server.market.venues.clock import VenueClock
@@ -66,10 +67,12 @@ def derive_daily(walk: DemoWalk, history: History, live_days: np.ndarray) -> np.
 
 
 def derive_buckets(walk: DemoWalk, groups: list[tuple[list[int], Buckets]], history: History, share: np.ndarray,
-                   day_of: Callable[[int, np.ndarray], np.ndarray]) -> list[tuple[list[int], Buckets]]:
+                   day_of: Callable[[int, np.ndarray], np.ndarray],
+                   mains: dict[int, tuple[np.ndarray, list[Roll]]] | None = None) -> list[tuple[list[int], Buckets]]:
     """Each contract's buckets of one interval from its product's (`groups` as `DemoWalk.intraday_history` makes
     them; `day_of(row, starts)`: the index into the history's days of each bucket's trading day), a product's
-    contracts as one group after the given ones."""
+    contracts as one group after the given ones; with `mains`, the product's own buckets become each day's main
+    contract's (in place)."""
     days, *_, v = history
     curve = walk.curve
     ords = np.array([d.toordinal() for d in days])
@@ -90,7 +93,10 @@ def derive_buckets(walk: DemoWalk, groups: list[tuple[list[int], Buckets]], hist
             prices = [_on_grid(a[None, :] * factor, grid, dec) for a in (o, h, low, c)]
             ratio = np.divide(v[cs][:, d], v[p, d][None, :], out=np.zeros(factor.shape), where=v[p, d][None, :] > 0)
             split = np.stack([_split(vol, d, ratio[k]) for k in range(len(cs))])
-            out.append((contracts, (np.repeat(t[None, :], len(cs), axis=0), *prices, split)))  # type: ignore[arg-type]
+            made = (np.repeat(t[None, :], len(cs), axis=0), *prices, split)
+            out.append((contracts, made))  # type: ignore[arg-type]
+            if mains is not None and p in mains:
+                splice_buckets(arrays, i, contracts, made, d, mains[p][0])  # type: ignore[arg-type]
     return out
 
 
@@ -166,3 +172,47 @@ def bucket_days(days: list[date], clocks: Sequence[VenueClock]) -> Callable[[int
         return cols[np.clip(np.searchsorted(starts, t, side="right") - 1, 0, len(cols) - 1)]
 
     return day_of
+
+
+def replay_mains(walk: DemoWalk, history: History, oi: np.ndarray, opened: np.ndarray,
+                 live_days: np.ndarray) -> dict[int, tuple[np.ndarray, list[Roll]]]:
+    """Each product row's main contract per history column (-1: none, or a day it does not trade) and its rolls: the
+    rule of server/market/contracts/main.py run day by day over the history's closing open interest."""
+    days, o, _, _, c, _ = history
+    ords = np.array([d.toordinal() for d in days])
+    curve = walk.curve
+    out: dict[int, tuple[np.ndarray, list[Roll]]] = {}
+    for p in sorted({int(b) for b in curve.base[curve.rows]}):
+        rows = [int(r) for r in curve.rows if curve.base[r] == p]
+        cols = np.flatnonzero(opened[p] & (ords <= live_days[p]))
+        candidates = [[Candidate(r, int(curve.last[r]), float(oi[r, j])) for r in rows if np.isfinite(o[r, j])]
+                      for j in cols]
+        closes = [{r: float(c[r, j]) for r in rows} for j in cols]
+        mains, rolls = replay([int(ords[j]) for j in cols], candidates, closes)
+        by_col = np.full(len(ords), -1, dtype=np.intp)
+        by_col[cols] = [m if isinstance(m, int) else -1 for m in mains]
+        out[p] = (by_col, rolls)
+    return out
+
+
+def splice_daily(history: History, oi: np.ndarray, settle: np.ndarray,
+                 mains: dict[int, tuple[np.ndarray, list[Roll]]]) -> None:
+    """Each product row's daily candles (in place): each day's main contract's, unadjusted (SPEC 19)."""
+    _, o, h, low, c, v = history
+    for p, (by_col, _) in mains.items():
+        cols = np.flatnonzero(by_col >= 0)
+        for a in (o, h, low, c, v, oi, settle):
+            a[p, cols] = a[by_col[cols], cols]
+
+
+def splice_buckets(arrays: Buckets, i: int, contracts: list[int], made: Buckets, day: np.ndarray,
+                   by_col: np.ndarray) -> None:
+    """Row `i` of the group `arrays` (a product) takes, bucket by bucket, its main contract's of the bucket's day
+    (`made`: its `contracts`' buckets, `day`: each bucket's history column)."""
+    at = {r: k for k, r in enumerate(contracts)}
+    main = by_col[day]
+    use = np.array([m >= 0 and int(m) in at for m in main])
+    which = np.array([at.get(int(m), 0) for m in main], dtype=np.intp)
+    buckets = np.flatnonzero(use)
+    for dst, src in zip(arrays[1:], made[1:], strict=True):
+        dst[i, buckets] = src[which[buckets], buckets]

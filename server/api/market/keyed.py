@@ -24,6 +24,7 @@ from server.api.core.query import parse_count as _count
 from server.api.core.query import parse_instant as instant
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
+from server.api.market.curve import CurveApi
 from server.api.market.deep_ranges import DeepRanges
 from server.api.market.udf import UdfApi
 from server.core.errors import ApiError
@@ -68,6 +69,7 @@ class MarketApi:
         router.add("GET", "/api/v1/spreads", self.spreads, Access.KEYED, name="spreads", version=v)
         router.add("GET", "/api/v1/inventory", self.inventory_items, Access.KEYED, name="inventory", version=v)
         UdfApi(self.state, self.cache, self.clock, self.deep).register(router)  # TradingView's datafeed (SPEC 14)
+        CurveApi(self.state, self.clock).register(router)  # a futures product's term structure (SPEC 19)
 
 
     def _quote_version(self) -> object:
