@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import date, timedelta
+from datetime import date, datetime, timedelta
 
 import numpy as np
 
@@ -78,6 +78,37 @@ class MainSeries:
         return [{"tradingDay": date.fromordinal(r.day).isoformat(), "from": insts[r.from_key].id,
                  "to": insts[r.to_key].id, "fromClose": _num(r.from_close, dec), "toClose": _num(r.to_close, dec)}
                 for r in self.rolls[product]]
+
+    def adjust(self, product: int, bars: list[dict], mode: str, intraday: bool) -> list[dict]:
+        """`bars` (as /kline writes them) with every bar before a roll shifted (`diff`: plus the new main's close
+        minus the old one's on the day before the roll) or scaled (`ratio`: times their quotient), cumulatively over
+        the later rolls: the newest bars stay the traded prices (SPEC 19). Any other row (no rolls): unchanged."""
+        rolls = self.rolls.get(product) or []
+        if not rolls or not bars:
+            return bars
+        dec = self.catalogue.instruments[product].decimals
+        steps = [(r.day, r.to_close - r.from_close if mode == "diff" else r.to_close / r.from_close)
+                 for r in rolls if math.isfinite(r.to_close) and math.isfinite(r.from_close) and r.from_close]
+        out = []
+        for bar in bars:
+            day = self._bar_day(product, bar["t"], intraday)
+            shift, scale = 0.0, 1.0
+            for roll_day, step in steps:
+                if day < roll_day:
+                    shift, scale = (shift + step, scale) if mode == "diff" else (shift, scale * step)
+            if shift or scale != 1.0:
+                bar = dict(bar)
+                for key in ("o", "h", "l", "c", "s"):
+                    if bar.get(key) is not None:
+                        bar[key] = round(bar[key] * scale + shift, dec)
+            out.append(bar)
+        return out
+
+    def _bar_day(self, product: int, t: str, intraday: bool) -> int:
+        """The trading day (ordinal) of a /kline bar: its date, or its bucket start's trading day."""
+        if not intraday:
+            return date.fromisoformat(t[:10]).toordinal()
+        return self._day_of(product, datetime.fromisoformat(t).timestamp())
 
     def _day_of(self, product: int, ts: float) -> int:
         if self.clocks:

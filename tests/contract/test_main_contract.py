@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import math
 import json
 from collections.abc import Iterator
 
@@ -133,3 +134,24 @@ def test_the_curve_lists_the_listed_contracts_with_the_spread_to_the_main(http: 
     for bad, status in (("usdcny", 404), ("methanol-202701", 404), ("nothing", 404)):
         assert http.get(f"/api/v1/curve/{bad}").status_code == status
     assert http.get("/api/v1/curve/methanol", params={"day": "1"}).status_code == 400
+
+
+@pytest.mark.parametrize("mode", ["diff", "ratio"])
+def test_adjust_moves_every_bar_before_a_roll_by_its_gap(http: httpx.Client, mode: str) -> None:
+    rolls = _get(http, "/api/v1/instruments/methanol/rolls")["rolls"]
+    raw = _get(http, "/api/v1/kline/methanol", days=90)["series"]
+    adjusted = _get(http, "/api/v1/kline/methanol", days=90, adjust=mode)
+    assert adjusted["adjust"] == mode
+    for before, after in zip(raw[:-1], adjusted["series"][:-1], strict=True):  # the live bar moves between calls
+        later = [r for r in rolls if r["tradingDay"] > before["t"]]
+        for key in ("o", "h", "l", "c"):
+            if mode == "diff":
+                want = before[key] + sum(r["toClose"] - r["fromClose"] for r in later)
+            else:
+                want = before[key] * math.prod(r["toClose"] / r["fromClose"] for r in later)
+            assert after[key] == pytest.approx(want, abs=0.011), (before["t"], key)
+        assert after["v"] == before["v"]
+    newest = [c for c in raw if c["t"] >= rolls[-1]["tradingDay"]][:-1]
+    assert newest and all(c in adjusted["series"] for c in newest)  # after the last roll: the traded prices
+    resp = http.get("/api/v1/kline/methanol", params={"adjust": "back"})
+    assert resp.status_code == 400 and resp.json()["errors"][0]["field"] == "adjust"

@@ -193,6 +193,11 @@ OPERATIONS: dict[tuple[str, str], S] = {
             param("to", "query", INSTANT,
                   "range query: candles whose bucket start is < to (half-open), same formats as from. Default: after "
                   "the live candle. A daily candle's bucket start is its day at 00:00 Asia/Shanghai"),
+            param("adjust", "query", {"type": "string", "enum": ["diff", "ratio"]},
+                  "a futures product's continuous series (SPEC 19) back-adjusted at its rolls: every bar before a roll "
+                  "shifted by (diff) or scaled by (ratio) the gap between the new and the old main's closes on the "
+                  "day before it (GET /api/v1/instruments/{id}/rolls); the newest bars stay the traded prices. Any "
+                  "other instrument: as traded. Answers carry adjust"),
         ],
         "responses": {**ok("CandleSeries"),
                       "400": problem("interval not one of 1m, 5m, 15m, 1h, 1d; days not an integer 1..90; limit not "
