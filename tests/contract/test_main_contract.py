@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import math
 import json
+import math
 from collections.abc import Iterator
 
 import httpx
