@@ -12,6 +12,7 @@ the roll frame) and the demo walk (which contract's ticks the product row repeat
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Sequence
 from datetime import date, datetime, timedelta
 
@@ -21,6 +22,8 @@ from server.market.candles.daily import CandleBook
 from server.market.catalogue import Catalogue
 from server.market.contracts.main import Candidate, Roll, next_main
 from server.market.venues.clock import VenueClock
+
+_CONTINUOUS = re.compile(r"([a-z0-9][a-z0-9-]*)\.([cn])\.([0-9]{1,2})")
 
 
 class MainSeries:
@@ -78,6 +81,29 @@ class MainSeries:
         return [{"tradingDay": date.fromordinal(r.day).isoformat(), "from": insts[r.from_key].id,
                  "to": insts[r.to_key].id, "fromClose": _num(r.from_close, dec), "toClose": _num(r.to_close, dec)}
                 for r in self.rolls[product]]
+
+    def resolve(self, text: str, now: float) -> int | None:
+        """The contract row a continuous id names (SPEC 19, Databento's ranks, counted from 0): `{product}.c.N` the
+        Nth nearest expiry among the contracts listed on the venue's current trading day, `{product}.n.N` the Nth
+        largest open interest at the previous trading day's close (ties: the nearer expiry). None: no such id, or
+        no such rank."""
+        m = _CONTINUOUS.fullmatch(text)
+        product = self.catalogue.index.get(m[1]) if m else None
+        if m is None or product is None or product not in self.contracts:
+            return None
+        rank, today = int(m[3]), self._day_of(product, now)
+        listed = [r for r in self.contracts[product] if self.last_day[r] >= today and self._listed(r, today)]
+        if m[2] == "n":
+            col = self._column(self._previous(product, today))
+            if col is None:
+                return None
+            oi = self.candles.oi[:, col]
+            listed.sort(key=lambda r: (-(float(oi[r]) if math.isfinite(oi[r]) else 0.0), self.last_day[r]))
+        return listed[rank] if rank < len(listed) else None
+
+    def _listed(self, row: int, today: int) -> bool:
+        first = self.catalogue.instruments[row].first_trading_day
+        return not first or date.fromisoformat(first).toordinal() <= today
 
     def adjust(self, product: int, bars: list[dict], mode: str, intraday: bool) -> list[dict]:
         """`bars` (as /kline writes them) with every bar before a roll shifted (`diff`: plus the new main's close

@@ -155,3 +155,17 @@ def test_adjust_moves_every_bar_before_a_roll_by_its_gap(http: httpx.Client, mod
     assert newest and all(c in adjusted["series"] for c in newest)  # after the last roll: the traded prices
     resp = http.get("/api/v1/kline/methanol", params={"adjust": "back"})
     assert resp.status_code == 400 and resp.json()["errors"][0]["field"] == "adjust"
+
+
+def test_continuous_ids_name_a_contract_by_expiry_or_open_interest(http: httpx.Client) -> None:
+    curve = _get(http, "/api/v1/curve/methanol")["contracts"]
+    assert _get(http, "/api/v1/quotes/methanol.c.0")["id"] == curve[0]["id"]  # the front
+    assert _get(http, "/api/v1/quotes/methanol.c.2")["id"] == curve[2]["id"]
+    by_oi = sorted(curve, key=lambda p: -_get(http, "/api/v1/kline/" + p["id"], days=2)["series"][0]["oi"])
+    assert _get(http, "/api/v1/quotes/methanol.n.0")["id"] == by_oi[0]["id"]  # the largest at the previous close
+    both = _get(http, "/api/v1/quotes", ids="methanol.c.1,methanol.n.1")["quotes"]
+    assert {q["id"] for q in both} == {curve[1]["id"], by_oi[1]["id"]}
+    assert _get(http, "/api/v1/kline/methanol.c.0", days=3)["id"] == curve[0]["id"]
+    assert _get(http, "/api/v1/udf/symbols", symbol="methanol.n.0")["name"] == by_oi[0]["id"]
+    assert http.get("/api/v1/quotes/methanol.c.40").status_code == 404
+    assert http.get("/api/v1/quotes", params={"ids": "usdcny.c.0"}).status_code == 400

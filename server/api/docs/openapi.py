@@ -50,7 +50,9 @@ def param(name: str, where: str, schema: S, description: str, required: bool = F
             "description": description}
 
 
-ID = param("id", "path", STR, "instrument id, e.g. brent, methanol, usdcny")
+ID = param("id", "path", STR, "instrument id, e.g. brent, methanol, usdcny; a futures contract (methanol-202701) or a "
+           "continuous id (methanol.c.0: the nearest expiry, methanol.n.0: the largest open interest at the previous "
+           "close; SPEC 19)")
 INSTRUMENT_IDS = [inst.id for inst in default_catalogue().instruments]  # the catalogue the hub serves
 FUTURES_IDS = [pid for pid in INSTRUMENT_IDS if pid in PRODUCTS]
 # an instrument id, or a futures contract's (`methanol-202605`, SPEC 19)

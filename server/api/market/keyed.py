@@ -123,17 +123,23 @@ class MarketApi:
             raise _param("ids", "ids must list at least one instrument id")
         if len(wanted) > MAX_IDS:
             raise _param("ids", f"ids may list at most {MAX_IDS} instrument ids")
-        unknown = [i for i in wanted if i not in self.catalogue.index]
+        rows_of = {i: self._resolve(i) for i in wanted}
+        unknown = [i for i, r in rows_of.items() if r is None]
         if unknown:
             raise _param("ids", f"unknown instrument ids: {', '.join(unknown)}")
-        chosen = sorted({self.catalogue.index[i] for i in wanted})  # in row order; ids may name contracts
+        chosen = sorted({r for r in rows_of.values() if r is not None})  # in row order; ids may name contracts
         instruments, inside = self.catalogue.instruments, None if within is None else set(within)
         return tuple(r for r in chosen if (kind is None or instruments[r].kind == kind)
                      and (inside is None or r in inside))
 
+    def _resolve(self, inst_id: str) -> int | None:
+        """An instrument's row, or the contract a continuous id names now (`methanol.c.0`, `methanol.n.1`)."""
+        row = self.catalogue.index.get(inst_id)
+        return row if row is not None else self.state.mains.resolve(inst_id, self.clock())
+
     def _row(self, req: Request) -> int:
         inst_id = req.path_params["id"]
-        row = self.catalogue.index.get(inst_id)
+        row = self._resolve(inst_id)
         if row is None:
             raise ApiError("not_found", f"Unknown instrument id {inst_id!r}.")
         return row

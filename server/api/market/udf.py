@@ -237,7 +237,10 @@ class UdfApi:
         raw = _required(query, "symbol")
         symbol = raw.rsplit(":", 1)[-1].strip()  # "EXCHANGE:ticker" as some front-ends send it
         if symbol not in self.catalogue.index:  # a query parameter naming an unknown id: 400 (as SPEC 6's ids)
-            raise _param("symbol", f"unknown symbol {raw[:64]!r}: symbol must be an instrument id")
+            row = self.state.mains.resolve(symbol, self.clock())  # a continuous id names a contract (SPEC 19)
+            if row is None:
+                raise _param("symbol", f"unknown symbol {raw[:64]!r}: symbol must be an instrument id")
+            return self.catalogue.instruments[row].id
         return symbol
 
 
