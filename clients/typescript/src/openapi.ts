@@ -5073,6 +5073,8 @@ export interface operations {
     get_kline: {
         parameters: {
             query?: {
+                /** @description a futures product's continuous series (SPEC 19) back-adjusted at its rolls: every bar before a roll shifted by (diff) or scaled by (ratio) the gap between the new and the old main's closes on the day before it (GET /api/v1/instruments/{id}/rolls); the newest bars stay the traded prices. Any other instrument: as traded. Answers carry adjust */
+                adjust?: "diff" | "ratio";
                 /** @description the candles of the most recent N trading days (the live trading day counts once it has traded; default 90 for 1d, all held for the intraday intervals); with limit too, both apply. Not in a range query (with from/to: 400) */
                 days?: number;
                 /** @description range query (every interval): candles whose bucket start is >= from. An ISO 8601 timestamp with offset (2026-11-18T10:30:00+08:00 or ...Z; an unencoded + read as a space is understood), a date YYYY-MM-DD (00:00 Asia/Shanghai) or integer epoch milliseconds. Default: the earliest held. With from the answer holds the earliest limit candles and next */
@@ -5086,7 +5088,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description instrument id, e.g. brent, methanol, usdcny */
+                /** @description instrument id, e.g. brent, methanol, usdcny; a futures contract (methanol-202701) or a continuous id (methanol.c.0: the nearest expiry, methanol.n.0: the largest open interest at the previous close; SPEC 19) */
                 id: string;
             };
             cookie?: never;
@@ -5376,7 +5378,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description instrument id, e.g. brent, methanol, usdcny */
+                /** @description instrument id, e.g. brent, methanol, usdcny; a futures contract (methanol-202701) or a continuous id (methanol.c.0: the nearest expiry, methanol.n.0: the largest open interest at the previous close; SPEC 19) */
                 id: string;
             };
             cookie?: never;
