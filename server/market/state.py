@@ -308,8 +308,8 @@ class MarketState:
             "venue": inst.venue,
             "tradingDay": self._trading_day_of(row, ts),
         }
-        if self.mains.is_series(row):  # the main continuous series names its contract (SPEC 19)
-            main = self.mains.main[row]
+        if self.mains.is_series(row):  # the main continuous series names the contract whose price it shows (SPEC 19)
+            main = self.streamed_main.get(row, self.mains.main[row])
             out["contract"] = self._ids[main] if main is not None else None
         return out | self.futures.fields(row, dec) if board and self.futures.is_futures(row) else out
 

@@ -107,7 +107,9 @@ async def _until_a_tick(srv: ServerProcess, product: str) -> list[dict]:
 def test_a_roll_frame_comes_before_the_first_tick_of_the_new_main(tmp_path_factory: pytest.TempPathFactory) -> None:
     for srv in _server(tmp_path_factory, "main-roll", BEFORE_ROLL, "--demo-hours", "sessions"):  # no tick before 21:00
         with srv.client(headers={"X-SERVICE-Key": srv.demo_key}) as client:
-            assert client.get("/api/v1/quotes/methanol").json()["contract"] == "methanol-202701"  # decided already
+            # decided after Thursday's close; the quote names the contract whose price it shows until Friday's first
+            assert client.get("/api/v1/instruments/methanol/rolls").json()["contract"] == "methanol-202701"
+            assert client.get("/api/v1/quotes/methanol").json()["contract"] == "methanol-202612"
             doc = client.get("/asyncapi.json").json()
         frames = asyncio.run(_until_a_tick(srv, "methanol"))
         for frame, name in zip(frames, ("Roll", "Tick"), strict=True):

@@ -116,13 +116,16 @@ class UdfApi:
         exchange = query.get("exchange", "")
         limit = _count("limit", query.get("limit"), MAX_SEARCH_LIMIT, DEFAULT_SEARCH_LIMIT)
         found: list[dict[str, Any]] = []
+        contracts = any(ch.isdigit() for ch in text)  # a contract's month or symbol (MA605): SPEC 19
         for inst in self.catalogue.instruments:
+            if inst.product and not contracts:
+                continue  # the products are the main continuous series; a contract comes by its month or symbol
             if kind and TYPES[inst.kind] != kind:
                 continue
             if exchange and inst.source["en"] != exchange:
                 continue
             if text and text not in inst.id.lower() and text not in inst.name["en"].lower() \
-                    and text not in inst.name["zh"]:
+                    and text not in inst.name["zh"] and text not in inst.symbol.lower():
                 continue
             found.append({"symbol": inst.id, "full_name": inst.id, "description": inst.name["en"],
                           "exchange": inst.source["en"], "ticker": inst.id, "type": TYPES[inst.kind]})
