@@ -156,7 +156,8 @@ OPERATIONS: dict[tuple[str, str], S] = {
         "summary": "All quotes, in catalogue order (the products, not their contracts); with product, a futures "
                    "product's contracts by expiry (SPEC 19)", "tags": ["market data"],
         "parameters": [param("kind", "query", {"type": "string", "enum": list(KINDS)}, "filter by kind"), IDS,
-                       param("product", "query", {"type": "string", "enum": FUTURES_IDS},
+                       param("product", "query", {"type": "string", "pattern": "^(" + "|".join(FUTURES_IDS) + ")$",
+                                                  "examples": ["methanol"]},
                              "a futures product: its contracts' quotes in expiry order, every contract shown since "
                              "the server started (with kind or ids: those of them of that kind, or named)")],
         "responses": {**ok("QuoteList"), "400": problem("unknown kind, unknown/too many ids, or a product that is "
