@@ -72,6 +72,7 @@ from server.lifecycle import HttpRuntime, shutdown
 from server.market.applied import AppliedTicks
 from server.market.candles.trading_axis import VenueAxis
 from server.market.catalogue import Catalogue, default_catalogue
+from server.market.contracts.rows import with_contracts
 from server.market.contracts.specs import load_products
 from server.market.freshness import Freshness, freshness_of, venue_clocks
 from server.market.inventory import InventoryBook
@@ -184,7 +185,10 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     (`group(NotifySettings)`...); the App, the stream and the public site still take the whole `Settings`."""
     group = settings.group
     clock = clock or settings_clock(group(ProcessSettings))
-    registry, catalogue = Registry(), default_catalogue()
+    venues = VenueBook.load(settings.calendar_file)  # every venue's sessions and holidays (SPEC 16)
+    # the products, spot assessments and FX, then every futures contract shown (SPEC 19, contracts/rows.py)
+    registry = Registry()
+    catalogue = with_contracts(default_catalogue(), load_products(settings.catalogue_file), venues, clock())
     ids = [inst.id for inst in catalogue.instruments]
     # SQLite on its threads or PostgreSQL's async pool (docs/storage.md); a committed record wakes the outbox worker
     notify = group(NotifySettings)
@@ -194,7 +198,6 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     buckets = Gcra()  # this hub's own buckets (and, on the redis engine, its fallback while Redis is away)
     engine = make_engine(group(EngineSettings), registry, buckets, clock, ids)
     epoch = engine.epoch(f"{int(clock())}-{os.urandom(3).hex()}")  # redis: the shared tick history's, if any
-    venues = VenueBook.load(settings.calendar_file)  # every venue's sessions and holidays (SPEC 16)
     state, feed, keeper = make_market(group(FeedSettings), catalogue, repos.candles, clock, epoch, venues,
                                       history_opener(group(StorageSettings)), archive_writer(settings, engine))
     archive_ok, jobs, deep, flat = history_parts(keeper, registry, group(StorageSettings), clock, venues, repos.candles)
@@ -368,7 +371,7 @@ def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, 
     history = open_history() if open_history is not None else None
     if history is not None:  # the daily candles of sessions a killed hub had not stored, from its archived ticks
         store_missing_days(history, candles, [i.id for i in catalogue.instruments], clocks, int(now * 1000))
-    book = load_candle_book(catalogue, candles, VenueAxis([c.days for c in clocks]),
+    book = load_candle_book(catalogue, candles, VenueAxis([c.days for c in clocks], catalogue.trading_spans()),
                             max(c.trading_day(int(now * 1000)) for c in clocks))
     state = MarketState(catalogue, book, demo=False, epoch=epoch, clocks=clocks)
     state.roll(now)  # each instrument's live candle: its venue's trading day now

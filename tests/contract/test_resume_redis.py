@@ -48,7 +48,7 @@ async def subscribe(hub: ServerProcess, body: dict[str, Any]) -> tuple[ClientCon
 async def follow(ws: ClientConnection, last: dict[str, int], n: int) -> None:
     """Read `n` ticks, each the next seq of its instrument."""
     for _ in range(n):
-        while (msg := await recv_json(ws))["type"] == "heartbeat":  # every 5 s (SPEC 14)
+        while (msg := await recv_json(ws))["type"] in ("heartbeat", "roll"):  # every 5 s (SPEC 14); SPEC 19
             pass
         assert msg["type"] == "tick", msg
         assert msg["seq"] == last[msg["id"]] + 1, f"{msg['id']}: {last[msg['id']]} then {msg['seq']}"

@@ -138,58 +138,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/console/incidents": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Operators: the newest 50 incidents and every unresolved one */
-        get: operations["get_console_incidents"];
-        put?: never;
-        /** Operators: open an incident (investigating) */
-        post: operations["post_console_incident_open"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/console/incidents/{id}/resolve": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Operators: resolve an incident */
-        post: operations["post_console_incident_resolve"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/console/incidents/{id}/updates": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Operators: post an update (identified or monitoring); accounts told of incidents are e-mailed */
-        post: operations["post_console_incident_update"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/console/keys": {
         parameters: {
             query?: never;
@@ -243,24 +191,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/console/maintenances": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Operators: maintenance not over yet and the newest 50 others */
-        get: operations["get_console_maintenances"];
-        put?: never;
-        /** Operators: schedule maintenance */
-        post: operations["post_console_maintenance_add"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/console/me": {
         parameters: {
             query?: never;
@@ -270,41 +200,6 @@ export interface paths {
         };
         /** The account, its plan, role, limits and subscription request */
         get: operations["get_console_me"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/console/notifications": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Whether this account is e-mailed each incident update (enterprise by default, others by opting in) */
-        get: operations["get_console_notifications"];
-        put?: never;
-        /** Choose whether this account is e-mailed each incident update */
-        post: operations["post_console_notifications_set"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/console/sla": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The month's availability per component against the plan's target, every down range, latency percentiles (enterprise accounts; operators) */
-        get: operations["get_console_sla"];
         put?: never;
         post?: never;
         delete?: never;
@@ -324,92 +219,6 @@ export interface paths {
         put?: never;
         /** Ask for a plan (one open request at a time); notifies the operators */
         post: operations["post_console_subscription"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/console/tickets": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Support tickets, newest first: the account's own; an operator's: every account's */
-        get: operations["get_console_tickets"];
-        put?: never;
-        /** Open a ticket (the first message is `body`); notifies the operators */
-        post: operations["post_console_ticket_open"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/console/tickets/{id}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A ticket and its thread */
-        get: operations["get_console_ticket"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/console/tickets/{id}/close": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Close a ticket (closed already: the same answer) */
-        post: operations["post_console_ticket_close"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/console/tickets/{id}/messages": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Add a message; notifies the other side (the owner's e-mail, or the operators) */
-        post: operations["post_console_ticket_reply"];
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/console/tickets/{id}/reopen": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Reopen a ticket (open already: the same answer) */
-        post: operations["post_console_ticket_reopen"];
         delete?: never;
         options?: never;
         head?: never;
@@ -552,6 +361,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/curve/{product}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A futures product's curve (SPEC 19): its listed contracts in expiry order with price, settlement, open interest, volume and the calendar spread to the main contract */
+        get: operations["get_curve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/flatfiles": {
         parameters: {
             query?: never;
@@ -586,23 +412,6 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
-    "/api/v1/flatfiles/{venue}/{dataset}/{file}": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** Download one venue's flat file (its instruments only; Range, If-Range, If-None-Match as for the all-venue files) */
-        get: operations["get_venue_flatfile"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
     "/api/v1/instruments": {
         parameters: {
             query?: never;
@@ -629,6 +438,23 @@ export interface paths {
         };
         /** One instrument's reference data, or a futures contract's ({product}-{YYYYMM}) */
         get: operations["get_instrument"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/instruments/{id}/rolls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A futures product's main contract rolls (SPEC 19): the product id is the main continuous series; each roll is decided after a close from that day's open interest (+10%, never back, on the main's last trading day whatever the margin) */
+        get: operations["get_instrument_rolls"];
         put?: never;
         post?: never;
         delete?: never;
@@ -695,7 +521,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** All quotes, in catalogue order */
+        /** All quotes, in catalogue order (the products, not their contracts); with product, a futures product's contracts by expiry (SPEC 19) */
         get: operations["get_quotes"];
         put?: never;
         post?: never;
@@ -746,25 +572,8 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The service's status (no key; Statuspage's summary.json shape): one component per part and one feed:{venue} per venue, the unresolved incidents and current maintenance, answered from what the hub already knows, so it answers while storage, Redis or the feed is down; an open incident's impact raises the indicator to it */
+        /** The service's status (no key; Statuspage's summary.json shape): one component per part and one feed:{venue} per venue, answered from what the hub already knows, so it answers while storage, Redis or the feed is down */
         get: operations["get_status"];
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/api/v1/status/incidents": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The newest 50 incidents with the resolved ones, and the maintenance not over yet (no key; answered from this hub's copy, read every 2 s, so it answers while storage is down) */
-        get: operations["get_status_incidents"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1209,9 +1018,6 @@ export interface components {
                 kind: "created" | "rotated" | "revoked" | "relabelled" | "plan_requested" | "plan_changed" | "plan_rejected";
             }[];
         };
-        ConsoleIncidents: {
-            items: components["schemas"]["Incident"][];
-        };
         ConsoleKey: {
             /** @description ISO 8601, +08:00 */
             createdAt: string;
@@ -1250,9 +1056,6 @@ export interface components {
         };
         ConsoleKeys: {
             items: components["schemas"]["ConsoleKey"][];
-        };
-        ConsoleMaintenances: {
-            items: components["schemas"]["Maintenance"][];
         };
         ConsoleMe: {
             account: {
@@ -1352,6 +1155,35 @@ export interface components {
             /** @constant */
             status: "received";
         };
+        Curve: {
+            /** @description the contracts listed today, in expiry order */
+            contracts: {
+                /** @description price minus prevSettle */
+                change: number | null;
+                id: string;
+                /** Format: date */
+                lastTradingDay: string;
+                month: string;
+                /** @description open interest (lots) */
+                openInterest: number | null;
+                /** @description the previous settlement */
+                prevSettle: number | null;
+                /** @description the contract's last price */
+                price: number | null;
+                /** @description the day's settlement (null until known) */
+                settle: number | null;
+                /** @description price minus the main contract's price (the calendar spread) */
+                spread: number | null;
+                symbol: string;
+                /** @description the trading day's volume so far */
+                volume: number | null;
+            }[];
+            demo: boolean;
+            id: string;
+            /** @description the main contract (the product's continuous series) */
+            main: string | null;
+            updated: string | null;
+        };
         FlatFile: {
             /** @description the file's size (Content-Length of a whole download) */
             bytes: number;
@@ -1371,12 +1203,6 @@ export interface components {
             sha256: string;
             /** @description where to GET it (relative to this server) */
             url: string;
-            /**
-             * @description a venue's own file (listed with venue=): its instruments only
-             * @example zce
-             * @enum {string}
-             */
-            venue?: "shfe" | "ine" | "dce" | "zce" | "ice-eu" | "cme" | "ice-endex" | "gme" | "spot-sg" | "spot-me" | "spot-nea-lng" | "spot-ec" | "spot-cfr-cn" | "saudi-cp" | "fx" | "cfets";
         };
         FlatFileList: {
             files: components["schemas"]["FlatFile"][];
@@ -1384,88 +1210,6 @@ export interface components {
         Health: {
             /** @constant */
             status: "ok";
-        };
-        Incident: {
-            /** @description opened by the service itself (a feed silent in session over 5 minutes, storage unavailable over 1 minute) */
-            automatic: boolean;
-            components: ("rest" | "stream" | "storage" | "notifications" | "redis" | "feed:cfets" | "feed:cme" | "feed:dce" | "feed:fx" | "feed:gme" | "feed:ice-endex" | "feed:ice-eu" | "feed:ine" | "feed:saudi-cp" | "feed:shfe" | "feed:spot-cfr-cn" | "feed:spot-ec" | "feed:spot-me" | "feed:spot-nea-lng" | "feed:spot-sg" | "feed:zce")[];
-            /**
-             * Format: date-time
-             * @example 2026-11-23T10:05:00.000+08:00
-             */
-            createdAt: string;
-            id: string;
-            /** @enum {string} */
-            impact: "minor" | "major" | "critical";
-            name: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-23T10:05:00.000+08:00
-             */
-            resolvedAt: string | null;
-            /** @enum {string} */
-            status: "investigating" | "identified" | "monitoring" | "resolved";
-            /**
-             * Format: date-time
-             * @example 2026-11-23T10:05:00.000+08:00
-             */
-            updatedAt: string;
-            /** @description newest first */
-            updates: components["schemas"]["IncidentUpdate"][];
-        };
-        IncidentList: {
-            /**
-             * Format: date-time
-             * @description when this hub last read them from storage (it answers from that copy while storage is down)
-             * @example 2026-11-23T10:05:00.000+08:00
-             */
-            asOf: string | null;
-            incidents: components["schemas"]["Incident"][];
-            scheduledMaintenances: components["schemas"]["Maintenance"][];
-        };
-        IncidentMail: {
-            /** @description the account made a choice */
-            chosen: boolean;
-            /** @description the plan's default (enterprise: true) */
-            default: boolean;
-            /** @description this account is e-mailed each incident update */
-            incidents: boolean;
-        };
-        IncidentMailChoice: {
-            /** @example true */
-            incidents: boolean;
-        };
-        IncidentOpen: {
-            /**
-             * @example [
-             *       "feed:ice-eu"
-             *     ]
-             */
-            components?: ("rest" | "stream" | "storage" | "notifications" | "redis" | "feed:cfets" | "feed:cme" | "feed:dce" | "feed:fx" | "feed:gme" | "feed:ice-endex" | "feed:ice-eu" | "feed:ine" | "feed:saudi-cp" | "feed:shfe" | "feed:spot-cfr-cn" | "feed:spot-ec" | "feed:spot-me" | "feed:spot-nea-lng" | "feed:spot-sg" | "feed:zce")[];
-            /** @enum {string} */
-            impact: "minor" | "major" | "critical";
-            /** @description the first update (default: we are investigating) */
-            message?: string | null;
-            title: string;
-        };
-        IncidentResolve: {
-            message?: string | null;
-        };
-        IncidentUpdate: {
-            body: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-23T10:05:00.000+08:00
-             */
-            createdAt: string;
-            id: string;
-            /** @enum {string} */
-            status: "investigating" | "identified" | "monitoring" | "resolved";
-        };
-        IncidentUpdateRequest: {
-            message: string;
-            /** @enum {string} */
-            status: "identified" | "monitoring";
         };
         Inquiry: {
             /**
@@ -1540,40 +1284,6 @@ export interface components {
         Login: {
             email: string;
             password: string;
-        };
-        Maintenance: {
-            /**
-             * Format: date-time
-             * @example 2026-11-23T10:05:00.000+08:00
-             */
-            createdAt: string;
-            id: string;
-            name: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-23T10:05:00.000+08:00
-             */
-            scheduledFor: string;
-            /**
-             * Format: date-time
-             * @example 2026-11-23T10:05:00.000+08:00
-             */
-            scheduledUntil: string;
-            /** @enum {string} */
-            status: "scheduled" | "in_progress" | "completed";
-        };
-        MaintenanceAdd: {
-            /**
-             * @description ISO 8601 (a time without an offset is Asia/Shanghai's)
-             * @example 2030-12-01T02:00:00+08:00
-             */
-            from: string;
-            title: string;
-            /**
-             * @description ISO 8601 (a time without an offset is Asia/Shanghai's)
-             * @example 2030-12-01T04:00:00+08:00
-             */
-            to: string;
         };
         MarketSnapshot: {
             categories: components["schemas"]["Category"][];
@@ -1706,6 +1416,8 @@ export interface components {
             change: number | null;
             /** @description change in percent of the previous close (futures: of prevSettle) */
             changePct: number | null;
+            /** @description a futures product only (its main continuous series, SPEC 19): the day's main contract, whose quote this is (GET /api/v1/instruments/{id}/rolls) */
+            contract?: string | null;
             currency: string;
             id: string;
             /** @enum {string} */
@@ -1758,6 +1470,8 @@ export interface components {
             change: number | null;
             /** @description change in percent of the previous close (futures: of prevSettle) */
             changePct: number | null;
+            /** @description a futures product only (its main continuous series, SPEC 19): the day's main contract, whose quote this is (GET /api/v1/instruments/{id}/rolls) */
+            contract?: string | null;
             currency: string;
             /** @constant */
             extended: true;
@@ -1904,63 +1618,25 @@ export interface components {
             offset: number;
             total: number;
         };
-        SlaReport: {
-            components: {
-                /** @description percent; null: no minute counts */
-                availability: number | null;
-                downMinutes: number;
-                downRanges: {
-                    /** @description ISO 8601, +08:00 */
-                    from: string;
-                    /** @description the first minute up again */
-                    to: string;
-                }[];
-                /** @description rest, stream, storage or feed:{venue} */
-                id: string;
-                met: boolean | null;
-                target: number;
-            }[];
-            days: {
-                availability: {
-                    [key: string]: number | null;
-                };
+        RollList: {
+            /** @description the main contract now */
+            contract: string | null;
+            id: string;
+            rolls: {
+                /** @description the previous main contract */
+                from: string;
+                /** @description the previous main's close on the day before */
+                fromClose: number | null;
+                /** @description the new main */
+                to: string;
+                /** @description the new main's close on the day before */
+                toClose: number | null;
                 /**
                  * Format: date
-                 * @example 2026-01-05
+                 * @description the new main's first trading day
                  */
-                date: string;
-                minutes: number;
+                tradingDay: string;
             }[];
-            /** @description first counted minute; null when none count */
-            from: string | null;
-            latency: {
-                /** @description answered 5xx */
-                errors: number;
-                /** @description milliseconds: the upper bound of the histogram bucket holding the percentile; null without observations */
-                p50Ms: number | null;
-                /** @description milliseconds: the upper bound of the histogram bucket holding the percentile; null without observations */
-                p95Ms: number | null;
-                /** @description milliseconds: the upper bound of the histogram bucket holding the percentile; null without observations */
-                p99Ms: number | null;
-                requests: number;
-            };
-            /** @description minutes counted: from the data dir's first start to the minute in progress */
-            minutes: number;
-            /** @example 2026-03 */
-            month: string;
-            stream: {
-                /** @description milliseconds: the upper bound of the histogram bucket holding the percentile; null without observations */
-                feedToFrameP99Ms: number | null;
-                frames: number;
-            };
-            /** @description the month's enterprise tickets: {id, userId, severity, createdAt, firstResponseDue, firstResponseAt, firstResponseMet (null: pending), responseSeconds}; the account's own, every account's for an operator */
-            supportResponse: Record<string, never>[];
-            /** @description the plan's availability target, percent (enterprise 99.9) */
-            target: number;
-            /** @enum {string} */
-            timezone: "Asia/Shanghai";
-            /** @description end of the counted minutes (the minute in progress, or the month's end); null when none count */
-            to: string | null;
         };
         Spread: {
             /** @description (shfe + dce) / 2 - intl, CNY/t */
@@ -1999,10 +1675,10 @@ export interface components {
         };
         Status: {
             components: components["schemas"]["StatusComponent"][];
-            /** @description the unresolved incidents, newest first (GET /api/v1/status/incidents: the resolved ones too) */
-            incidents: components["schemas"]["Incident"][];
-            /** @description maintenance scheduled or in progress */
-            scheduledMaintenances: components["schemas"]["Maintenance"][];
+            /** @description always empty for now */
+            incidents: Record<string, never>[];
+            /** @description always empty for now */
+            scheduledMaintenances: Record<string, never>[];
             status: {
                 description: string;
                 /** @enum {string} */
@@ -2047,93 +1723,6 @@ export interface components {
         };
         Subscriptions: {
             items: components["schemas"]["Subscription"][];
-        };
-        Ticket: {
-            /** @description ISO 8601, +08:00; null if never */
-            closedAt: string | null;
-            /** @description ISO 8601, +08:00 */
-            createdAt: string;
-            email: string | null;
-            /** @description the first operator message */
-            firstResponseAt: string | null;
-            /** @description enterprise tickets: severity 1 one hour after opening, else 8 business hours (09:00-17:00 Asia/Shanghai, SHFE's trading days) */
-            firstResponseDue: string | null;
-            /** @description null: no target, or not answered and not due yet */
-            firstResponseMet: boolean | null;
-            id: string;
-            messages: number;
-            /** @description the account's plan when the ticket was opened */
-            plan: string;
-            /**
-             * @description 1: the service is down for you; 2: degraded; 3: a question
-             * @enum {integer}
-             */
-            severity: 1 | 2 | 3;
-            /** @enum {string} */
-            status: "open" | "closed";
-            subject: string;
-            /** @description ISO 8601, +08:00 */
-            updatedAt: string;
-            userId: string;
-        };
-        TicketMessage: {
-            /** @enum {string} */
-            author: "customer" | "operator";
-            /** @description an operator's address is shown to operators only */
-            authorEmail: string | null;
-            /** @description plain text, as sent (never HTML) */
-            body: string;
-            /** @description ISO 8601, +08:00 */
-            createdAt: string;
-            id: string;
-        };
-        TicketOpen: {
-            body: string;
-            /**
-             * @description 1: the service is down for you; 2: degraded; 3: a question
-             * @enum {integer}
-             */
-            severity: 1 | 2 | 3;
-            subject: string;
-        };
-        TicketReplied: {
-            message: components["schemas"]["TicketMessage"];
-            ticket: components["schemas"]["Ticket"];
-        };
-        TicketReply: {
-            body: string;
-        };
-        Tickets: {
-            items: components["schemas"]["Ticket"][];
-        };
-        TicketThread: {
-            /** @description ISO 8601, +08:00; null if never */
-            closedAt: string | null;
-            /** @description ISO 8601, +08:00 */
-            createdAt: string;
-            email: string | null;
-            /** @description the first operator message */
-            firstResponseAt: string | null;
-            /** @description enterprise tickets: severity 1 one hour after opening, else 8 business hours (09:00-17:00 Asia/Shanghai, SHFE's trading days) */
-            firstResponseDue: string | null;
-            /** @description null: no target, or not answered and not due yet */
-            firstResponseMet: boolean | null;
-            id: string;
-            messages: number;
-            /** @description the account's plan when the ticket was opened */
-            plan: string;
-            /**
-             * @description 1: the service is down for you; 2: degraded; 3: a question
-             * @enum {integer}
-             */
-            severity: 1 | 2 | 3;
-            /** @enum {string} */
-            status: "open" | "closed";
-            subject: string;
-            thread: components["schemas"]["TicketMessage"][];
-            /** @description ISO 8601, +08:00 */
-            updatedAt: string;
-            userId: string;
         };
         Token: {
             /** @description seconds */
@@ -3158,491 +2747,6 @@ export interface operations {
             };
         };
     };
-    get_console_incidents: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ConsoleIncidents"];
-                };
-            };
-            /** @description missing, invalid or expired Bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description not an operator, or account disabled */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    post_console_incident_open: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["IncidentOpen"];
-            };
-        };
-        responses: {
-            /** @description created */
-            201: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Incident"];
-                };
-            };
-            /** @description body is not a JSON object, or fields are invalid (errors[]) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description missing, invalid or expired Bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description not an operator, or account disabled */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description body over 64 KiB */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description content type is not application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    post_console_incident_resolve: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: {
-            content: {
-                "application/json": components["schemas"]["IncidentResolve"];
-            };
-        };
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Incident"];
-                };
-            };
-            /** @description body is not a JSON object, or fields are invalid (errors[]) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description missing, invalid or expired Bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description not an operator, or account disabled */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description no such incident */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the incident is resolved already */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description body over 64 KiB */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description content type is not application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    post_console_incident_update: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["IncidentUpdateRequest"];
-            };
-        };
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Incident"];
-                };
-            };
-            /** @description body is not a JSON object, or fields are invalid (errors[]) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description missing, invalid or expired Bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description not an operator, or account disabled */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description no such incident */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the incident is resolved already */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description body over 64 KiB */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description content type is not application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
     get_console_keys: {
         parameters: {
             query?: never;
@@ -4223,213 +3327,6 @@ export interface operations {
             };
         };
     };
-    get_console_maintenances: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["ConsoleMaintenances"];
-                };
-            };
-            /** @description missing, invalid or expired Bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description not an operator, or account disabled */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    post_console_maintenance_add: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["MaintenanceAdd"];
-            };
-        };
-        responses: {
-            /** @description created */
-            201: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Maintenance"];
-                };
-            };
-            /** @description body is not a JSON object, or fields are invalid (errors[]) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description missing, invalid or expired Bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description not an operator, or account disabled */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description body over 64 KiB */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description content type is not application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
     get_console_me: {
         parameters: {
             query?: never;
@@ -4458,313 +3355,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ConsoleMe"];
-                };
-            };
-            /** @description missing, invalid or expired Bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description account disabled */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    get_console_notifications: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["IncidentMail"];
-                };
-            };
-            /** @description missing, invalid or expired Bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description account disabled */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    post_console_notifications_set: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["IncidentMailChoice"];
-            };
-        };
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["IncidentMail"];
-                };
-            };
-            /** @description body is not a JSON object, or fields are invalid (errors[]) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description missing, invalid or expired Bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description account disabled */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description body over 64 KiB */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description content type is not application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    get_console_sla: {
-        parameters: {
-            query?: {
-                /** @description calendar month in Asia/Shanghai, YYYY-MM (default: this month) */
-                month?: string;
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["SlaReport"];
-                };
-            };
-            /** @description a bad month (errors[] names month) or an unknown parameter */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
                 };
             };
             /** @description missing, invalid or expired Bearer token */
@@ -4897,715 +3487,6 @@ export interface operations {
             };
             /** @description a request is open already, or the plan is current */
             409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description body over 64 KiB */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description content type is not application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    get_console_tickets: {
-        parameters: {
-            query?: {
-                /** @description only tickets in this state */
-                status?: "open" | "closed";
-            };
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Tickets"];
-                };
-            };
-            /** @description an unknown status (invalid_parameter) or parameter (unknown_parameter) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description missing, invalid or expired Bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description account disabled */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    post_console_ticket_open: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["TicketOpen"];
-            };
-        };
-        responses: {
-            /** @description created */
-            201: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TicketThread"];
-                };
-            };
-            /** @description a missing, empty, too long or unknown field (errors[]) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description missing, invalid or expired Bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description account disabled */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description body over 64 KiB */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description content type is not application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    get_console_ticket: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TicketThread"];
-                };
-            };
-            /** @description missing, invalid or expired Bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description account disabled */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description no such ticket (another account's ticket is 404 too) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    post_console_ticket_close: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Ticket"];
-                };
-            };
-            /** @description body is not a JSON object, or fields are invalid (errors[]) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description missing, invalid or expired Bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description account disabled */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description no such ticket (another account's ticket is 404 too) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description body over 64 KiB */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description content type is not application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    post_console_ticket_reply: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody: {
-            content: {
-                "application/json": components["schemas"]["TicketReply"];
-            };
-        };
-        responses: {
-            /** @description created */
-            201: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["TicketReplied"];
-                };
-            };
-            /** @description a missing, empty, too long or unknown field (errors[]) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description missing, invalid or expired Bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description account disabled */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description no such ticket (another account's ticket is 404 too) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the ticket is closed: reopen it */
-            409: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description body over 64 KiB */
-            413: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description content type is not application/json */
-            415: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    post_console_ticket_reopen: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path: {
-                id: string;
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["Ticket"];
-                };
-            };
-            /** @description body is not a JSON object, or fields are invalid (errors[]) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description missing, invalid or expired Bearer token */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description account disabled */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description no such ticket (another account's ticket is 404 too) */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -6427,6 +4308,106 @@ export interface operations {
             };
         };
     };
+    get_curve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a futures product id (methanol, brent) */
+                product: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the curve */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Curve"];
+                };
+            };
+            /** @description a query parameter (it takes none): unknown_parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not a futures product with contracts */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     get_flatfiles: {
         parameters: {
             query?: {
@@ -6438,8 +4419,6 @@ export interface operations {
                 from?: string;
                 /** @description last trading day, included (default: today; at most 366 days after from) */
                 to?: string;
-                /** @description a venue's own files (GET /api/v1/venues): its trading days, its instruments, each day's from the venue's close plus 2 minutes (ZCE: 15:02 Shanghai); left out: the all-venue files, made once every venue trading the day has closed */
-                venue?: "shfe" | "ine" | "dce" | "zce" | "ice-eu" | "cme" | "ice-endex" | "gme" | "spot-sg" | "spot-me" | "spot-nea-lng" | "spot-ec" | "spot-cfr-cn" | "saudi-cp" | "fx" | "cfets";
             };
             header?: never;
             path?: never;
@@ -6468,7 +4447,7 @@ export interface operations {
                     "application/json": components["schemas"]["FlatFileList"];
                 };
             };
-            /** @description dataset, format or venue unknown, from or to not a date, to before from, more than 366 days (invalid_parameter, errors[].field names it); a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            /** @description dataset unknown, format unknown, from or to not a date, to before from, more than 366 days (invalid_parameter, errors[].field names it); a query parameter the endpoint does not define (unknown_parameter, naming it) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -6644,174 +4623,6 @@ export interface operations {
                 };
             };
             /** @description no such file: unknown dataset, a name that is not YYYY-MM-DD.csv.gz or .parquet, a day no venue traded, not closed yet, outside the retention, or without rows */
-            404: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the range starts past the end (range_not_satisfiable; Content-Range: bytes *\/size) */
-            416: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description rate limit exceeded */
-            429: {
-                headers: {
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description seconds, at least 1 */
-                    "Retry-After"?: number;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    get_venue_flatfile: {
-        parameters: {
-            query?: never;
-            header?: {
-                /** @description the ETag held: 304 when unchanged */
-                "If-None-Match"?: string;
-                /** @description the ETag held: a range is sent only if the file is still that one */
-                "If-Range"?: string;
-                /** @description one byte range (RFC 9110): the rest of a broken download */
-                Range?: string;
-            };
-            path: {
-                /** @description the dataset */
-                dataset: "ticks" | "candles-1m" | "candles-1d";
-                /** @description the trading day and format */
-                file: string;
-                /** @description the venue (GET /api/v1/venues) */
-                venue: "shfe" | "ine" | "dce" | "zce" | "ice-eu" | "cme" | "ice-endex" | "gme" | "spot-sg" | "spot-me" | "spot-nea-lng" | "spot-ec" | "spot-cfr-cn" | "saudi-cp" | "fx" | "cfets";
-            };
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description the whole file */
-            200: {
-                headers: {
-                    "Accept-Ranges"?: string;
-                    "Access-Control-Allow-Origin"?: string;
-                    "Content-Disposition"?: string;
-                    "Content-Length"?: number;
-                    /** @description "<sha256>" */
-                    ETag?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/octet-stream": string;
-                };
-            };
-            /** @description the range asked for (Content-Range: bytes first-last/size) */
-            206: {
-                headers: {
-                    "Accept-Ranges"?: string;
-                    "Access-Control-Allow-Origin"?: string;
-                    "Content-Disposition"?: string;
-                    "Content-Length"?: number;
-                    "Content-Range"?: string;
-                    /** @description "<sha256>" */
-                    ETag?: string;
-                    /** @description IETF field, e.g. "free";r=59;t=1 */
-                    RateLimit?: string;
-                    /** @description IETF field, e.g. "free";q=60;w=60 */
-                    "RateLimit-Policy"?: string;
-                    /** @description requests per minute of this bucket */
-                    "X-RateLimit-Limit"?: number;
-                    "X-RateLimit-Remaining"?: number;
-                    /** @description seconds until the bucket is full */
-                    "X-RateLimit-Reset"?: number;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/octet-stream": string;
-                };
-            };
-            /** @description If-None-Match matched: the file held is this one */
-            304: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
-            /** @description a query parameter the endpoint does not define (unknown_parameter, naming it) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description missing, unknown or revoked X-SERVICE-Key */
-            401: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description the key's plan has no flat files: professional or enterprise (plan_required, with requiredPlan) */
-            403: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description no such file: unknown venue, unknown dataset, a name that is not YYYY-MM-DD.csv.gz or .parquet, a day that is not a trading day of the venue, not closed yet (the venue's close plus 2 minutes), outside the retention, or without rows */
             404: {
                 headers: {
                     [name: string]: unknown;
@@ -7071,6 +4882,106 @@ export interface operations {
             };
         };
     };
+    get_instrument_rolls: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a futures product id (methanol, brent) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the main contract now and the rolls, oldest first */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RollList"];
+                };
+            };
+            /** @description a query parameter (it takes none): unknown_parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not a futures product with contracts */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     get_inventory: {
         parameters: {
             query?: never;
@@ -7162,6 +5073,8 @@ export interface operations {
     get_kline: {
         parameters: {
             query?: {
+                /** @description a futures product's continuous series (SPEC 19) back-adjusted at its rolls: every bar before a roll shifted by (diff) or scaled by (ratio) the gap between the new and the old main's closes on the day before it (GET /api/v1/instruments/{id}/rolls); the newest bars stay the traded prices. Any other instrument: as traded. Answers carry adjust */
+                adjust?: "diff" | "ratio";
                 /** @description the candles of the most recent N trading days (the live trading day counts once it has traded; default 90 for 1d, all held for the intraday intervals); with limit too, both apply. Not in a range query (with from/to: 400) */
                 days?: number;
                 /** @description range query (every interval): candles whose bucket start is >= from. An ISO 8601 timestamp with offset (2026-11-18T10:30:00+08:00 or ...Z; an unencoded + read as a space is understood), a date YYYY-MM-DD (00:00 Asia/Shanghai) or integer epoch milliseconds. Default: the earliest held. With from the answer holds the earliest limit candles and next */
@@ -7175,7 +5088,7 @@ export interface operations {
             };
             header?: never;
             path: {
-                /** @description instrument id, e.g. brent, methanol, usdcny */
+                /** @description instrument id, e.g. brent, methanol, usdcny; a futures contract (methanol-202701) or a continuous id (methanol.c.0: the nearest expiry, methanol.n.0: the largest open interest at the previous close; SPEC 19) */
                 id: string;
             };
             cookie?: never;
@@ -7368,10 +5281,12 @@ export interface operations {
     get_quotes: {
         parameters: {
             query?: {
-                /** @description comma-separated instrument ids (at most 100); an unknown id is a 400 naming it */
-                ids?: ("brent" | "wti" | "sc" | "dubai" | "oman" | "fu" | "fo380-sg" | "lu" | "gasoil-sg" | "rbob" | "naphtha-cfrj" | "jet-sg" | "bitumen" | "cp-propane" | "lpg" | "jkm" | "henry-hub" | "ttf" | "methanol" | "methanol-ec" | "methanol-cfr" | "pp" | "pp-ec" | "pp-cfr" | "lldpe" | "pe-ec" | "pe-cfr" | "hdpe" | "styrene" | "px" | "pta" | "pta-ec" | "pta-cfr" | "meg" | "benzene" | "pvc" | "pvc-ec" | "pvc-cfr" | "caustic-soda" | "soda-ash" | "urea" | "usdcny" | "usdcnh" | "eurcny" | "usdjpy" | "jpycny" | "gbpcny" | "eurusd" | "hkdcny")[];
+                /** @description comma-separated instrument or contract ids (at most 100); an unknown id is a 400 naming it */
+                ids?: string[];
                 /** @description filter by kind */
                 kind?: "oil" | "chem" | "fx";
+                /** @description a futures product: its contracts' quotes in expiry order, every contract shown since the server started (with kind or ids: those of them of that kind, or named) */
+                product?: "brent" | "wti" | "sc" | "oman" | "fu" | "lu" | "rbob" | "bitumen" | "lpg" | "henry-hub" | "ttf" | "methanol" | "pp" | "lldpe" | "styrene" | "px" | "pta" | "meg" | "benzene" | "pvc" | "caustic-soda" | "soda-ash" | "urea";
             };
             header?: never;
             path?: never;
@@ -7400,7 +5315,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuoteList"];
                 };
             };
-            /** @description unknown kind or unknown/too many ids; a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            /** @description unknown kind, unknown/too many ids, or a product that is not a futures product; a query parameter the endpoint does not define (unknown_parameter, naming it) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7463,7 +5378,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                /** @description instrument id, e.g. brent, methanol, usdcny */
+                /** @description instrument id, e.g. brent, methanol, usdcny; a futures contract (methanol-202701) or a continuous id (methanol.c.0: the nearest expiry, methanol.n.0: the largest open interest at the previous close; SPEC 19) */
                 id: string;
             };
             cookie?: never;
@@ -7665,56 +5580,6 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Status"];
-                };
-            };
-            /** @description a query parameter the endpoint does not define (unknown_parameter, naming it) */
-            400: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description method not allowed (Allow lists the methods) */
-            405: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-            /** @description internal error (no details leaked; quote X-Request-ID) */
-            500: {
-                headers: {
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/problem+json": components["schemas"]["Problem"];
-                };
-            };
-        };
-    };
-    get_status_incidents: {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        requestBody?: never;
-        responses: {
-            /** @description OK */
-            200: {
-                headers: {
-                    "Access-Control-Allow-Origin"?: string;
-                    /** @description echoed when the client sent one */
-                    "X-Request-ID"?: string;
-                    [name: string]: unknown;
-                };
-                content: {
-                    "application/json": components["schemas"]["IncidentList"];
                 };
             };
             /** @description a query parameter the endpoint does not define (unknown_parameter, naming it) */

@@ -30,6 +30,7 @@ from server.api.site.content import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET
 from server.config import HttpSettings
 from server.core.errors import ERROR_KINDS
 from server.market.catalogue import KINDS, default_catalogue
+from server.market.contracts.specs import PRODUCTS
 from server.market.venues.data import VENUES
 from server.store.site.receipts import RECEIPT_NO_PATTERN
 
@@ -51,11 +52,16 @@ def param(name: str, where: str, schema: S, description: str, required: bool = F
             "description": description}
 
 
-ID = param("id", "path", STR, "instrument id, e.g. brent, methanol, usdcny")
+ID = param("id", "path", STR, "instrument id, e.g. brent, methanol, usdcny; a futures contract (methanol-202701) or a "
+           "continuous id (methanol.c.0: the nearest expiry, methanol.n.0: the largest open interest at the previous "
+           "close; SPEC 19)")
 INSTRUMENT_IDS = [inst.id for inst in default_catalogue().instruments]  # the catalogue the hub serves
-IDS = {**param("ids", "query", {"type": "array", "items": {"type": "string", "enum": INSTRUMENT_IDS}, "minItems": 1,
-                                "maxItems": MAX_IDS},
-               f"comma-separated instrument ids (at most {MAX_IDS}); an unknown id is a 400 naming it"),
+FUTURES_IDS = [pid for pid in INSTRUMENT_IDS if pid in PRODUCTS]
+# an instrument id, or a futures contract's (`methanol-202605`, SPEC 19)
+ID_ALTERNATIVES = "|".join(INSTRUMENT_IDS) + "|(" + "|".join(FUTURES_IDS) + ")-[0-9]{4}(0[1-9]|1[0-2])"
+IDS = {**param("ids", "query", {"type": "array", "items": {"type": "string", "pattern": f"^({ID_ALTERNATIVES})$"},
+                                "minItems": 1, "maxItems": MAX_IDS},
+               f"comma-separated instrument or contract ids (at most {MAX_IDS}); an unknown id is a 400 naming it"),
        "style": "form", "explode": False}
 PAGING = [param("limit", "query", {**INT, "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
                 "items per page"),
@@ -77,7 +83,7 @@ def body(schema: str) -> S:
 INSTANT: S = {"type": "string", "examples": ["2026-11-18T10:30:00+08:00", "2026-11-18", "1763433000000"],
               "pattern": INSTANT_PATTERN}
 SYMBOL: S = {"type": "string", "examples": ["brent"],
-             "pattern": "^\\s*([^:]*:)?(" + "|".join(INSTRUMENT_IDS) + ")\\s*$"}
+             "pattern": "^\\s*([^:]*:)?(" + ID_ALTERNATIVES + ")\\s*$"}
 UDF_TAGS = ["TradingView UDF"]
 UDF_ERROR = ("a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: \"error\", "
              "errmsg}")
@@ -149,9 +155,15 @@ UDF_OPERATIONS: dict[tuple[str, str], S] = {
 
 OPERATIONS: dict[tuple[str, str], S] = {
     ("GET", "/api/v1/quotes"): {
-        "summary": "All quotes, in catalogue order", "tags": ["market data"],
-        "parameters": [param("kind", "query", {"type": "string", "enum": list(KINDS)}, "filter by kind"), IDS],
-        "responses": {**ok("QuoteList"), "400": problem("unknown kind or unknown/too many ids")},
+        "summary": "All quotes, in catalogue order (the products, not their contracts); with product, a futures "
+                   "product's contracts by expiry (SPEC 19)", "tags": ["market data"],
+        "parameters": [param("kind", "query", {"type": "string", "enum": list(KINDS)}, "filter by kind"), IDS,
+                       param("product", "query", {"type": "string", "pattern": "^(" + "|".join(FUTURES_IDS) + ")$",
+                                                  "examples": ["methanol"]},
+                             "a futures product: its contracts' quotes in expiry order, every contract shown since "
+                             "the server started (with kind or ids: those of them of that kind, or named)")],
+        "responses": {**ok("QuoteList"), "400": problem("unknown kind, unknown/too many ids, or a product that is "
+                                                        "not a futures product")},
     },
     ("GET", "/api/v1/quotes/{id}"): {
         "summary": "One quote with today's open/high/low, previous close, volume and seq, and whether its venue is "
@@ -186,6 +198,11 @@ OPERATIONS: dict[tuple[str, str], S] = {
             param("to", "query", INSTANT,
                   "range query: candles whose bucket start is < to (half-open), same formats as from. Default: after "
                   "the live candle. A daily candle's bucket start is its day at 00:00 Asia/Shanghai"),
+            param("adjust", "query", {"type": "string", "enum": ["diff", "ratio"]},
+                  "a futures product's continuous series (SPEC 19) back-adjusted at its rolls: every bar before a roll "
+                  "shifted by (diff) or scaled by (ratio) the gap between the new and the old main's closes on the "
+                  "day before it (GET /api/v1/instruments/{id}/rolls); the newest bars stay the traded prices. Any "
+                  "other instrument: as traded. Answers carry adjust"),
         ],
         "responses": {**ok("CandleSeries"),
                       "400": problem("interval not one of 1m, 5m, 15m, 1h, 1d; days not an integer 1..90; limit not "

@@ -24,6 +24,7 @@ from server.api.core.query import parse_count as _count
 from server.api.core.query import parse_instant as instant
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
+from server.api.market.curve import CurveApi
 from server.api.market.deep_ranges import DeepRanges
 from server.api.market.udf import UdfApi
 from server.core.errors import ApiError
@@ -40,8 +41,9 @@ DEFAULT_LIMIT = 300
 DEFAULT_DAILY_LIMIT = MAX_DAYS  # a range query's limit with interval=1d (SPEC 14)
 MAX_LIMIT = INTRADAY_CAPACITY
 # the query parameters each endpoint defines; the OpenAPI document lists the same
-QUOTES_PARAMS = frozenset({"kind", "ids"})
-KLINE_PARAMS = frozenset({"interval", "days", "limit", "from", "to"})
+QUOTES_PARAMS = frozenset({"kind", "ids", "product"})
+KLINE_PARAMS = frozenset({"interval", "days", "limit", "from", "to", "adjust"})
+ADJUST = ("diff", "ratio")  # a futures product's continuous series, back-adjusted at the rolls (SPEC 19)
 NO_PARAMS: frozenset[str] = frozenset()
 
 
@@ -54,7 +56,7 @@ class MarketApi:
         self.inventory = inventory
         self.cache = cache
         self.catalogue = state.catalogue
-        self._all_rows = tuple(range(len(self.catalogue.instruments)))
+        self._all_rows = self.catalogue.listed_rows  # the products, assessments and FX: no contracts (SPEC 19)
         self.deep = deep
 
     def register(self, router: Router) -> None:
@@ -68,6 +70,7 @@ class MarketApi:
         router.add("GET", "/api/v1/spreads", self.spreads, Access.KEYED, name="spreads", version=v)
         router.add("GET", "/api/v1/inventory", self.inventory_items, Access.KEYED, name="inventory", version=v)
         UdfApi(self.state, self.cache, self.clock, self.deep).register(router)  # TradingView's datafeed (SPEC 14)
+        CurveApi(self.state, self.clock).register(router)  # a futures product's term structure (SPEC 19)
 
 
     def _quote_version(self) -> object:
@@ -81,8 +84,12 @@ class MarketApi:
 
     def quotes(self, req: Request) -> Response:
         query = _query(req, QUOTES_PARAMS)
-        kind, ids = query.get("kind"), query.get("ids")
-        rows = self._all_rows if kind is None and ids is None else self._select_rows(kind, ids)
+        kind, ids, product = query.get("kind"), query.get("ids"), query.get("product")
+        if product is not None:
+            shown = self._product_rows(product)
+            rows = shown if kind is None and ids is None else self._select_rows(kind, ids, shown)
+        else:
+            rows = self._all_rows if kind is None and ids is None else self._select_rows(kind, ids)
         key = ("quotes",) if rows is self._all_rows else ("quotes", rows)  # hashing every row costs per request
 
         def build() -> bytes:
@@ -93,12 +100,22 @@ class MarketApi:
 
         return self._cached(key, build)
 
-    def _select_rows(self, kind: str | None, ids: str | None) -> tuple[int, ...]:
-        rows: tuple[int, ...] | list[int] = self._all_rows
+    def _product_rows(self, product: str) -> tuple[int, ...]:
+        """`?product=`: the product's contracts in expiry order (SPEC 19), those shown since the hub started (with
+        kind or ids: those of them that are of that kind, or named)."""
+        rows = self.catalogue.contract_rows.get(product)
+        if rows is None:
+            raise _param("product", f"product must be a futures product id: {', '.join(self.catalogue.contract_rows)}")
+        return rows
+
+    def _select_rows(self, kind: str | None, ids: str | None, within: tuple[int, ...] | None = None) -> tuple[int, ...]:
+        """The rows of `kind` among the listed ones (or `within`), narrowed to `ids` (which may name contracts)."""
+        rows: tuple[int, ...] | list[int] = self._all_rows if within is None else within
         if kind is not None:
             if kind not in self.catalogue.kinds:
                 raise _param("kind", f"kind must be one of {', '.join(sorted(self.catalogue.kinds))}")
-            rows = self.catalogue.rows_of_kind(kind)
+            rows = self.catalogue.rows_of_kind(kind) if within is None else [
+                r for r in within if self.catalogue.instruments[r].kind == kind]
         if ids is None:
             return tuple(rows)
         wanted = [i.strip() for i in ids.split(",") if i.strip()]
@@ -106,15 +123,23 @@ class MarketApi:
             raise _param("ids", "ids must list at least one instrument id")
         if len(wanted) > MAX_IDS:
             raise _param("ids", f"ids may list at most {MAX_IDS} instrument ids")
-        unknown = [i for i in wanted if i not in self.catalogue.index]
+        rows_of = {i: self._resolve(i) for i in wanted}
+        unknown = [i for i, r in rows_of.items() if r is None]
         if unknown:
             raise _param("ids", f"unknown instrument ids: {', '.join(unknown)}")
-        chosen = {self.catalogue.index[i] for i in wanted}
-        return tuple(r for r in rows if r in chosen)
+        chosen = sorted({r for r in rows_of.values() if r is not None})  # in row order; ids may name contracts
+        instruments, inside = self.catalogue.instruments, None if within is None else set(within)
+        return tuple(r for r in chosen if (kind is None or instruments[r].kind == kind)
+                     and (inside is None or r in inside))
+
+    def _resolve(self, inst_id: str) -> int | None:
+        """An instrument's row, or the contract a continuous id names now (`methanol.c.0`, `methanol.n.1`)."""
+        row = self.catalogue.index.get(inst_id)
+        return row if row is not None else self.state.mains.resolve(inst_id, self.clock())
 
     def _row(self, req: Request) -> int:
         inst_id = req.path_params["id"]
-        row = self.catalogue.index.get(inst_id)
+        row = self._resolve(inst_id)
         if row is None:
             raise ApiError("not_found", f"Unknown instrument id {inst_id!r}.")
         return row
@@ -136,6 +161,21 @@ class MarketApi:
 
     def kline(self, req: Request) -> Response:
         query = _query(req, KLINE_PARAMS)
+        adjust = query.pop("adjust", None)
+        if adjust is None:
+            return self._kline(req, query)
+        if adjust not in ADJUST:
+            raise _param("adjust", "adjust must be diff or ratio (a futures product's series adjusted at its rolls)")
+        answer = self._kline(req, query)
+        if not isinstance(answer, Response) or answer.status != 200:
+            return answer  # a range reaching the stored history: as traded (docs/contracts.md)
+        body = orjson.loads(answer.body)
+        row = self.catalogue.index[body["id"]]
+        body["series"] = self.state.mains.adjust(row, body["series"], adjust, body["interval"] != DAILY)
+        body["adjust"] = adjust
+        return Response(200, orjson.dumps(body))
+
+    def _kline(self, req: Request, query: dict[str, str]) -> Response:
         row = self._row(req)
         interval = query.get("interval", DAILY)
         if interval not in KLINE_INTERVALS:

@@ -116,13 +116,16 @@ class UdfApi:
         exchange = query.get("exchange", "")
         limit = _count("limit", query.get("limit"), MAX_SEARCH_LIMIT, DEFAULT_SEARCH_LIMIT)
         found: list[dict[str, Any]] = []
+        contracts = any(ch.isdigit() for ch in text)  # a contract's month or symbol (MA605): SPEC 19
         for inst in self.catalogue.instruments:
+            if inst.product and not contracts:
+                continue  # the products are the main continuous series; a contract comes by its month or symbol
             if kind and TYPES[inst.kind] != kind:
                 continue
             if exchange and inst.source["en"] != exchange:
                 continue
             if text and text not in inst.id.lower() and text not in inst.name["en"].lower() \
-                    and text not in inst.name["zh"]:
+                    and text not in inst.name["zh"] and text not in inst.symbol.lower():
                 continue
             found.append({"symbol": inst.id, "full_name": inst.id, "description": inst.name["en"],
                           "exchange": inst.source["en"], "ticker": inst.id, "type": TYPES[inst.kind]})
@@ -237,7 +240,10 @@ class UdfApi:
         raw = _required(query, "symbol")
         symbol = raw.rsplit(":", 1)[-1].strip()  # "EXCHANGE:ticker" as some front-ends send it
         if symbol not in self.catalogue.index:  # a query parameter naming an unknown id: 400 (as SPEC 6's ids)
-            raise _param("symbol", f"unknown symbol {raw[:64]!r}: symbol must be an instrument id")
+            row = self.state.mains.resolve(symbol, self.clock())  # a continuous id names a contract (SPEC 19)
+            if row is None:
+                raise _param("symbol", f"unknown symbol {raw[:64]!r}: symbol must be an instrument id")
+            return self.catalogue.instruments[row].id
         return symbol
 
 
@@ -265,7 +271,7 @@ def known_hours(clock: VenueClock, today: date) -> ChartHours:
 def price_steps(inst: Instrument) -> tuple[int, int]:
     """(minmov, pricescale): a futures product's tick (1 -> 1, 1; 0.005 -> 5, 1000), else 1 unit of the last
     decimal the instrument quotes."""
-    product = PRODUCTS.get(inst.id)
+    product = PRODUCTS.get(inst.product or inst.id)
     if product is None:
         return 1, 10 ** inst.decimals
     tick = Decimal(repr(product.tick)).normalize()

@@ -24,6 +24,7 @@ from server.stream.delivery.heartbeats import Heartbeats
 from server.stream.delivery.registry import SubscriptionRegistry, write_ready
 from server.stream.delivery.resume_history import TickHistory
 from server.stream.metrics import StreamMetrics
+from server.stream.protocol.messages import roll_frame
 from server.stream.protocol.session import Session
 
 
@@ -50,7 +51,7 @@ class FanOut:
             groups = by_row[t.row]
             if not groups:
                 continue
-            item = (t.row, frame)
+            item = (t.row, frame if t.roll is None else roll_frame(t) + frame)  # a product's new main (SPEC 19)
             for group in groups:
                 items = touched.get(group)
                 if items is None:

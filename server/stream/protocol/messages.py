@@ -147,11 +147,19 @@ class AppliedTickLike(Protocol):
     ts: float
     seq: int
     book: dict[str, Any] | None
+    roll: dict[str, Any] | None
 
 
 def tick_frame(t: AppliedTickLike) -> bytes:
     """The one frame of a tick, sent live and kept for resumes (server.stream.delivery.resume_history)."""
     return text_frame(tick_payload(t.id, t.price, t.change, iso(t.ts), t.seq, t.book))
+
+
+def roll_frame(t: AppliedTickLike) -> bytes:
+    """The roll frame a product's first tick under a new main contract carries (SPEC 19): sent live right before
+    the tick's frame, in the same write; not kept for resumes (a replayed tick's `contract` names the main)."""
+    return text_frame(orjson.dumps(t.roll)) if t.roll is not None else b""
+
 
 
 def snapshot_payload(updated: str | None, epoch: str, seqs: dict[str, int], quotes: list[dict[str, Any]]) -> bytes:
