@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Iterator
+from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -44,7 +45,7 @@ def _days(venue: str, local: datetime) -> tuple[str, str]:
     calendar = local.date()
     if venue == "zce":
         return _ymd(calendar), _ymd(calendar)
-    if venue == "dce":
+    if venue == "dce" and not 6 <= local.hour < 18:  # a night record: DCE writes the trading day in both
         return _ymd(trading), _ymd(trading)
     return _ymd(trading), _ymd(calendar)
 
@@ -79,31 +80,52 @@ def record(code: str, when: str | datetime, price: float, volume: float = 0, tur
     return rec
 
 
-def session_file(path: Path, codes: list[str], night_start: str, day_start: str, per_contract: int,
-                 seed: int = 7) -> list[dict[str, Any]]:
-    """Records of ``codes`` from ``night_start`` (ISO 8601) on, ``per_contract`` each, the first half one a second
-    through the night, the rest from ``day_start``; every record's totals are running totals of its trading day."""
+@dataclass(frozen=True, slots=True)
+class Written:
+    """A record as written, with what the scenario knows of it (not read back from the record)."""
+
+    record: dict[str, Any]
+    code: str
+    ts: float  # the instant it was stamped at
+    day: str  # the trading day the scenario put it in (ISO 8601)
+
+
+def session_file(path: Path, codes: list[str], days: list[tuple[str, str, str | None, int]],
+                 seed: int = 7) -> list[Written]:
+    """Records of ``codes`` for each of ``days`` (trading day, night start, day start or None: ISO 8601, and how
+    many records of each contract): the first half one a second from the night start, the rest from the day start.
+    Prices walk on the product's tick, open interest moves with the lots, and Volume/Turnover are running totals
+    of each trading day (so they fall at the next day's first record); one record in ten has an empty bid side."""
     rng = random.Random(seed)
-    out: list[dict[str, Any]] = []
-    state = {code: [0.0, 0.0, 0.0, 1000.0 + 100 * i] for i, code in enumerate(codes)}  # volume, turnover, p, oi
-    for when in _instants(night_start, day_start, per_contract):
-        for code in codes:
-            spec = product_of(code)
-            total = state[code]
-            if not total[2]:
-                total[2] = {"zce": 2400.0, "dce": 7000.0}.get(spec.venue, 500.0)
-            total[2] = max(spec.tick, round((total[2] + rng.choice((-1, 0, 0, 1)) * spec.tick) / spec.tick) * spec.tick)
-            lots = rng.choice((0, 1, 2, 5, 12))
-            total[0] += lots
-            total[1] += total[2] * lots * spec.multiplier
-            total[3] += rng.choice((-1, 0, 1)) * lots
-            empty = rng.random() < 0.1
-            out.append(record(code, when + timedelta(milliseconds=rng.choice((0, 500))), total[2], total[0], total[1],
-                              bid=None if empty else (total[2] - spec.tick, rng.randint(1, 30)),
-                              ask=(total[2] + spec.tick, rng.randint(1, 30)), oi=total[3],
-                              average=_average(spec, total[0], total[1])))
-    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in out))
+    out: list[Written] = []
+    walk = {code: [_START.get(product_of(code).venue, 500.0) + 10 * i, 1000.0 + 100 * i]
+            for i, code in enumerate(codes)}
+    for day, night_start, day_start, per_contract in days:
+        totals = {code: [0.0, 0.0] for code in codes}
+        for when in _instants(night_start, day_start, per_contract):
+            for code in codes:
+                spec, (price, oi), total = product_of(code), walk[code], totals[code]
+                price = _on_tick(price + rng.choice((-1, 0, 0, 1)) * spec.tick, spec.tick)
+                lots = rng.choice((0, 1, 2, 5, 12))
+                total[0] += lots
+                total[1] += price * lots * spec.multiplier
+                oi += rng.choice((-1, 0, 1)) * lots
+                walk[code] = [price, oi]
+                stamp = when + timedelta(milliseconds=rng.choice((0, 500)))
+                rec = record(code, stamp, price, total[0], total[1],
+                             bid=None if rng.random() < 0.1 else (price - spec.tick, rng.randint(1, 30)),
+                             ask=(price + spec.tick, rng.randint(1, 30)), oi=oi,
+                             average=_average(spec, total[0], total[1]))
+                out.append(Written(rec, code, stamp.timestamp(), day))
+    path.write_bytes(b"".join(orjson.dumps(w.record) + b"\n" for w in out))
     return out
+
+
+_START = {"zce": 2400.0, "dce": 7000.0}
+
+
+def _on_tick(price: float, tick: float) -> float:
+    return round(round(price / tick) * tick, 6)
 
 
 def _average(spec: ProductSpec, volume: float, turnover: float) -> float:
@@ -113,7 +135,8 @@ def _average(spec: ProductSpec, volume: float, turnover: float) -> float:
     return turnover / volume / (spec.multiplier if spec.venue == "zce" else 1.0)
 
 
-def _instants(night_start: str, day_start: str, n: int) -> Iterator[datetime]:
-    night, day = datetime.fromisoformat(night_start), datetime.fromisoformat(day_start)
+def _instants(night_start: str, day_start: str | None, n: int) -> Iterator[datetime]:
+    night = datetime.fromisoformat(night_start)
+    day = datetime.fromisoformat(day_start) if day_start else None
     for k in range(n):
-        yield night + timedelta(seconds=k) if k < n // 2 else day + timedelta(seconds=k - n // 2)
+        yield night + timedelta(seconds=k) if day is None or k < n // 2 else day + timedelta(seconds=k - n // 2)
