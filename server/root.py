@@ -70,6 +70,7 @@ from server.market.applied import AppliedTicks
 from server.market.candles.trading_axis import VenueAxis
 from server.market.catalogue import Catalogue, default_catalogue
 from server.market.contracts.listing import ContractBook
+from server.market.contracts.rows import with_contracts
 from server.market.contracts.specs import load_products
 from server.market.freshness import Freshness, freshness_of
 from server.market.inventory import InventoryBook
@@ -180,7 +181,10 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     (`group(NotifySettings)`...); the App, the stream and the public site still take the whole `Settings`."""
     group = settings.group
     clock = clock or settings_clock(group(ProcessSettings))
-    registry, catalogue = Registry(), default_catalogue()
+    venues = VenueBook.load(settings.calendar_file)  # every venue's sessions and holidays (SPEC 16)
+    # the products, spot assessments and FX, then every futures contract shown (SPEC 19, contracts/rows.py)
+    registry = Registry()
+    catalogue = with_contracts(default_catalogue(), load_products(settings.catalogue_file), venues, clock())
     ids = [inst.id for inst in catalogue.instruments]
     # SQLite on its threads or PostgreSQL's async pool (docs/storage.md); a committed record wakes the outbox worker
     notify = group(NotifySettings)
@@ -190,7 +194,6 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     buckets = Gcra()  # this hub's own buckets (and, on the redis engine, its fallback while Redis is away)
     engine = make_engine(group(EngineSettings), registry, buckets, clock, ids)
     epoch = engine.epoch(f"{int(clock())}-{os.urandom(3).hex()}")  # redis: the shared tick history's, if any
-    venues = VenueBook.load(settings.calendar_file)  # every venue's sessions and holidays (SPEC 16)
     state, feed, keeper = make_market(group(FeedSettings), catalogue, repos.candles, clock, epoch, venues,
                                       history_opener(group(StorageSettings)), archive_writer(settings, engine))
     archive_ok, jobs, deep, flat = history_parts(keeper, registry, group(StorageSettings), clock, venues, repos.candles)

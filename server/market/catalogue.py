@@ -34,6 +34,10 @@ class Instrument:
     venue: str = ""  # a server.market.venues.data.VENUES id (SPEC 16)
     session: str = ""  # the session template its ticks follow (night hours differ per product)
     publication: str = "continuous"  # continuous, daily (an assessment) or monthly (Saudi CP)
+    product: str = ""  # a futures contract's product id (SPEC 19: `methanol-202605` of `methanol`); "" otherwise
+    symbol: str = ""  # a futures contract's exchange code (MA605)
+    month: str = ""  # a futures contract's delivery month, YYYY-MM
+    last_trading_day: str = ""  # a futures contract's last trading day, YYYY-MM-DD (its expiry order)
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,25 +260,40 @@ def _categories(instruments: Iterable[Instrument]) -> tuple[Category, ...]:
 
 
 class Catalogue:
-    """Immutable-by-convention lookup tables over instruments and categories."""
+    """Immutable-by-convention lookup tables over instruments and categories.
+
+    Rows: the listed instruments (the products, spot assessments and FX of the source documents' list, each in one
+    category) first, then the futures contracts (SPEC 19: `product` set, in no category), each product's in expiry
+    order. The listed rows are what `/api/v1/quotes` without filters, `kind` and the categories show; a contract
+    comes by its id, its product or the curve."""
 
     def __init__(self, instruments: Iterable[Instrument], categories: Iterable[Category]) -> None:
         self.instruments: tuple[Instrument, ...] = tuple(instruments)
         self.index: dict[str, int] = {inst.id: i for i, inst in enumerate(self.instruments)}
         self.categories: tuple[Category, ...] = tuple(categories)
         self.category_index: dict[str, Category] = {c.id: c for c in self.categories}
-        self.kinds: frozenset[str] = frozenset(inst.kind for inst in self.instruments)
+        self.listed_rows: tuple[int, ...] = tuple(r for r, inst in enumerate(self.instruments) if not inst.product)
+        self.kinds: frozenset[str] = frozenset(self.instruments[r].kind for r in self.listed_rows)
         self._by_kind: dict[str, list[int]] = {}
+        self.contract_rows: dict[str, tuple[int, ...]] = {}  # product id -> its contracts' rows, by expiry
+        for row in self.listed_rows:
+            self._by_kind.setdefault(self.instruments[row].kind, []).append(row)
         for row, inst in enumerate(self.instruments):
-            self._by_kind.setdefault(inst.kind, []).append(row)
+            if inst.product:
+                self.contract_rows[inst.product] = (*self.contract_rows.get(inst.product, ()), row)
         self._validate()
 
     def _validate(self) -> None:
         if len(self.index) != len(self.instruments):
             raise ValueError("duplicate instrument ids")
         seen = [iid for cat in self.categories for iid in cat.instrument_ids]
-        if sorted(seen) != sorted(self.index):
+        if sorted(seen) != sorted(self.instruments[r].id for r in self.listed_rows):
             raise ValueError("every instrument must belong to exactly one category")
+        if list(self.listed_rows) != list(range(len(self.listed_rows))):
+            raise ValueError("the futures contracts come after the listed instruments")
+        orphans = sorted(p for p in self.contract_rows if p not in self.index)
+        if orphans:
+            raise ValueError(f"contracts of unknown products: {', '.join(orphans)}")
         unplaced = [inst.id for inst in self.instruments if not inst.venue]
         if unplaced:
             raise ValueError(f"instruments without a venue: {', '.join(unplaced)}")
@@ -283,7 +302,13 @@ class Catalogue:
         return len(self.instruments)
 
     def rows_of_kind(self, kind: str) -> list[int]:
+        """The listed instruments of `kind` (no contracts)."""
         return list(self._by_kind.get(kind, ()))
+
+    def product_of(self, row: int) -> int:
+        """The row of a contract's product; the row itself for any other instrument."""
+        product = self.instruments[row].product
+        return self.index[product] if product else row
 
 def default_catalogue() -> Catalogue:
     instruments = tuple(_instrument(row) for row in _ROWS)

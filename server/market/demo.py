@@ -72,7 +72,8 @@ class DemoWalk:
         self.volume_base = np.array([i.volume_base for i in insts])
         # futures (SPEC 19): each product's tick (every price the demo publishes is a multiple of it), its open
         # interest, and the state's daily limits to stay within
-        self.product_tick = np.array([PRODUCTS[i.id].tick if i.id in PRODUCTS else np.nan for i in insts])
+        self.product_tick = np.array([PRODUCTS[p].tick if (p := i.product or i.id) in PRODUCTS else np.nan
+                                      for i in insts])
         self.futures = np.isfinite(self.product_tick)
         self._tick_size = np.fmax(np.nan_to_num(self.product_tick, nan=0.0), 10.0 ** -self.decimals.astype(np.float64))
         # children keyed by index: a fourth leaves the first three (and so older histories) unchanged

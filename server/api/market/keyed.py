@@ -40,7 +40,7 @@ DEFAULT_LIMIT = 300
 DEFAULT_DAILY_LIMIT = MAX_DAYS  # a range query's limit with interval=1d (SPEC 14)
 MAX_LIMIT = INTRADAY_CAPACITY
 # the query parameters each endpoint defines; the OpenAPI document lists the same
-QUOTES_PARAMS = frozenset({"kind", "ids"})
+QUOTES_PARAMS = frozenset({"kind", "ids", "product"})
 KLINE_PARAMS = frozenset({"interval", "days", "limit", "from", "to"})
 NO_PARAMS: frozenset[str] = frozenset()
 
@@ -54,7 +54,7 @@ class MarketApi:
         self.inventory = inventory
         self.cache = cache
         self.catalogue = state.catalogue
-        self._all_rows = tuple(range(len(self.catalogue.instruments)))
+        self._all_rows = self.catalogue.listed_rows  # the products, assessments and FX: no contracts (SPEC 19)
         self.deep = deep
 
     def register(self, router: Router) -> None:
@@ -81,8 +81,11 @@ class MarketApi:
 
     def quotes(self, req: Request) -> Response:
         query = _query(req, QUOTES_PARAMS)
-        kind, ids = query.get("kind"), query.get("ids")
-        rows = self._all_rows if kind is None and ids is None else self._select_rows(kind, ids)
+        kind, ids, product = query.get("kind"), query.get("ids"), query.get("product")
+        if product is not None:
+            rows = self._product_rows(product, kind, ids)
+        else:
+            rows = self._all_rows if kind is None and ids is None else self._select_rows(kind, ids)
         key = ("quotes",) if rows is self._all_rows else ("quotes", rows)  # hashing every row costs per request
 
         def build() -> bytes:
@@ -92,6 +95,15 @@ class MarketApi:
             )
 
         return self._cached(key, build)
+
+    def _product_rows(self, product: str, kind: str | None, ids: str | None) -> tuple[int, ...]:
+        """`?product=`: the product's contracts in expiry order (SPEC 19), those shown since the hub started."""
+        if kind is not None or ids is not None:
+            raise _param("product", "product cannot be combined with kind or ids")
+        rows = self.catalogue.contract_rows.get(product)
+        if rows is None:
+            raise _param("product", f"product must be a futures product id: {', '.join(self.catalogue.contract_rows)}")
+        return rows
 
     def _select_rows(self, kind: str | None, ids: str | None) -> tuple[int, ...]:
         rows: tuple[int, ...] | list[int] = self._all_rows
@@ -109,8 +121,9 @@ class MarketApi:
         unknown = [i for i in wanted if i not in self.catalogue.index]
         if unknown:
             raise _param("ids", f"unknown instrument ids: {', '.join(unknown)}")
-        chosen = {self.catalogue.index[i] for i in wanted}
-        return tuple(r for r in rows if r in chosen)
+        chosen = sorted({self.catalogue.index[i] for i in wanted})  # in row order; ids may name contracts
+        instruments = self.catalogue.instruments
+        return tuple(r for r in chosen if kind is None or instruments[r].kind == kind)
 
     def _row(self, req: Request) -> int:
         inst_id = req.path_params["id"]

@@ -65,8 +65,9 @@ class ReferenceApi:
         self.venues = venues
         self.clock = clock
         self._instruments = {inst.id: orjson.dumps(instrument_view(inst)) for inst in catalogue.instruments}
-        self._all = orjson.dumps({"instruments": [instrument_view(inst) for inst in catalogue.instruments]})
-        self._ids = [inst.id for inst in catalogue.instruments]
+        listed = [catalogue.instruments[row] for row in catalogue.listed_rows]  # contracts come with ?product=
+        self._all = orjson.dumps({"instruments": [instrument_view(inst) for inst in listed]})
+        self._ids = [inst.id for inst in listed]
 
     def register(self, router: Router) -> None:
         fixed, minute = _fixed, self._minute
@@ -94,18 +95,24 @@ class ReferenceApi:
         known_query(req, NO_PARAMS)
         inst_id = req.path_params["id"]
         row = self.catalogue.index.get(inst_id)
-        if row is None:
-            contract = self.contracts.one(inst_id, int(self.clock() * 1000)) if self.contracts is not None else None
+        contract = self.contracts.one(inst_id, int(self.clock() * 1000)) if self.contracts is not None else None
+        if row is None or contract is not None:  # a contract: its reference data (SPEC 19), `earliest` if it has a row
             if contract is None:
                 raise ApiError("not_found", f"Unknown instrument id {inst_id!r}.")
-            return Response(200, contract)
+            if row is None or self.state is None:
+                return Response(200, contract)
+            return Response(200, orjson.dumps({**orjson.loads(contract), "kind": self.catalogue.instruments[row].kind,
+                                               "earliest": self._earliest(row)}))
         inst = self.catalogue.instruments[row]
         if self.state is None:
             return Response(200, self._instruments[inst_id])
-        earliest = {iv: self._first_held(row, iv) for iv in intervals_of(inst)}
+        earliest = self._earliest(row)
         if self.deep is not None:
             return self._with_stored(inst, earliest)  # type: ignore[return-value]
         return Response(200, orjson.dumps({**instrument_view(inst), "earliest": earliest}))
+
+    def _earliest(self, row: int) -> dict[str, str | None]:
+        return {iv: self._first_held(row, iv) for iv in intervals_of(self.catalogue.instruments[row])}
 
     def _first_held(self, row: int, interval: str) -> str | None:
         """The `t` of the first candle of `interval` the rings (or the daily book) hold, as /kline writes it."""

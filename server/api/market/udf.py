@@ -265,7 +265,7 @@ def known_hours(clock: VenueClock, today: date) -> ChartHours:
 def price_steps(inst: Instrument) -> tuple[int, int]:
     """(minmov, pricescale): a futures product's tick (1 -> 1, 1; 0.005 -> 5, 1000), else 1 unit of the last
     decimal the instrument quotes."""
-    product = PRODUCTS.get(inst.id)
+    product = PRODUCTS.get(inst.product or inst.id)
     if product is None:
         return 1, 10 ** inst.decimals
     tick = Decimal(repr(product.tick)).normalize()

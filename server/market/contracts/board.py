@@ -21,9 +21,19 @@ import numpy as np
 
 from server.market.contracts.settlement import in_window, limits, settle_price, window_minutes
 from server.market.contracts.specs import PRODUCTS, ProductSpec
+from server.market.contracts.symbols import read_id
 from server.market.tick import TickDetail
 
 _NAN = math.nan
+
+
+def spec_of(products: Mapping[str, ProductSpec], instrument_id: str) -> ProductSpec | None:
+    """The product specification of a product id or of one of its contracts' ids (`methanol-202605`)."""
+    spec = products.get(instrument_id)
+    if spec is None:
+        parts = read_id(instrument_id)
+        spec = products.get(parts[0]) if parts is not None else None
+    return spec
 
 
 def _num(value: float, decimals: int) -> float | None:
@@ -40,7 +50,7 @@ class FuturesBoard:
         """`ids`: the instruments in row order; `local`: each row's venue local time of an epoch-ms instant
         (a window settlement's clock; without it, UTC+8)."""
         n = len(ids)
-        self.specs: list[ProductSpec | None] = [products.get(i) for i in ids]
+        self.specs: list[ProductSpec | None] = [spec_of(products, i) for i in ids]
         self.rows = [row for row, spec in enumerate(self.specs) if spec is not None]
         self._window = [window_minutes(spec.settle_window) if spec else None for spec in self.specs]
         self._local = list(local) or None

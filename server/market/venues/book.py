@@ -14,7 +14,7 @@ from pathlib import Path
 
 from server.market.venues.calendar_notices import Notices, load_notices
 from server.market.venues.clock import VenueClock
-from server.market.venues.data import INSTRUMENT_VENUES, SESSIONS, VENUES, VenueSpec, session_of, validate
+from server.market.venues.data import SESSIONS, VENUES, VenueSpec, session_of, validate, venue_entry
 from server.market.venues.day_calendars import DayCalendar
 
 
@@ -44,14 +44,14 @@ class VenueBook:
 
     def for_instrument(self, instrument_id: str) -> VenueClock:
         """The clock an instrument's ticks follow (its venue with its product's session)."""
-        return self.clock(INSTRUMENT_VENUES[instrument_id][0], session_of(instrument_id))
+        return self.clock(venue_entry(instrument_id)[0], session_of(instrument_id))
 
     def venue_of(self, instrument_id: str) -> VenueSpec:
-        return self.venues[INSTRUMENT_VENUES[instrument_id][0]]
+        return self.venues[venue_entry(instrument_id)[0]]
 
     def instruments_of(self, venue_id: str, instrument_ids: Iterable[str]) -> list[str]:
         """The ids among ``instrument_ids`` that trade on ``venue_id``, in the given order."""
-        return [iid for iid in instrument_ids if INSTRUMENT_VENUES[iid][0] == venue_id]
+        return [iid for iid in instrument_ids if venue_entry(iid)[0] == venue_id]
 
     def known_until(self, venue_id: str) -> date:
         return self.calendars[venue_id].known_until

@@ -21,6 +21,7 @@ not overlap, and every window ends at or before the trading-day close plus the g
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -162,9 +163,26 @@ INSTRUMENT_VENUES: Mapping[str, tuple[str, str]] = MappingProxyType({
 })
 
 
+_CONTRACT_ID = re.compile(r"(.+)-[0-9]{6}")
+
+
+def placed_as(instrument_id: str) -> str:
+    """The id whose venue and session an instrument has: itself, or for a futures contract (`methanol-202605`,
+    SPEC 19) its product's."""
+    if instrument_id in INSTRUMENT_VENUES:
+        return instrument_id
+    m = _CONTRACT_ID.fullmatch(instrument_id)
+    return m[1] if m and m[1] in INSTRUMENT_VENUES else instrument_id
+
+
+def venue_entry(instrument_id: str) -> tuple[str, str]:
+    """(venue id, session template id or "") of an instrument or a futures contract; KeyError for an unknown id."""
+    return INSTRUMENT_VENUES[placed_as(instrument_id)]
+
+
 def session_of(instrument_id: str) -> str:
-    """The session template id an instrument trades on."""
-    venue_id, session = INSTRUMENT_VENUES[instrument_id]
+    """The session template id an instrument (or a product's contract) trades on."""
+    venue_id, session = venue_entry(instrument_id)
     return session or VENUES[venue_id].session
 
 
