@@ -4,7 +4,7 @@ Done-when: the per-contract candles the server serves equal an aggregation writt
 knows of each record it wrote (its instant and its trading day), not from the server's code: the running totals
 are differenced per contract and trading day in this file, the candles built by hand.
 
-The file (tests/ctp_records.py): ZCE MA601 and MA605, DCE pp2601, written as those exchanges write them (CZCE's
+The file (tests/ctp_records.py): ZCE MA701 and MA705, DCE pp2701, written as those exchanges write them (CZCE's
 TradingDay is the calendar day at night, DCE's ActionDay the trading day), through Tuesday 2026-11-24's night
 session and Wednesday's day session (trading day Wednesday 25th), then Thursday's first records just after
 Wednesday's close (where every running total falls back: a new day), then a few bad records. The server's clock
@@ -33,8 +33,8 @@ from tests.ctp_records import DBL_MAX, Written, session_file
 
 CLOCK_START = "2026-11-25T14:58:00+08:00"
 SHANGHAI = ZoneInfo("Asia/Shanghai")
-CONTRACTS = {"MA601": "methanol-202601", "MA605": "methanol-202605", "pp2601": "pp-202601"}
-TICKS = {"MA601": 1.0, "MA605": 1.0, "pp2601": 1.0}
+CONTRACTS = {"MA701": "methanol-202701", "MA705": "methanol-202705", "pp2701": "pp-202701"}
+TICKS = {"MA701": 1.0, "MA705": 1.0, "pp2701": 1.0}
 # (trading day, night start, day start, records per contract): one a second. Thursday's records are stamped just
 # after Wednesday's close (and its 60 s grace), the next trading day by the calendar's rule, so the test never waits
 # for a real close and every record is at most five minutes ahead of the clock.
@@ -62,7 +62,7 @@ def replay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Cli
     tmp = tmp_path_factory.mktemp("ctp")
     path = tmp / "depth.jsonl"
     written = session_file(path, list(CONTRACTS), DAYS)
-    last = [w for w in written if w.code == "MA601"][-1].record
+    last = [w for w in written if w.code == "MA701"][-1].record
     bad = [last | {"Volume": last["Volume"] - 1, "UpdateTime": "15:02:10"},  # a total that fell within the day
            last | {"LastPrice": DBL_MAX, "UpdateTime": "15:02:11"},  # no trade price
            last | {"InstrumentID": "XX605", "UpdateTime": "15:02:12"}]  # no such contract: an unknown id
@@ -71,7 +71,7 @@ def replay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Cli
     srv = ServerProcess(tmp / "data", "granian", "--feed", f"ctp-jsonl:{path}", "--clock-start", CLOCK_START)
     http = srv.client(headers={"X-SERVICE-Key": srv.demo_key})
     try:
-        if http.get("/api/v1/quotes/methanol-202601").status_code == 404:  # until branch `contracts` lands
+        if http.get("/api/v1/quotes/methanol-202701").status_code == 404:  # until branch `contracts` lands
             pytest.skip("contract ids are not instruments of this build yet (issue 39 item 5, step 1)")
         wait_for(lambda: metric(http, "market_feed_bad_lines") == 2 and metric(http, "market_feed_unknown_ids") == 1)
         yield http, written
@@ -142,10 +142,10 @@ def test_each_contracts_candles_equal_an_independent_aggregation(replay: tuple[h
 def test_a_night_record_is_dated_by_the_calendar_whatever_its_fields_say(
         replay: tuple[httpx.Client, list[Written]]) -> None:
     http, written = replay
-    czce = next(w for w in written if w.code == "MA601")
-    dce = next(w for w in written if w.code == "pp2601")
+    czce = next(w for w in written if w.code == "MA701")
+    dce = next(w for w in written if w.code == "pp2701")
     assert (czce.record["TradingDay"], dce.record["ActionDay"]) == ("20261124", "20261125")  # the exchanges' habits
-    for cid, w in (("methanol-202601", czce), ("pp-202601", dce)):
+    for cid, w in (("methanol-202701", czce), ("pp-202701", dce)):
         first = series(http, cid, interval="1m", limit=1000)[0]
         assert first["t"] == "2026-11-24T21:00:00.000+08:00"  # Tuesday evening, under Wednesday's daily candle
         assert first["o"] == w.record["LastPrice"]
@@ -163,7 +163,7 @@ def test_bad_records_are_counted_and_a_record_with_an_empty_side_has_no_bid(
 
 
 def test_the_generator_writes_what_the_exchanges_send(tmp_path: Path) -> None:
-    written = session_file(tmp_path / "f.jsonl", ["MA601", "pp2601"], DAYS)
+    written = session_file(tmp_path / "f.jsonl", ["MA701", "pp2701"], DAYS)
     lines = (tmp_path / "f.jsonl").read_bytes().splitlines()
     assert [orjson.loads(x) for x in lines] == [w.record for w in written]
     empty = [w.record for w in written if w.record["BidPrice1"] == DBL_MAX]

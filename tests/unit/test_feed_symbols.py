@@ -28,6 +28,7 @@ def at(text: str) -> float:
     ("MA611", "2026-11-25T10:00:00+08:00", "methanol-202611"),  # expired on 13 Nov: the nearest still
     ("MA609", "2026-11-25T10:00:00+08:00", "methanol-202609"),  # expired within the year, the nearest
     ("pp2605", "2026-11-25T10:00:00+08:00", "pp-202605"),
+    ("MA705", "2026-11-25T10:00:00+08:00", "methanol-202705"),  # listed: the contracts a 2026 feed sends
     ("PP2605", "2026-11-25T10:00:00+08:00", None),  # DCE writes lower case: case counts
     ("sc2612", "2026-11-30T10:00:00+08:00", "sc-202612"),  # its last trading day
     ("XY605", "2026-11-25T10:00:00+08:00", None),
