@@ -57,8 +57,9 @@ def metric(http: httpx.Client, name: str) -> float:
     return float(line.split()[1])
 
 
-@pytest.fixture(scope="module")
-def replay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Client, list[Written]]]:
+@pytest.fixture(scope="module", params=["granian", "robyn"])
+def replay(request: pytest.FixtureRequest,
+           tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Client, list[Written]]]:
     tmp = tmp_path_factory.mktemp("ctp")
     path = tmp / "depth.jsonl"
     written = session_file(path, list(CONTRACTS), DAYS)
@@ -68,11 +69,9 @@ def replay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[httpx.Cli
            last | {"InstrumentID": "XX605", "UpdateTime": "15:02:12"}]  # no such contract: an unknown id
     with path.open("ab") as fh:
         fh.write(b"".join(orjson.dumps(r) + b"\n" for r in bad))
-    srv = ServerProcess(tmp / "data", "granian", "--feed", f"ctp-jsonl:{path}", "--clock-start", CLOCK_START)
+    srv = ServerProcess(tmp / "data", request.param, "--feed", f"ctp-jsonl:{path}", "--clock-start", CLOCK_START)
     http = srv.client(headers={"X-SERVICE-Key": srv.demo_key})
     try:
-        if http.get("/api/v1/quotes/methanol-202701").status_code == 404:  # until branch `contracts` lands
-            pytest.skip("contract ids are not instruments of this build yet (issue 39 item 5, step 1)")
         wait_for(lambda: metric(http, "market_feed_bad_lines") == 2 and metric(http, "market_feed_unknown_ids") == 1)
         yield http, written
     finally:
