@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
-from server.market.contracts.listing import Contract, ContractBook
+from server.market.contracts.listing import ContractBook
 from server.market.contracts.specs import ProductSpec
 from server.market.contracts.symbols import read_symbol
 from server.market.tick import Tick, TickDetail
@@ -58,7 +58,7 @@ class UnknownContract(LookupError):
     """A record naming no contract of the catalogue (another exchange's product, or a month never listed)."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class CtpTick:
     """One record, normalised: every value in the quote's units, `None` where the record had none."""
 
@@ -104,6 +104,9 @@ def value(record: Mapping[str, Any], name: str, zero: bool = False) -> float | N
     raw = record.get(name)
     if raw is None:
         return None
+    cls = raw.__class__
+    if (cls is float or cls is int) and 0 < raw < ABSENT_FROM:  # the common case first: a plain price or size
+        return float(raw)
     if not isinstance(raw, (int, float)) or isinstance(raw, bool) or math.isnan(raw) or raw < 0:
         raise BadRecord(f"{name} is not a number >= 0")
     if (raw == 0 and not zero) or raw >= ABSENT_FROM:
@@ -174,8 +177,10 @@ class CtpNormaliser:
         self.book = book
         self.clock_of = clock_of
         self._products: dict[tuple[str, str], ProductSpec | None] = {}
-        self._contracts: dict[tuple[str, date], Contract | None] = {}
+        self._contracts: dict[tuple[str, date], str | None] = {}  # (code, trading day) -> contract id
+        self._midnights: dict[tuple[str, date], float | None] = {}  # (venue, day) -> its local midnight, if fixed
         self._running: dict[str, _Running] = {}
+        self._days: dict[str, date | None] = {}
         self._venues = {p.venue for p in products.values()}
 
     def normalise(self, record: Any) -> CtpTick:
@@ -190,23 +195,23 @@ class CtpNormaliser:
         product = self._product(code, exchange)
         clock = self.clock_of(product.venue)
         at = read_time(record)
-        day = stamp_date(product.venue, clock, read_day(record.get("TradingDay")), read_day(record.get("ActionDay")),
+        day = stamp_date(product.venue, clock, self._day(record.get("TradingDay")), self._day(record.get("ActionDay")),
                          at)
-        ts = datetime.combine(day, at, tzinfo=clock.zone).timestamp()
+        ts = self._instant(product.venue, clock, day, at)
         trading_day = clock.trading_day(round(ts * 1000))
         contract = self._contract(code, product, trading_day)
         price = value(record, "LastPrice")
         if price is None:
             raise BadRecord("no LastPrice")
         cum_volume, cum_turnover = total(record, "Volume"), total(record, "Turnover")
-        volume, turnover = self._increments(contract.id, trading_day, cum_volume, cum_turnover)
+        volume, turnover = self._increments(contract, trading_day, cum_volume, cum_turnover)
         bid, bid_size = level(record, "BidPrice1", "BidVolume1")
         ask, ask_size = level(record, "AskPrice1", "AskVolume1")
         average = value(record, "AveragePrice")
         if average is not None and product.venue not in AVERAGE_IN_PRICE_UNITS:
             average /= product.multiplier
         return CtpTick(
-            contract.id, code, trading_day, ts, price, volume, turnover, cum_volume, cum_turnover,
+            contract, code, trading_day, ts, price, volume, turnover, cum_volume, cum_turnover,
             bid=bid, ask=ask, bid_size=bid_size, ask_size=ask_size,
             oi=value(record, "OpenInterest", zero=True),  # no open interest is a value, not an absence
             settle=value(record, "SettlementPrice"), prev_settle=value(record, "PreSettlementPrice"),
@@ -238,14 +243,40 @@ class CtpNormaliser:
             raise UnknownContract(f"{exchange} {code}".strip())
         return found
 
-    def _contract(self, code: str, product: ProductSpec, day: date) -> Contract:
+    def _day(self, raw: Any) -> date | None:
+        """`read_day`, remembered (a feed's records carry a handful of distinct days)."""
+        if raw.__class__ is not str:
+            return read_day(raw)
+        if raw not in self._days:
+            if len(self._days) > 1000:
+                self._days.clear()
+            self._days[raw] = read_day(raw)  # a bad one raises and is not remembered
+        return self._days[raw]
+
+    def _contract(self, code: str, product: ProductSpec, day: date) -> str:
+        """The id of the contract ``code`` names on trading day ``day``."""
         key = (code, day)
         if key not in self._contracts:
             if len(self._contracts) > 20_000:  # a feed running for years: forget earlier days' answers
                 self._contracts.clear()
             found = self.book.resolve(code, dict.fromkeys(self._venues, day))
-            self._contracts[key] = found if found is not None and found.product.id == product.id else None
+            self._contracts[key] = found.id if found is not None and found.product.id == product.id else None
         contract = self._contracts[key]
         if contract is None:
             raise UnknownContract(code)
         return contract
+
+    def _instant(self, venue: str, clock: VenueClock, day: date, at: time) -> float:
+        """Epoch seconds of ``at`` on ``day`` in the venue's zone: from the day's local midnight when the zone's
+        offset holds all day (Asia/Shanghai always), else through the zone's rules (a daylight-saving day)."""
+        key = (venue, day)
+        if key not in self._midnights:
+            if len(self._midnights) > 20_000:
+                self._midnights.clear()
+            start = datetime.combine(day, time(0), tzinfo=clock.zone)
+            end = datetime.combine(day, time(23, 59, 59), tzinfo=clock.zone)
+            self._midnights[key] = start.timestamp() if start.utcoffset() == end.utcoffset() else None
+        midnight = self._midnights[key]
+        if midnight is None:
+            return datetime.combine(day, at, tzinfo=clock.zone).timestamp()
+        return midnight + at.hour * 3600 + at.minute * 60 + at.second + at.microsecond / 1e6
