@@ -4,8 +4,9 @@ Done-when: the per-contract candles the server serves equal an aggregation writt
 knows of each record it wrote (its instant and its trading day), not from the server's code: the running totals
 are differenced per contract and trading day in this file, the candles built by hand.
 
-The file (tests/ctp_records.py): ZCE MA701 and MA705, DCE pp2701, written as those exchanges write them (CZCE's
-TradingDay is the calendar day at night, DCE's ActionDay the trading day), through Tuesday 2026-11-24's night
+The file (tests/ctp_records.py): ZCE MA701 and MA705, DCE pp2701 and INE sc2701, written as those exchanges write
+them (CZCE's TradingDay is the calendar day at night, DCE's ActionDay the trading day, INE's ActionDay the calendar
+day and TradingDay the trading day), through Tuesday 2026-11-24's night
 session and Wednesday's day session (trading day Wednesday 25th), then Thursday's first records just after
 Wednesday's close (where every running total falls back: a new day), then a few bad records. The server's clock
 starts on Wednesday 2026-11-25 at 14:58 in Shanghai, so every record is in the past or within the five minutes a
@@ -33,8 +34,8 @@ from tests.ctp_records import DBL_MAX, Written, session_file
 
 CLOCK_START = "2026-11-25T14:58:00+08:00"
 SHANGHAI = ZoneInfo("Asia/Shanghai")
-CONTRACTS = {"MA701": "methanol-202701", "MA705": "methanol-202705", "pp2701": "pp-202701"}
-TICKS = {"MA701": 1.0, "MA705": 1.0, "pp2701": 1.0}
+CONTRACTS = {"MA701": "methanol-202701", "MA705": "methanol-202705", "pp2701": "pp-202701", "sc2701": "sc-202701"}
+TICKS = {"MA701": 1.0, "MA705": 1.0, "pp2701": 1.0, "sc2701": 0.1}
 # (trading day, night start, day start, records per contract): one a second. Thursday's records are stamped just
 # after Wednesday's close (and its 60 s grace), the next trading day by the calendar's rule, so the test never waits
 # for a real close and every record is at most five minutes ahead of the clock.
@@ -100,7 +101,7 @@ def daily(ticks: list[tuple[float, str, float, float]], tick_size: float) -> lis
         volume = sum(v for _, v in rows)
         vwap = sum(p * v for p, v in rows) / volume
         out.append({"t": day, "o": prices[0], "h": max(prices), "l": min(prices), "c": prices[-1], "v": round(volume),
-                    "settle": math.floor(vwap / tick_size + 0.5) * tick_size})
+                    "settle": round(math.floor(vwap / tick_size + 0.5) * tick_size, 6)})
     return out
 
 
