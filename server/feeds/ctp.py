@@ -9,7 +9,8 @@ Every quirk of CTP is undone here, so the market state sees one tick shape (docs
   (else `TradingDay`), except where an exchange fills it with the trading day: when `ActionDay` and `TradingDay`
   differ, `ActionDay` is the calendar day (SHFE, INE at night); when they agree on a night record of a venue in
   `ACTION_DAY_IS_TRADING_DAY` (DCE), the record was stamped on the evening of the previous trading day (or the
-  morning after it, past midnight). CZCE fills both with the calendar day, which is what it is;
+  morning after it, past midnight). CZCE fills both with the calendar day, which is what it is. A record without
+  `ActionDay` (older CTP versions) has its `TradingDay` read the same way: the trading day at night, but at CZCE;
 - the trading day: the venue calendar's trading day of that instant (the clock's rule, SPEC 16), whatever the
   record's `TradingDay` says (CZCE's is the calendar day at night);
 - `Volume` and `Turnover` are the day's running totals: a tick carries their increase since the contract's
@@ -43,6 +44,7 @@ from server.market.venues.clock import VenueClock
 ABSENT_FROM = 1e300  # CTP's DBL_MAX (1.7976931348623157e308) as any recorder prints it: no value
 EXCHANGE_VENUES = {"CZCE": "zce", "DCE": "dce", "SHFE": "shfe", "INE": "ine"}  # CTP's ExchangeID -> our venue
 ACTION_DAY_IS_TRADING_DAY = frozenset({"dce"})  # at night DCE fills ActionDay (and TradingDay) with the trading day
+TRADING_DAY_IS_CALENDAR_DAY = frozenset({"zce"})  # CZCE fills TradingDay with the calendar day, at night too
 AVERAGE_IN_PRICE_UNITS = frozenset({"zce"})  # the others' AveragePrice is per lot: price * multiplier
 EVENING_FROM = time(18, 0)  # a record stamped from here to midnight is of a night session (the evening part)
 MORNING_UNTIL = time(6, 0)  # and one before this, of a night session's part after midnight
@@ -153,13 +155,15 @@ def read_time(record: Mapping[str, Any]) -> time:
 
 def stamp_date(venue: str, clock: VenueClock, trading_day: date | None, action_day: date | None, at: time) -> date:
     """The calendar day the exchange stamped the record on (see the module's docstring)."""
-    hint = action_day or trading_day
-    if hint is None:
-        raise BadRecord("neither ActionDay nor TradingDay")
     if action_day is not None and trading_day is not None and action_day != trading_day:
         return action_day  # SHFE and INE at night: ActionDay is the calendar day, TradingDay the next trading day's
-    night = at >= EVENING_FROM or at < MORNING_UNTIL
-    if venue in ACTION_DAY_IS_TRADING_DAY and night:
+    if action_day is not None:
+        hint, is_trading_day = action_day, venue in ACTION_DAY_IS_TRADING_DAY
+    elif trading_day is not None:  # an older CTP without ActionDay: TradingDay is the trading day but at CZCE
+        hint, is_trading_day = trading_day, venue not in TRADING_DAY_IS_CALENDAR_DAY
+    else:
+        raise BadRecord("neither ActionDay nor TradingDay")
+    if is_trading_day and (at >= EVENING_FROM or at < MORNING_UNTIL):  # a night record of trading day `hint`
         evening = clock.previous_trading_day(hint)
         if evening is None:
             raise BadRecord(f"no trading day before {hint} for a night record")
@@ -234,6 +238,8 @@ class CtpNormaliser:
     def _product(self, code: str, exchange: str) -> ProductSpec:
         key = (code, exchange)
         if key not in self._products:
+            if len(self._products) > 10_000:  # a feed of nonsense codes: keep the memory bounded
+                self._products.clear()
             venue = EXCHANGE_VENUES.get(exchange)
             self._products[key] = next(
                 (p for p in self.products.values() if (not exchange or p.venue == venue)

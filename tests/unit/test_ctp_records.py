@@ -71,6 +71,18 @@ def test_a_dce_record_after_midnight_is_on_the_morning_after_the_previous_tradin
         date(2026, 11, 24)
 
 
+def test_a_record_without_action_day_reads_trading_day_as_its_exchange_fills_it() -> None:
+    from datetime import time
+    shfe, zce = VENUES.clock("shfe"), VENUES.clock("zce")
+    assert stamp_date("shfe", shfe, date(2026, 11, 30), None, time(21, 5)) == date(2026, 11, 27)  # Friday evening
+    assert stamp_date("shfe", shfe, date(2026, 11, 30), None, time(1, 5)) == date(2026, 11, 28)  # Saturday morning
+    assert stamp_date("shfe", shfe, date(2026, 11, 30), None, time(10, 0)) == date(2026, 11, 30)
+    assert stamp_date("zce", zce, date(2026, 11, 27), None, time(21, 5)) == date(2026, 11, 27)  # CZCE: the calendar
+    rec = record("fu2701", "2026-11-27T21:05:00+08:00", 3000) | {"ActionDay": ""}
+    tick = normaliser().normalise(rec)
+    assert (tick.ts, tick.trading_day) == (at("2026-11-27T21:05:00+08:00"), date(2026, 11, 30))
+
+
 def test_running_totals_become_increments_and_a_fall_is_bad_within_a_day_and_a_new_day_across() -> None:
     n = normaliser()
 
