@@ -5,7 +5,8 @@ builds the state and the tick path applies what the source yields. The ``FeedSup
 restarts it when it fails, so a feed is never dead without the log, ``/readyz`` and the metrics saying so. The
 jsonl source's file-following reader thread is ``server.feeds.lines``; its parser is ``server.feeds.jsonl`` (ids
 and exchange symbols: ``server.feeds.symbols``) for ``jsonl:``, ``server.feeds.ctp_lines`` over the pure
-normaliser ``server.feeds.ctp`` for ``ctp-jsonl:`` (CTP depth records).
+normaliser ``server.feeds.ctp`` for ``ctp-jsonl:`` (CTP depth records); ``server.feeds.routes`` says which rows a
+tick moves (a contract's and its product's main series).
 May import `core`, `config`, `market`, `engine` and `store` (layer 4).
 """
 
@@ -214,13 +215,14 @@ class JsonlSource:
     in batches."""
 
     def __init__(self, parser: LineParser, path: str, clock: Callable[[], float],
-                 not_before: Callable[[], float]) -> None:
+                 not_before: Callable[[], float], routes: Callable[[Tick], list[Tick]] = lambda t: [t]) -> None:
         """`parser`: `line_parser`'s; `not_before`: the earliest tick time the market state keeps (older lines are
-        bad lines)."""
+        bad lines); `routes`: the ticks one line's tick makes (server/feeds/routes.py: a product's main series)."""
         self.path = path
         self.clock = clock
         self.not_before = not_before
         self.parser = parser
+        self.routes = routes
         self.reader = LineReader(path)
         self.ticks_received = 0
 
@@ -254,7 +256,8 @@ class JsonlSource:
         now, not_before, parse = self.clock(), self.not_before(), self.parser.parse
         ticks = [t for t in (parse(raw, now, not_before) for raw in lines) if t is not None]
         self.ticks_received += len(ticks)
-        return ticks
+        routes = self.routes
+        return [out for t in ticks for out in routes(t)]
 
     def ready(self) -> bool:
         return self.reader.failing is None
