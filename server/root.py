@@ -341,7 +341,7 @@ def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, 
     history = open_history() if open_history is not None else None
     if history is not None:  # the daily candles of sessions a killed hub had not stored, from its archived ticks
         store_missing_days(history, candles, [i.id for i in catalogue.instruments], clocks, int(now * 1000))
-    book = load_candle_book(catalogue, candles, VenueAxis([c.days for c in clocks]),
+    book = load_candle_book(catalogue, candles, VenueAxis([c.days for c in clocks], catalogue.trading_spans()),
                             max(c.trading_day(int(now * 1000)) for c in clocks))
     state = MarketState(catalogue, book, demo=False, epoch=epoch, clocks=clocks)
     state.roll(now)  # each instrument's live candle: its venue's trading day now

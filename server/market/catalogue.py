@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import date
+
+import numpy as np
 
 from server.market.venues.data import INSTRUMENT_VENUES, VENUES, session_of
 
@@ -37,6 +40,7 @@ class Instrument:
     product: str = ""  # a futures contract's product id (SPEC 19: `methanol-202605` of `methanol`); "" otherwise
     symbol: str = ""  # a futures contract's exchange code (MA605)
     month: str = ""  # a futures contract's delivery month, YYYY-MM
+    first_trading_day: str = ""  # a futures contract's first trading day, YYYY-MM-DD
     last_trading_day: str = ""  # a futures contract's last trading day, YYYY-MM-DD (its expiry order)
 
 
@@ -304,6 +308,16 @@ class Catalogue:
     def rows_of_kind(self, kind: str) -> list[int]:
         """The listed instruments of `kind` (no contracts)."""
         return list(self._by_kind.get(kind, ()))
+
+    def trading_spans(self) -> tuple[np.ndarray, np.ndarray] | None:
+        """(first, last) trading day ordinals per row: a contract's listing, every other row unbounded; None without
+        contracts."""
+        if not self.contract_rows:
+            return None
+        first = [date.fromisoformat(i.first_trading_day).toordinal() if i.product else 0 for i in self.instruments]
+        last = [date.fromisoformat(i.last_trading_day).toordinal() if i.product else date.max.toordinal()
+                for i in self.instruments]
+        return np.array(first, dtype=np.int64), np.array(last, dtype=np.int64)
 
     def product_of(self, row: int) -> int:
         """The row of a contract's product; the row itself for any other instrument."""

@@ -15,8 +15,9 @@ import numpy as np
 
 from server.market.candles.intraday import INTERVALS, session_start
 from server.market.catalogue import Catalogue
-from server.market.contracts.settlement import round_to_tick
 from server.market.contracts.specs import PRODUCTS
+from server.market.demo_curve import CurveModel
+from server.market.main_series import MainSeries
 from server.market.tick import Tick, TickDetail
 from server.market.timefmt import day_start, trading_days_back
 from server.market.venues.clock import VenueClock
@@ -87,14 +88,35 @@ class DemoWalk:
         self._last_ts: float | None = None
         self._book_rng = np.random.default_rng(book_seq)
         self.oi = np.where(self.futures, np.round(self.volume_base * 3.0), np.nan)
+        self.curve = CurveModel(catalogue, seed)  # the contracts' term structure (SPEC 19): `place` sets it at a time
+        self._oi_scale = self.volume_base[self.curve.base] * 3.0  # a contract's open interest at its peak
+        # a product row with contracts walks the curve's level and publishes its main contract's ticks (SPEC 19)
+        self.series = np.zeros(self.n, dtype=bool)
+        self.series[self.curve.base[self.curve.rows]] = True
+        self.mains: MainSeries | None = None  # the market state's: which contract is each product's main
         self.bounds: tuple[np.ndarray, np.ndarray] | None = None  # (limitDown, limitUp) per row; NaN: none
+
+    def place(self, now: float, expiries: Sequence[float] | None = None) -> None:
+        """Lay every contract on its product's curve at ``now`` (its price, open interest and trading volume);
+        `expiries`: each contract's last trading day's close (epoch seconds) from its venue clock."""
+        rows, curve = self.curve.rows, self.curve
+        if not rows.size:
+            return
+        if expiries is not None:
+            curve.set_expiries(expiries)
+        base = curve.base[rows]
+        self._true[rows] = self._true[base] * curve.factor(rows, now)
+        self._anchor[rows] = self._true[rows]
+        shape = curve.oi_now(rows, now)
+        self.oi[rows] = np.round(self._oi_scale[rows] * shape)
+        self.volume_base[rows] = np.maximum(self.volume_base[base] * shape, 1.0)
 
     def resume(self, prices: np.ndarray) -> None:
         """Walk on from these published prices (another process ran the walk until now). An instrument whose own
         walk already shows that price keeps its unrounded position (a hub that ran the walk itself, as the memory
         engine's always has, continues exactly)."""
-        ok = np.isfinite(prices) & (prices > 0) & (prices != self.live_prices())
-        self._true[ok] = prices[ok]
+        ok = np.isfinite(prices) & (prices > 0) & (prices != self.live_prices()) & ~self.curve.is_contract
+        self._true[ok] = prices[ok]  # a contract follows its product's walk (`place` is run again by the caller)
 
     def live_prices(self) -> np.ndarray:
         """Current published (rounded) price of every instrument."""
@@ -225,9 +247,18 @@ class DemoWalk:
         if movers.size == 0:
             movers = rng.integers(0, self.n, size=1)
         dt = max(interval_s, 1e-3)
-        sigma = self.vol[movers] * math.sqrt(dt / (frac * TRADING_DAY_SECONDS))
-        pull = -MEAN_REVERSION_PER_S * dt / frac * np.log(self._true[movers] / self._anchor[movers])
-        self._true[movers] *= np.exp(pull + sigma * rng.standard_normal(movers.size))
+        contract = self.curve.is_contract[movers]
+        walkers = movers[~contract]
+        sigma = self.vol[walkers] * math.sqrt(dt / (frac * TRADING_DAY_SECONDS))
+        pull = -MEAN_REVERSION_PER_S * dt / frac * np.log(self._true[walkers] / self._anchor[walkers])
+        self._true[walkers] *= np.exp(pull + sigma * rng.standard_normal(walkers.size))
+        if contract.any():  # a contract: its product's walk on the curve (an expired one trades no more)
+            movers = movers[~contract | (self.curve.expiry_ts[movers] > ts)]
+            on_curve = movers[self.curve.is_contract[movers]]
+            self._true[on_curve] = self._true[self.curve.base[on_curve]] * self.curve.factor(on_curve, ts)
+        movers = movers[~self.series[movers]]  # a product's level moved; its ticks are its main's (below)
+        if not movers.size:
+            return []
         grid = self._tick_size[movers]
         prices = np.maximum(_on_grid(self._true[movers], grid, self.decimals[movers]), grid)
         if self.bounds is not None:  # a futures product stays within its daily limits (a limit price is valid)
@@ -236,13 +267,32 @@ class DemoWalk:
             prices = np.fmin(np.fmax(prices, down), up)
         per_move = self.volume_base[movers] * dt / (frac * TRADING_DAY_SECONDS)
         volumes = np.maximum(1.0, np.round(per_move * rng.lognormal(0.0, 0.5, size=movers.size)))
-        details = self._details(movers, prices, volumes)
-        return [Tick(int(r), float(p), ts, float(q), details.get(int(r)))
-                for r, p, q in zip(movers, prices, volumes, strict=True)]
+        details = self._details(movers, prices, volumes, ts)
+        ticks = [Tick(int(r), float(p), ts, float(q), details.get(int(r)))
+                 for r, p, q in zip(movers, prices, volumes, strict=True)]
+        return ticks + self._as_products(ticks, ts) if contract.any() else ticks
 
-    def _details(self, movers: np.ndarray, prices: np.ndarray, volumes: np.ndarray) -> dict[int, TickDetail]:
+    def _as_products(self, ticks: list[Tick], ts: float) -> list[Tick]:
+        """Each main contract's tick again under its product's row (the main continuous series, SPEC 19)."""
+        mains, base = self.mains, self.curve.base
+        out: list[Tick] = []
+        if mains is None:
+            return out
+        main_of: dict[int, int | None] = {}
+        for t in ticks:
+            if self.curve.is_contract[t.row]:
+                product = int(base[t.row])
+                if product not in main_of:
+                    main_of[product] = mains.main_at(product, ts)
+                if main_of[product] == t.row:
+                    out.append(Tick(product, t.price, t.ts, t.volume, t.detail))
+        return out
+
+    def _details(self, movers: np.ndarray, prices: np.ndarray, volumes: np.ndarray,
+                 ts: float) -> dict[int, TickDetail]:
         """The futures movers' book: bid a tick or none below the price, ask one or two ticks above the bid,
-        sizes of 1-80 lots, open interest moving with the volume traded."""
+        sizes of 1-80 lots, open interest moving with the volume traded (a contract's: its curve's profile at
+        ``ts``, within a few lots)."""
         at = np.flatnonzero(self.futures[movers])
         if not at.size:
             return {}
@@ -252,6 +302,10 @@ class DemoWalk:
         ask = _on_grid(bid + tick * rng.integers(1, 3, at.size), tick, dec)
         sizes = rng.integers(1, 81, size=(2, at.size))
         self.oi[rows] = np.maximum(self.oi[rows] + np.round(volumes[at] * rng.normal(0.0, 0.4, at.size)), 0.0)
+        on_curve = rows[self.curve.is_contract[rows]]
+        if on_curve.size:
+            model = self._oi_scale[on_curve] * self.curve.oi_now(on_curve, ts)
+            self.oi[on_curve] = np.round(np.clip(self.oi[on_curve], model * 0.995, model * 1.005))
         return {int(r): TickDetail(bid=float(b), ask=float(a), bid_size=float(bs), ask_size=float(asz),
                                    oi=float(oi))
                 for r, b, a, bs, asz, oi in zip(rows, bid, ask, sizes[0], sizes[1], self.oi[rows], strict=True)}
@@ -262,11 +316,20 @@ class DemoWalk:
         _, _, h, low, c, _ = history
         rng = np.random.default_rng(self._history_seq.spawn(1)[0])
         settle = np.full(c.shape, np.nan)
-        for row in np.flatnonzero(self.futures):
-            typical = (h[row] + low[row] + 2 * c[row]) / 4
-            settle[row] = [round_to_tick(x, self.product_tick[row]) if x == x else np.nan for x in typical]
+        rows = np.flatnonzero(self.futures)
+        tick = self.product_tick[rows][:, None]
+        typical = (h[rows] + low[rows] + 2 * c[rows]) / 4  # round_to_tick, vectorised: a half tick up, no binary noise
+        places = np.where(tick < 1, np.maximum(0, -np.floor(np.log10(tick)) + 1), 0) + 2
+        steps = np.floor(typical / tick + 0.5 + 1e-9)
+        settle[rows] = np.round(steps * tick * 10.0 ** places) / 10.0 ** places
         drift = np.cumsum(rng.normal(0.0, 0.03, size=c.shape)[:, ::-1], axis=1)[:, ::-1]
         oi = np.round(self.oi[:, None] * np.exp(drift - drift[:, -1:]))
+        rows = self.curve.rows
+        if rows.size:  # a contract's: its curve's profile at each close, ending at today's
+            ords = np.array([d.toordinal() for d in history[0]])
+            model = self._oi_scale[rows][:, None] * self.curve.oi_days(rows, ords)
+            oi[rows] = np.where(model > 0, np.round(model * np.exp(rng.normal(0.0, 0.002, model.shape))), np.nan)
+            oi[rows, -1] = np.where(model[:, -1] > 0, self.oi[rows], np.nan)
         return oi, settle
 
 

@@ -33,8 +33,21 @@ from server.market.candles.ranges import CandleRanges
 from server.market.candles.trading_axis import VenueAxis, WeekdayAxis, axis_columns, axis_days_back
 from server.market.catalogue import Catalogue
 from server.market.demo import DemoWalk, fit_to_venues, venue_sessions, weekday_sessions
+from server.market.demo_contracts import (
+    bucket_days,
+    derive_buckets,
+    derive_daily,
+    expiry_closes,
+    mask_untraded,
+    replay_mains,
+    splice_daily,
+    trade_windows,
+    traded_mask,
+    trim_buckets,
+)
 from server.market.futures import FuturesDays
 from server.market.inventory import InventoryBook
+from server.market.main_series import MainSeries
 from server.market.spreads import SpreadCalculator
 from server.market.tick import Tick
 from server.market.timefmt import day_start, iso, trading_day
@@ -53,6 +66,7 @@ class AppliedTick:
     seq: int
     volume: float = 0.0
     book: dict | None = None  # a futures tick's frame keys beside the price: bid, ask, oi, vol (SPEC 19)
+    roll: dict | None = None  # a product's first tick of a new main: the roll frame sent before it (SPEC 19)
 
 
 def _finite_or_none(value: float, decimals: int) -> float | None:
@@ -132,6 +146,8 @@ class MarketState:
         self._floor = [0] * n
         self.floors = SessionFloors(self.clocks, candles)
         self.futures = FuturesDays(self._ids, candles, [clock.local for clock in self.clocks], self._day_of)
+        self.mains = MainSeries(catalogue, candles, self.clocks)  # each product row's main contract (SPEC 19)
+        self.streamed_main: dict[int, int | None] = {}  # the main each product's ticks were last sent under
 
     # --- writing -------------------------------------------------------------
     def _trading_day(self, ts: float) -> date:
@@ -169,6 +185,10 @@ class MarketState:
             bucket_ts = self._bucket_of[row](ms) / 1000  # type: ignore[index]
         futures = self.futures.is_futures(row)
         volume = self.futures.before_tick(row, day, tick) if futures else tick.volume
+        if futures and self.mains.is_series(row):
+            main = self.mains.main_on(row, day.toordinal())
+            if main is not None:
+                self.futures.board.follow(row, main)
         candles.apply_tick(row, tick.price, volume, day, seq)
         live = candles.days[candles.row_col[row]]  # the candle the tick went into (a late tick: the live one)
         if live != self._floor_day[row]:
@@ -183,7 +203,22 @@ class MarketState:
                               seq, volume)
         if futures:
             applied.book = self.futures.after_tick(row, tick, volume, self._decimals[row])
+            if self.mains.is_series(row):
+                self._as_main(applied, day)
         return applied
+
+    def _as_main(self, applied: AppliedTick, day: date) -> None:
+        """A product's tick is its main contract's (SPEC 19): `contract` in the frame; the roll frame before the first
+        tick under a new main."""
+        row = applied.row
+        main = self.mains.main_on(row, day.toordinal())
+        assert applied.book is not None
+        applied.book["contract"] = self._ids[main] if main is not None else None
+        before = self.streamed_main.get(row)
+        if main != before and before is not None and main is not None:
+            applied.roll = {"type": "roll", "id": applied.id, "from": self._ids[before], "to": self._ids[main],
+                            "tradingDay": day.isoformat()}
+        self.streamed_main[row] = main
 
     def restore(self, last: list[tuple[Tick, int]], seqs: dict[str, int], untouched_at: float | None) -> None:
         """Continue from a shared tick log (a hub joining others, or restarting on Redis): each instrument's newest
@@ -238,6 +273,7 @@ class MarketState:
             changed = self.candles.advance(np.array([f(ms).toordinal() for f in self._day_of], dtype=np.int32))
         if changed:
             self.futures.settle_moved(self.futures.board.rows)
+            self.mains.advance(now)
             self.version += 1
         return changed
 
@@ -272,6 +308,9 @@ class MarketState:
             "venue": inst.venue,
             "tradingDay": self._trading_day_of(row, ts),
         }
+        if self.mains.is_series(row):  # the main continuous series names its contract (SPEC 19)
+            main = self.mains.main[row]
+            out["contract"] = self._ids[main] if main is not None else None
         return out | self.futures.fields(row, dec) if board and self.futures.is_futures(row) else out
 
     def _trading_day_of(self, row: int, ts: float) -> str | None:
@@ -336,25 +375,37 @@ def build_demo_state(
     (each day's buckets aggregate to its candle), ending at ``now`` in the live price; the live candle keeps the
     volume of the elapsed session, and a trading day whose session has not begun has no candle yet."""
     feed = DemoWalk(catalogue, seed)
+    feed.place(now, expiry_closes(feed, clocks))  # the contracts on their products' curves (SPEC 19)
     n = len(catalogue.instruments)
     ms = int(now * 1000)
-    axis = VenueAxis([clock.days for clock in clocks]) if clocks else WeekdayAxis(n)
+    axis = VenueAxis([clock.days for clock in clocks], catalogue.trading_spans()) if clocks else WeekdayAxis(n)
     live_days = [clock.trading_day(ms) for clock in clocks] if clocks else [trading_day(now)] * n
     columns = axis_columns(capacity) if clocks else capacity  # `capacity` trading days of every daily venue
     days = axis_days_back(axis, max(live_days), columns)
     history = feed.history(days[-1], len(days), days)
+    opened = np.array([axis.open_rows(day) for day in days]).T
     if clocks:
         started = np.array([bool(clock.windows(day)) and clock.windows(day)[0].start_ms <= ms
                             for clock, day in zip(clocks, live_days, strict=True)])
-        opened = np.array([axis.open_rows(day) for day in days]).T
         fit_to_venues(history, opened, np.array([d.toordinal() for d in live_days]), started, feed.live_prices())
-    buckets = feed.intraday_history(history, now, venue_sessions(clocks) if clocks else weekday_sessions(n))
+    sessions = venue_sessions(clocks) if clocks else weekday_sessions(n)
+    contract = feed.curve.is_contract  # a contract's candles are its product's on the curve (SPEC 19)
+    buckets = feed.intraday_history(history, now, [None if contract[r] else s for r, s in enumerate(sessions)])
+    live_ords = np.array([d.toordinal() for d in live_days])
+    share = derive_daily(feed, history, live_ords)
+    oi, settle = feed.board_history(history)
+    mask_untraded(history, traded_mask(feed, days), oi, settle)  # a contract only between its first and last day
+    mains = replay_mains(feed, history, oi, opened, live_ords)  # each day's main contract, by the rule
+    day_of, windows = bucket_days(days, clocks), trade_windows(feed, clocks)
+    buckets = {name: trim_buckets(derive_buckets(feed, groups, history, share, day_of, mains), windows)
+               for name, groups in buckets.items()}
+    splice_daily(history, oi, settle, mains)  # a product's candles: each day's main's
     _, o, h, low, c, v = history
     candles = CandleBook(n, columns, axis)
-    oi, settle = feed.board_history(history)
     candles.load_history(days, o, h, low, c, v, oi, settle)
     candles.advance(np.array([d.toordinal() for d in live_days], dtype=np.int32))
-    candles.s[np.arange(n), candles.row_col] = np.nan  # today settles at its close
+    live = candles.days[candles.row_col] == np.array([d.toordinal() for d in live_days])  # not an expired contract
+    candles.s[np.flatnonzero(live), candles.row_col[live]] = np.nan  # today settles at its close
     candles.oi[np.isnan(candles.o)] = candles.s[np.isnan(candles.o)] = np.nan  # days not begun have neither
     intraday = IntradayBook(n)
     for name, groups in buckets.items():
@@ -362,13 +413,24 @@ def build_demo_state(
             intraday.rings[name].load(*arrays, rows=rows)
     state = MarketState(catalogue, candles, demo=True, epoch=f"demo-{seed}-{int(now)}",
                         inventory=InventoryBook(catalogue, seed), intraday=intraday, clocks=clocks)
+    for product, (by_col, rolls) in mains.items():  # the main series continue from the history's decisions
+        main = int(by_col[candles.row_col[product]]) if by_col[candles.row_col[product]] >= 0 else None
+        state.mains.seed(product, main, int(live_ords[product]), rolls)
+        traded = np.flatnonzero((by_col >= 0) & ~np.isnan(candles.o[product, :len(by_col)]))
+        state.streamed_main[product] = int(by_col[traded[-1]]) if len(traded) else main  # its newest candle's
+        if main is not None:
+            feed.oi[product] = feed.oi[main]
+            state.futures.board.follow(product, main)
+    feed.mains = state.mains
     state.updated_ts[:] = now
+    state.updated_ts[~live] = feed.curve.expiry_ts[~live]  # an expired contract: its last close (SPEC 19)
     state.updated = now
     for row in state.futures.board.rows:  # the board's day so far, as the live candle tells it
         _, high, low_, close, volume = candles.live(row)
         before = candles.shown_columns(row)
         before = before[before != candles.row_col[row]]  # the days before the live one (shown or not yet)
         oi_prev = float(candles.oi[row, before[-1]]) if len(before) else math.nan
-        state.futures.board.seed_day(row, (high + low_ + 2 * close) / 4, volume, close, float(feed.oi[row]), oi_prev)
+        oi_now = float(feed.oi[row]) if live[row] else float(candles.oi[row, candles.row_col[row]])
+        state.futures.board.seed_day(row, (high + low_ + 2 * close) / 4, volume, close, oi_now, oi_prev)
     feed.bounds = state.futures.bounds()
     return state, feed

@@ -58,7 +58,7 @@ class StreamCore:
         self.candle_registry: SubscriptionRegistry[Session] = SubscriptionRegistry(len(ids) * K)
         snapshots = Snapshots(state, ids, epoch)
         self.sessions = Sessions(limits, metrics, lookup, limiter, self.registry, self.candle_registry, snapshots,
-                                 meter)
+                                 meter, catalogue.listed_rows)
         replay = Replay(state, ids, epoch, history, metrics)
         self.messages = ClientMessages(catalogue, self.registry, self.candle_registry, snapshots, replay, candles,
                                        metrics)

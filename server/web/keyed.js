@@ -8,6 +8,7 @@
 
 import { makeClient, settle } from "./calls.js";
 import { INTERVALS, PriceChart, intervalSwitch } from "./chart.js";
+import { renderCurve } from "./curve.js";
 import { el, flash, replaceChildren, signClass } from "./dom.js";
 import { CloseCode, QuoteStream } from "./market-client.js";
 import { QuoteBook, clockOf, formatCount, formatNumber, viewerTime, zonedClock } from "./quotes.js";
@@ -427,6 +428,7 @@ export class KeyedSession {
     const query = interval === "1d" ? { days: Number(document.getElementById("chart-days").value) } : { interval };
     const r = await this.call("/api/v1/kline/{id}", { params: { id }, query });
     if (this.stopped || id !== this.chartId || interval !== this.chartInterval) return;
+    this._showCurve(id);
     box.setAttribute("aria-busy", "false");
     if (!r.ok) {
       if (r.status !== 401) {
@@ -482,6 +484,23 @@ export class KeyedSession {
       low: i18n.t("legendLow"), close: i18n.t("legendClose"), volume: i18n.t("legendVolume") } };
   }
 
+  /** A futures product's curve under the chart (SPEC 19); nothing for any other instrument. */
+  async _showCurve(id) {
+    const box = document.getElementById("curve");
+    const row = this.book.get(id);
+    if (!row || row.quote.contract === undefined) {
+      box.hidden = true;
+      return;
+    }
+    const r = await this.call("/api/v1/curve/{product}", { params: { product: id } });
+    if (this.stopped || id !== this.chartId) return;
+    if (!r.ok) {
+      box.hidden = true;
+      return;
+    }
+    renderCurve(box, r.data, (key, vars) => this.ctx.i18n.t(key, vars));
+  }
+
   _renderChartMeta() {
     const row = this.book.get(this.chartId);
     if (!row) return;
@@ -493,7 +512,10 @@ export class KeyedSession {
       el("span", { class: "mono" }, `${formatNumber(q.price, row.decimals)} ${i18n.loc(q.unit)}`), " ",
       el("span", { class: `mono ${signClass(q.change)}` },
         `${formatNumber(q.change, row.decimals, { sign: true })}${pct}`),
-      el("span", { class: "hint" }, ` · ${i18n.loc(q.source)}`));
+      el("span", { class: "hint" }, ` · ${i18n.loc(q.source)}`),
+      ...(q.contract ? [el("span", { class: "main-contract", "data-testid": "main-contract" },
+        ` · ${i18n.t("mainContract", { contract: q.contract, settle: q.settle ?? q.prevSettle ?? "—",
+                                       oi: q.openInterest ?? "—" })}`)] : []));
   }
 
   /** The venues' state changed: redraw it; polling follows at once when the markets open or all shut. */

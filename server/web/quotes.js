@@ -134,6 +134,7 @@ export class QuoteBook {
       changePct: prevClose ? (100 * tick.change) / prevClose : null,
       updated: tick.ts,
       ...(tick.oi === undefined ? {} : { bid: tick.bid, ask: tick.ask, openInterest: tick.oi, volume: tick.vol }),
+      ...(tick.contract === undefined ? {} : { contract: tick.contract }), // a product's main contract (SPEC 19)
     };
     row.prevClose = prevClose;
     return row;

@@ -71,9 +71,11 @@ def test_a_product_lists_its_contract_quotes_by_expiry(http: httpx.Client) -> No
     ids = [q["id"] for q in quotes]
     assert ids[0] == "methanol-202608" and ids[-1] == "methanol-202711"  # listed since late July, 90 days back
     assert "methanol-202612" in ids and ids == sorted(ids) and len(ids) == 16
-    for params in ({"product": "methanol-ec"}, {"product": "methanol", "kind": "chem"}):
-        resp = http.get("/api/v1/quotes", params=params)
-        assert resp.status_code == 400 and resp.json()["errors"][0]["field"] == "product", resp.text
+    named = _get(http, "/api/v1/quotes", product="methanol", ids="methanol-202701,pp,methanol-202612")["quotes"]
+    assert [q["id"] for q in named] == ["methanol-202612", "methanol-202701"]  # of the product's, those named
+    assert _get(http, "/api/v1/quotes", product="methanol", kind="oil")["quotes"] == []
+    resp = http.get("/api/v1/quotes", params={"product": "methanol-ec"})  # a spot assessment has no contracts
+    assert resp.status_code == 400 and resp.json()["errors"][0]["field"] == "product", resp.text
 
 
 def test_a_contract_has_daily_and_intraday_candles(http: httpx.Client) -> None:

@@ -154,8 +154,10 @@ def test_every_stream_message_validates_against_asyncapi(api: ServerProcess, htt
             continue
         problems += [f"{kind}: {e}" for e in errors_of(validators[kind], msg)]
     assert problems == [], "\n".join(problems[:20])
-    # a status frame needs a venue's window edge: test_a_status_frame_validates_against_asyncapi sees it
-    assert {m["type"] for m in messages} == set(by_type) - {"status"}, "every documented server message was seen"
+    # a status frame needs a venue's window edge: test_a_status_frame_validates_against_asyncapi sees it; a roll
+    # frame a product's new main: tests/contract/test_main_contract.py validates it
+    unseen = {"status", "roll"}
+    assert {m["type"] for m in messages} == set(by_type) - unseen, "every documented server message was seen"
     assert {m["code"] for m in messages if m["type"] == "error"} == codes, "every documented error code was seen"
 
 
@@ -328,6 +330,8 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/udf/history": "/api/v1/udf/history?symbol=brent&resolution=60&to=2000000000&countback=5",
         "/api/v1/udf/timescale_marks": "/api/v1/udf/timescale_marks?symbol=methanol&from=1767225600&to=1798675200",
         "/api/v1/instruments/{id}": "/api/v1/instruments/sc",
+        "/api/v1/instruments/{id}/rolls": "/api/v1/instruments/methanol/rolls",
+        "/api/v1/curve/{product}": "/api/v1/curve/methanol",
         "/api/v1/venues/{id}/calendar": "/api/v1/venues/zce/calendar?from=2026-09-28&to=2026-10-09",
         # no durable history on the demo feed, so no flat file: the documented 404 (test_flatfile_routes.py: 200s)
         "/api/v1/flatfiles/{dataset}/{file}": "/api/v1/flatfiles/ticks/2026-11-17.csv.gz",
@@ -341,6 +345,8 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/instruments/{id}": "/api/v1/instruments/zzz",
         "/api/v1/venues/{id}/calendar": "/api/v1/venues/zzz/calendar?from=2026-09-28&to=2026-10-09",
         "/api/v1/instruments": "/api/v1/instruments?product=zzz",  # SPEC 19: no such futures product
+        "/api/v1/instruments/{id}/rolls": "/api/v1/instruments/methanol-ec/rolls",  # a spot assessment
+        "/api/v1/curve/{product}": "/api/v1/curve/usdcny",
     }
     bad = {
         "/api/v1/quotes": "/api/v1/quotes?kind=metals", "/api/v1/kline/{id}": "/api/v1/kline/brent?days=0",
@@ -357,6 +363,8 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/venues/{id}/calendar": "/api/v1/venues/zce/calendar?from=2026-01-01&to=2027-06-30",
         "/api/v1/instruments": "/api/v1/instruments?kind=oil", "/api/v1/instruments/{id}": "/api/v1/instruments/sc?x=1",
         "/api/v1/venues": "/api/v1/venues?status=open",
+        "/api/v1/instruments/{id}/rolls": "/api/v1/instruments/methanol/rolls?from=2026-11-01",
+        "/api/v1/curve/{product}": "/api/v1/curve/methanol?day=2026-11-01",
         "/api/v1/flatfiles": "/api/v1/flatfiles?dataset=quotes",
         "/api/v1/quality": "/api/v1/quality?from=2026-13-01",  # SPEC 20: canonical dates only
         "/api/v1/status": "/api/v1/status?x=1",

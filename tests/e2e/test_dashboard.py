@@ -193,6 +193,25 @@ def test_chart_draws_candles_and_volume_for_a_chosen_instrument(tab: Tab, dash: 
     assert tab.errors == []
 
 
+def test_a_futures_product_shows_its_main_contract_and_curve(tab: Tab, dash: ServerProcess) -> None:
+    """SPEC 19: methanol's chart names its main contract with settlement and open interest, and the curve of its
+    listed contracts is drawn under it (the main marked); a spot assessment has no curve."""
+    page = tab.open()
+    tab.enter_key(dash.demo_key)
+    page.wait_for_selector("#chart[data-candles]")
+    page.select_option("[data-testid=chart-select]", "methanol")
+    page.wait_for_selector("#curve:not([hidden]) svg")
+    curve = httpx.get(dash.base + "/api/v1/curve/methanol", headers={"X-SERVICE-Key": dash.demo_key}).json()
+    assert page.locator("#curve circle").count() == len(curve["contracts"])
+    assert page.locator("#curve circle.curve-main").count() == 1
+    assert "main contract methanol-" in page.inner_text("[data-testid=main-contract]")
+    tab.shot_of(".chart-panel", "curve")
+    page.select_option("[data-testid=chart-select]", "methanol-ec")
+    page.wait_for_selector("#chart[data-instrument=methanol-ec]")
+    page.wait_for_selector("#curve[hidden]", state="attached")
+    assert tab.errors == []
+
+
 def test_chart_interval_switch_draws_intraday_buckets(tab: Tab, dash: ServerProcess) -> None:
     page = tab.open()
     tab.enter_key(dash.demo_key)

@@ -361,6 +361,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/curve/{product}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A futures product's curve (SPEC 19): its listed contracts in expiry order with price, settlement, open interest, volume and the calendar spread to the main contract */
+        get: operations["get_curve"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/flatfiles": {
         parameters: {
             query?: never;
@@ -429,6 +446,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/instruments/{id}/rolls": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A futures product's main contract rolls (SPEC 19): the product id is the main continuous series; each roll is decided after a close from that day's open interest (+10%, never back, on the main's last trading day whatever the margin) */
+        get: operations["get_instrument_rolls"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/inventory": {
         parameters: {
             query?: never;
@@ -487,7 +521,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** All quotes, in catalogue order */
+        /** All quotes, in catalogue order (the products, not their contracts); with product, a futures product's contracts by expiry (SPEC 19) */
         get: operations["get_quotes"];
         put?: never;
         post?: never;
@@ -1121,6 +1155,35 @@ export interface components {
             /** @constant */
             status: "received";
         };
+        Curve: {
+            /** @description the contracts listed today, in expiry order */
+            contracts: {
+                /** @description price minus prevSettle */
+                change: number | null;
+                id: string;
+                /** Format: date */
+                lastTradingDay: string;
+                month: string;
+                /** @description open interest (lots) */
+                openInterest: number | null;
+                /** @description the previous settlement */
+                prevSettle: number | null;
+                /** @description the contract's last price */
+                price: number | null;
+                /** @description the day's settlement (null until known) */
+                settle: number | null;
+                /** @description price minus the main contract's price (the calendar spread) */
+                spread: number | null;
+                symbol: string;
+                /** @description the trading day's volume so far */
+                volume: number | null;
+            }[];
+            demo: boolean;
+            id: string;
+            /** @description the main contract (the product's continuous series) */
+            main: string | null;
+            updated: string | null;
+        };
         FlatFile: {
             /** @description the file's size (Content-Length of a whole download) */
             bytes: number;
@@ -1353,6 +1416,8 @@ export interface components {
             change: number | null;
             /** @description change in percent of the previous close (futures: of prevSettle) */
             changePct: number | null;
+            /** @description a futures product only (its main continuous series, SPEC 19): the day's main contract, whose quote this is (GET /api/v1/instruments/{id}/rolls) */
+            contract?: string | null;
             currency: string;
             id: string;
             /** @enum {string} */
@@ -1405,6 +1470,8 @@ export interface components {
             change: number | null;
             /** @description change in percent of the previous close (futures: of prevSettle) */
             changePct: number | null;
+            /** @description a futures product only (its main continuous series, SPEC 19): the day's main contract, whose quote this is (GET /api/v1/instruments/{id}/rolls) */
+            contract?: string | null;
             currency: string;
             /** @constant */
             extended: true;
@@ -1550,6 +1617,26 @@ export interface components {
             limit: number;
             offset: number;
             total: number;
+        };
+        RollList: {
+            /** @description the main contract now */
+            contract: string | null;
+            id: string;
+            rolls: {
+                /** @description the previous main contract */
+                from: string;
+                /** @description the previous main's close on the day before */
+                fromClose: number | null;
+                /** @description the new main */
+                to: string;
+                /** @description the new main's close on the day before */
+                toClose: number | null;
+                /**
+                 * Format: date
+                 * @description the new main's first trading day
+                 */
+                tradingDay: string;
+            }[];
         };
         Spread: {
             /** @description (shfe + dce) / 2 - intl, CNY/t */
@@ -4221,6 +4308,106 @@ export interface operations {
             };
         };
     };
+    get_curve: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a futures product id (methanol, brent) */
+                product: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the curve */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Curve"];
+                };
+            };
+            /** @description a query parameter (it takes none): unknown_parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not a futures product with contracts */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     get_flatfiles: {
         parameters: {
             query?: {
@@ -4695,6 +4882,106 @@ export interface operations {
             };
         };
     };
+    get_instrument_rolls: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description a futures product id (methanol, brent) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the main contract now and the rolls, oldest first */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["RollList"];
+                };
+            };
+            /** @description a query parameter (it takes none): unknown_parameter */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description not a futures product with contracts */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
     get_inventory: {
         parameters: {
             query?: never;
@@ -4992,10 +5279,12 @@ export interface operations {
     get_quotes: {
         parameters: {
             query?: {
-                /** @description comma-separated instrument ids (at most 100); an unknown id is a 400 naming it */
-                ids?: ("brent" | "wti" | "sc" | "dubai" | "oman" | "fu" | "fo380-sg" | "lu" | "gasoil-sg" | "rbob" | "naphtha-cfrj" | "jet-sg" | "bitumen" | "cp-propane" | "lpg" | "jkm" | "henry-hub" | "ttf" | "methanol" | "methanol-ec" | "methanol-cfr" | "pp" | "pp-ec" | "pp-cfr" | "lldpe" | "pe-ec" | "pe-cfr" | "hdpe" | "styrene" | "px" | "pta" | "pta-ec" | "pta-cfr" | "meg" | "benzene" | "pvc" | "pvc-ec" | "pvc-cfr" | "caustic-soda" | "soda-ash" | "urea" | "usdcny" | "usdcnh" | "eurcny" | "usdjpy" | "jpycny" | "gbpcny" | "eurusd" | "hkdcny")[];
+                /** @description comma-separated instrument or contract ids (at most 100); an unknown id is a 400 naming it */
+                ids?: string[];
                 /** @description filter by kind */
                 kind?: "oil" | "chem" | "fx";
+                /** @description a futures product: its contracts' quotes in expiry order, every contract shown since the server started (with kind or ids: those of them of that kind, or named) */
+                product?: "brent" | "wti" | "sc" | "oman" | "fu" | "lu" | "rbob" | "bitumen" | "lpg" | "henry-hub" | "ttf" | "methanol" | "pp" | "lldpe" | "styrene" | "px" | "pta" | "meg" | "benzene" | "pvc" | "caustic-soda" | "soda-ash" | "urea";
             };
             header?: never;
             path?: never;
@@ -5024,7 +5313,7 @@ export interface operations {
                     "application/json": components["schemas"]["QuoteList"];
                 };
             };
-            /** @description unknown kind or unknown/too many ids; a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            /** @description unknown kind, unknown/too many ids, or a product that is not a futures product; a query parameter the endpoint does not define (unknown_parameter, naming it) */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -50,7 +50,11 @@ MESSAGE_DOCS = {
                 "each instrument's seq as of the snapshot: the starting point of a later resume's `since`.",
     "Tick": "One price change. Each tick is serialised once and the same frame goes to every subscriber; ticks "
             "of one feed batch arrive in one write. A slow client gets only the latest tick per instrument. A futures "
-            "product's tick also carries `bid`, `ask`, `oi` and `vol` (the day's volume so far; SPEC 19).",
+            "product's tick also carries `bid`, `ask`, `oi` and `vol` (the day's volume so far; SPEC 19), and a "
+            "product's (its main continuous series) `contract`, the main contract it repeats.",
+    "Roll": "SPEC 19: a futures product's main contract changed (decided after the previous trading day's close by "
+            "the open-interest rule); sent to the product's subscribers right before the first tick under the new "
+            "main, in the same write. `from` and `to` are contract ids; `tradingDay` the new main's first day.",
     "Subscribed": "Acknowledges a subscribe or unsubscribe with the full current set. On a resume (a "
                   "subscribe with since/epoch) it carries `recovered`: true when the epoch matches and every "
                   "missed tick is held, and exactly the missed ticks follow (per instrument in seq order, "
@@ -90,7 +94,7 @@ MESSAGE_DOCS = {
                    "candle intervals of the ids (of every subscribed id when ids is empty).",
     "Ping": "Application-level ping.",
 }
-SERVER_MESSAGES = ("Snapshot", "Tick", "CandleFrame", "Heartbeat", "Status", "Subscribed", "Pong", "Error")
+SERVER_MESSAGES = ("Snapshot", "Tick", "Roll", "CandleFrame", "Heartbeat", "Status", "Subscribed", "Pong", "Error")
 CLIENT_MESSAGES = ("Subscribe", "Unsubscribe", "Ping")
 
 

@@ -32,7 +32,27 @@ CONTRACT = {
     "status": {"type": "string", "enum": ["listed", "expired"],
                "description": "on the venue's current trading day: expired after the last trading day's close"},
 }
+ROLL = {"tradingDay": {**DAY, "description": "the new main's first trading day"},
+        "from": {**STR, "description": "the previous main contract"}, "to": {**STR, "description": "the new main"},
+        "fromClose": {"type": ["number", "null"], "description": "the previous main's close on the day before"},
+        "toClose": {"type": ["number", "null"], "description": "the new main's close on the day before"}}
+NUMS = {"type": ["number", "null"]}
+CURVE_POINT = {
+    "id": STR, "symbol": STR, "month": STR, "lastTradingDay": DAY,
+    **{name: {**NUMS, "description": text} for name, text in {
+        "price": "the contract's last price", "change": "price minus prevSettle", "settle": "the day's settlement "
+        "(null until known)", "prevSettle": "the previous settlement", "openInterest": "open interest (lots)",
+        "volume": "the trading day's volume so far", "spread": "price minus the main contract's price (the "
+        "calendar spread)"}.items()}}
 CONTRACT_SCHEMAS: dict[str, S] = {
+    "Curve": {"type": "object", "required": ["id", "updated", "demo", "main", "contracts"], "properties": {
+        "id": STR, "updated": {"type": ["string", "null"]}, "demo": {"type": "boolean"},
+        "main": {"type": ["string", "null"], "description": "the main contract (the product's continuous series)"},
+        "contracts": {"type": "array", "description": "the contracts listed today, in expiry order",
+                      "items": {"type": "object", "required": list(CURVE_POINT), "properties": CURVE_POINT}}}},
+    "RollList": {"type": "object", "required": ["id", "contract", "rolls"], "properties": {
+        "id": STR, "contract": {"type": ["string", "null"], "description": "the main contract now"},
+        "rolls": {"type": "array", "items": {"type": "object", "required": list(ROLL), "properties": ROLL}}}},
     "Contract": {"type": "object", "required": list(CONTRACT), "properties": CONTRACT},
     "ContractList": {"type": "object", "required": ["product", "instruments"], "properties": {
         "product": STR, "instruments": {"type": "array", "items": _ref("Contract")}}},
@@ -79,5 +99,24 @@ CONTRACT_OPERATIONS: dict[tuple[str, str], S] = {
                         "description": "instrument id (brent, methanol, usdcny) or contract id (methanol-202605)"}],
         "responses": {"200": _answer("an instrument, or a contract", "Instrument", "Contract"),
                       "404": _problem("unknown instrument, or a contract not listed yet")},
+    },
+    ("GET", "/api/v1/curve/{product}"): {
+        "summary": "A futures product's curve (SPEC 19): its listed contracts in expiry order with price, settlement, "
+                   "open interest, volume and the calendar spread to the main contract", "tags": ["market data"],
+        "parameters": [{"name": "product", "in": "path", "required": True, "schema": STR,
+                        "description": "a futures product id (methanol, brent)"}],
+        "responses": {"200": _answer("the curve", "Curve"),
+                      "400": _problem("a query parameter (it takes none): unknown_parameter"),
+                      "404": _problem("not a futures product with contracts")},
+    },
+    ("GET", "/api/v1/instruments/{id}/rolls"): {
+        "summary": "A futures product's main contract rolls (SPEC 19): the product id is the main continuous series; "
+                   "each roll is decided after a close from that day's open interest (+10%, never back, on the "
+                   "main's last trading day whatever the margin)", "tags": ["reference data"],
+        "parameters": [{"name": "id", "in": "path", "required": True, "schema": STR,
+                        "description": "a futures product id (methanol, brent)"}],
+        "responses": {"200": _answer("the main contract now and the rolls, oldest first", "RollList"),
+                      "400": _problem("a query parameter (it takes none): unknown_parameter"),
+                      "404": _problem("not a futures product with contracts")},
     },
 }

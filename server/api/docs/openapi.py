@@ -28,6 +28,7 @@ from server.api.site.content import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET
 from server.config import HttpSettings
 from server.core.errors import ERROR_KINDS
 from server.market.catalogue import KINDS, default_catalogue
+from server.market.contracts.specs import PRODUCTS
 from server.market.venues.data import VENUES
 from server.store.site.receipts import RECEIPT_NO_PATTERN
 
@@ -51,9 +52,12 @@ def param(name: str, where: str, schema: S, description: str, required: bool = F
 
 ID = param("id", "path", STR, "instrument id, e.g. brent, methanol, usdcny")
 INSTRUMENT_IDS = [inst.id for inst in default_catalogue().instruments]  # the catalogue the hub serves
-IDS = {**param("ids", "query", {"type": "array", "items": {"type": "string", "enum": INSTRUMENT_IDS}, "minItems": 1,
-                                "maxItems": MAX_IDS},
-               f"comma-separated instrument ids (at most {MAX_IDS}); an unknown id is a 400 naming it"),
+FUTURES_IDS = [pid for pid in INSTRUMENT_IDS if pid in PRODUCTS]
+# an instrument id, or a futures contract's (`methanol-202605`, SPEC 19)
+ID_ALTERNATIVES = "|".join(INSTRUMENT_IDS) + "|(" + "|".join(FUTURES_IDS) + ")-[0-9]{4}(0[1-9]|1[0-2])"
+IDS = {**param("ids", "query", {"type": "array", "items": {"type": "string", "pattern": f"^({ID_ALTERNATIVES})$"},
+                                "minItems": 1, "maxItems": MAX_IDS},
+               f"comma-separated instrument or contract ids (at most {MAX_IDS}); an unknown id is a 400 naming it"),
        "style": "form", "explode": False}
 PAGING = [param("limit", "query", {**INT, "minimum": 1, "maximum": MAX_LIMIT, "default": DEFAULT_LIMIT},
                 "items per page"),
@@ -75,7 +79,7 @@ def body(schema: str) -> S:
 INSTANT: S = {"type": "string", "examples": ["2026-11-18T10:30:00+08:00", "2026-11-18", "1763433000000"],
               "pattern": INSTANT_PATTERN}
 SYMBOL: S = {"type": "string", "examples": ["brent"],
-             "pattern": "^\\s*([^:]*:)?(" + "|".join(INSTRUMENT_IDS) + ")\\s*$"}
+             "pattern": "^\\s*([^:]*:)?(" + ID_ALTERNATIVES + ")\\s*$"}
 UDF_TAGS = ["TradingView UDF"]
 UDF_ERROR = ("a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: \"error\", "
              "errmsg}")
@@ -147,9 +151,14 @@ UDF_OPERATIONS: dict[tuple[str, str], S] = {
 
 OPERATIONS: dict[tuple[str, str], S] = {
     ("GET", "/api/v1/quotes"): {
-        "summary": "All quotes, in catalogue order", "tags": ["market data"],
-        "parameters": [param("kind", "query", {"type": "string", "enum": list(KINDS)}, "filter by kind"), IDS],
-        "responses": {**ok("QuoteList"), "400": problem("unknown kind or unknown/too many ids")},
+        "summary": "All quotes, in catalogue order (the products, not their contracts); with product, a futures "
+                   "product's contracts by expiry (SPEC 19)", "tags": ["market data"],
+        "parameters": [param("kind", "query", {"type": "string", "enum": list(KINDS)}, "filter by kind"), IDS,
+                       param("product", "query", {"type": "string", "enum": FUTURES_IDS},
+                             "a futures product: its contracts' quotes in expiry order, every contract shown since "
+                             "the server started (with kind or ids: those of them of that kind, or named)")],
+        "responses": {**ok("QuoteList"), "400": problem("unknown kind, unknown/too many ids, or a product that is "
+                                                        "not a futures product")},
     },
     ("GET", "/api/v1/quotes/{id}"): {
         "summary": "One quote with today's open/high/low, previous close, volume and seq, and whether its venue is "

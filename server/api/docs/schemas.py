@@ -71,6 +71,8 @@ QUOTE_PROPS: dict[str, S] = {
     "tradingDay": {"type": ["string", "null"], "format": "date",
                    "description": "the trading day of the newest tick under its venue's rule (SPEC 16); null before "
                                   "the first tick"},
+    "contract": {"type": ["string", "null"], "description": "a futures product only (its main continuous series, "
+                 "SPEC 19): the day's main contract, whose quote this is (GET /api/v1/instruments/{id}/rolls)"},
 }
 FUTURES_PROPS: dict[str, S] = {  # SPEC 19, docs/futures.md: only a futures product's quote has them; null: unknown
     name: {**NULLNUM, "description": text} for name, text in {
@@ -93,7 +95,7 @@ def _const(value: str) -> S:
 
 SHARED: dict[str, S] = {
     "Localised": obj(["zh", "en"], zh=STR, en=STR),
-    "Quote": obj(list(QUOTE_PROPS), **QUOTE_PROPS, **FUTURES_PROPS),
+    "Quote": obj([k for k in QUOTE_PROPS if k != "contract"], **QUOTE_PROPS, **FUTURES_PROPS),
 }
 
 # --- REST responses ------------------------------------------------------------------------------
@@ -121,8 +123,8 @@ RESPONSES: dict[str, S] = {
         type=STR, code={"type": "string", "enum": sorted(ERROR_KINDS)}, status=INT, title=STR, description=STR,
     ),
     "QuoteExtended": obj(
-        [*QUOTE_PROPS, "extended", "open", "high", "low", "prevClose", "volume", "seq", "marketStatus", "nextOpen",
-         "nextClose"],
+        [*(k for k in QUOTE_PROPS if k != "contract"), "extended", "open", "high", "low", "prevClose", "volume", "seq",
+         "marketStatus", "nextOpen", "nextClose"],
         **QUOTE_PROPS, **{k: v for k, v in FUTURES_PROPS.items() if k != "volume"}, extended={"const": True},
         open=NULLNUM, high=NULLNUM, low=NULLNUM, prevClose=NULLNUM,
         volume=NUM, seq={"type": "integer", "description": "ticks of this instrument since the server started"},
@@ -353,8 +355,15 @@ STREAM: dict[str, S] = {
                 bid={**NULLNUM, "description": "futures only: best bid"}, ask={**NULLNUM, "description": "best ask"},
                 oi={**NULLNUM, "description": "futures only: open interest"},
                 vol={**NUM, "description": "futures only: the trading day's volume so far"},
+                contract={"type": ["string", "null"], "description": "a futures product's (its main continuous "
+                          "series, SPEC 19): the main contract whose tick this is"},
                 seq={"type": "integer", "minimum": 1, "description": "That instrument's tick count since the "
                      "server started (epoch). A jump means ticks were conflated or missed."}),
+    "Roll": obj(["type", "id", "from", "to", "tradingDay"], type=_const("roll"),
+                id={"type": "string", "description": "the futures product (its main continuous series)"},
+                to={"type": "string", "description": "the new main contract's id"},
+                tradingDay={"type": "string", "format": "date", "description": "the new main's first trading day"},
+                **{"from": {"type": "string", "description": "the previous main contract's id"}}),
     "CandleFrame": obj(["type", "id", "interval", "t", "o", "h", "l", "c", "v", "final", "seq"], type=_const("candle"),
                   id=STR, interval=CANDLE_INTERVAL,
                   t={"anyOf": [{"type": "string", "format": "date"}, {"type": "string", "format": "date-time"}],

@@ -24,6 +24,7 @@ from server.api.core.query import parse_count as _count
 from server.api.core.query import parse_instant as instant
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
+from server.api.market.curve import CurveApi
 from server.api.market.deep_ranges import DeepRanges
 from server.api.market.udf import UdfApi
 from server.core.errors import ApiError
@@ -68,6 +69,7 @@ class MarketApi:
         router.add("GET", "/api/v1/spreads", self.spreads, Access.KEYED, name="spreads", version=v)
         router.add("GET", "/api/v1/inventory", self.inventory_items, Access.KEYED, name="inventory", version=v)
         UdfApi(self.state, self.cache, self.clock, self.deep).register(router)  # TradingView's datafeed (SPEC 14)
+        CurveApi(self.state, self.clock).register(router)  # a futures product's term structure (SPEC 19)
 
 
     def _quote_version(self) -> object:
@@ -83,7 +85,8 @@ class MarketApi:
         query = _query(req, QUOTES_PARAMS)
         kind, ids, product = query.get("kind"), query.get("ids"), query.get("product")
         if product is not None:
-            rows = self._product_rows(product, kind, ids)
+            shown = self._product_rows(product)
+            rows = shown if kind is None and ids is None else self._select_rows(kind, ids, shown)
         else:
             rows = self._all_rows if kind is None and ids is None else self._select_rows(kind, ids)
         key = ("quotes",) if rows is self._all_rows else ("quotes", rows)  # hashing every row costs per request
@@ -96,21 +99,22 @@ class MarketApi:
 
         return self._cached(key, build)
 
-    def _product_rows(self, product: str, kind: str | None, ids: str | None) -> tuple[int, ...]:
-        """`?product=`: the product's contracts in expiry order (SPEC 19), those shown since the hub started."""
-        if kind is not None or ids is not None:
-            raise _param("product", "product cannot be combined with kind or ids")
+    def _product_rows(self, product: str) -> tuple[int, ...]:
+        """`?product=`: the product's contracts in expiry order (SPEC 19), those shown since the hub started (with
+        kind or ids: those of them that are of that kind, or named)."""
         rows = self.catalogue.contract_rows.get(product)
         if rows is None:
             raise _param("product", f"product must be a futures product id: {', '.join(self.catalogue.contract_rows)}")
         return rows
 
-    def _select_rows(self, kind: str | None, ids: str | None) -> tuple[int, ...]:
-        rows: tuple[int, ...] | list[int] = self._all_rows
+    def _select_rows(self, kind: str | None, ids: str | None, within: tuple[int, ...] | None = None) -> tuple[int, ...]:
+        """The rows of `kind` among the listed ones (or `within`), narrowed to `ids` (which may name contracts)."""
+        rows: tuple[int, ...] | list[int] = self._all_rows if within is None else within
         if kind is not None:
             if kind not in self.catalogue.kinds:
                 raise _param("kind", f"kind must be one of {', '.join(sorted(self.catalogue.kinds))}")
-            rows = self.catalogue.rows_of_kind(kind)
+            rows = self.catalogue.rows_of_kind(kind) if within is None else [
+                r for r in within if self.catalogue.instruments[r].kind == kind]
         if ids is None:
             return tuple(rows)
         wanted = [i.strip() for i in ids.split(",") if i.strip()]
@@ -122,8 +126,9 @@ class MarketApi:
         if unknown:
             raise _param("ids", f"unknown instrument ids: {', '.join(unknown)}")
         chosen = sorted({self.catalogue.index[i] for i in wanted})  # in row order; ids may name contracts
-        instruments = self.catalogue.instruments
-        return tuple(r for r in chosen if kind is None or instruments[r].kind == kind)
+        instruments, inside = self.catalogue.instruments, None if within is None else set(within)
+        return tuple(r for r in chosen if (kind is None or instruments[r].kind == kind)
+                     and (inside is None or r in inside))
 
     def _row(self, req: Request) -> int:
         inst_id = req.path_params["id"]

@@ -68,6 +68,7 @@ class ReferenceApi:
         listed = [catalogue.instruments[row] for row in catalogue.listed_rows]  # contracts come with ?product=
         self._all = orjson.dumps({"instruments": [instrument_view(inst) for inst in listed]})
         self._ids = [inst.id for inst in listed]
+        self._ids_all = [inst.id for inst in catalogue.instruments]
 
     def register(self, router: Router) -> None:
         fixed, minute = _fixed, self._minute
@@ -75,6 +76,8 @@ class ReferenceApi:
                    version=minute)  # a contract's status moves with the clock; the catalogue's list is built once
         router.add("GET", "/api/v1/instruments/{id}", self.instrument, Access.KEYED, name="instrument",
                    version=self._held_version)  # `earliest` moves as the rings roll and the retention prunes
+        router.add("GET", "/api/v1/instruments/{id}/rolls", self.rolls, Access.KEYED, name="instrument-rolls",
+                   version=self._held_version)  # a roll is decided as a product's trading day begins
         router.add("GET", "/api/v1/venues", self.venue_list, Access.KEYED, name="venues", version=minute)
         router.add("GET", "/api/v1/venues/{id}/calendar", self.calendar, Access.KEYED, name="venue-calendar",
                    version=fixed)
@@ -110,6 +113,19 @@ class ReferenceApi:
         if self.deep is not None:
             return self._with_stored(inst, earliest)  # type: ignore[return-value]
         return Response(200, orjson.dumps({**instrument_view(inst), "earliest": earliest}))
+
+    def rolls(self, req: Request) -> Response:
+        """A futures product's main contract rolls (SPEC 19), oldest first: `{id, contract, rolls: [{tradingDay, from,
+        to, fromClose, toClose}]}`; 404 for anything but a product with contracts."""
+        known_query(req, NO_PARAMS)
+        inst_id = req.path_params["id"]
+        row = self.catalogue.index.get(inst_id)
+        if self.state is None or row is None or not self.state.mains.is_series(row):
+            raise ApiError("not_found", f"{inst_id!r} is not a futures product with contracts (methanol, brent...).")
+        mains = self.state.mains
+        main = mains.main[row]
+        return Response(200, orjson.dumps({"id": inst_id, "contract": self._ids_all[main] if main is not None else None,
+                                           "rolls": mains.roll_views(row)}))
 
     def _earliest(self, row: int) -> dict[str, str | None]:
         return {iv: self._first_held(row, iv) for iv in intervals_of(self.catalogue.instruments[row])}

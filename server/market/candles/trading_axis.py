@@ -49,10 +49,14 @@ class WeekdayAxis:
 
 
 class VenueAxis:
-    """The union of the rows' venue calendars (one calendar per row, in row order)."""
+    """The union of the rows' venue calendars (one calendar per row, in row order); with `spans`, (first, last)
+    day ordinals per row, a row trades only within its span (a futures contract between its first and last trading
+    day, SPEC 19)."""
 
-    def __init__(self, calendars: Sequence[Calendar]) -> None:
+    def __init__(self, calendars: Sequence[Calendar],
+                 spans: tuple[np.ndarray, np.ndarray] | None = None) -> None:
         self.n = len(calendars)
+        self._spans = spans
         distinct: dict[int, Calendar] = {}
         self._row_of: list[int] = []  # row -> index of its calendar among the distinct ones
         index: dict[int, int] = {}
@@ -73,7 +77,10 @@ class VenueAxis:
         found = self._open.get(day)
         if found is None:
             per_calendar = np.array([cal.is_trading_day(day) for cal in self._calendars], dtype=bool)
-            found = self._open[day] = per_calendar[self._rows]
+            found = per_calendar[self._rows]
+            if self._spans is not None:
+                found &= (self._spans[0] <= day.toordinal()) & (day.toordinal() <= self._spans[1])
+            self._open[day] = found
             found.flags.writeable = False
         return found
 

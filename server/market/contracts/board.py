@@ -132,6 +132,13 @@ class FuturesBoard:
         self._sums[row] = [0.0, 0.0, 0.0, 0.0]
         self.limit_down[row], self.limit_up[row] = limits(prev_settle, spec.limit_pct, spec.tick)
 
+    def follow(self, row: int, main: int) -> None:
+        """A product row takes its main contract's day references (the main continuous series, SPEC 19): the previous
+        settlement, the limits and the previous open interest, so its change and limits are the main's on a roll
+        day too."""
+        self.prev_settle[row], self.oi_prev[row] = self.prev_settle[main], self.oi_prev[main]
+        self.limit_down[row], self.limit_up[row] = self.limit_down[main], self.limit_up[main]
+
     # --- reading -------------------------------------------------------------------------------------------------
     def settlement(self, row: int) -> float:
         """The day's settlement: the published one, else the product's rule on the day's ticks so far."""

@@ -69,6 +69,7 @@ class ContractBook:
         self.products = products
         self.calendars = calendars
         self._expiries: dict[tuple[str, int, int], Expiry] = {}
+        self._firsts: dict[tuple[str, int, int], date] = {}  # memoised as the expiries are (the module's invariant)
 
     def known(self, product: ProductSpec, today: date) -> list[Contract]:
         """The listed contracts and those expired within KNOWN_AFTER_EXPIRY, by month."""
@@ -141,6 +142,13 @@ class ContractBook:
 
     def _first_day(self, product: ProductSpec, year: int, month: int) -> date:
         """The trading day after the last of the latest front under which this month was not yet listed."""
+        key = (product.id, year, month)
+        found = self._firsts.get(key)
+        if found is None:
+            found = self._firsts[key] = self._count_first_day(product, year, month)
+        return found
+
+    def _count_first_day(self, product: ProductSpec, year: int, month: int) -> date:
         for y, m in self._months_back(product, year, month):
             if (year, month) not in self._listed_from(product, y, m):
                 return next_trading_day(self.calendars[product.venue], self._expiry(product, y, m).day)

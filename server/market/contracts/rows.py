@@ -44,7 +44,8 @@ def contract_instrument(product: Instrument, contract: Contract, venue_name: Map
     name = {lang: f"{short_name(text)} {code}" for lang, text in product.name.items()}
     source = {lang: f"{venue_name.get(lang, product.venue)} {code}" for lang in product.source}
     return replace(product, id=contract.id, name=name, source=source, product=product.id, symbol=code,
-                   month=f"{contract.year:04d}-{contract.month:02d}", last_trading_day=contract.last.day.isoformat())
+                   month=f"{contract.year:04d}-{contract.month:02d}", first_trading_day=contract.first.isoformat(),
+                   last_trading_day=contract.last.day.isoformat())
 
 
 def with_contracts(catalogue: Catalogue, products: Mapping[str, ProductSpec], venues: VenueBook,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter as Tally
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from server.core.client_ip import client_address
 from server.core.errors import ApiError, CloseCode
@@ -33,7 +33,7 @@ class Sessions:
     def __init__(self, limits: StreamLimits, metrics: StreamMetrics, lookup: Callable[[str], ApiKey | None],
                  limiter: Gcra, registry: SubscriptionRegistry[Session],
                  candle_registry: SubscriptionRegistry[Session], snapshots: Snapshots,
-                 meter: UsageMeter | None = None) -> None:
+                 meter: UsageMeter | None = None, default_rows: Iterable[int] | None = None) -> None:
         """`limiter`: the hub's local buckets (the per-IP handshake rate); `registry`, `candle_registry`: the
         fan-out's indexes of ticks and candle channels, which an OPEN session joins and a closing one leaves;
         `meter`: the console's usage per key (a key's connections, and the frames delivered to its sessions)."""
@@ -47,7 +47,8 @@ class Sessions:
         self.meter = meter
         if meter is not None:
             meter.collect_with(self._collect)
-        self.all_rows = frozenset(range(registry.n_rows))
+        # what a new session streams until it subscribes: the listed instruments, not the futures contracts (SPEC 19)
+        self.all_rows = frozenset(range(registry.n_rows) if default_rows is None else default_rows)
         self.by_id: dict[int, Session] = {}  # every session not yet CLOSED
         self.per_key: Tally[str] = Tally()  # key id -> sessions admitted and not yet closed
         self._next_id = itertools.count(1)

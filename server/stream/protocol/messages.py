@@ -147,11 +147,14 @@ class AppliedTickLike(Protocol):
     ts: float
     seq: int
     book: dict[str, Any] | None
+    roll: dict[str, Any] | None
 
 
 def tick_frame(t: AppliedTickLike) -> bytes:
-    """The one frame of a tick, sent live and kept for resumes (server.stream.delivery.resume_history)."""
-    return text_frame(tick_payload(t.id, t.price, t.change, iso(t.ts), t.seq, t.book))
+    """The one frame of a tick, sent live and kept for resumes (server.stream.delivery.resume_history); a product's
+    first tick under a new main contract is preceded by the roll frame (SPEC 19), in the same write."""
+    frame = text_frame(tick_payload(t.id, t.price, t.change, iso(t.ts), t.seq, t.book))
+    return frame if t.roll is None else text_frame(orjson.dumps(t.roll)) + frame
 
 
 def snapshot_payload(updated: str | None, epoch: str, seqs: dict[str, int], quotes: list[dict[str, Any]]) -> bytes:
