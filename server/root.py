@@ -65,7 +65,7 @@ from server.core.metrics import HttpMetrics, Registry
 from server.core.usage import UsageMeter
 from server.engine import Engine
 from server.feeds import DemoSource, FeedSource, JsonlSource, line_parser
-from server.feeds.routes import MainRoutes
+from server.feeds.routes import MainRoutes, decided_main
 from server.lifecycle import HttpRuntime, shutdown
 from server.market.applied import AppliedTicks
 from server.market.candles.trading_axis import VenueAxis
@@ -352,8 +352,7 @@ def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, 
         archive.replay()  # and today's, from the archived ticks
     contracts = ContractBook(load_products(settings.catalogue_file), venues.calendars)
     parser = line_parser(settings.feed_kind, catalogue, contracts, venues.clock, state.futures.within_limits)
-    # a product's main series: no main contract is decided in this build, so every tick moves its own row
-    routes = MainRoutes(catalogue)
+    routes = MainRoutes(catalogue, decided_main(state.mains))  # a contract's tick moves its product's main series
     feed = JsonlSource(parser, settings.feed_path or "-", clock, state.history_start, routes.ticks)
     return state, feed, CandleKeeper(catalogue, book, candles, archive)
 

@@ -26,7 +26,7 @@ def rows(ticks: list[Tick]) -> list[str]:
 
 
 def test_with_a_main_a_product_line_moves_its_main_and_the_main_moves_its_product() -> None:
-    routes = MainRoutes(CAT, {ROW["methanol"]: ROW["methanol-202701"]}.get)
+    routes = MainRoutes(CAT, lambda product, ts: {ROW["methanol"]: ROW["methanol-202701"]}.get(product))
     assert rows(routes.ticks(tick("methanol"))) == ["methanol-202701", "methanol"]
     assert rows(routes.ticks(tick("methanol-202701"))) == ["methanol-202701", "methanol"]
     assert rows(routes.ticks(tick("methanol-202705"))) == ["methanol-202705"]  # not the main: itself only
