@@ -30,7 +30,7 @@ import orjson
 import pytest
 
 from tests.conftest import ServerProcess
-from tests.ctp_records import DBL_MAX, Written, session_file
+from tests.ctp_records import DBL_MAX, Written, record, session_file
 
 CLOCK_START = "2026-11-25T14:58:00+08:00"
 SHANGHAI = ZoneInfo("Asia/Shanghai")
@@ -168,3 +168,41 @@ def test_the_generator_writes_what_the_exchanges_send(tmp_path: Path) -> None:
     assert [orjson.loads(x) for x in lines] == [w.record for w in written]
     empty = [w.record for w in written if w.record["BidPrice1"] == DBL_MAX]
     assert empty and all(r["BidVolume1"] == 0 for r in empty)  # an empty side as CTP sends it
+
+
+def test_the_main_contracts_records_move_the_products_series_once_its_main_is_decided(tmp_path: Path) -> None:
+    """Wednesday's records leave MA705 with four times MA701's open interest; at Wednesday's close (15:01 with the
+    closing tick's grace, a few seconds after the clock starts) the hub decides Thursday's main from them; Thursday's
+    records of MA705 then move `methanol` too, MA701's only their own row (SPEC 19's main continuous series)."""
+    path = tmp_path / "depth.jsonl"
+    wednesday = [record("MA701", "2026-11-25T14:50:00+08:00", 2400, volume=10, turnover=240_000, oi=500),
+                 record("MA705", "2026-11-25T14:50:00+08:00", 2450, volume=30, turnover=735_000, oi=2000)]
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in wednesday))
+    srv = ServerProcess(tmp_path / "data", "granian", "--feed", f"ctp-jsonl:{path}", "--clock-start",
+                        "2026-11-25T15:00:45+08:00")
+    http = srv.client(headers={"X-SERVICE-Key": srv.demo_key})
+    try:
+        wait_for(lambda: http.get("/api/v1/quotes/methanol").json()["contract"] == "methanol-202705")
+        # Thursday's main, decided at the close: the barrier before Thursday's records (the clock passes 15:01)
+        thursday = [record("MA705", f"2026-11-25T15:01:{s:02d}+08:00", 2451 + s % 3, volume=s, turnover=2451.0 * s * 10,
+                           oi=2000 + s) for s in range(10, 40, 3)]
+        thursday += [record("MA701", "2026-11-25T15:01:20+08:00", 2399, volume=1, turnover=23_990, oi=501)]
+        with path.open("ab") as fh:
+            fh.write(b"".join(orjson.dumps(r) + b"\n" for r in thursday))
+        main_ticks = [r for r in thursday if r["InstrumentID"] == "MA705"]
+        q = wait_for(lambda: (q := http.get("/api/v1/quotes/methanol-202705").json())["seq"] == 1 + len(main_ticks)
+                     and q)
+        p = wait_for(lambda: (p := http.get("/api/v1/quotes/methanol").json())["seq"] == len(main_ticks) and p)
+        assert (p["price"], p["contract"], p["tradingDay"]) == (main_ticks[-1]["LastPrice"], "methanol-202705",
+                                                                "2026-11-26")
+        assert (p["volume"], p["openInterest"]) == (q["volume"], q["openInterest"]) == (37, 2037)
+        daily_product = series(http, "methanol", interval="1d", limit=1)[-1]
+        daily_main = series(http, "methanol-202705", interval="1d", limit=1)[-1]
+        assert daily_product["t"] == daily_main["t"] == "2026-11-26"
+        assert {k: daily_product[k] for k in "ohlcv"} == {k: daily_main[k] for k in "ohlcv"}
+        assert series(http, "methanol", interval="1m", limit=5)[-1] == series(http, "methanol-202705", interval="1m",
+                                                                             limit=5)[-1]
+        assert http.get("/api/v1/quotes/methanol-202701").json()["price"] == 2399.0  # its own row only
+    finally:
+        http.close()
+        assert srv.stop() == 0, srv.output()
