@@ -67,11 +67,13 @@ from server.core.limits import Gcra
 from server.core.metrics import HttpMetrics, Registry
 from server.core.usage import UsageMeter
 from server.engine import Engine
-from server.feeds import DemoSource, FeedSource, JsonlSource
+from server.feeds import DemoSource, FeedSource, JsonlSource, line_parser
+from server.feeds.routes import MainRoutes, decided_main
 from server.lifecycle import HttpRuntime, shutdown
 from server.market.applied import AppliedTicks
 from server.market.candles.trading_axis import VenueAxis
 from server.market.catalogue import Catalogue, default_catalogue
+from server.market.contracts.listing import ContractBook
 from server.market.contracts.rows import with_contracts
 from server.market.contracts.specs import load_products
 from server.market.freshness import Freshness, freshness_of, venue_clocks
@@ -380,8 +382,10 @@ def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, 
         archive.restore_closed()  # earlier sessions' intraday buckets, as stored
         archive.store_missing_bars()  # those of sessions a killed hub had not stored, from the archived ticks
         archive.replay()  # and today's, from the archived ticks
-    feed = JsonlSource(catalogue, settings.feed_path or "-", clock, state.history_start,
-                       state.futures.within_limits)
+    contracts = ContractBook(load_products(settings.catalogue_file), venues.calendars)
+    parser = line_parser(settings.feed_kind, catalogue, contracts, venues.clock, state.futures.within_limits)
+    routes = MainRoutes(catalogue, decided_main(state.mains))  # a contract's tick moves its product's main series
+    feed = JsonlSource(parser, settings.feed_path or "-", clock, state.history_start, routes.ticks)
     return state, feed, CandleKeeper(catalogue, book, candles, archive)
 
 

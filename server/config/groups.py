@@ -106,11 +106,15 @@ def _readable_files(paths: tuple[Path, ...]) -> str | None:
     return next((bad for bad in map(_readable_file, paths) if bad), None)
 
 
+LINE_FEEDS = ("jsonl", "ctp-jsonl")  # feeds of JSON lines read from a file or stdin (server/feeds/)
+
+
 @dataclass(frozen=True)
 class FeedSettings(Group):
     """Where ticks come from: the feed source (server/feeds/)."""
 
-    feed: str = setting("demo", "demo | jsonl:PATH | jsonl:- (stdin)")
+    feed: str = setting("demo", "demo | jsonl:PATH | jsonl:- (stdin) | ctp-jsonl:PATH or ctp-jsonl:- (CTP depth "
+                        "records, CThostFtdcDepthMarketDataField as JSON lines: docs/futures.md)")
     seed: int = setting(42, "seed of the demo feed", parse=integer)
     tick_interval_ms: int = setting(250, "demo feed tick interval", parse=integer,
                                     check=between(10, 60_000, "must be between 10 and 60000"))
@@ -132,17 +136,22 @@ class FeedSettings(Group):
     feed_outage_s: float = setting(300.0, parse=number, check=between(1, 86400, "must be between 1 and 86400"))
 
     @property
+    def feed_kind(self) -> str:
+        """"demo", "jsonl" or "ctp-jsonl" (the part of `--feed` before the colon)."""
+        return self.feed.split(":", 1)[0]
+
+    @property
     def feed_path(self) -> str | None:
-        """PATH of a `jsonl:PATH` feed ("-" is stdin); None for the demo feed."""
-        return self.feed.split(":", 1)[1] if self.feed.startswith("jsonl:") else None
+        """PATH of a `jsonl:PATH` or `ctp-jsonl:PATH` feed ("-" is stdin); None for the demo feed."""
+        return self.feed.split(":", 1)[1] if self.feed_kind in LINE_FEEDS and ":" in self.feed else None
 
     @property
     def is_demo(self) -> bool:
         return self.feed == "demo"
 
     def check(self) -> None:
-        if self.feed != "demo" and not (self.feed.startswith("jsonl:") and len(self.feed) > len("jsonl:")):
-            raise ConfigError(f"--feed: {self.feed!r} must be demo, jsonl:PATH or jsonl:-")
+        if self.feed != "demo" and not (self.feed_kind in LINE_FEEDS and self.feed_path):
+            raise ConfigError(f"--feed: {self.feed!r} must be demo, jsonl:PATH, jsonl:-, ctp-jsonl:PATH or ctp-jsonl:-")
 
 
 def _positive(n: float) -> str | None:

@@ -1,9 +1,12 @@
-"""Feed sources: the synthetic demo feed and a JSON-lines feed (file or stdin), and their supervisor.
+"""Feed sources: the synthetic demo feed and the JSON-lines feeds (file or stdin), and their supervisor.
 
 A source only yields batches of ticks (`batches()`, an async iterator); it owns no market state: the root
 builds the state and the tick path applies what the source yields. The ``FeedSupervisor`` runs a source and
 restarts it when it fails, so a feed is never dead without the log, ``/readyz`` and the metrics saying so. The
-jsonl source's file-following reader thread is ``server.feeds.lines``, its parser ``server.feeds.jsonl``.
+jsonl source's file-following reader thread is ``server.feeds.lines``; its parser is ``server.feeds.jsonl`` (ids
+and exchange symbols: ``server.feeds.symbols``) for ``jsonl:``, ``server.feeds.ctp_lines`` over the pure
+normaliser ``server.feeds.ctp`` for ``ctp-jsonl:`` (CTP depth records); ``server.feeds.routes`` says which rows a
+tick moves (a contract's and its product's main series).
 May import `core`, `config`, `market`, `engine` and `store` (layer 4).
 """
 
@@ -21,9 +24,13 @@ from typing import Protocol
 import numpy as np
 
 from server.config import FeedSettings
+from server.feeds.ctp import CtpNormaliser
+from server.feeds.ctp_lines import CtpParser
 from server.feeds.jsonl import JsonlParser, Limits
 from server.feeds.lines import FeedReadError, LineReader
+from server.feeds.symbols import ContractSymbols
 from server.market.catalogue import Catalogue
+from server.market.contracts.listing import ContractBook
 from server.market.demo import DemoWalk
 from server.market.tick import Tick
 from server.market.venues.clock import VenueClock
@@ -56,6 +63,25 @@ class FeedSource(Protocol):
     def resume_from(self, prices: np.ndarray) -> None:
         """Continue from these prices (a hub taking over the feed from another, Redis engine)."""
         ...
+
+
+class LineParser(Protocol):
+    """One line of a JSON-lines feed into a tick, or None (a blank line, or a rejection it counts)."""
+
+    bad_lines: int
+    unknown_ids: int
+
+    def parse(self, line: bytes | str, now: float, not_before: float = ...) -> Tick | None: ...
+
+
+def line_parser(kind: str, catalogue: Catalogue, book: ContractBook, clock_of: Callable[[str], VenueClock],
+                within_limits: Limits) -> LineParser:
+    """The parser of a `jsonl` or `ctp-jsonl` feed: `book` the contracts (symbols resolve on its products'
+    venues), `clock_of` a venue id's clock, `within_limits` the market state's daily limits."""
+    if kind == "ctp-jsonl":
+        return CtpParser(CtpNormaliser(book.products, book, clock_of), catalogue.index, within_limits)
+    venues = {p.venue for p in book.products.values()}
+    return JsonlParser(catalogue, within_limits, ContractSymbols(book, clock_of, venues))
 
 
 def check_feed_source(settings: FeedSettings) -> None:
@@ -185,16 +211,18 @@ class DemoSource:
 
 
 class JsonlSource:
-    """Reads `{"id","price","ts","volume"?}` lines in a thread and yields them in batches."""
+    """Reads JSON lines in a thread (`{"id","price","ts","volume"?}`, or CTP depth records) and yields their ticks
+    in batches."""
 
-    def __init__(self, catalogue: Catalogue, path: str, clock: Callable[[], float],
-                 not_before: Callable[[], float], within_limits: Limits) -> None:
-        """`not_before`: the earliest tick time the market state keeps (older lines are bad lines);
-        `within_limits`: whether a price is within its day's daily limits (SPEC 19: outside, a bad line)."""
+    def __init__(self, parser: LineParser, path: str, clock: Callable[[], float],
+                 not_before: Callable[[], float], routes: Callable[[Tick], list[Tick]] = lambda t: [t]) -> None:
+        """`parser`: `line_parser`'s; `not_before`: the earliest tick time the market state keeps (older lines are
+        bad lines); `routes`: the ticks one line's tick makes (server/feeds/routes.py: a product's main series)."""
         self.path = path
         self.clock = clock
         self.not_before = not_before
-        self.parser = JsonlParser(catalogue, within_limits)
+        self.parser = parser
+        self.routes = routes
         self.reader = LineReader(path)
         self.ticks_received = 0
 
@@ -228,7 +256,8 @@ class JsonlSource:
         now, not_before, parse = self.clock(), self.not_before(), self.parser.parse
         ticks = [t for t in (parse(raw, now, not_before) for raw in lines) if t is not None]
         self.ticks_received += len(ticks)
-        return ticks
+        routes = self.routes
+        return [out for t in ticks for out in routes(t)]
 
     def ready(self) -> bool:
         return self.reader.failing is None
@@ -243,4 +272,5 @@ class JsonlSource:
         self.reader.stop()
 
 
-__all__ = ["FeedReadError", "FeedSource", "FeedSupervisor", "FeedUnavailable", "LineReader"]
+__all__ = ["FeedReadError", "FeedSource", "FeedSupervisor", "FeedUnavailable", "LineParser", "LineReader",
+           "line_parser"]

@@ -19,10 +19,15 @@ DETAIL_KEYS = {"bid": "bid", "ask": "ask", "bidSize": "bid_size", "askSize": "as
                "cumVolume": "cum_volume", "turnover": "turnover", "settle": "settle", "limitUp": "limit_up",
                "limitDown": "limit_down"}
 Limits = Callable[[int, float, float], bool]  # (row, price, ts) -> within the daily limits of ts's trading day
+Symbols = Callable[[str, float], str | None]  # (an exchange's symbol, now) -> the contract id it names, None: none
 
 
 def _allow_all(row: int, price: float, ts: float) -> bool:
     return True
+
+
+def _no_symbols(text: str, now: float) -> str | None:
+    return None
 
 
 def _is_number(value: Any) -> TypeGuard[int | float]:
@@ -46,7 +51,12 @@ def _parse_ts(value: Any, now: float) -> float | None:
 
 
 class JsonlParser:
-    """Parses ``{"id","price","ts"?,"volume"?}`` lines; counts what it rejects.
+    """Parses ``{"id"|"symbol","price","ts"?,"volume"?}`` lines; counts what it rejects.
+
+    A line names its instrument by ``id`` (a product's id, or a contract's ``{product}-{YYYYMM}``) or by
+    ``symbol``, an exchange's code (``MA605``, ``pp2605``; case counts) resolved by ``symbols`` on the venue's
+    current trading day (ZCE's one-digit year: the nearest contract with that month); a line with both, or with
+    neither, is a bad line, and a symbol naming no instrument an unknown id.
 
     ``bad_lines`` counts malformed lines (bad JSON, wrong types, non-positive or
     non-finite price, negative volume, unparseable ts, a ts before ``not_before``
@@ -62,9 +72,11 @@ class JsonlParser:
     being valid.
     """
 
-    def __init__(self, catalogue: Catalogue, within_limits: Limits = _allow_all) -> None:
+    def __init__(self, catalogue: Catalogue, within_limits: Limits = _allow_all,
+                 symbols: Symbols = _no_symbols) -> None:
         self.index = catalogue.index
         self.within_limits = within_limits
+        self.symbols = symbols
         self.bad_lines = 0
         self.unknown_ids = 0
         self.accepted = 0
@@ -88,7 +100,11 @@ class JsonlParser:
             return self._bad()
         if not isinstance(obj, dict):
             return self._bad()
-        iid, price, volume = obj.get("id"), obj.get("price"), obj.get("volume", 0.0)
+        iid, sym, price, volume = obj.get("id"), obj.get("symbol"), obj.get("price"), obj.get("volume", 0.0)
+        if sym is not None and iid is None and isinstance(sym, str):
+            iid = self.symbols(sym.strip(), now) or " "  # no instrument: an unknown id once the line is checked
+        elif sym is not None:
+            return self._bad()
         if not isinstance(iid, str) or not _is_number(price) or not _is_number(volume):
             return self._bad()
         if not (math.isfinite(price) and price > 0) or not (math.isfinite(volume) and volume >= 0):

@@ -137,3 +137,16 @@ async def _ticks_while(srv: ServerProcess, feed: Feed, lines: list[dict[str, Any
             if msg["type"] == "tick":
                 ticks.append(msg)
         return ticks
+
+
+def test_a_line_names_a_contract_by_id_or_by_exchange_symbol(live: tuple[ServerProcess, Feed, httpx.Client]) -> None:
+    _, feed, http = live
+    feed.write({"symbol": "MA701", "price": 2390, "volume": 4, "ts": ts("14:52:00"), "oi": 300},  # ZCE's 3 digits
+               {"id": "pp-202701", "price": 7010, "volume": 2, "ts": ts("14:52:00")},
+               {"symbol": "pp2701", "price": 7012, "cumVolume": 5, "ts": ts("14:52:01")},  # DCE's, lower case
+               {"symbol": "PP2701", "price": 7012, "ts": ts("14:52:02")})  # case counts: no such symbol
+    ma = wait_for(lambda: (q := quote(http, "methanol-202701"))["seq"] == 1 and q)
+    assert (ma["price"], ma["volume"], ma["openInterest"]) == (2390.0, 4, 300)
+    pp = wait_for(lambda: (q := quote(http, "pp-202701"))["seq"] == 2 and q)
+    assert (pp["price"], pp["volume"]) == (7012.0, 5)
+    wait_for(lambda: "market_feed_unknown_ids 1.0" in http.get("/metrics").text.splitlines())

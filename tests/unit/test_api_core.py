@@ -9,7 +9,7 @@ import pytest
 from server.api.core.cache import VersionedCache
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
-from server.config import ConfigError, add_serve_args, settings_from_args
+from server.config import ConfigError, FeedSettings, add_serve_args, settings_from_args
 
 
 def _ok(req: Request) -> Response:
@@ -64,6 +64,15 @@ def test_settings_defaults_and_overrides() -> None:
     assert len(s.trusted_proxies) == 1
 
 
+@pytest.mark.parametrize(("feed", "kind", "path"), [
+    ("demo", "demo", None), ("jsonl:/x/t.jsonl", "jsonl", "/x/t.jsonl"), ("jsonl:-", "jsonl", "-"),
+    ("ctp-jsonl:/x/depth.jsonl", "ctp-jsonl", "/x/depth.jsonl"), ("ctp-jsonl:-", "ctp-jsonl", "-"),
+])
+def test_the_feed_flag_names_its_kind_and_path(feed: str, kind: str, path: str | None) -> None:
+    s = _settings("--feed", feed).group(FeedSettings)
+    assert (s.feed_kind, s.feed_path) == (kind, path)
+
+
 def test_settings_read_env(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MARKET_PORT", "9100")
     assert _settings().port == 9100
@@ -74,6 +83,8 @@ def test_settings_read_env(monkeypatch: pytest.MonkeyPatch) -> None:
     [
         (("--port", "70000"), "--port"),
         (("--feed", "kafka:x"), "--feed"),
+        (("--feed", "ctp-jsonl:"), "--feed"),
+        (("--feed", "ctp-jsonl"), "--feed"),
         (("--plan-rate", "gold=5"), "--plan-rate"),
         (("--webhook", "slack=http://x"), "--webhook"),
         (("--webhook", "wecom=ftp://x"), "--webhook"),
