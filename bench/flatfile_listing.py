@@ -9,6 +9,10 @@ starts on it with its clock on Wednesday 2026-11-18 (hidden --clock-start, demo 
 every other closed day's rows to find none), then `--calls` times; the figure is the median of those and the
 first's time, as the client sees them (127.0.0.1, keep-alive). Then one `ticks import` of a tick on an empty day
 (the data version moves): the next listing names that day, and its time is printed too.
+
+`--every-day` also imports a daily brent candle for every trading day of the year: about 260 more listed files, each
+carrying its day's data-quality condition (SPEC 20: the worst over every venue trading that date, each venue-day
+read from the tick archive once, then kept), the worst case for the listing's `condition`.
 """
 
 from __future__ import annotations
@@ -22,12 +26,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
+from datetime import date, datetime
 from pathlib import Path
 
 import httpx
 
 from server.market.timefmt import TZ
+from server.market.venues.book import VenueBook
 from tests.conftest import free_ports
 
 NOW = "2026-11-18T14:20:00+08:00"
@@ -43,7 +48,7 @@ def cli(data: Path, *args: str) -> None:
                    check=True, capture_output=True)
 
 
-def fill(root: Path, data: Path) -> None:
+def fill(root: Path, data: Path, every_day: bool = False) -> None:
     ticks = root / "ticks.jsonl"
     ticks.write_text("".join(json.dumps({"id": inst, "ts": _ms(17, 10, k) / 1000, "price": 80 + k, "volume": 1})
                              + "\n" for inst in ("brent", "methanol") for k in range(30)))
@@ -53,8 +58,16 @@ def fill(root: Path, data: Path) -> None:
     cli(data, "candles", "import", "--interval", "1m", str(bars))
     daily = root / "daily.csv"
     daily.write_text("brent,2026-11-17,80,81,79,80.5,6\nbrent,2026-11-16,80,81,79,80.5,6\n"
-                     "brent,2026-06-01,80,81,79,80.5,6\nbrent,2026-01-05,80,81,79,80.5,6\n")
+                     "brent,2026-06-01,80,81,79,80.5,6\nbrent,2026-01-05,80,81,79,80.5,6\n"
+                     + ("".join(f"brent,{d},80,81,79,80.5,6\n" for d in _weekdays()) if every_day else ""))
     cli(data, "candles", "import", str(daily))
+
+
+def _weekdays() -> list[str]:
+    """Every trading day of brent's venue from 2025-11-18 to 2026-11-13 (not the four days imported above)."""
+    held = {"2026-11-17", "2026-11-16", "2026-06-01", "2026-01-05"}
+    days = VenueBook.load().for_instrument("brent").trading_days(date(2025, 11, 18), date(2026, 11, 13))
+    return [d.isoformat() for d in days if d.isoformat() not in held]
 
 
 def listing(client: httpx.Client) -> tuple[float, int]:
@@ -69,12 +82,13 @@ def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--runtime", default="granian", choices=["granian", "robyn"])
     p.add_argument("--calls", type=int, default=20)
+    p.add_argument("--every-day", action="store_true", help="a daily candle on every trading day of the year too")
     args = p.parse_args()
     root = Path(tempfile.mkdtemp(prefix="flat-listing-"))
     data = root / "data"
     data.mkdir()
     try:
-        fill(root, data)
+        fill(root, data, args.every_day)
         (root / "feed.jsonl").write_text("")
         port, ws = free_ports(2)
         log = open(root / "hub.log", "w")  # noqa: SIM115  (closed below)

@@ -37,7 +37,7 @@ from server.api.docs.asyncapi import register_asyncapi
 from server.api.market.deep_ranges import DeepRanges
 from server.api.market.flatfiles import FlatFilesApi
 from server.api.market.keyed import MarketApi
-from server.api.market.quality import QualityApi
+from server.api.market.quality import DayQualities, QualityApi
 from server.api.market.reference import ReferenceApi
 from server.api.ops.availability import AvailabilityRecorder, Readings, keyed_routes, this_hub
 from server.api.ops.health import OpsApi
@@ -260,10 +260,12 @@ def register_market(settings: Settings, router: Router, state: MarketState, venu
     catalogue = state.catalogue
     MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock, deep).register(router)
     ReferenceApi(catalogue, venues, clock, state, deep, load_products(settings.catalogue_file)).register(router)
-    FlatFilesApi(flat, clock, venues.venues).register(router)  # a closed trading day's files, each venue's (SPEC 18)
     archive = keeper.archive if keeper is not None else None
     ids = [inst.id for inst in catalogue.instruments]
-    QualityApi(fresh, ids, archive.history if archive is not None else None, clock).register(router)
+    qualities = DayQualities(fresh, ids, archive.history if archive is not None else None)  # SPEC 20's days
+    # a closed trading day's files, each venue's (SPEC 18), each with its day's condition
+    FlatFilesApi(flat, clock, venues.venues, qualities).register(router)
+    QualityApi(qualities, clock).register(router)
 
 
 def feed_freshness(state: MarketState, applied: AppliedTicks, feed: FeedSettings,

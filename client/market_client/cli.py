@@ -85,7 +85,7 @@ def _quotes(args: argparse.Namespace, out: TextIO) -> int:
 
 
 def _flatfiles(args: argparse.Namespace, out: TextIO) -> int:
-    """List the files (date, rows, bytes, sha256, url), or download each into --download (one line per file:
+    """List the files (date, condition, rows, bytes, sha256, url), or download each into --download (one line per file:
     the path, its bytes and sha256, checked)."""
     with MarketClient(args.url, args.key) as api:
         files = api.flatfiles(args.dataset, args.start, args.end, args.format, args.venue).files
@@ -96,7 +96,8 @@ def _flatfiles(args: argparse.Namespace, out: TextIO) -> int:
                 text = f"{path}  {entry.bytes} bytes  sha256 {entry.sha256} ok"
             else:
                 row = m.to_builtins(entry)
-                text = f"{entry.date}  {entry.rows:>9} rows  {entry.bytes:>11} bytes  {entry.sha256}  {entry.url}"
+                text = (f"{entry.date}  {entry.condition or '-':<9}  {entry.rows:>9} rows  {entry.bytes:>11} bytes  "
+                        f"{entry.sha256}  {entry.url}")
             out.write((msgspec.json.encode(row).decode() if args.json else text) + "\n")
     if not files:
         print(f"market-client: no {args.dataset} files in that range", file=sys.stderr)

@@ -27,6 +27,7 @@ class Localised(Model):
 
 
 Kind = Literal["oil", "chem", "fx"]
+Condition = Literal["available", "degraded", "pending", "missing"]  # Databento's per-day conditions
 
 
 class Quote(Model):
@@ -279,6 +280,10 @@ class FlatFile(Model):
     bytes: int
     sha256: str
     rows: int
+    # the day's data quality (SPEC 20, as quality() reports it): a venue's file its venue's day, an all-venue file
+    # the worst over the venues trading that date; gaps: how many in-session gaps (summed over those venues)
+    condition: Condition | None = None  # None from a server older than the field
+    gaps: int = 0
     venue: str | None = None
 
 

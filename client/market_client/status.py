@@ -9,10 +9,9 @@ from datetime import date, datetime
 from typing import Literal
 
 from market_client._calls import Call, _day, _params
-from market_client.models import Model
+from market_client.models import Condition, Model
 
 ComponentStatus = Literal["operational", "degraded_performance", "partial_outage", "major_outage"]
-Condition = Literal["available", "degraded", "pending", "missing"]
 
 
 class StatusIndicator(Model):

@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from itertools import pairwise
@@ -51,3 +51,12 @@ def day_quality(ticks_ms: Sequence[int], windows: Sequence[Span], over_ms: int, 
         return DayQuality(Condition.MISSING, (), None)
     gaps = tuple(silences(ticks_ms, windows, over_ms)) if continuous else ()
     return DayQuality(Condition.DEGRADED if gaps else Condition.AVAILABLE, gaps, last)
+
+
+# the all-venue day's condition is its worst venue's: no data beats a gap beats not closed yet beats complete
+SEVERITY = {Condition.AVAILABLE: 0, Condition.PENDING: 1, Condition.DEGRADED: 2, Condition.MISSING: 3}
+
+
+def worst(conditions: Iterable[Condition]) -> Condition:
+    """The worst of several venues' conditions of one date (missing > degraded > pending > available)."""
+    return max(conditions, key=SEVERITY.__getitem__)

@@ -122,6 +122,7 @@ def test_the_cli_lists_and_downloads(hub: Hub, tmp_path: Path) -> None:
     assert main(["flatfiles", "candles-1d", *base], out) == 0
     lines = out.getvalue().splitlines()
     assert [line.split()[0] for line in lines] == ["2026-11-16", "2026-11-17"]
+    assert [line.split()[1] for line in lines] == ["missing", "missing"]  # each day's condition, after its date
     out = io.StringIO()
     assert main(["flatfiles", "candles-1d", *base, "--download", str(tmp_path)], out) == 0
     assert out.getvalue().count(" ok\n") == 2 and (tmp_path / "candles-1d-2026-11-17.csv.gz").exists()
@@ -137,12 +138,15 @@ def test_a_venues_files(hub: Hub, tmp_path: Path) -> None:
     with MarketClient(hub.srv.base, hub.key) as api:
         files = api.flatfiles("ticks", "2026-11-16", "2026-11-18", venue="zce").files
         assert [(f.venue, f.date, f.rows) for f in files] == [("zce", date(2026, 11, 17), 3)]
+        # SPEC 20: three ticks in a day of sessions, --stale-after 60 s: degraded, with its gaps counted
+        assert files[0].condition == "degraded" and files[0].gaps > 0
         assert files[0].url == "/api/v1/flatfiles/zce/ticks/2026-11-17.csv.gz"
         path = api.download_flatfile(files[0], tmp_path)
         assert path == tmp_path / "zce-ticks-2026-11-17.csv.gz"
         assert hashlib.sha256(path.read_bytes()).hexdigest() == files[0].sha256
         every = api.flatfiles("ticks", "2026-11-16", "2026-11-18").files
         assert every[0].venue is None and every[0].rows == 5
+        assert every[0].condition == "missing"  # the worst over the venues trading that date: most had no tick
         assert api.download_flatfile(every[0], tmp_path) == tmp_path / "ticks-2026-11-17.csv.gz"
     out = io.StringIO()
     base = ["--url", hub.srv.base, "--key", hub.key, "--from", "2026-11-16", "--to", "2026-11-18"]

@@ -88,7 +88,7 @@ def test_a_venues_day_is_there_from_its_own_close(hub: Hub) -> None:
     zce = _listing(hub, venue="zce", dataset="ticks")
     assert [(f["venue"], f["date"]) for f in zce] == [("zce", "2026-11-17"), ("zce", "2026-11-18")]
     assert zce[1]["url"] == "/api/v1/flatfiles/zce/ticks/2026-11-18.csv.gz" and zce[1]["format"] == "csv.gz"
-    assert set(zce[1]) == {"venue", "dataset", "date", "format", "url", "bytes", "sha256", "rows"}
+    assert set(zce[1]) == {"venue", "dataset", "date", "format", "url", "bytes", "sha256", "rows", "condition", "gaps"}
     # the all-venue Wednesday and ICE's wait for ICE's close (23:00 London: 07:02 Thursday in Shanghai)
     assert [f["date"] for f in _listing(hub, dataset="ticks")] == ["2026-11-17"]
     assert [f["date"] for f in _listing(hub, venue="ice-eu", dataset="ticks")] == ["2026-11-17"]

@@ -12,7 +12,7 @@ import orjson
 from server.api.core.types import Request
 from server.api.ops.status import Component, StatusApi, StorageProbe, up_down
 from server.market.freshness import MAJOR_S, Freshness, Level, freshness_of, in_session_ms
-from server.market.quality import Condition, day_quality, silences
+from server.market.quality import Condition, day_quality, silences, worst
 from server.market.venues.book import VenueBook
 
 
@@ -51,6 +51,12 @@ def test_a_days_condition() -> None:
     assert day_quality(dense, DAY, 60 * S, closed=True, continuous=True).condition is Condition.AVAILABLE
     # an assessment venue prints once: available with one tick, never degraded
     assert day_quality([50 * S], DAY, 60 * S, closed=True, continuous=False).condition is Condition.AVAILABLE
+
+
+def test_the_worst_of_a_dates_venues_is_the_all_venue_files_condition() -> None:
+    a, d, p, m = Condition.AVAILABLE, Condition.DEGRADED, Condition.PENDING, Condition.MISSING
+    assert worst([a, a]) is a
+    assert worst([a, p]) is p and worst([p, d, a]) is d and worst([d, m, p]) is m and worst([m]) is m
 
 
 def _ms(text: str) -> int:

@@ -1418,6 +1418,11 @@ export interface components {
         FlatFile: {
             /** @description the file's size (Content-Length of a whole download) */
             bytes: number;
+            /**
+             * @description the day's data quality (SPEC 20, as GET /api/v1/quality reports it): a venue's file its venue's condition of that trading day; an all-venue file the worst over the venues trading that date (missing > degraded > pending > available)
+             * @enum {string}
+             */
+            condition: "available" | "degraded" | "pending" | "missing";
             /** @enum {string} */
             dataset: "ticks" | "candles-1m" | "candles-1d";
             /**
@@ -1428,6 +1433,8 @@ export interface components {
             date: string;
             /** @enum {string} */
             format: "csv.gz" | "parquet";
+            /** @description how many in-session gaps over --stale-after the day has (GET /api/v1/quality lists them); an all-venue file: summed over the venues */
+            gaps: number;
             /** @description data rows (the CSV's header line not counted) */
             rows: number;
             /** @description hex sha256 of the file: its strong ETag */

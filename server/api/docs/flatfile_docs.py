@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from server.api.docs.schema_parts import DAY_PARAM
 from server.api.market.flatfiles import DEFAULT_DAYS, MAX_DAYS, MEDIA
+from server.market.quality import Condition
 from server.market.venues.data import VENUES
 from server.store.flatfiles.files import DATASETS, FORMATS
 
@@ -19,6 +20,13 @@ ENTRY = {
     "bytes": {"type": "integer", "description": "the file's size (Content-Length of a whole download)"},
     "sha256": {**STR, "pattern": "^[0-9a-f]{64}$", "description": "hex sha256 of the file: its strong ETag"},
     "rows": {"type": "integer", "description": "data rows (the CSV's header line not counted)"},
+    "condition": {"type": "string", "enum": [c.value for c in Condition],
+                  "description": "the day's data quality (SPEC 20, as GET /api/v1/quality reports it): a venue's "
+                                 "file its venue's condition of that trading day; an all-venue file the worst over "
+                                 "the venues trading that date (missing > degraded > pending > available)"},
+    "gaps": {"type": "integer", "minimum": 0,
+             "description": "how many in-session gaps over --stale-after the day has (GET /api/v1/quality lists "
+                            "them); an all-venue file: summed over the venues"},
 }
 FLATFILE_SCHEMAS: dict[str, S] = {
     "FlatFile": {"type": "object", "required": list(ENTRY), "additionalProperties": False,

@@ -3,9 +3,12 @@
 - `GET /api/v1/flatfiles?dataset=&from=&to=&format=&venue=` lists the files of the closed trading days in the range
   (both dates included, at most 366 days; `to` defaults to today, `from` to 30 days before `to`; `dataset` one of
   ticks, candles-1m, candles-1d, or left out for all three; `format` csv.gz, the default, or parquet):
-  `{files: [{dataset, date, format, url, bytes, sha256, rows}]}` by date, days with rows only. With `venue` (a
-  venue id of GET /api/v1/venues; another value: 400 naming it) the venue's own files (server/store/flatfiles/
-  scopes.py): its trading days, its instruments, from its close plus two minutes; each entry adds `venue`.
+  `{files: [{dataset, date, format, url, bytes, sha256, rows, condition, gaps}]}` by date, days with rows only.
+  With `venue` (a venue id of GET /api/v1/venues; another value: 400 naming it) the venue's own files
+  (server/store/flatfiles/scopes.py): its trading days, its instruments, from its close plus two minutes; each
+  entry adds `venue`. `condition` and `gaps` (a count) are the day's data quality (SPEC 20) from the same
+  `DayQualities` as GET /api/v1/quality: a venue's file its venue's day; an all-venue file the worst condition
+  over the venues trading that date (missing > degraded > pending > available), their gaps summed.
 - `GET /api/v1/flatfiles/{dataset}/{date}.csv.gz` (or `.parquet`) sends it: `Content-Length`, the strong ETag
   `"<sha256>"` (If-None-Match: 304), `Accept-Ranges: bytes` and one `Range` (206 with `Content-Range`; 416 past the
   end; `If-Range` with another ETag sends the whole file), streamed by the runtime from the file.
@@ -27,7 +30,9 @@ from server.api.core.encoding import etag_matches
 from server.api.core.query import known_query, param_error, parse_day, parse_day_range
 from server.api.core.router import Access, Router
 from server.api.core.types import FileBody, Request, Response
+from server.api.market.quality import DayQualities
 from server.core.errors import ApiError
+from server.market.quality import Condition
 from server.market.timefmt import local_date
 from server.store.flatfiles.byte_range import RangeNotSatisfiable, parse_range
 from server.store.flatfiles.days import FlatFileDays
@@ -45,9 +50,11 @@ MEDIA = "application/octet-stream"
 
 
 class FlatFilesApi:
-    def __init__(self, sets: FlatFileSets | None, clock: Callable[[], float], venues: Collection[str]) -> None:
-        """`sets`: the hub's flat files (None: no durable history); `venues`: every venue id (the venue book's)."""
-        self.sets, self.clock, self.venues = sets, clock, frozenset(venues)
+    def __init__(self, sets: FlatFileSets | None, clock: Callable[[], float], venues: Collection[str],
+                 qualities: DayQualities) -> None:
+        """`sets`: the hub's flat files (None: no durable history); `venues`: every venue id (the venue book's);
+        `qualities`: each venue-day's condition (GET /api/v1/quality's)."""
+        self.sets, self.clock, self.venues, self.qualities = sets, clock, frozenset(venues), qualities
 
     def register(self, router: Router) -> None:
         router.add("GET", "/api/v1/flatfiles", self.listing, Access.KEYED, name="flatfiles")
@@ -87,9 +94,23 @@ class FlatFilesApi:
                 for day in days.days(name, start, end, now_ms):
                     info = await days.file(name, day, fmt, version)
                     if info.rows:
-                        files.append(_entry(info, venue))
+                        files.append({**_entry(info, venue), **await self._condition(venue, day, now_ms)})
         files.sort(key=lambda f: (f["date"], DATASETS.index(f["dataset"])))
         return Response(200, orjson.dumps({"files": files}), headers=[("cache-control", "private, no-cache")])
+
+    async def _condition(self, venue: str | None, day: date, now_ms: int) -> dict[str, Any]:
+        """The day's `condition` and `gaps` count (SPEC 20): the venue's day, or the worst over the venues trading
+        that date. A venue without a session clock here (no instrument: it has no files) or a day none of them
+        trades (no file either) would say `missing`."""
+        if venue is None:
+            found = await self.qualities.of_all(day, now_ms)
+        elif venue in self.qualities.venues and self.qualities.days(venue, day, day, now_ms):
+            q = await self.qualities.of(venue, day, now_ms)
+            found = q.condition, len(q.gaps)
+        else:
+            found = None
+        condition, gaps = found if found is not None else (Condition.MISSING, 0)
+        return {"condition": condition.value, "gaps": gaps}
 
     async def download(self, req: Request) -> Response:
         return await self._download(req, None)
