@@ -29,6 +29,7 @@ MINUTE_S = 60
 ERROR_SHARE = 0.05  # over this share of a minute's keyed requests answered 5xx: `rest` is down
 CORE_COMPONENTS = ("rest", "stream", "storage")
 FEED_PREFIX = "feed:"
+UPTIME_DAYS = 90  # the /status page's daily uptime: at most and by default this many days (SPEC 20)
 
 
 @dataclass(slots=True)

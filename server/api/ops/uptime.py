@@ -25,6 +25,7 @@ from server.api.core.types import Request, Response
 from server.core.availability import (
     EPOCH_ORDINAL,
     MINUTE_S,
+    UPTIME_DAYS,
     availability,
     by_day,
     counted_span,
@@ -39,7 +40,7 @@ from server.store.availability.store import AvailabilityStore
 
 log = logging.getLogger("market.uptime")
 
-MAX_DAYS = 90
+MAX_DAYS = UPTIME_DAYS
 REFRESH_S = 300.0  # the copy's age at most (plus one computation)
 RETRY_S = 5.0  # after a failed refresh, or before the data dir's first minute is recorded
 RECHECK_DAYS = 8  # the days read again at each refresh: a week of rows a hub may still be retrying, and today
