@@ -44,6 +44,7 @@ from server.api.ops.health import OpsApi
 from server.api.ops.incident_watch import IncidentWatch
 from server.api.ops.incidents import IncidentBoard, IncidentsApi
 from server.api.ops.status import Component, StatusApi, StorageProbe, up_down
+from server.api.ops.uptime import UptimeApi, open_at
 from server.api.ops.web import WebApi
 from server.api.site.accounts import lockout_mail
 from server.api.site.routes import SiteTasks, register_public_site
@@ -228,7 +229,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     stream = StreamService(settings, state, catalogue, epoch, registry, keys, buckets, history, clock,
                            stream_limits(settings), meter, fresh.stale)
     applied.subscribe(stream.core.fanout.on_ticks)
-    probe, status, watch_incidents = register_status(router, fresh, venues, clock, repos.storage, stream, outbox,
+    probe, status, status_tasks = register_status(router, fresh, venues, clock, repos.storage, stream, outbox,
                                                      engine, board, settings)
     if keeper is not None:
         applied.subscribe(keeper.on_ticks)
@@ -238,7 +239,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
     core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks, probe, board, *jobs]
     recorder = availability_recorder(settings, repos.storage, app, stream, ticks, status, clock)
-    return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream, watch_incidents, recorder],
+    return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream, *status_tasks, recorder],
                 keys, outbox, started, keeper)
 
 
@@ -280,10 +281,11 @@ def feed_freshness(state: MarketState, applied: AppliedTicks, feed: FeedSettings
 
 def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: Callable[[], float],
                     storage: Storage, stream: StreamService, outbox: OutboxWorker, engine: Engine,
-                    board: IncidentBoard, settings: Settings) -> tuple[Service, StatusApi, Service]:
-    """/api/v1/status and /api/v1/status/incidents (SPEC 20) from flags the parts keep and the incident board;
-    returns the storage probe it reads (a core part), the route's object (the availability recorder samples its
-    components) and the watch that opens incidents by itself (a service)."""
+                    board: IncidentBoard, settings: Settings) -> tuple[Service, StatusApi, list[Service]]:
+    """/api/v1/status, /api/v1/status/incidents and /api/v1/status/uptime (SPEC 20) from flags the parts keep,
+    the incident board and the availability rows; returns the storage probe it reads (a core part), the route's
+    object (the availability recorder samples its components) and two services: the watch that opens incidents by
+    itself and the daily uptime's background computation."""
     probe = StorageProbe(storage)
     components = [Component("rest", "REST API", up_down(lambda: True)),  # it is answering
                   Component("stream", "WebSocket stream", up_down(lambda: stream.listening)),
@@ -297,7 +299,10 @@ def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: 
     IncidentsApi(board, clock).register(router)
     watch = IncidentWatch(board, board.store, status.levels, lambda: probe.ok, lambda: engine.ticks.leading, clock,
                           fresh.major_ms / 1000, settings.group(StorageSettings).storage_outage_s)
-    return probe, status, watch
+    uptime = UptimeApi(AvailabilityStore(storage), ["rest", "stream", "storage", *(f"feed:{v}" for v in fresh.clocks)],
+                       open_at(fresh.clocks), clock)  # the SLA report's components (api/console/routes.py)
+    uptime.register(router)
+    return probe, status, [watch, uptime]
 
 
 def make_sites(settings: Settings, router: Router, repos: Repositories, state: MarketState, app: App, engine: Engine,

@@ -29,6 +29,7 @@ MINUTE_S = 60
 ERROR_SHARE = 0.05  # over this share of a minute's keyed requests answered 5xx: `rest` is down
 CORE_COMPONENTS = ("rest", "stream", "storage")
 FEED_PREFIX = "feed:"
+UPTIME_DAYS = 90  # the /status page's daily uptime: at most and by default this many days (SPEC 20)
 
 
 @dataclass(slots=True)
@@ -178,3 +179,23 @@ def month_span(year: int, month: int) -> Span:
 def local_day_of(minute: int) -> int:
     """The Asia/Shanghai day (days since 1970-01-01) a minute falls in."""
     return (minute * MINUTE_S + SHANGHAI_S) // 86400
+
+
+def day_minute(day: int) -> int:
+    """The first epoch minute of an Asia/Shanghai day (days since 1970-01-01)."""
+    return (day * 86400 - SHANGHAI_S) // MINUTE_S
+
+
+def by_day(first_day: int, end_day: int, span: Span,
+           down: dict[str, list[int]]) -> tuple[dict[int, int], dict[str, dict[int, int]]]:
+    """Per Asia/Shanghai day in [first_day, end_day): the minutes counted (within `span`) and each component's down
+    minutes (from `down_minutes`); the SLA report's days and the status page's daily uptime."""
+    counted = {day: max(0, min(span.end, day_minute(day + 1)) - max(span.first, day_minute(day)))
+               for day in range(first_day, end_day)}
+    down_by_day = {c: dict.fromkeys(counted, 0) for c in down}
+    for c, minutes in down.items():
+        for m in minutes:
+            day = local_day_of(m)
+            if day in counted:
+                down_by_day[c][day] += 1
+    return counted, down_by_day

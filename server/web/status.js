@@ -1,15 +1,23 @@
-// The status page (/status, SPEC 20): GET /api/v1/status and /api/v1/status/incidents (no key) every 15 s, in
-// English or Chinese. The hub answers both while storage, Redis or the feed is down (incidents from its copy).
+// The status page (/status, SPEC 20): GET /api/v1/status and /api/v1/status/incidents (no key) every 15 s, and
+// GET /api/v1/status/uptime (90 days of daily uptime per component, recomputed by the hub every 5 minutes) every
+// 5 minutes, in English or Chinese. The hub answers all three while storage, Redis or the feed is down (from its
+// copies).
 
 import { el, replaceChildren } from "./dom.js";
 
 const LANG_STORAGE = "market.lang"; // the language only, shared with the dashboard and the console
 const REFRESH_MS = 15_000;
+const UPTIME_MS = 300_000;
+// a day's bar: green when it meets the enterprise target (99.9%), amber down to 99%, red below, grey without data
+const GOOD = 99.9;
+const FAIR = 99;
 const STRINGS = {
   en: {
     title: "Service status", toDashboard: "Dashboard", langToggle: "中文", loading: "Loading…", checked: "Checked",
     components: "Components", colComponent: "Component", colStatus: "Status", colSince: "Since",
-    uptimeNote: "Daily uptime history is not recorded yet (docs/status.md).",
+    uptime: "Uptime, last {days} days", uptimeNote: "One bar per day (Asia/Shanghai). Tap or point at a bar.",
+    uptimePct: "{pct}% uptime", daysAgo: "{days} days ago", today: "Today", noData: "No data",
+    dayUp: "{date} · {pct}% up · {down} min down", dayNone: "{date} · no data", uptimeLoading: "Not computed yet.",
     none: "All systems operational", minor: "Minor service outage", major: "Partial system outage",
     critical: "Major service outage", unreachable: "The service cannot be reached.",
     operational: "Operational", degraded_performance: "Degraded", partial_outage: "Partial outage",
@@ -24,7 +32,9 @@ const STRINGS = {
   zh: {
     title: "服务状态", toDashboard: "行情面板", langToggle: "English", loading: "加载中…", checked: "检查于",
     components: "组件", colComponent: "组件", colStatus: "状态", colSince: "自",
-    uptimeNote: "尚未记录每日可用率历史（见 docs/status.md）。",
+    uptime: "近 {days} 天可用率", uptimeNote: "每天一格（北京时间）。点按或指向一格查看。",
+    uptimePct: "可用率 {pct}%", daysAgo: "{days} 天前", today: "今天", noData: "无数据",
+    dayUp: "{date} · 可用率 {pct}% · 中断 {down} 分钟", dayNone: "{date} · 无数据", uptimeLoading: "尚未计算。",
     none: "所有系统运行正常", minor: "部分服务性能下降", major: "部分系统中断", critical: "服务严重中断",
     unreachable: "无法连接服务。",
     operational: "正常", degraded_performance: "性能下降", partial_outage: "部分中断", major_outage: "严重中断",
@@ -40,6 +50,7 @@ const STRINGS = {
 let lang = savedLang() ?? ((navigator.language || "en").toLowerCase().startsWith("zh") ? "zh" : "en");
 let last = null;
 let history = null; // GET /api/v1/status/incidents: the resolved ones too
+let uptime = null; // GET /api/v1/status/uptime
 const PAST = 10; // past incidents shown
 
 function savedLang() {
@@ -74,6 +85,58 @@ function render() {
     el("td", {}, el("span", { class: `component-status ${c.status}` }, t(c.status))),
     el("td", { class: "since" }, c.updatedAt.replace("T", " ").slice(0, 19)))));
   renderIncidents();
+  renderUptime();
+}
+
+function dayLevel(pct) {
+  if (pct === null) return "none";
+  if (pct >= GOOD) return "good";
+  return pct >= FAIR ? "fair" : "poor";
+}
+
+function dayText(d) {
+  return d.availability === null ? t("dayNone", { date: d.date })
+    : t("dayUp", { date: d.date, pct: d.availability, down: d.downMinutes });
+}
+
+function uptimeRow(c, known) {
+  const name = componentName(known.get(c.id) ?? { id: c.id, name: c.id });
+  const detail = el("p", { class: "hint uptime-detail" }, "");
+  const show = (d) => { detail.textContent = dayText(d); };
+  const bars = el("div", { class: "uptime-bars", role: "img", "aria-label": name },
+    c.days.map((d) => el("span", {
+      class: `bar ${dayLevel(d.availability)}`, title: dayText(d), dataset: { date: d.date },
+      onclick: () => show(d), onmouseenter: () => show(d),
+    })));
+  const pct = c.availability === null ? t("noData") : t("uptimePct", { pct: c.availability });
+  return el("div", { class: "uptime-row", dataset: { id: c.id } },
+    el("div", { class: "uptime-head" }, el("span", {}, name), el("span", { class: "uptime-pct" }, pct)),
+    bars,
+    el("div", { class: "uptime-axis" },
+      el("span", {}, t("daysAgo", { days: uptime.days })), el("span", {}, t("today"))),
+    detail);
+}
+
+function renderUptime() {
+  const days = uptime ? uptime.days : 90;
+  document.getElementById("uptime-title").textContent = t("uptime", { days });
+  const rows = document.getElementById("uptime-rows");
+  if (!uptime || uptime.asOf === null) {
+    replaceChildren(rows, el("p", { class: "hint" }, t("uptimeLoading")));
+    return;
+  }
+  const known = new Map((last ? last.components : []).map((c) => [c.id, c]));
+  replaceChildren(rows, uptime.components.map((c) => uptimeRow(c, known)));
+}
+
+async function refreshUptime() {
+  try {
+    const resp = await fetch("/api/v1/status/uptime", { cache: "no-store" });
+    if (resp.ok) uptime = await resp.json();
+  } catch {
+    // the banner of refresh() says the service cannot be reached; the last bars stay
+  }
+  render();
 }
 
 function when(iso) {
@@ -134,4 +197,6 @@ document.getElementById("lang-toggle").addEventListener("click", () => {
   render();
 });
 refresh();
+refreshUptime();
 setInterval(refresh, REFRESH_MS);
+setInterval(refreshUptime, UPTIME_MS);

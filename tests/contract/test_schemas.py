@@ -461,6 +461,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/flatfiles": "/api/v1/flatfiles?dataset=quotes",
         "/api/v1/quality": "/api/v1/quality?from=2026-13-01",  # SPEC 20: canonical dates only
         "/api/v1/status": "/api/v1/status?x=1", "/api/v1/status/incidents": "/api/v1/status/incidents?x=1",
+        "/api/v1/status/uptime": "/api/v1/status/uptime?days=91",
         "/api/v1/flatfiles/{dataset}/{file}": "/api/v1/flatfiles/ticks/2026-11-17.csv.gz?x=1",
         VENUE_FILE: "/api/v1/flatfiles/zce/ticks/2026-11-17.csv.gz?x=1",
     }

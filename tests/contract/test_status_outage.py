@@ -1,6 +1,7 @@
 """Storage stopped under load (issue 42's done-when): `/api/v1/status` keeps answering, says `storage` is out, and
-says it is back when storage returns. The route answers from flags the hub keeps (server/api/ops/status.py: a probe
-pings storage every few seconds, bounded), never from storage itself.
+says it is back when storage returns; `/api/v1/status/uptime` answers its last copy meanwhile. The route answers
+from flags the hub keeps (server/api/ops/status.py: a probe pings storage every few seconds, bounded), never from
+storage itself.
 
 The load is keyed requests with keys the hub has never seen (each one asks storage, and gets 503 while it is away)
 and public market requests, from two threads, bounded in count and time. How long /api/v1/status takes meanwhile is
@@ -65,6 +66,7 @@ def test_status_answers_and_names_storage_out_while_it_is_stopped_under_load(tmp
         try:
             with httpx.Client(base_url=srv.base, timeout=10) as c:
                 assert _storage(c, took)[0] == "operational"
+                assert until(lambda: c.get("/api/v1/status/uptime").json()["asOf"], timeout=30)  # the first copy
                 for t in loaders:
                     t.start()
                 proxy.down()
@@ -74,6 +76,9 @@ def test_status_answers_and_names_storage_out_while_it_is_stopped_under_load(tmp
                 for _ in range(50):  # while storage stays away and the load goes on: every answer a 200, the same
                     assert _storage(c, took)[0] == "major_outage"
                 outage_took = took[during:]
+                uptime = c.get("/api/v1/status/uptime")  # the daily uptime: the last copy, computed before
+                assert uptime.status_code == 200 and uptime.json()["asOf"] is not None, uptime.text
+                assert [d["id"] for d in uptime.json()["components"]][:3] == ["rest", "stream", "storage"]
                 proxy.up()
                 assert until(lambda: _storage(c, took)[0] == "operational", timeout=30, every=0.05)
             stop.set()

@@ -807,6 +807,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/status/uptime": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Daily uptime per component over the last days (no key): the SLA report's availability and down minutes per Asia/Shanghai day (docs/sla.md defines down), computed every 5 minutes from the per-minute records, answered from the last copy so it answers while storage is down */
+        get: operations["get_status_uptime"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/udf/config": {
         parameters: {
             query?: never;
@@ -2342,6 +2359,64 @@ export interface components {
             label: string;
             time: number;
             tooltip: string[];
+        };
+        /**
+         * @example {
+         *       "asOf": "2026-11-23T10:05:00.000+08:00",
+         *       "timezone": "Asia/Shanghai",
+         *       "days": 2,
+         *       "components": [
+         *         {
+         *           "id": "rest",
+         *           "availability": 99.965,
+         *           "downMinutes": 1,
+         *           "days": [
+         *             {
+         *               "date": "2026-11-22",
+         *               "availability": 99.931,
+         *               "downMinutes": 1
+         *             },
+         *             {
+         *               "date": "2026-11-23",
+         *               "availability": 100,
+         *               "downMinutes": 0
+         *             }
+         *           ]
+         *         }
+         *       ]
+         *     }
+         */
+        Uptime: {
+            /** @description when the copy was computed (every 5 minutes; null before the first one) */
+            asOf: string | null;
+            components: components["schemas"]["UptimeComponent"][];
+            days: number;
+            /** @enum {string} */
+            timezone: "Asia/Shanghai";
+        };
+        UptimeComponent: {
+            /** @description over the days listed (null: no minute counted) */
+            availability: number | null;
+            /** @description oldest first, ending today */
+            days: components["schemas"]["UptimeDay"][];
+            /** @description over the days listed */
+            downMinutes: number;
+            /**
+             * @description rest, stream, storage or feed:{venue}
+             * @example rest
+             */
+            id: string;
+        };
+        UptimeDay: {
+            /** @description percent of the day's counted minutes up (three decimals); null when no minute counted (before the service's first start) */
+            availability: number | null;
+            /**
+             * Format: date
+             * @description an Asia/Shanghai day
+             * @example 2026-11-23
+             */
+            date: string;
+            downMinutes: number;
         };
         Usage: {
             /**
@@ -8016,6 +8091,59 @@ export interface operations {
                 };
             };
             /** @description a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_status_uptime: {
+        parameters: {
+            query?: {
+                /** @description how many days, ending today */
+                days?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description each component's days, oldest first */
+            200: {
+                headers: {
+                    "Access-Control-Allow-Origin"?: string;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Uptime"];
+                };
+            };
+            /** @description days not an integer from 1 to 90, or an unknown parameter (invalid_parameter, errors[].field names it); a query parameter the endpoint does not define (unknown_parameter, naming it) */
             400: {
                 headers: {
                     [name: string]: unknown;

@@ -24,10 +24,10 @@ from server.api.core.types import Request, Response
 from server.core.availability import (
     EPOCH_ORDINAL,
     MINUTE_S,
-    SHANGHAI_S,
     MinuteRecord,
     Span,
     availability,
+    by_day,
     counted_span,
     down_minutes,
     local_day_of,
@@ -120,22 +120,10 @@ class SlaApi:
 
     def days(self, whole: Span, span: Span, down: dict[str, list[int]]) -> list[dict[str, Any]]:
         """Per Asia/Shanghai day of the month: minutes counted and each component's availability (null: none)."""
-        first_day, end_day = local_day_of(whole.first), local_day_of(whole.end)
-        counted = dict.fromkeys(range(first_day, end_day), 0)
-        for day in counted:
-            lo, hi = max(span.first, _day_minute(day)), min(span.end, _day_minute(day + 1))
-            counted[day] = max(0, hi - lo)
-        down_by_day = {c: dict.fromkeys(counted, 0) for c in self.components}
-        for c, minutes in down.items():
-            for m in minutes:
-                down_by_day[c][local_day_of(m)] += 1
+        counted, down_by_day = by_day(local_day_of(whole.first), local_day_of(whole.end), span, down)
         return [{"date": date.fromordinal(EPOCH_ORDINAL + day).isoformat(), "minutes": n,
                  "availability": {c: availability(n, down_by_day[c][day]) for c in self.components}}
                 for day, n in counted.items()]
-
-
-def _day_minute(day: int) -> int:
-    return (day * 86400 - SHANGHAI_S) // MINUTE_S
 
 
 def _this_month(now: float) -> tuple[int, int]:

@@ -4,6 +4,7 @@ merged into server/api/docs/openapi.py's document."""
 from __future__ import annotations
 
 from server.api.market.quality import DEFAULT_DAYS, MAX_DAYS
+from server.core.availability import UPTIME_DAYS
 from server.market.freshness import Level
 from server.market.quality import Condition
 from server.market.venues.data import VENUES
@@ -53,6 +54,30 @@ STATUS_SCHEMAS: dict[str, S] = {
         "scheduledMaintenances": {"type": "array", "items": _ref("Maintenance"),
                                   "description": "maintenance scheduled or in progress"},
     }),
+    "UptimeDay": _obj({
+        "date": {**DATE, "description": "an Asia/Shanghai day"},
+        "availability": {"oneOf": [{"type": "number", "minimum": 0, "maximum": 100}, {"type": "null"}],
+                         "description": "percent of the day's counted minutes up (three decimals); null when no "
+                                        "minute counted (before the service's first start)"},
+        "downMinutes": {"type": "integer", "minimum": 0},
+    }),
+    "UptimeComponent": _obj({
+        "id": {**STR, "description": "rest, stream, storage or feed:{venue}", "examples": ["rest"]},
+        "availability": {"oneOf": [{"type": "number", "minimum": 0, "maximum": 100}, {"type": "null"}],
+                         "description": "over the days listed (null: no minute counted)"},
+        "downMinutes": {"type": "integer", "minimum": 0, "description": "over the days listed"},
+        "days": {"type": "array", "items": _ref("UptimeDay"), "description": "oldest first, ending today"},
+    }),
+    "Uptime": _obj({
+        "asOf": {"oneOf": [TS, {"type": "null"}],
+                 "description": "when the copy was computed (every 5 minutes; null before the first one)"},
+        "timezone": {"type": "string", "enum": ["Asia/Shanghai"]},
+        "days": {"type": "integer", "minimum": 1, "maximum": UPTIME_DAYS},
+        "components": {"type": "array", "items": _ref("UptimeComponent")},
+    }, examples=[{"asOf": "2026-11-23T10:05:00.000+08:00", "timezone": "Asia/Shanghai", "days": 2, "components": [
+        {"id": "rest", "availability": 99.965, "downMinutes": 1, "days": [
+            {"date": "2026-11-22", "availability": 99.931, "downMinutes": 1},
+            {"date": "2026-11-23", "availability": 100.0, "downMinutes": 0}]}]}]),
     "QualityGap": GAP,
     "QualityDay": DAY,
     "QualityList": _obj({"days": {"type": "array", "items": _ref("QualityDay")}}, examples=[{"days": [
@@ -78,6 +103,20 @@ STATUS_OPERATIONS: dict[tuple[str, str], S] = {
                    "incident's impact raises the indicator to it", "tags": ["operations"],
         "responses": {"200": {"description": "the page indicator and every component's status",
                               "content": {"application/json": {"schema": _ref("Status")}}}},
+    },
+    ("GET", "/api/v1/status/uptime"): {
+        "summary": "Daily uptime per component over the last days (no key): the SLA report's availability and down "
+                   "minutes per Asia/Shanghai day (docs/sla.md defines down), computed every 5 minutes from the "
+                   "per-minute records, answered from the last copy so it answers while storage is down",
+        "tags": ["operations"],
+        "parameters": [_param("days", {"type": "integer", "minimum": 1, "maximum": UPTIME_DAYS,
+                                       "default": UPTIME_DAYS}, "how many days, ending today")],
+        "responses": {
+            "200": {"description": "each component's days, oldest first",
+                    "content": {"application/json": {"schema": _ref("Uptime")}}},
+            "400": _problem(f"days not an integer from 1 to {UPTIME_DAYS}, or an unknown parameter "
+                            "(invalid_parameter, errors[].field names it)"),
+        },
     },
     ("GET", "/status"): {
         "summary": "The status page (HTML, not JSON): /api/v1/status in English or Chinese", "tags": ["dashboard"],
