@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from datetime import date, timedelta
 from pathlib import Path
@@ -41,6 +42,7 @@ log = logging.getLogger("market.flatfiles")
 SETTLE_MS = 120_000  # a day's files are made this long after its last venue's close
 MARGIN_MS = 120_000  # read this much around a venue's day (rows outside it are dropped by their trading day)
 PAGE = 5_000  # minute bars read at a time for a venue's file (a day of one instrument is at most 1,440)
+EMPTY_TTL_S = 60.0  # a day found empty is read again after this (another hub may have committed rows to it)
 MAX_DAYS_KEPT = 20_000  # closes_at's memo: more than the longest retention's days (10 years) reaches
 KIND = {"ticks": "ticks", "candles-1m": "1m", "candles-1d": "1d"}  # the retention kind of each dataset
 
@@ -57,7 +59,7 @@ class FlatFileDays:
         self.venues = list({id(c): c for c in clocks}.values())
         self._making: dict[tuple[str, date, str], asyncio.Lock] = {}
         # (dataset, day, format) -> its file of no rows, at the data version `_empty_version` (see `file`)
-        self._empty: dict[tuple[str, date, str], FlatFile] = {}
+        self._empty: dict[tuple[str, date, str], tuple[FlatFile, float]] = {}  # ..., when found empty (monotonic)
         self._empty_version: str | None = None
         self._closes: dict[date, int | None] = {}  # closes_at's answers
 
@@ -97,8 +99,11 @@ class FlatFileDays:
 
     # --- the files ----------------------------------------------------------------------------------------------
     def version(self) -> str:
-        """The data version (files.data_version); a change forgets the days remembered empty."""
-        version = version_of(self.version_root)
+        """The data version: files.data_version (moved by imports) and the ticks this hub's archive has committed (a
+        live feed's late ticks, a lease taken over: rows can come to a closed day without an import); a change
+        forgets the days remembered empty. Another hub's commits to a shared archive do not move it: a day is
+        remembered empty for EMPTY_TTL_S at most."""
+        version = f"{version_of(self.version_root)}:{self.history.stats().committed}"
         if version != self._empty_version:
             self._empty.clear()
             self._empty_version = version
@@ -110,8 +115,8 @@ class FlatFileDays:
         caller asking for many days, else here), so it is not read again until an import moves the version."""
         at = self.version() if version is None else version  # read before the rows: a later import moves it
         key = (dataset, day, fmt)
-        if self._empty_version == at and key in self._empty:  # no file: only an import brings rows (and moves `at`)
-            return self._empty[key]
+        if self._empty_version == at and self._still_empty(key):  # no file: new rows move `at` (or the TTL passes)
+            return self._empty[key][0]
         found = cached(self.root, dataset, day, fmt)
         if found is not None:
             return found
@@ -120,8 +125,8 @@ class FlatFileDays:
             found = cached(self.root, dataset, day, fmt)
             if found is not None:
                 return found
-            if self._empty_version == at and key in self._empty:
-                return self._empty[key]
+            if self._empty_version == at and self._still_empty(key):
+                return self._empty[key][0]
             if dataset == "candles-1d":
                 rows = await self.daily.between(day, day)  # by day, then instrument
                 if self.venue is not None:
@@ -135,8 +140,12 @@ class FlatFileDays:
             if not made.rows:  # no file kept: rows may still come (an import), which moves the data version
                 drop_days(self.root, dataset, day, day, new_rows=False)
                 if self._empty_version == at:
-                    self._empty[key] = made
+                    self._empty[key] = (made, time.monotonic())
             return made
+
+    def _still_empty(self, key: tuple[str, date, str]) -> bool:
+        held = self._empty.get(key)
+        return held is not None and time.monotonic() - held[1] < EMPTY_TTL_S
 
     def path(self, dataset: str, day: date, fmt: str) -> Path:
         return file_path(self.root, dataset, day, fmt)
