@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+from collections.abc import AsyncIterator
 
-from server.core.errors import storage_unavailable
+from server.core.errors import StorageTimeout, storage_unavailable
 
 MAX_REASON = 200
 
@@ -24,6 +25,20 @@ def log_round_failure(log: logging.Logger, what: str, exc: BaseException) -> Non
         log.warning("%s failed: storage unavailable (%s)", what, reason(exc))
     else:
         log.error("%s failed", what, exc_info=exc)
+
+
+@contextlib.asynccontextmanager
+async def storage_deadline(seconds: float) -> AsyncIterator[None]:
+    """`asyncio.timeout(seconds)` around storage calls, whose expiry is storage being away (StorageTimeout, a
+    TimeoutError), so a round cut short by it logs the one warning line, not an ERROR with a traceback."""
+    deadline = asyncio.timeout(seconds)
+    try:
+        async with deadline:
+            yield
+    except TimeoutError as exc:
+        if not deadline.expired():
+            raise
+        raise StorageTimeout(f"no answer within {seconds:g} s") from exc
 
 
 def reason(exc: BaseException) -> str:

@@ -117,8 +117,15 @@ class CloseCode(IntEnum):
     SLOW_CONSUMER = 4008
 
 
+class StorageTimeout(TimeoutError):
+    """Storage gave no answer within a round's own deadline (`server.core.background.storage_deadline`)."""
+
+
 def storage_unavailable(exc: BaseException) -> bool:
     """The database cannot be reached or answer (PostgreSQL down, its pool out of connections for
-    the pool's wait): the client gets a 503 to retry, not a 500. psycopg is only looked up if it is loaded."""
+    the pool's wait, or no answer within a round's deadline): the client gets a 503 to retry, not a 500.
+    psycopg is only looked up if it is loaded."""
+    if isinstance(exc, StorageTimeout):
+        return True
     psycopg = sys.modules.get("psycopg")
     return psycopg is not None and isinstance(exc, psycopg.OperationalError)

@@ -16,7 +16,7 @@ import logging
 from collections.abc import Callable
 
 from server.api.ops.incidents import READ_TIMEOUT_S, IncidentBoard
-from server.core.background import cancel_and_wait, log_round_failure
+from server.core.background import cancel_and_wait, log_round_failure, storage_deadline
 from server.market.freshness import Level
 from server.market.timefmt import iso
 from server.store.accounts.console_store import ConsoleStore
@@ -95,7 +95,7 @@ class IncidentWatch:
         await self.board.refresh()
 
     async def _write(self, fn: Callable[..., object]) -> None:
-        async with asyncio.timeout(READ_TIMEOUT_S):
+        async with storage_deadline(READ_TIMEOUT_S):
             await self.store.write(fn)
 
     async def start(self) -> None:

@@ -20,7 +20,7 @@ import orjson
 from server.api.core.query import known_query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
-from server.core.background import cancel_and_wait, log_round_failure
+from server.core.background import cancel_and_wait, log_round_failure, storage_deadline
 from server.market.timefmt import iso
 from server.store.accounts.console_store import ConsoleStore
 from server.store.incidents.model import Incident, Maintenance, MaintenanceStatus
@@ -67,13 +67,13 @@ class IncidentBoard:
         self._event.set()
 
     async def refresh(self) -> None:
-        async with asyncio.timeout(READ_TIMEOUT_S):
+        async with storage_deadline(READ_TIMEOUT_S):
             stored, maintenance = await self.store.read(
                 lambda r: (IncidentRepo(r.db).recent(), IncidentRepo(r.db).maintenances()))
         self.stored, self.maintenance, self.read_at = stored, maintenance, self.clock()
         if self.mail:
             now = self.clock()
-            async with asyncio.timeout(READ_TIMEOUT_S):  # a read first: no write transaction every 2 s for nothing
+            async with storage_deadline(READ_TIMEOUT_S):  # a read first: no write transaction every 2 s for nothing
                 waiting = await self.store.read(lambda r: IncidentRepo(r.db).has_unnotified())
                 written = await self.store.write(lambda r: IncidentRepo(r.db).notify_pending(now)) if waiting else 0
             if written:

@@ -211,8 +211,12 @@ def data_version(root: Path) -> str:
 
 
 def move_version(root: Path) -> None:
-    """A new data version (unique: the time in ns and the pid), written whole (a temporary name, then renamed)."""
-    root.mkdir(parents=True, exist_ok=True)
+    """A new data version (unique: the time in ns and the pid), written whole (a temporary name, then renamed).
+    No data dir (an admin command on PostgreSQL given one that does not exist): no hub keeps flat files or empty
+    days there, so there is nothing to move and the dir is not made."""
+    if not root.parent.is_dir():
+        return
+    root.mkdir(exist_ok=True)
     tmp = root / f".version.{os.getpid()}.tmp"
     tmp.write_text(f"{time.time_ns()}-{os.getpid()}")
     os.replace(tmp, root / VERSION)
