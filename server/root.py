@@ -70,6 +70,7 @@ from server.core.usage import UsageMeter
 from server.engine import Engine
 from server.feeds import DemoSource, FeedSource, JsonlSource, line_parser
 from server.feeds.routes import MainRoutes, decided_main
+from server.history_parts import archive_writer, history_opener, history_parts
 from server.lifecycle import HttpRuntime, shutdown
 from server.market.applied import AppliedTicks
 from server.market.candles.trading_axis import VenueAxis
@@ -86,12 +87,10 @@ from server.notify.worker import OutboxWorker
 from server.store.accounts.console_store import ConsoleStore
 from server.store.accounts.key_cache import KeyCache
 from server.store.availability.store import AvailabilityStore
-from server.store.flatfiles.days import FlatFileJob
 from server.store.flatfiles.scopes import FlatFileSets
 from server.store.history.archive_gap import store_missing_days
-from server.store.history.archive_keeper import ArchiveKeeper, RetentionJob
+from server.store.history.archive_keeper import ArchiveKeeper
 from server.store.history.candle_book import CandleKeeper, load_candle_book
-from server.store.history.retention import DEFAULT_DAYS, Retention
 from server.store.history.threads import History
 from server.store.sql.backend import open_repositories
 from server.store.sql.repositories import Candles, Repositories, Storage
@@ -188,10 +187,8 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     (`group(NotifySettings)`...); the App, the stream and the public site still take the whole `Settings`."""
     group = settings.group
     clock = clock or settings_clock(group(ProcessSettings))
-    venues = VenueBook.load(settings.calendar_file)  # every venue's sessions and holidays (SPEC 16)
-    # the products, spot assessments and FX, then every futures contract shown (SPEC 19, contracts/rows.py)
+    venues, catalogue = load_catalogue(settings, clock)
     registry = Registry()
-    catalogue = with_contracts(default_catalogue(), load_products(settings.catalogue_file), venues, clock())
     ids = [inst.id for inst in catalogue.instruments]
     # SQLite on its threads or PostgreSQL's async pool (docs/storage.md); a committed record wakes the outbox worker
     notify = group(NotifySettings)
@@ -226,21 +223,41 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     site, usage = make_sites(settings, router, repos, state, app, engine, registry, specs, outbox, meter, clock,
                              board)
     applied.subscribe_before(site.snapshots.before_ticks)
-    stream = StreamService(settings, state, catalogue, epoch, registry, keys, buckets, history, clock,
-                           stream_limits(settings), meter, fresh.stale)
-    applied.subscribe(stream.core.fanout.on_ticks)
+    stream = make_stream(settings, state, epoch, registry, keys, buckets, history, clock, meter, fresh, applied, watch)
     probe, status, status_tasks = register_status(router, fresh, venues, clock, repos.storage, stream, outbox,
                                                      engine, board, settings)
-    if keeper is not None:
-        applied.subscribe(keeper.on_ticks)
-        ticks.lead_listeners.append(keeper.on_lead)  # a shared archive: a new lease holder writes what it applied
-    watch.listeners.append(stream.on_revoked)
-    watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
+    follow_keeper(keeper, applied, ticks)
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
     core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks, probe, board, *jobs]
     recorder = availability_recorder(settings, repos.storage, app, stream, ticks, status, clock)
     return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream, *status_tasks, recorder],
                 keys, outbox, started, keeper)
+
+
+def load_catalogue(settings: Settings, clock: Callable[[], float]) -> tuple[VenueBook, Catalogue]:
+    """Every venue's sessions and holidays (SPEC 16), and the catalogue: the products, spot assessments and FX, then
+    every futures contract shown (SPEC 19, contracts/rows.py)."""
+    venues = VenueBook.load(settings.calendar_file)
+    return venues, with_contracts(default_catalogue(), load_products(settings.catalogue_file), venues, clock())
+
+
+def make_stream(settings: Settings, state: MarketState, epoch: str, registry: Registry, keys: KeyCache, buckets: Gcra,
+                history: TickHistory, clock: Callable[[], float], meter: UsageMeter, fresh: Freshness,
+                applied: AppliedTicks, watch: KeyWatch) -> StreamService:
+    """The WebSocket stream (SPEC 7): told of every applied tick, of revoked keys and of changed plans."""
+    stream = StreamService(settings, state, state.catalogue, epoch, registry, keys, buckets, history, clock,
+                           stream_limits(settings), meter, fresh.stale)
+    applied.subscribe(stream.core.fanout.on_ticks)
+    watch.listeners.append(stream.on_revoked)
+    watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
+    return stream
+
+
+def follow_keeper(keeper: CandleKeeper | None, applied: AppliedTicks, ticks: TickPath) -> None:
+    """A live feed's keeper: told of every applied tick (after the stream) and of a new lease holder."""
+    if keeper is not None:
+        applied.subscribe(keeper.on_ticks)
+        ticks.lead_listeners.append(keeper.on_lead)  # a shared archive: a new lease holder writes what it applied
 
 
 def availability_recorder(settings: Settings, storage: Storage, app: App, stream: StreamService, ticks: TickPath,
@@ -331,39 +348,6 @@ def make_app(settings: Settings, router: Router, keys: KeyCache, registry: Regis
     guard = threading.Lock() if robyn else contextlib.nullcontext()
     return build_app(settings, router, keys, HttpMetrics(registry), engine.limiter, buckets, clock, guard, meter,
                      robyn_peer if robyn else granian_peer)
-
-
-def history_parts(keeper: CandleKeeper | None, registry: Registry, storage: StorageSettings,
-                  clock: Callable[[], float], venues: VenueBook, daily: Candles,
-                  ) -> tuple[Callable[[], bool], list[Service], DeepRanges | None, FlatFileSets | None]:
-    """A live feed's history (SPEC 18): its /metrics and the check /readyz adds, its retention job (pruned as
-    --retention says), the range queries below the rings and the flat files (kept in the data dir's flatfiles/,
-    made ahead by their job); nothing for the demo feed."""
-    if keeper is None or keeper.archive is None:
-        return (lambda: True), [], None, None
-    days = {**DEFAULT_DAYS, **storage.retention}
-    archive, instruments = keeper.archive, keeper.catalogue.instruments
-    ids = [i.id for i in instruments]
-    deep = DeepRanges(archive.history, ids, [i.decimals for i in instruments], daily)
-    flat = FlatFileSets.build(archive.history, daily, ids, [i.venue for i in instruments],
-                              [venues.for_instrument(i) for i in ids], venues.venues, storage.data_dir / "flatfiles",
-                              days)
-    jobs: list[Service] = [RetentionJob(archive.history, Retention(days), clock), FlatFileJob(list(flat), clock)]
-    return archive.register_metrics(registry), jobs, deep, flat
-
-
-def history_opener(storage: StorageSettings) -> Callable[[], History]:
-    """The durable history of a live feed (SPEC 18): SQLite in the data dir or PostgreSQL."""
-    url, every = storage.database_url, storage.archive_commit_s
-    return (lambda: History.postgres(url, every)) if url else (lambda: History.sqlite(storage.data_dir, every))
-
-
-def archive_writer(settings: Settings, engine: Engine) -> Callable[[], bool] | None:
-    """Who writes the tick archive: on the Redis engine with PostgreSQL (one archive for every hub) the feed's
-    lease holder only; otherwise every hub writes its own (None)."""
-    if engine.ticks.shared and settings.database_url:
-        return lambda: engine.ticks.leading
-    return None
 
 
 def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, clock: Callable[[], float],

@@ -28,11 +28,12 @@ from datetime import date
 import numpy as np
 
 from server.market.candles.daily import CandleBook
-from server.market.candles.intraday import IntradayBook, session_start
+from server.market.candles.intraday import IntradayBook
 from server.market.candles.ranges import CandleRanges
 from server.market.candles.trading_axis import VenueAxis, WeekdayAxis, axis_columns, axis_days_back
 from server.market.catalogue import Catalogue
-from server.market.demo import DemoWalk, fit_to_venues, venue_sessions, weekday_sessions
+from server.market.contracts.main import Roll
+from server.market.demo import DemoWalk, History, fit_to_venues, venue_sessions, weekday_sessions
 from server.market.demo_contracts import (
     bucket_days,
     derive_buckets,
@@ -48,6 +49,7 @@ from server.market.demo_contracts import (
 from server.market.futures import FuturesDays
 from server.market.inventory import InventoryBook
 from server.market.main_series import MainSeries
+from server.market.session_floors import SessionFloors
 from server.market.spreads import SpreadCalculator
 from server.market.tick import Tick, TickDetail
 from server.market.timefmt import day_start, iso, trading_day
@@ -74,39 +76,18 @@ def _finite_or_none(value: float, decimals: int) -> float | None:
     return round(value, decimals) if math.isfinite(value) else None
 
 
+def _trading_day_of(clocks: Sequence[VenueClock], row: int, ts: float) -> str | None:
+    """The trading day (of the instrument's venue) its newest tick belongs to; None before the first."""
+    if not clocks or not math.isfinite(ts):
+        return None
+    return clocks[row].trading_day(int(ts * 1000)).isoformat()
+
+
 def price_text(price: float, decimals: int, unit: str) -> str:
     """'2,415.00 CNY/t' style text; 'n/a' before the first price."""
     if not math.isfinite(price):
         return f"n/a {unit}"
     return f"{price:,.{decimals}f} {unit}"
-
-
-class SessionFloors:
-    """Where each instrument's trading day begins: its venue's previous trading day's close (a night session
-    belongs to the day after it, SPEC 16); ``session_start`` without venue clocks."""
-
-    def __init__(self, clocks: Sequence[VenueClock], candles: CandleBook) -> None:
-        self.clocks = clocks
-        self.candles = candles
-
-    def of(self, row: int, day: date) -> int:
-        """The first instant (epoch seconds) of ``day``'s ticks for ``row``."""
-        if not self.clocks:
-            return int(session_start(day))
-        clock = self.clocks[row]
-        previous = clock.previous_trading_day(day)
-        return clock.close_ms(previous) // 1000 if previous is not None else int(session_start(day))
-
-    def back(self, row: int, days: int) -> float:
-        """The first instant of ``row``'s most recent ``days`` shown trading days (its live candle's day counts once it
-        has traded)."""
-        if not len(self.candles):
-            return -math.inf
-        shown = self.candles.shown_columns(row)
-        if not len(shown):
-            return -math.inf
-        first = date.fromordinal(int(self.candles.days[shown[-days] if len(shown) >= days else shown[0]]))
-        return float(self.of(row, first))
 
 
 class MarketState:
@@ -308,18 +289,12 @@ class MarketState:
             "currency": inst.currency,
             "updated": iso(ts) if math.isfinite(ts) else None,
             "venue": inst.venue,
-            "tradingDay": self._trading_day_of(row, ts),
+            "tradingDay": _trading_day_of(self.clocks, row, ts),
         }
         if self.mains.is_series(row):  # the main continuous series names the contract whose price it shows (SPEC 19)
             main = self.streamed_main.get(row, self.mains.main[row])
             out["contract"] = self._ids[main] if main is not None else None
         return out | self.futures.fields(row, dec) if board and self.futures.is_futures(row) else out
-
-    def _trading_day_of(self, row: int, ts: float) -> str | None:
-        """The trading day (of the instrument's venue) its newest tick belongs to; None before the first."""
-        if not self.clocks or not math.isfinite(ts):
-            return None
-        return self.clocks[row].trading_day(int(ts * 1000)).isoformat()
 
     def quote_extended(self, row: int) -> dict:
         dec = self._decimals[row]
@@ -367,6 +342,47 @@ class MarketState:
         return {"id": cat.id, "name": cat.name, "count": len(rows), "quotes": quotes}
 
 
+def _demo_candles(n: int, columns: int, axis: VenueAxis | WeekdayAxis, days: list[date], history: History,
+                  oi: np.ndarray, settle: np.ndarray, live_days: list[date]) -> tuple[CandleBook, np.ndarray]:
+    """The demo's daily candle book, advanced to each row's live day; with the rows whose live candle is that day."""
+    _, o, h, low, c, v = history
+    candles = CandleBook(n, columns, axis)
+    candles.load_history(days, o, h, low, c, v, oi, settle)
+    candles.advance(np.array([d.toordinal() for d in live_days], dtype=np.int32))
+    live = candles.days[candles.row_col] == np.array([d.toordinal() for d in live_days])  # not an expired contract
+    candles.s[np.flatnonzero(live), candles.row_col[live]] = np.nan  # today settles at its close
+    candles.oi[np.isnan(candles.o)] = candles.s[np.isnan(candles.o)] = np.nan  # days not begun have neither
+    return candles, live
+
+
+def _seed_mains(state: MarketState, feed: DemoWalk, mains: dict[int, tuple[np.ndarray, list[Roll]]],
+                live_ords: np.ndarray) -> None:
+    """Each product's main series in the demo state, continuing from the history's decisions (replay_mains)."""
+    candles = state.candles
+    for product, (by_col, rolls) in mains.items():  # the main series continue from the history's decisions
+        main = int(by_col[candles.row_col[product]]) if by_col[candles.row_col[product]] >= 0 else None
+        state.mains.seed(product, main, int(live_ords[product]), rolls)
+        traded = np.flatnonzero((by_col >= 0) & ~np.isnan(candles.o[product, :len(by_col)]))
+        state.streamed_main[product] = int(by_col[traded[-1]]) if len(traded) else main  # its newest candle's
+        if main is not None:
+            feed.oi[product] = feed.oi[main]
+            state.futures.board.follow(product, main)
+    feed.mains = state.mains
+
+
+def _seed_board(state: MarketState, feed: DemoWalk, live: np.ndarray) -> None:
+    """The futures board's day so far in the demo state, as each live candle tells it; then the feed's limits."""
+    candles = state.candles
+    for row in state.futures.board.rows:  # the board's day so far, as the live candle tells it
+        _, high, low_, close, volume = candles.live(row)
+        before = candles.shown_columns(row)
+        before = before[before != candles.row_col[row]]  # the days before the live one (shown or not yet)
+        oi_prev = float(candles.oi[row, before[-1]]) if len(before) else math.nan
+        oi_now = float(feed.oi[row]) if live[row] else float(candles.oi[row, candles.row_col[row]])
+        state.futures.board.seed_day(row, (high + low_ + 2 * close) / 4, volume, close, oi_now, oi_prev)
+    feed.bounds = state.futures.bounds()
+
+
 def build_demo_state(
     catalogue: Catalogue, seed: int, now: float, capacity: int = 90, clocks: Sequence[VenueClock] = (),
 ) -> tuple[MarketState, DemoWalk]:
@@ -402,37 +418,16 @@ def build_demo_state(
     buckets = {name: trim_buckets(derive_buckets(feed, groups, history, share, day_of, mains), windows)
                for name, groups in buckets.items()}
     splice_daily(history, oi, settle, mains)  # a product's candles: each day's main's
-    _, o, h, low, c, v = history
-    candles = CandleBook(n, columns, axis)
-    candles.load_history(days, o, h, low, c, v, oi, settle)
-    candles.advance(np.array([d.toordinal() for d in live_days], dtype=np.int32))
-    live = candles.days[candles.row_col] == np.array([d.toordinal() for d in live_days])  # not an expired contract
-    candles.s[np.flatnonzero(live), candles.row_col[live]] = np.nan  # today settles at its close
-    candles.oi[np.isnan(candles.o)] = candles.s[np.isnan(candles.o)] = np.nan  # days not begun have neither
+    candles, live = _demo_candles(n, columns, axis, days, history, oi, settle, live_days)
     intraday = IntradayBook(n)
     for name, groups in buckets.items():
         for rows, arrays in groups:
             intraday.rings[name].load(*arrays, rows=rows)
     state = MarketState(catalogue, candles, demo=True, epoch=f"demo-{seed}-{int(now)}",
                         inventory=InventoryBook(catalogue, seed), intraday=intraday, clocks=clocks)
-    for product, (by_col, rolls) in mains.items():  # the main series continue from the history's decisions
-        main = int(by_col[candles.row_col[product]]) if by_col[candles.row_col[product]] >= 0 else None
-        state.mains.seed(product, main, int(live_ords[product]), rolls)
-        traded = np.flatnonzero((by_col >= 0) & ~np.isnan(candles.o[product, :len(by_col)]))
-        state.streamed_main[product] = int(by_col[traded[-1]]) if len(traded) else main  # its newest candle's
-        if main is not None:
-            feed.oi[product] = feed.oi[main]
-            state.futures.board.follow(product, main)
-    feed.mains = state.mains
+    _seed_mains(state, feed, mains, live_ords)
     state.updated_ts[:] = now
     state.updated_ts[~live] = feed.curve.expiry_ts[~live]  # an expired contract: its last close (SPEC 19)
     state.updated = now
-    for row in state.futures.board.rows:  # the board's day so far, as the live candle tells it
-        _, high, low_, close, volume = candles.live(row)
-        before = candles.shown_columns(row)
-        before = before[before != candles.row_col[row]]  # the days before the live one (shown or not yet)
-        oi_prev = float(candles.oi[row, before[-1]]) if len(before) else math.nan
-        oi_now = float(feed.oi[row]) if live[row] else float(candles.oi[row, candles.row_col[row]])
-        state.futures.board.seed_day(row, (high + low_ + 2 * close) / 4, volume, close, oi_now, oi_prev)
-    feed.bounds = state.futures.bounds()
+    _seed_board(state, feed, live)
     return state, feed

@@ -22,6 +22,7 @@ from server.api.docs.incident_docs import INCIDENT_OPERATIONS, INCIDENT_SCHEMAS
 from server.api.docs.schema_parts import DAY_PARAM, INT, STR, TEXT_PARAM, S, anchored, ref
 from server.api.docs.schemas import REQUESTS, RESPONSES, closure
 from server.api.docs.status_docs import STATUS_OPERATIONS, STATUS_SCHEMAS
+from server.api.docs.tags_docs import TAGS
 from server.api.docs.ticket_docs import TICKET_OPERATIONS, TICKET_SCHEMAS
 from server.api.market.keyed import DEFAULT_LIMIT as KLINE_DEFAULT_LIMIT
 from server.api.market.keyed import KLINE_INTERVALS, MAX_DAYS, MAX_IDS
@@ -402,28 +403,6 @@ def _operation(method: str, pattern: str, access: Access, name: str) -> S:
     responses["500"] = problem_("internal error (no details leaked; quote X-Request-ID)")
     op["responses"] = responses
     return op
-
-
-# /docs shows the groups in this order (Swagger UI follows the document's `tags`): market data first
-TAGS: list[S] = [
-    {"name": "market data", "description": "Keyed (header X-SERVICE-Key): quotes, candles, spreads, inventories. "
-                                           "Live ticks: WebSocket /ws/quotes, described in /asyncapi.json"},
-    {"name": "reference data", "description": "Keyed: instruments, venues, their sessions, trading days and "
-                                              "holidays (SPEC 16)"},
-    {"name": "flat files", "description": "Keyed, professional and enterprise plans: a closed trading day's ticks "
-                                          "and candles as one CSV.gz or Parquet file each (SPEC 18)"},
-    {"name": "TradingView UDF", "description": "Keyed: the TradingView UDF datafeed (SPEC 14) over the same candles "
-                                               "as /api/v1/kline; errors add UDF's s and errmsg to the problem"},
-    {"name": "public site", "description": "The public site's market snapshot, news and research (no key)"},
-    {"name": "accounts", "description": "Site accounts and their Bearer tokens"},
-    {"name": "inquiries", "description": "Purchase inquiries and cooperation intents (notified by e-mail and "
-                                         "enterprise messaging)"},
-    {"name": "receipts", "description": "Digital warehouse receipts and their on-chain evidence"},
-    {"name": "dashboard", "description": "The web dashboard's page, files and configuration"},
-    {"name": "operations", "description": "Health, readiness, metrics and these documents"},
-    {"name": "console", "description": "The service console (Bearer JWT): an account's keys, usage, plan "
-                                       "requests and audit list; operators decide the requests"},
-]
 
 
 def build_openapi(router: Router, settings: HttpSettings) -> S:
