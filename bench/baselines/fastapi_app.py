@@ -26,8 +26,11 @@ from fastapi import Depends, FastAPI, Header, HTTPException, Query
 from pydantic import BaseModel
 
 from server.market.catalogue import default_catalogue
+from server.market.contracts.rows import with_contracts
+from server.market.contracts.specs import load_products
 from server.market.state import build_demo_state
 from server.market.timefmt import iso
+from server.market.venues.book import VenueBook
 
 TICK_INTERVAL_S = 0.25
 
@@ -51,6 +54,8 @@ class Quote(BaseModel):
     updated: str | None
     venue: str
     tradingDay: str | None
+    # a futures product's main series names the contract it shows (SPEC 19): set on those quotes only, as ours
+    contract: str | None = None
     # a futures product's board (SPEC 19): set on futures quotes only (the routes exclude what is unset), as ours
     bid: float | None = None
     ask: float | None = None
@@ -92,8 +97,12 @@ class KlineResponse(BaseModel):
     series: list[Candle]
 
 
-catalogue = default_catalogue()
-state, feed = build_demo_state(catalogue, seed=42, now=time.time())
+# the catalogue and demo state as our server builds them (server/root.py): the products, then their contract rows
+# (so a product quote names its main `contract`), each on its venue's clock
+venues = VenueBook.load()
+catalogue = with_contracts(default_catalogue(), load_products(), venues, time.time())
+state, feed = build_demo_state(catalogue, seed=42, now=time.time(),
+                               clocks=[venues.for_instrument(inst.id) for inst in catalogue.instruments])
 KEY_HASHES = {hashlib.sha256(k.encode()).hexdigest() for k in os.environ.get("BASELINE_KEY", "").split(",") if k}
 
 
@@ -124,7 +133,7 @@ async def quotes(
     _key: Annotated[str, Depends(require_key)],
     kind: Literal["oil", "chem", "fx"] | None = None,
 ) -> QuotesResponse:
-    rows = catalogue.rows_of_kind(kind) if kind else list(range(len(catalogue.instruments)))
+    rows = catalogue.rows_of_kind(kind) if kind else list(catalogue.listed_rows)  # no contract rows, as ours
     items = [Quote(**q) for q in state.quotes(rows)]
     return QuotesResponse(updated=iso(state.updated), count=len(items), demo=state.demo, quotes=items)
 

@@ -39,8 +39,11 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from server.market.catalogue import default_catalogue  # noqa: E402
+from server.market.contracts.rows import with_contracts  # noqa: E402
+from server.market.contracts.specs import load_products  # noqa: E402
 from server.market.state import build_demo_state  # noqa: E402
 from server.market.timefmt import iso  # noqa: E402
+from server.market.venues.book import VenueBook  # noqa: E402
 
 TICK_INTERVAL_S = 0.25
 JSON = "application/json"
@@ -68,6 +71,8 @@ class Quote(msgspec.Struct):
     updated: str | None
     venue: str
     tradingDay: str | None
+    # a futures product's main series names the contract it shows (SPEC 19): present on those quotes only, as ours
+    contract: str | msgspec.UnsetType | None = msgspec.UNSET
     # a futures product's board (SPEC 19): present on futures quotes only, as ours
     bid: Board = msgspec.UNSET
     ask: Board = msgspec.UNSET
@@ -109,8 +114,12 @@ class KlineBody(msgspec.Struct):
     series: list[Candle]
 
 
-catalogue = default_catalogue()
-state, feed = build_demo_state(catalogue, seed=42, now=time.time())
+# the catalogue and demo state as our server builds them (server/root.py): the products, then their contract rows
+# (so a product quote names its main `contract`), each on its venue's clock
+venues = VenueBook.load()
+catalogue = with_contracts(default_catalogue(), load_products(), venues, time.time())
+state, feed = build_demo_state(catalogue, seed=42, now=time.time(),
+                               clocks=[venues.for_instrument(inst.id) for inst in catalogue.instruments])
 KEYS = frozenset(k for k in os.environ.get("PEER_KEY", "").split(",") if k)
 encoder = msgspec.json.Encoder()
 _cache: dict[Any, bytes] = {}
@@ -135,7 +144,7 @@ def require_key(connection: ASGIConnection[Any, Any, Any, Any], _: BaseRouteHand
 @get("/api/v1/quotes", guards=[require_key], sync_to_thread=False)
 def quotes(kind: Literal["oil", "chem", "fx"] | None = None) -> Response[bytes]:
     def build() -> QuotesBody:
-        rows = catalogue.rows_of_kind(kind) if kind else list(range(len(catalogue.instruments)))
+        rows = catalogue.rows_of_kind(kind) if kind else list(catalogue.listed_rows)  # no contract rows, as ours
         items = msgspec.convert(state.quotes(rows), list[Quote])
         return QuotesBody(iso(state.updated), len(items), state.demo, items)
 

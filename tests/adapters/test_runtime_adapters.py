@@ -234,7 +234,10 @@ def test_robyn_exact_route_handler_answers_its_own_path(robyn: tuple[Hub, Any]) 
     first = answer(handler(request))
     second = answer(handler(request))
     assert first[0] == second[0] == 200 and first[2] == second[2]
-    assert orjson.loads(first[2])["count"] == len(hub.node.catalogue.instruments)
+    # /api/v1/quotes without filters lists the listed instruments only, no contract rows (docs/contracts.md)
+    body, catalogue = orjson.loads(first[2]), hub.node.catalogue
+    assert body["count"] == len(catalogue.listed_rows) == len(body["quotes"])
+    assert [q["id"] for q in body["quotes"]] == [catalogue.instruments[r].id for r in catalogue.listed_rows]
 
 
 def test_robyn_refusals_and_the_async_handler(robyn: tuple[Hub, Any]) -> None:

@@ -157,9 +157,10 @@ def test_every_stream_message_validates_against_asyncapi(api: ServerProcess, htt
         problems += [f"{kind}: {e}" for e in errors_of(validators[kind], msg)]
     assert problems == [], "\n".join(problems[:20])
     # a status frame needs a venue's window edge: test_a_status_frame_validates_against_asyncapi sees it; a roll
-    # frame a product's new main: tests/contract/test_main_contract.py validates it
-    unseen = {"status", "roll"}
-    assert {m["type"] for m in messages} == set(by_type) - unseen, "every documented server message was seen"
+    # frame a product's new main: tests/contract/test_main_contract.py provokes it, but the demo's main contract may
+    # also roll during this run (then the loop above has validated that frame): either is right
+    unseen, maybe = {"status", "roll"}, {"roll"}
+    assert {m["type"] for m in messages} - maybe == set(by_type) - unseen, "every documented server message was seen"
     assert {m["code"] for m in messages if m["type"] == "error"} == codes, "every documented error code was seen"
 
 
