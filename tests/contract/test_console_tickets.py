@@ -9,6 +9,7 @@ once the outbox holds no job still to send (a barrier, not a sleep).
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -40,6 +41,14 @@ class Inbox:
 
     def to(self, address: str) -> list[EmailMessage]:
         return [m for rcpts, m in self.messages if address in rcpts]
+
+    def wait_for(self, address: str, n: int, timeout: float = 15.0) -> list[EmailMessage]:
+        """Another process delivers: poll with a deadline."""
+        deadline = time.monotonic() + timeout
+        while len(self.to(address)) < n:
+            assert time.monotonic() < deadline, f"no e-mail to {address}: {self.messages}"
+            time.sleep(0.05)
+        return self.to(address)
 
 
 @pytest.fixture(scope="module")

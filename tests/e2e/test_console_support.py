@@ -5,17 +5,14 @@ console; close and reopen; both languages at 1440 px and 390 px without sideways
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
-from email import policy
-from email.message import EmailMessage
-from email.parser import BytesParser
 from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
 
 from tests.conftest import ServerProcess, free_port, run_cli
+from tests.contract.test_console_tickets import Inbox
 from tests.e2e.conftest import needs_chromium
 from tests.e2e.test_console_page import DESKTOP, PASSWORD, PHONE, Page
 
@@ -25,27 +22,6 @@ pytestmark = needs_chromium
 CUSTOMER, OPERATOR = "buyer@acme.example", "desk@market.example"
 SUBJECT = "Brent <img src=x onerror=alert(1)> stale"
 BODY = "No ticks since 09:31.\n<script>alert('x')</script> & more"
-
-
-class Inbox:
-    def __init__(self) -> None:
-        self.messages: list[tuple[list[str], EmailMessage]] = []
-
-    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
-        msg = BytesParser(policy=policy.default).parsebytes(envelope.original_content)
-        self.messages.append((list(envelope.rcpt_tos), msg))
-        return "250 2.0.0 OK"
-
-    def to(self, address: str) -> list[EmailMessage]:
-        return [m for rcpts, m in self.messages if address in rcpts]
-
-    def wait_for(self, address: str, n: int, timeout: float = 15.0) -> list[EmailMessage]:
-        """Another process delivers: poll with a deadline."""
-        deadline = time.monotonic() + timeout
-        while len(self.to(address)) < n:
-            assert time.monotonic() < deadline, f"no e-mail to {address}: {self.messages}"
-            time.sleep(0.05)
-        return self.to(address)
 
 
 @pytest.fixture(scope="module")
