@@ -3,7 +3,8 @@ and shutdown both runtime adapters call (server/serve.py for Granian, server/htt
 
 `build` makes each part with only what it uses and connects them (starlette's `Starlette(routes=...,
 lifespan=...)`, uvicorn's `Server`): no part looks another up, opens its own storage or makes its own
-limiter, and nothing but this module imports the parts' wiring. The engine is chosen here, once
+limiter, and nothing but this module imports the parts' wiring (a live feed's history parts are wired in
+server/history_parts.py, which only this module calls). The engine is chosen here, once
 (`make_engine`); everything else sees only the engine's protocols (server/engine/__init__.py).
 
 Order (docs/architecture.md explains each part):
@@ -44,7 +45,7 @@ from server.api.ops.health import OpsApi
 from server.api.ops.incident_watch import IncidentWatch
 from server.api.ops.incidents import IncidentBoard, IncidentsApi
 from server.api.ops.status import Component, StatusApi, StorageProbe, up_down
-from server.api.ops.uptime import UptimeApi, open_at
+from server.api.ops.uptime import UptimeApi
 from server.api.ops.web import WebApi
 from server.api.site.accounts import lockout_mail
 from server.api.site.routes import SiteTasks, register_public_site
@@ -82,6 +83,7 @@ from server.market.freshness import Freshness, freshness_of, venue_clocks
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state
 from server.market.venues.book import VenueBook
+from server.market.venues.feed import open_at_minute
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
 from server.store.accounts.console_store import ConsoleStore
@@ -317,7 +319,7 @@ def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: 
     watch = IncidentWatch(board, board.store, status.levels, lambda: probe.ok, lambda: engine.ticks.leading, clock,
                           fresh.major_ms / 1000, settings.group(StorageSettings).storage_outage_s)
     uptime = UptimeApi(AvailabilityStore(storage), ["rest", "stream", "storage", *(f"feed:{v}" for v in fresh.clocks)],
-                       open_at(fresh.clocks), clock)  # the SLA report's components (api/console/routes.py)
+                       open_at_minute(fresh.clocks), clock)  # the SLA report's components (api/console/routes.py)
     uptime.register(router)
     return probe, status, [watch, uptime]
 

@@ -30,6 +30,7 @@ ERROR_SHARE = 0.05  # over this share of a minute's keyed requests answered 5xx:
 CORE_COMPONENTS = ("rest", "stream", "storage")
 FEED_PREFIX = "feed:"
 UPTIME_DAYS = 90  # the /status page's daily uptime: at most and by default this many days (SPEC 20)
+InSession = Callable[[str, int], bool]  # (venue, epoch minute) -> its clock said open at that minute's start
 
 
 @dataclass(slots=True)
@@ -113,7 +114,7 @@ def counted_span(month_first: int, month_end: int, first_start: int | None, in_p
 
 
 def down_minutes(records: Iterable[MinuteRecord], span: Span, components: list[str],
-                 in_session: Callable[[str, int], bool]) -> dict[str, list[int]]:
+                 in_session: InSession) -> dict[str, list[int]]:
     """Each component's down minutes within the span, ascending. `in_session(venue, minute)`: the venue was open at
     that minute's start (asked only for minutes no hub recorded)."""
     by_minute: dict[int, list[MinuteRecord]] = {}

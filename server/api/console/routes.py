@@ -16,13 +16,14 @@ from server.api.console.context import BucketCheck, ClientIp, ConsoleContext, Re
 from server.api.console.flush import UsageFlusher
 from server.api.console.incidents import ConsoleIncidentsApi
 from server.api.console.keys import ConsoleKeysApi
-from server.api.console.sla import SlaApi, in_session
+from server.api.console.sla import SlaApi
 from server.api.console.tickets import ConsoleTicketsApi
 from server.api.core.router import Router
 from server.api.site.accounts import BearerAuth
 from server.config import Settings
 from server.core.usage import UsageMeter
 from server.market.venues.clock import VenueClock
+from server.market.venues.feed import open_at_minute
 from server.store.accounts.console_store import ConsoleStore
 from server.store.availability.store import AvailabilityStore
 from server.store.site.records import ChannelSpec
@@ -45,5 +46,5 @@ def register_console(settings: Settings, router: Router, repos: Repositories, to
     hours = SupportHours.load(settings.calendar_file)  # business hours: SHFE's trading days (issue 43)
     ConsoleTicketsApi(ctx, hours, channels, wake, mail=bool(settings.smtp_url)).register(router)
     clocks = dict(venues or {})
-    SlaApi(ctx, AvailabilityStore(repos.storage), list(clocks), in_session(clocks)).register(router)
+    SlaApi(ctx, AvailabilityStore(repos.storage), list(clocks), open_at_minute(clocks)).register(router)
     return UsageFlusher(meter, store, clock)

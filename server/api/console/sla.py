@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Callable, Mapping
 from datetime import date
 from typing import Any
 
@@ -24,6 +23,7 @@ from server.api.core.types import Request, Response
 from server.core.availability import (
     EPOCH_ORDINAL,
     MINUTE_S,
+    InSession,
     MinuteRecord,
     Span,
     availability,
@@ -40,7 +40,6 @@ from server.core.errors import ApiError
 from server.core.metrics import LATENCY_BUCKETS
 from server.core.usage import local_day
 from server.market.timefmt import iso
-from server.market.venues.clock import MarketStatus, VenueClock
 from server.store.accounts.console import Account
 from server.store.availability.store import AvailabilityStore
 from server.store.support.response import support_response
@@ -49,12 +48,7 @@ PLAN_TARGETS = {"enterprise": 99.9}  # percent of a month's counted minutes up, 
 OPERATOR_TARGET = PLAN_TARGETS["enterprise"]
 _MONTH = re.compile(r"([0-9]{4})-([0-9]{2})")
 PARAMS = frozenset({"month"})
-InSession = Callable[[str, int], bool]
 
-
-def in_session(clocks: Mapping[str, VenueClock]) -> InSession:
-    """`(venue, minute) -> bool`: the venue's clock said open at that minute's start."""
-    return lambda venue, minute: clocks[venue].status(minute * MINUTE_S * 1000) is MarketStatus.OPEN
 
 
 def parse_month(raw: str) -> tuple[int, int]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import date
 from typing import Any
 
@@ -26,6 +26,7 @@ from server.core.availability import (
     EPOCH_ORDINAL,
     MINUTE_S,
     UPTIME_DAYS,
+    InSession,
     availability,
     by_day,
     counted_span,
@@ -35,7 +36,6 @@ from server.core.availability import (
 )
 from server.core.background import cancel_and_wait
 from server.market.timefmt import iso
-from server.market.venues.clock import MarketStatus, VenueClock
 from server.store.availability.store import AvailabilityStore
 
 log = logging.getLogger("market.uptime")
@@ -48,12 +48,7 @@ READ_TIMEOUT_S = 60.0  # a storage that hangs leaves the last copy in place; the
 NO_STORE = ("cache-control", "no-store")
 MAX_BODIES = 8  # answers kept per copy (by `days`); the page asks the default
 PARAMS = frozenset({"days"})
-InSession = Callable[[str, int], bool]
 
-
-def open_at(clocks: Mapping[str, VenueClock]) -> InSession:
-    """`(venue, minute) -> bool`: the venue's clock said open at that minute's start (as the SLA report asks)."""
-    return lambda venue, minute: clocks[venue].status(minute * MINUTE_S * 1000) is MarketStatus.OPEN
 
 
 class UptimeApi:

@@ -7,8 +7,10 @@ session. Pure functions over a ``VenueClock``; the feed owns the clock it asks w
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import date, timedelta
 
+from server.core.availability import MINUTE_S, InSession
 from server.market.venues.clock import BREAK_MAX_MS, MarketStatus, VenueClock
 from server.market.venues.data import Publication
 
@@ -16,6 +18,12 @@ from server.market.venues.data import Publication
 def in_session(clock: VenueClock, ts_ms: int) -> bool:
     """True while a window of the clock is open at ``ts_ms`` (a continuous instrument may tick)."""
     return clock.status(ts_ms) is MarketStatus.OPEN
+
+
+def open_at_minute(clocks: Mapping[str, VenueClock]) -> InSession:
+    """`(venue, epoch minute) -> bool`: the venue's clock said open at that minute's start. The availability
+    figures (the SLA report, the /status page's uptime) count a feed down only while its venue is in session."""
+    return lambda venue, minute: in_session(clocks[venue], minute * MINUTE_S * 1000)
 
 
 def prints_between(clock: VenueClock, after_ms: int, until_ms: int) -> list[tuple[int, date]]:
