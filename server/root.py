@@ -282,7 +282,8 @@ def register_market(settings: Settings, router: Router, state: MarketState, venu
     ReferenceApi(catalogue, venues, clock, state, deep, load_products(settings.catalogue_file)).register(router)
     archive = keeper.archive if keeper is not None else None
     ids = [inst.id for inst in catalogue.instruments]
-    qualities = DayQualities(fresh, ids, archive.history if archive is not None else None)  # SPEC 20's days
+    qualities = DayQualities(fresh, ids, archive.history if archive is not None else None,  # SPEC 20's days
+                             flat.import_version if flat is not None else lambda: "")
     # a closed trading day's files, each venue's (SPEC 18), each with its day's condition
     FlatFilesApi(flat, clock, venues.venues, qualities).register(router)
     QualityApi(qualities, clock).register(router)

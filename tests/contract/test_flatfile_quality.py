@@ -106,3 +106,22 @@ def test_a_dce_listing_has_no_files_and_a_free_key_none(hub: Hub) -> None:
     assert _files(hub, venue="dce") == []  # no rows: no entries (and no condition asked)
     r = hub.get("/api/v1/flatfiles", key=hub.free, params=RANGE)
     assert r.status_code == 403 and r.json()["code"] == "plan_required", r.text
+
+
+def test_an_import_measures_a_kept_day_again(hub: Hub) -> None:
+    """A closed day's condition is kept in memory, but an import moves the data version: Friday's silent morning,
+    imported while the hub runs, makes that day `available` with no gap on the next listing and quality read,
+    without a restart. (Last in the module: it changes Friday.)"""
+    assert _quality(hub)["2026-11-20"]["condition"] == "degraded"  # kept from the tests above
+    morning = [t for t in _every_20_min(1) if _at(20, 9, 0) <= t < _at(20, 13, 30)]
+    lines = hub.srv.data_dir.parent / "morning.jsonl"
+    lines.write_text("".join(json.dumps(_line(("methanol", int(t.timestamp() * 1000), 1000 + k, 2450.0, 1.0)))
+                             + "\n" for k, t in enumerate(morning)))
+    imported = run_cli(hub.srv.data_dir, "ticks", "import", str(lines), "--clock-start", NOW)
+    assert imported.returncode == 0, imported.stdout + imported.stderr
+    friday = _quality(hub)["2026-11-20"]
+    assert (friday["condition"], friday["gaps"]) == ("available", [])
+    files = _files(hub, venue="zce")
+    assert [(f["date"], f["condition"], f["gaps"]) for f in files] == [
+        ("2026-11-19", "available", 0), ("2026-11-20", "available", 0)]
+    assert files[1]["rows"] == len(FRIDAY) + len(morning)

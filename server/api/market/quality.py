@@ -36,13 +36,25 @@ MAX_KEPT = 50_000  # closed days' answers kept in memory (a venue's year is 366)
 class DayQualities:
     """Each venue's trading days and their measured quality, a closed day's kept in memory (MAX_KEPT)."""
 
-    def __init__(self, fresh: Freshness, ids: list[str], history: History | None) -> None:
+    def __init__(self, fresh: Freshness, ids: list[str], history: History | None,
+                 imports: Callable[[], str] = lambda: "") -> None:
         """`fresh`: the venues' clocks, rows and --stale-after (market/freshness.py); `ids`: instrument ids by row;
-        `history`: the durable history (None: nothing stored, no days)."""
-        self.fresh, self.ids, self.history = fresh, ids, history
+        `history`: the durable history (None: nothing stored, no days); `imports`: the flat files' data version
+        (store/flatfiles/files.py `data_version`), which every `ticks import` moves: the closed days kept are
+        forgotten when it moves, so an imported day's condition is measured again (no restart needed)."""
+        self.fresh, self.ids, self.history, self.imports = fresh, ids, history, imports
         self._kept: dict[tuple[str, date], DayQuality] = {}
         self._all_kept: dict[date, tuple[Condition, int] | None] = {}  # of_all's closed answers
+        self._version = imports()
         self.venues = sorted(fresh.clocks)
+
+    def _current(self) -> None:
+        """Forget the closed days kept when an import has moved the data version since they were measured."""
+        version = self.imports()
+        if version != self._version:
+            self._kept.clear()
+            self._all_kept.clear()
+            self._version = version
 
     def days(self, vid: str, start: date, end: date, now_ms: int) -> list[date]:
         """The venue's trading days in the range whose first session has begun."""
@@ -59,6 +71,7 @@ class DayQualities:
         """The all-venue day: the worst condition (market/quality.py `worst`) over the venues with a trading day
         on that date whose first session has begun, and their gaps summed; None when there is none (or no
         history). The venues' days not kept yet are read in one trip to a history thread."""
+        self._current()
         if day in self._all_kept:
             return self._all_kept[day]
         found = await self._of_many([vid for vid in self.venues if self.days(vid, day, day, now_ms)], day, now_ms)
@@ -71,7 +84,8 @@ class DayQualities:
 
     async def _of_many(self, vids: list[str], day: date, now_ms: int) -> list[DayQuality]:
         """Each venue's day: the kept ones from memory, the others measured together on one history thread (a
-        closed day is kept: it changes no more)."""
+        closed day is kept: it changes no more, but for an import, which moves `imports`)."""
+        self._current()
         found = {vid: q for vid in vids if (q := self._kept.get((vid, day))) is not None}
         wanted = [vid for vid in vids if vid not in found]
         if wanted:

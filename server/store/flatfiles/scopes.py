@@ -16,7 +16,7 @@ from pathlib import Path
 
 from server.market.venues.clock import VenueClock
 from server.store.flatfiles.days import FlatFileDays
-from server.store.flatfiles.files import dropped_days, move_version
+from server.store.flatfiles.files import data_version, dropped_days, move_version
 from server.store.history.threads import History
 from server.store.sql.repositories import Candles
 
@@ -42,6 +42,10 @@ class FlatFileSets:
             venues[vid] = FlatFileDays(history, daily, [i for i, _ in mine], [c for _, c in mine],
                                        venue_root(root, vid), retention, venue=vid, version_root=root)
         return cls(every, venues)
+
+    def import_version(self) -> str:
+        """The data dir's data version, which every import moves (files.data_version); no committed-tick count."""
+        return data_version(self.all.version_root)
 
     def __iter__(self) -> Iterator[FlatFileDays]:
         """The all-venue files first, then each venue's (a job's order)."""
