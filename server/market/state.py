@@ -370,16 +370,19 @@ def _seed_mains(state: MarketState, feed: DemoWalk, mains: dict[int, tuple[np.nd
     feed.mains = state.mains
 
 
-def _seed_board(state: MarketState, feed: DemoWalk, live: np.ndarray) -> None:
-    """The futures board's day so far in the demo state, as each live candle tells it; then the feed's limits."""
+def _seed_board(state: MarketState, feed: DemoWalk, live: np.ndarray, seed: int) -> None:
+    """The futures board's day so far in the demo state, as each live candle tells it (the book's sizes 1-80 lots,
+    as the feed's ticks draw them, so a quote has them before its first tick); then the feed's limits."""
     candles = state.candles
-    for row in state.futures.board.rows:  # the board's day so far, as the live candle tells it
+    lots = np.random.default_rng([seed, 19]).integers(1, 81, size=(len(state.futures.board.rows), 2))
+    for k, row in enumerate(state.futures.board.rows):  # the board's day so far, as the live candle tells it
         _, high, low_, close, volume = candles.live(row)
         before = candles.shown_columns(row)
         before = before[before != candles.row_col[row]]  # the days before the live one (shown or not yet)
         oi_prev = float(candles.oi[row, before[-1]]) if len(before) else math.nan
         oi_now = float(feed.oi[row]) if live[row] else float(candles.oi[row, candles.row_col[row]])
-        state.futures.board.seed_day(row, (high + low_ + 2 * close) / 4, volume, close, oi_now, oi_prev)
+        state.futures.board.seed_day(row, (high + low_ + 2 * close) / 4, volume, close, oi_now, oi_prev,
+                                     (float(lots[k, 0]), float(lots[k, 1])))
     feed.bounds = state.futures.bounds()
 
 
@@ -429,5 +432,5 @@ def build_demo_state(
     state.updated_ts[:] = now
     state.updated_ts[~live] = feed.curve.expiry_ts[~live]  # an expired contract: its last close (SPEC 19)
     state.updated = now
-    _seed_board(state, feed, live)
+    _seed_board(state, feed, live, seed)
     return state, feed

@@ -19,6 +19,7 @@ function svg(tag, attrs = {}, text = null) {
 export function renderCurve(box, curve, t) {
   const points = curve.contracts.filter((p) => p.price !== null);
   box.replaceChildren();
+  box.dataset.product = curve.id; // whose curve this is (the previous product's stays drawn until this one lands)
   box.hidden = points.length < 2;
   if (box.hidden) return;
   const prices = points.map((p) => p.price);

@@ -200,7 +200,8 @@ def test_a_futures_product_shows_its_main_contract_and_curve(tab: Tab, dash: Ser
     tab.enter_key(dash.demo_key)
     page.wait_for_selector("#chart[data-candles]")
     page.select_option("[data-testid=chart-select]", "methanol")
-    page.wait_for_selector("#curve:not([hidden]) svg")
+    # the first chart may be another futures product (Brent): its curve stays drawn until methanol's lands
+    page.wait_for_selector("#curve[data-product=methanol]:not([hidden]) svg")
     curve = httpx.get(dash.base + "/api/v1/curve/methanol", headers={"X-SERVICE-Key": dash.demo_key}).json()
     assert page.locator("#curve circle").count() == len(curve["contracts"])
     assert page.locator("#curve circle.curve-main").count() == 1

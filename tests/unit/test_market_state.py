@@ -172,3 +172,18 @@ def test_build_demo_state_history_joins_live_price() -> None:
     assert all(a.seq == 1 for a in applied)
     orjson.dumps({"q": state.quotes(list(range(len(CAT.instruments)))), "c": state.categories(),
                   "s": state.spreads(), "k": series})
+
+
+def test_a_demo_futures_quote_has_its_book_before_its_first_tick() -> None:
+    """Sunday: no venue ticks, yet every futures quote shows a book (a tick either side of the last price) with
+    sizes of 1-80 lots, as the feed's ticks draw them; the same seed gives the same book."""
+    now = at(2026, 11, 22, 7)
+    state, _ = build_demo_state(CAT, seed=9, now=now)
+    rows = state.futures.board.rows
+    quotes = [state.quote(r) for r in rows]
+    assert all(isinstance(q["bidSize"], int) and 1 <= q["bidSize"] <= 80 for q in quotes)
+    assert all(isinstance(q["askSize"], int) and 1 <= q["askSize"] <= 80 for q in quotes)
+    assert len({(q["bidSize"], q["askSize"]) for q in quotes}) > 1  # drawn, not one constant
+    assert all(q["bid"] < q["price"] < q["ask"] for q in quotes)
+    again, _ = build_demo_state(CAT, seed=9, now=now)
+    assert [again.quote(r)["bidSize"] for r in rows] == [q["bidSize"] for q in quotes]

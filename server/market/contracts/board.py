@@ -108,9 +108,10 @@ class FuturesBoard:
         local = self._local[row](ms)
         return local.hour * 60 + local.minute
 
-    def seed_day(self, row: int, vwap: float, volume: float, last: float, oi: float, oi_prev: float) -> None:
+    def seed_day(self, row: int, vwap: float, volume: float, last: float, oi: float, oi_prev: float,
+                 sizes: tuple[float, float] = (_NAN, _NAN)) -> None:
         """The day so far as a history tells it (the demo's live candle): weighed at ``vwap``, the book a tick
-        either side of the last price."""
+        either side of the last price with ``sizes`` (bid, ask) lots."""
         spec = self.specs[row]
         if spec is None:
             return
@@ -119,6 +120,7 @@ class FuturesBoard:
             self.turnover[row] = vwap * volume * spec.multiplier
         self.last[row], self.oi[row], self.oi_prev[row] = last, oi, oi_prev
         self.bid[row], self.ask[row] = last - spec.tick, last + spec.tick
+        self.bid_size[row], self.ask_size[row] = sizes
 
     def new_day(self, row: int, prev_settle: float) -> None:
         """The row's trading day moved on, the day before settled at ``prev_settle``: the new day's limits."""
