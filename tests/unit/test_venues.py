@@ -28,12 +28,14 @@ def ms(*parts: int, tz: ZoneInfo = SH) -> int:
     return int(datetime(*parts, tzinfo=tz).timestamp()) * 1000
 
 
-@pytest.fixture(scope="module")
+# Built afresh for each test (under a millisecond): mutmut credits a fixture's work to the test that first built
+# it, so a module-scoped book hid the calendars' and clocks' construction from every later test's mutants.
+@pytest.fixture
 def book() -> VenueBook:
     return VenueBook.load()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def methanol(book: VenueBook) -> VenueClock:
     return book.for_instrument("methanol")
 
