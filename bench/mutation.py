@@ -36,7 +36,8 @@ MODULES: dict[str, list[str]] = {
     "server/core/limits.py": ["tests/unit/test_ratelimit.py"],
     "server/core/login_throttle.py": ["tests/unit/test_login_throttle.py"],
     "server/market/venues/clock.py": ["tests/unit/test_venues.py"],
-    "server/market/venues/day_calendars.py": ["tests/unit/test_venues.py"],
+    "server/market/venues/day_calendars.py": ["tests/unit/test_day_calendars.py", "tests/unit/test_venues.py",
+                                              "tests/unit/test_calendar_notices.py"],
     "server/store/flatfiles/byte_range.py": ["tests/unit/test_flatfiles.py"],
 }
 STATUS = re.compile(r"^\s+(\S+): (.+)$")

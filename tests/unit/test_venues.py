@@ -28,12 +28,14 @@ def ms(*parts: int, tz: ZoneInfo = SH) -> int:
     return int(datetime(*parts, tzinfo=tz).timestamp()) * 1000
 
 
-@pytest.fixture(scope="module")
+# Built afresh for each test (under a millisecond): mutmut credits a fixture's work to the test that first built
+# it, so a module-scoped book hid the calendars' and clocks' construction from every later test's mutants.
+@pytest.fixture
 def book() -> VenueBook:
     return VenueBook.load()
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture
 def methanol(book: VenueBook) -> VenueClock:
     return book.for_instrument("methanol")
 
@@ -349,5 +351,16 @@ def test_a_window_is_half_open_and_the_next_open_or_close_is_strictly_later(meth
     assert methanol.next_open(first.start_ms - 1) == first.start_ms
     assert methanol.next_close(first.end_ms) == second.end_ms
     assert methanol.next_close(first.end_ms - 1) == first.end_ms
-    with pytest.raises(ValueError, match="n must be >= 0"):
+    with pytest.raises(ValueError, match=r"^n must be >= 0$"):
         methanol.trading_days_back(day, -1)
+
+
+def test_before_the_first_window_after_a_long_holiday_the_market_is_closed(methanol: VenueClock) -> None:
+    """No window in the three days looked back (National Day, and no night session on its eve): nothing to
+    measure a break from, so closed until the first window, then open (clock.py's mutation run)."""
+    first = methanol.windows(date(2026, 10, 8))[0]
+    assert methanol.local(first.start_ms).strftime("%m-%d %H:%M") == "10-08 09:00"
+    assert methanol.status(ms(2026, 10, 8, 8, 0)) is MarketStatus.CLOSED
+    assert methanol.status(first.start_ms - 1) is MarketStatus.CLOSED
+    assert methanol.status(first.start_ms) is MarketStatus.OPEN
+    assert methanol.next_open(ms(2026, 10, 8, 8, 0)) == first.start_ms
