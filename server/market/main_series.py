@@ -23,6 +23,7 @@ from server.market.catalogue import Catalogue
 from server.market.contracts.main import Candidate, Roll, next_main
 from server.market.venues.clock import VenueClock
 
+ADJUST_MODES = ("diff", "ratio")  # `?adjust=`: a product's series back-adjusted at its rolls (SPEC 19)
 _CONTINUOUS = re.compile(r"([a-z0-9][a-z0-9-]*)\.([cn])\.([0-9]{1,2})")
 
 
