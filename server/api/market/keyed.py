@@ -169,23 +169,8 @@ class MarketApi:
         if adjust is None:
             return answer
         if isinstance(answer, Response):
-            return self._adjusted(answer, adjust)
-        return self._adjusted_later(answer, adjust)  # type: ignore[return-value]
-
-    def _adjusted(self, answer: Response, adjust: str) -> Response:
-        """A /kline answer back-adjusted at the product's rolls (SPEC 19), wherever its candles came from: the rings,
-        the daily book or the stored history below them adjust alike (the bar's trading day against the rolls)."""
-        if answer.status != 200:
-            return answer
-        body = orjson.loads(answer.body)
-        row = self.catalogue.index[body["id"]]
-        body["series"] = self.state.mains.adjust(row, body["series"], adjust, body["interval"] != DAILY)
-        body["adjust"] = adjust
-        return Response(200, orjson.dumps(body))
-
-    async def _adjusted_later(self, pending: Awaitable[Response], adjust: str) -> Response:
-        """The same for a range reaching the stored history (answered on a history thread)."""
-        return self._adjusted(await pending, adjust)
+            return _adjusted(self.state, answer, adjust)
+        return _adjusted_later(self.state, answer, adjust)  # type: ignore[return-value]
 
     def _kline(self, req: Request, query: dict[str, str]) -> Response:
         row = self._row(req)
@@ -262,3 +247,20 @@ class MarketApi:
         # the inventory series are synthetic whatever the price feed is: demo is the book's, not the state's
         return self._cached(("inventory",),
                             lambda: self._envelope(demo=self.inventory.demo, items=self.inventory.items()))
+
+
+def _adjusted(state: MarketState, answer: Response, adjust: str) -> Response:
+    """A /kline answer back-adjusted at the product's rolls (SPEC 19), wherever its candles came from: the rings, the
+    daily book or the stored history below them adjust alike (each bar's trading day against the rolls)."""
+    if answer.status != 200:
+        return answer
+    body = orjson.loads(answer.body)
+    row = state.catalogue.index[body["id"]]
+    body["series"] = state.mains.adjust(row, body["series"], adjust, body["interval"] != DAILY)
+    body["adjust"] = adjust
+    return Response(200, orjson.dumps(body))
+
+
+async def _adjusted_later(state: MarketState, pending: Awaitable[Response], adjust: str) -> Response:
+    """The same for a range reaching the stored history (answered on a history thread)."""
+    return _adjusted(state, await pending, adjust)
