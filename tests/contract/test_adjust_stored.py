@@ -8,7 +8,8 @@ days. A first run on Tuesday applies methanol-202701 (A) and methanol-202705 (B)
 at its stop. The second run (Wednesday 14:57) loads them: the product's first line of Wednesday decides A as the
 main from Tuesday's close (no earlier main: no roll); Wednesday's lines give B more than 10% above A's open interest,
 and the product's first line of Thursday (15:01: ZCE's next trading day) rolls the main to B. So one roll, on
-Thursday 2026-11-26, and every bar before it, stored or held, moves by the same gap.
+Thursday 2026-11-26, and every bar before it, stored or held, moves by the same gap. A third run on Thursday
+replays the rule over the stored days at its start and finds the same roll.
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ MEMORY = ("--engine", "memory")
 A, B = "methanol-202701", "methanol-202705"
 TUESDAY = "2026-11-24T14:57:00+08:00"
 WEDNESDAY = "2026-11-25T14:57:00+08:00"
+THURSDAY = "2026-11-26T10:00:00+08:00"
 TUESDAY_LINES = [
     {"id": A, "price": 2400, "volume": 10, "ts": "2026-11-24T14:50:00+08:00", "oi": 1000},
     {"id": B, "price": 2450, "volume": 10, "ts": "2026-11-24T14:50:00+08:00", "oi": 900},
@@ -82,8 +84,8 @@ def test_adjusted_bars_are_the_same_from_the_stored_history_and_from_memory(tmp_
             rolls = http.get("/api/v1/instruments/methanol/rolls").json()["rolls"]
             assert rolls == [{"tradingDay": "2026-11-26", "from": A, "to": B, "fromClose": 2410.0,
                               "toClose": 2470.0}], rolls
-            for mode, move in (("diff", lambda p: p + 60.0), ("ratio", lambda p: p * 2470.0 / 2410.0)):
-                _check_mode(http, days, mode, move)
+            walks = {mode: _check_mode(http, days, mode, move)
+                     for mode, move in (("diff", lambda p: p + 60.0), ("ratio", lambda p: p * 2470.0 / 2410.0))}
             for path, params in (("/api/v1/kline/methanol", {"from": days[0].isoformat()}),
                                  ("/api/v1/udf/history", {"symbol": "methanol", "resolution": "1D", "to": 1})):
                 bad = http.get(path, params={**params, "adjust": "back"})
@@ -92,6 +94,17 @@ def test_adjusted_bars_are_the_same_from_the_stored_history_and_from_memory(tmp_
                 assert bad.headers["content-type"].startswith("application/problem+json")
     finally:
         assert srv.stop() == 0, srv.output()
+    # a restart (Thursday morning, nothing new in the feed): the rule replayed over the stored days finds the same
+    # roll, and the stored history adjusts as the running hub adjusted it
+    _lines(feed, [])
+    again = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", THURSDAY, *MEMORY)
+    try:
+        with again.client(headers={"X-SERVICE-Key": again.demo_key}) as http:
+            assert http.get("/api/v1/instruments/methanol/rolls").json()["rolls"] == rolls
+            for mode, walk in walks.items():
+                assert _walk(http, days[0].isoformat(), adjust=mode) == walk, mode
+    finally:
+        assert again.stop() == 0, again.output()
 
 
 def _walk(http: httpx.Client, start: str, **params: str) -> list[dict[str, Any]]:
@@ -108,7 +121,8 @@ def _walk(http: httpx.Client, start: str, **params: str) -> list[dict[str, Any]]
     return out
 
 
-def _check_mode(http: httpx.Client, days: list[date], mode: str, move: Callable[[float], float]) -> None:
+def _check_mode(http: httpx.Client, days: list[date], mode: str,
+                move: Callable[[float], float]) -> list[dict[str, Any]]:
     raw = _walk(http, days[0].isoformat())
     adjusted = _walk(http, days[0].isoformat(), adjust=mode)
     held = http.get("/api/v1/kline/methanol", params={"days": 90}).json()["series"]
@@ -130,6 +144,7 @@ def _check_mode(http: httpx.Client, days: list[date], mode: str, move: Callable[
     assert udf_all["c"] == [c["c"] for c in adjusted] and udf_all["o"] == [c["o"] for c in adjusted]
     inside = _udf(http, date.fromisoformat(held[0]["t"]), date(2026, 11, 26), mode)
     assert inside["c"] == [c["c"] for c in in_memory]
+    return adjusted
 
 
 def _udf(http: httpx.Client, first: date, last: date, mode: str) -> dict[str, Any]:
