@@ -4,7 +4,7 @@ queries and on UDF `history`; a bad value is a 400 on both.
 
 A real server on a SQLite data dir, on a fake clock (hidden --clock-start). The data dir holds 200 imported daily
 candles of methanol (the product's continuous series) before Tuesday 2026-11-24, more than the book's 90 trading
-days. A first run on Tuesday applies methanol-202701 (A) and methanol-202705 (B) with open interest A > B, stored
+days, and 1,100 stored minutes, more than the 1m ring's 1,000. A first run on Tuesday applies methanol-202701 (A) and methanol-202705 (B) with open interest A > B, stored
 at its stop. The second run (Wednesday 14:57) loads them: the product's first line of Wednesday decides A as the
 main from Tuesday's close (no earlier main: no roll); Wednesday's lines give B more than 10% above A's open interest,
 and the product's first line of Thursday (15:01: ZCE's next trading day) rolls the main to B. So one roll, on
@@ -68,6 +68,12 @@ def test_adjusted_bars_are_the_same_from_the_stored_history_and_from_memory(tmp_
     daily.write_text("".join(f"methanol,{d.isoformat()},{2300 + k},{2310 + k},{2290 + k},{2305 + k},{k + 1}\n"
                              for k, d in enumerate(days)))
     assert run_cli(data, "candles", "import", str(daily), "--clock-start", TUESDAY).returncode == 0
+    minutes = tmp_path / "minutes.csv"  # 1,100 stored minutes: the 1m ring holds the newest 1,000 at start
+    first_minute = int(datetime.fromisoformat("2026-11-19T09:00:00+08:00").timestamp() * 1000)
+    minutes.write_text("".join(f"methanol,{first_minute + k * 60_000},{2300 + k % 50},{2301 + k % 50},"
+                               f"{2299 + k % 50},{2300 + k % 50},{k + 1}\n" for k in range(1100)))
+    assert run_cli(data, "candles", "import", "--interval", "1m", str(minutes), "--clock-start",
+                   TUESDAY).returncode == 0
     feed = tmp_path / "feed.jsonl"
     _lines(feed, TUESDAY_LINES)
     first = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", TUESDAY, *MEMORY)
@@ -86,6 +92,7 @@ def test_adjusted_bars_are_the_same_from_the_stored_history_and_from_memory(tmp_
                               "toClose": 2470.0}], rolls
             walks = {mode: _check_mode(http, days, mode, move)
                      for mode, move in (("diff", lambda p: p + 60.0), ("ratio", lambda p: p * 2470.0 / 2410.0))}
+            minute_walk = _check_minutes(http, first_minute)
             for path, params in (("/api/v1/kline/methanol", {"from": days[0].isoformat()}),
                                  ("/api/v1/udf/history", {"symbol": "methanol", "resolution": "1D", "to": 1})):
                 bad = http.get(path, params={**params, "adjust": "back"})
@@ -103,12 +110,14 @@ def test_adjusted_bars_are_the_same_from_the_stored_history_and_from_memory(tmp_
             assert http.get("/api/v1/instruments/methanol/rolls").json()["rolls"] == rolls
             for mode, walk in walks.items():
                 assert _walk(http, days[0].isoformat(), adjust=mode) == walk, mode
+            assert _walk(http, str(first_minute), interval="1m", adjust="diff") == minute_walk
     finally:
         assert again.stop() == 0, again.output()
 
 
 def _walk(http: httpx.Client, start: str, **params: str) -> list[dict[str, Any]]:
-    """Every daily candle of methanol from ``start``, paged with `next` (the stored part, then the book's)."""
+    """Every candle of methanol from ``start`` (daily, or ``interval``), paged with `next`: the stored part, then the
+    book's or the ring's."""
     out: list[dict[str, Any]] = []
     cursor: str | None = start
     while cursor is not None:
@@ -144,6 +153,24 @@ def _check_mode(http: httpx.Client, days: list[date], mode: str,
     assert udf_all["c"] == [c["c"] for c in adjusted] and udf_all["o"] == [c["o"] for c in adjusted]
     inside = _udf(http, date.fromisoformat(held[0]["t"]), date(2026, 11, 26), mode)
     assert inside["c"] == [c["c"] for c in in_memory]
+    return adjusted
+
+
+def _check_minutes(http: httpx.Client, first_minute: int) -> list[dict[str, Any]]:
+    """1m: the stored minutes below the ring, the ring's and the live ones adjust alike; an intraday bar belongs to
+    its bucket start's trading day (Wednesday 14:49 is before the roll, Wednesday 15:01 is Thursday's)."""
+    raw = _walk(http, str(first_minute), interval="1m")
+    adjusted = _walk(http, str(first_minute), interval="1m", adjust="diff")
+    ring = http.get("/api/v1/kline/methanol", params={"interval": "1m", "limit": 1000, "adjust": "diff"}).json()
+    assert len(raw) == 1103 and len(ring["series"]) == 1000 and adjusted[-1000:] == ring["series"]
+    assert [c["t"][:16] for c in raw[-3:]] == ["2026-11-25T14:49", "2026-11-25T14:50", "2026-11-25T15:01"]
+    for before, after in zip(raw, adjusted, strict=True):
+        shift = 0.0 if before["t"] >= "2026-11-25T15:00" else 60.0
+        assert [after[k] for k in "ohlc"] == [before[k] + shift for k in "ohlc"], before["t"]
+        assert after["v"] == before["v"]
+    udf = http.get("/api/v1/udf/history", params={"symbol": "methanol", "resolution": "1", "from": first_minute // 1000,
+                                                  "to": first_minute // 1000 + 7 * 86400, "adjust": "diff"}).json()
+    assert udf["c"] == [c["c"] for c in adjusted]  # UDF's window reaches the stored minutes too
     return adjusted
 
 
