@@ -1,15 +1,15 @@
-"""`?adjust=` over a live feed's stored history (SPEC 18 and 19, issue 39): the same back-adjusted bars come out
-whether a bar is read from memory (the daily book, the 1m ring) or from the stored candles below them, on `/kline`
-range queries and on UDF `history`; a bad value is a 400 on both.
+"""`?adjust=` over a live feed's stored history (SPEC 18 and 19, issue 39): the same back-adjusted bars come out whether
+a bar is read from memory (the daily book, the 1m ring) or from the stored candles below them, on `/kline` range
+queries and on UDF `history`; a bad value is a 400 on both.
 
 A real server on a SQLite data dir, on a fake clock (hidden --clock-start). The data dir holds 200 imported daily
 candles of methanol (the product's continuous series) before Tuesday 2026-11-24, more than the book's 90 trading
-days, and 1,100 stored minutes, more than the 1m ring's 1,000. A first run on Tuesday applies methanol-202701 (A)
-and methanol-202705 (B) with open interest A > B, stored at its stop. The second run (Wednesday 14:57) loads them: the product's first line of Wednesday decides A as the
-main from Tuesday's close (no earlier main: no roll); Wednesday's lines give B more than 10% above A's open interest,
-and the product's first line of Thursday (15:01: ZCE's next trading day) rolls the main to B. So one roll, on
-Thursday 2026-11-26, and every bar before it, stored or held, moves by the same gap. A third run on Thursday
-replays the rule over the stored days at its start and finds the same roll.
+days, and 1,100 stored minutes, more than the 1m ring's 1,000. A first run on Tuesday applies methanol-202701 (A) and
+methanol-202705 (B) with open interest A > B, stored at its stop. The second run (Wednesday 14:57) loads them: the
+product's first line of Wednesday decides A as the main from Tuesday's close (no earlier main: no roll); Wednesday's
+lines give B more than 10% above A's open interest, and the product's first line of Thursday (15:01: ZCE's next
+trading day) rolls the main to B. So one roll, on Thursday 2026-11-26, and every bar before it, stored or held, moves
+by the same gap. A third run on Thursday replays the rule over the stored days at its start and finds the same roll.
 """
 
 from __future__ import annotations
