@@ -370,6 +370,7 @@ def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, 
     book = load_candle_book(catalogue, candles, VenueAxis([c.days for c in clocks], catalogue.trading_spans()),
                             max(c.trading_day(int(now * 1000)) for c in clocks))
     state = MarketState(catalogue, book, demo=False, epoch=epoch, clocks=clocks)
+    state.mains.replay(now)  # the main contracts and rolls of the stored days (SPEC 19), as a running hub decided
     state.roll(now)  # each instrument's live candle: its venue's trading day now
     archive = ArchiveKeeper(history, state, may_write) if history is not None else None
     if archive is not None:  # the candles as they were before a restart (even kill -9):

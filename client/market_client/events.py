@@ -49,6 +49,7 @@ class Subscribed(msgspec.Struct, tag="subscribed", tag_field="type", rename="cam
     req_id: str | int | None = None
     recovered: bool | None = None
     candles: list[str] | None = None
+    resolved: dict[str, str] | None = None  # continuous ids named (methanol.c.0) -> the contract each named (SPEC 19)
 
 
 class CandleUpdate(msgspec.Struct, tag="candle", tag_field="type", frozen=True, kw_only=True):

@@ -26,7 +26,7 @@ from redis.exceptions import NoScriptError, RedisError
 from server.core.redis_url import RedisTarget
 from server.engine import EngineUnavailable, settle
 from server.engine.redis_client import AutoPipeline, async_client, sync_client
-from server.market.tick import DETAIL_FIELDS, Tick, TickDetail, detail_of, detail_text
+from server.market.tick import DETAIL_FIELDS, DETAIL_FIELDS_BEFORE, Tick, TickDetail, detail_of, detail_text
 
 log = logging.getLogger("market.ticks")
 
@@ -123,7 +123,9 @@ def encode_detail(detail: TickDetail | None) -> str:
 
 
 def decode_detail(token: str) -> TickDetail | None:
-    return None if token == NO_DETAIL or token.count(",") != DETAIL_FIELDS - 1 else detail_of(token)
+    if token == NO_DETAIL or token.count(",") + 1 not in (DETAIL_FIELDS_BEFORE, DETAIL_FIELDS):
+        return None
+    return detail_of(token)
 
 
 def shared_epoch(url: str | RedisTarget, prefix: str, proposed: str) -> str:

@@ -89,7 +89,7 @@ class CtpTick:
         board keeps it)."""
         detail = TickDetail(bid=self.bid, ask=self.ask, bid_size=self.bid_size, ask_size=self.ask_size, oi=self.oi,
                             turnover=self.cum_turnover, settle=self.settle, limit_up=self.limit_up,
-                            limit_down=self.limit_down)
+                            limit_down=self.limit_down, prev_settle=self.prev_settle)
         return Tick(row, self.price, self.ts, self.volume, detail)
 
 

@@ -23,6 +23,7 @@ from server.market.catalogue import Catalogue
 from server.market.contracts.main import Candidate, Roll, next_main
 from server.market.venues.clock import VenueClock
 
+ADJUST_MODES = ("diff", "ratio")  # `?adjust=`: a product's series back-adjusted at its rolls (SPEC 19)
 _CONTINUOUS = re.compile(r"([a-z0-9][a-z0-9-]*)\.([cn])\.([0-9]{1,2})")
 
 
@@ -69,6 +70,20 @@ class MainSeries:
     def main_at(self, product: int, ts: float) -> int | None:
         """The main contract row at the instant `ts` (its venue's trading day then)."""
         return self.main_on(product, self._day_of(product, ts))
+
+    def replay(self, now: float) -> None:
+        """A live hub's start: the rule over the held days before each product's trading day at `now`, oldest first,
+        each day from the day before's closing open interest, as a hub running through them decided it. So the rolls
+        of the stored history (SPEC 18) are known after a restart (`/rolls`, `?adjust=`), the same on every hub that
+        loads the same days. The first held day has no day before it: no main, then the largest open interest."""
+        candles = self.candles
+        cols = candles.order()
+        for product in self.contracts:
+            today = self._day_of(product, now)
+            for col in cols[candles.opened[product, cols]].tolist():
+                day = int(candles.days[col])
+                if 0 < day < today:
+                    self.main_on(product, day)
 
     def advance(self, now: float) -> None:
         """Decide every product's main for its venue's trading day at `now` (the housekeeping round)."""

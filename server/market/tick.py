@@ -24,16 +24,22 @@ class TickDetail:
     settle: float | None = None  # the day's published settlement
     limit_up: float | None = None  # the day's published limits
     limit_down: float | None = None
+    prev_settle: float | None = None  # the previous trading day's published settlement (CTP's PreSettlementPrice)
 
 
-DETAIL_FIELDS = 10  # TickDetail's fields, in the order detail_text writes them
+DETAIL_FIELDS = 11  # TickDetail's fields, in the order detail_text writes them
+DETAIL_FIELDS_BEFORE = 10  # before prev_settle: what a hub of an earlier build writes and reads (the Redis log)
 
 
 def detail_text(detail: TickDetail) -> str:
-    """A tick's detail as one space-free text: the ten fields of `TickDetail` in order, comma-separated, each the
+    """A tick's detail as one space-free text: the fields of `TickDetail` in order, comma-separated, each the
     shortest text that reads back as the same float (`repr`), empty for None: the Redis tick log's token
-    (server/engine/redis_ticks.py)."""
-    return ",".join("" if v is None else repr(v) for v in astuple(detail))
+    (server/engine/redis_ticks.py). Without a `prev_settle` the first ten only, as a hub of an earlier build
+    writes and reads them."""
+    values = astuple(detail)
+    if detail.prev_settle is None:
+        values = values[:DETAIL_FIELDS_BEFORE]
+    return ",".join("" if v is None else repr(v) for v in values)
 
 
 def detail_compact(detail: TickDetail) -> str:

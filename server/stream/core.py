@@ -25,7 +25,7 @@ from server.core.keys import ApiKey
 from server.core.limits import Gcra
 from server.core.usage import UsageMeter
 from server.market.catalogue import Catalogue
-from server.stream.connections.client_messages import ClientMessages
+from server.stream.connections.client_messages import ClientMessages, Resolve
 from server.stream.connections.keepalive import Keepalive
 from server.stream.connections.sessions import Sessions
 from server.stream.delivery.candle_frames import CandleFrames, K
@@ -46,11 +46,12 @@ class StreamCore:
     def __init__(self, state: QuoteSource, catalogue: Catalogue, epoch: str, limits: StreamLimits,
                  metrics: StreamMetrics, lookup: Callable[[str], ApiKey | None], limiter: Gcra,
                  history: TickHistory, candles: CandleFrames | None, meter: UsageMeter | None = None,
-                 stale: Stale | None = None) -> None:
+                 stale: Stale | None = None, resolve: Resolve | None = None) -> None:
         """`limiter`: the hub's local buckets (the per-IP handshake rate); `history`: the resume history, which
         frames each tick; `candles`: the live candle frames of the market state (None: a state without candle
         books, as in unit tests); `meter`: the console's usage per key (None: nothing is counted); `stale`: whether an
-        open venue's feed is silent (delivery/venue_status.py; None: never)."""
+        open venue's feed is silent (delivery/venue_status.py; None: never); `resolve`: the contract a continuous id
+        names at an instant (SPEC 19; None: a subscribe takes instrument ids only)."""
         self.state = state
         self.limits = limits
         ids = [inst.id for inst in catalogue.instruments]
@@ -61,7 +62,7 @@ class StreamCore:
                                  meter, catalogue.listed_rows)
         replay = Replay(state, ids, epoch, history, metrics)
         self.messages = ClientMessages(catalogue, self.registry, self.candle_registry, snapshots, replay, candles,
-                                       metrics)
+                                       metrics, resolve)
         beats = Heartbeats(state, ids, self.registry, limits, metrics)
         self.fanout = FanOut(self.registry, self.candle_registry, history, candles, beats, metrics)
         venues = venue_status_of(getattr(state, "clocks", ()), self.registry, stale)

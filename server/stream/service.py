@@ -59,7 +59,7 @@ class StreamService:
         self.core = StreamCore(
             state, catalogue, epoch, self.limits,
             StreamMetrics(registry, lambda: float(self.core.sessions.open_count)), keys.lookup, buckets, history,
-            CandleFrames(state), meter, stale,
+            CandleFrames(state), meter, stale, state.mains.resolve,
         )
         self.conns: dict[int, StreamConnection] = {}  # session id -> connection, until connection_lost
         self._server: asyncio.AbstractServer | None = None

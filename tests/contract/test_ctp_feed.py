@@ -206,3 +206,44 @@ def test_the_main_contracts_records_move_the_products_series_once_its_main_is_de
     finally:
         http.close()
         assert srv.stop() == 0, srv.output()
+
+
+def test_a_published_pre_settlement_price_wins_over_ours(tmp_path: Path) -> None:
+    """SPEC 19, a feed's published values win: CTP's PreSettlementPrice is the contract's prevSettle (so `change`,
+    `changePct` and the limits it sets) when it is not ours, on a live hub's first day (no settlement of its own)
+    and after a close (ours is Wednesday's VWAP); limits the record publishes win over those; a record without one
+    leaves the board's own."""
+    path = tmp_path / "depth.jsonl"
+    wednesday = [record("MA701", "2026-11-25T14:50:00+08:00", 2400, volume=10, turnover=240_000, oi=500,
+                        pre_settle=2390),
+                 record("MA701", "2026-11-25T14:51:00+08:00", 2410, volume=40, turnover=963_000, oi=510,
+                        pre_settle=2390),
+                 record("MA705", "2026-11-25T14:50:00+08:00", 2450, volume=30, turnover=735_000, oi=2000)]
+    path.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in wednesday))
+    srv = ServerProcess(tmp_path / "data", "granian", "--feed", f"ctp-jsonl:{path}", "--clock-start", CLOCK_START)
+    http = srv.client(headers={"X-SERVICE-Key": srv.demo_key})
+    try:
+        a = wait_for(lambda: (q := http.get("/api/v1/quotes/methanol-202701").json())["seq"] == 2 and q)
+        assert (a["prevSettle"], a["change"], a["changePct"]) == (2390.0, 20.0, round(100 * 20 / 2390, 2))
+        assert (a["limitDown"], a["limitUp"]) == (2223.0, 2557.0)  # 2390 -/+ 7%, inward to the tick
+        b = wait_for(lambda: (q := http.get("/api/v1/quotes/methanol-202705").json())["seq"] == 1 and q)
+        assert b["prevSettle"] is None and b["limitUp"] is None  # nothing published, nothing of its own yet
+        # Thursday (after Wednesday's close): ours is Wednesday's VWAP, (2400*10 + 2410*30) / 40 = 2407.5 -> 2408
+        thursday = [record("MA701", "2026-11-25T15:01:05+08:00", 2420, volume=2, turnover=48_400, oi=511,
+                           pre_settle=2407),
+                    record("MA705", "2026-11-25T15:01:05+08:00", 2455, volume=1, turnover=24_550, oi=2001,
+                           pre_settle=2449, limits=(2600, 2300)),
+                    record("MA701", "2026-11-25T15:01:06+08:00", 2421, volume=3, turnover=72_610, oi=512)]
+        with path.open("ab") as fh:
+            fh.write(b"".join(orjson.dumps(r) + b"\n" for r in thursday))
+        a = wait_for(lambda: (q := http.get("/api/v1/quotes/methanol-202701").json())["seq"] == 4 and q)
+        assert (a["tradingDay"], a["prevSettle"], a["change"]) == ("2026-11-26", 2407.0, 14.0)
+        assert a["changePct"] == round(100 * 14 / 2407, 2)
+        assert (a["limitDown"], a["limitUp"]) == (2239.0, 2575.0)  # from the published 2407, not our 2408
+        b = wait_for(lambda: (q := http.get("/api/v1/quotes/methanol-202705").json())["seq"] == 2 and q)
+        assert (b["prevSettle"], b["change"], b["limitDown"], b["limitUp"]) == (2449.0, 6.0, 2300.0, 2600.0)
+        wednesday_candle = series(http, "methanol-202701", interval="1d", limit=2)[0]
+        assert (wednesday_candle["t"], wednesday_candle["s"]) == ("2026-11-25", 2408.0)  # the day's own settlement
+    finally:
+        http.close()
+        assert srv.stop() == 0, srv.output()

@@ -171,3 +171,45 @@ def test_continuous_ids_name_a_contract_by_expiry_or_open_interest(http: httpx.C
     assert _get(http, "/api/v1/udf/symbols", symbol="methanol.n.0")["name"] == by_oi[0]["id"]
     assert http.get("/api/v1/quotes/methanol.c.40").status_code == 404
     assert http.get("/api/v1/quotes", params={"ids": "usdcny.c.0"}).status_code == 400
+
+
+async def _subscribe(srv: ServerProcess, ids: list[str]) -> tuple[dict, list[dict]]:
+    """Subscribe to ``ids``: the ack (or the error) and, after an ack, the frames up to a tick of every id it names."""
+    async with connect(f"{srv.ws_base}/ws/quotes", additional_headers={"X-SERVICE-Key": srv.demo_key}) as ws:
+        await ws.send(json.dumps({"op": "subscribe", "ids": ids, "reqId": "c"}))
+        while True:  # what arrives before the ack is the default set's
+            ack = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            if ack.get("reqId") == "c":
+                break
+        if ack["type"] != "subscribed":
+            return ack, []
+        frames, waiting = [], set(ack["ids"])
+        while waiting:  # the demo ticks every contract of a venue in session
+            frame = json.loads(await asyncio.wait_for(ws.recv(), 30))
+            frames.append(frame)
+            if frame["type"] == "tick":
+                waiting.discard(frame["id"])
+        return ack, frames
+
+
+def test_a_continuous_id_subscribes_to_the_contract_it_names_now(wed: ServerProcess, http: httpx.Client) -> None:
+    curve = _get(http, "/api/v1/curve/methanol")["contracts"]
+    front, by_oi = curve[0]["id"], _get(http, "/api/v1/quotes/methanol.n.0")["id"]
+    ack, frames = asyncio.run(_subscribe(wed, ["methanol.c.0", "methanol.n.0"]))
+    doc = http.get("/asyncapi.json").json()
+    check = validator(doc, doc["channels"]["quotes"]["messages"]["Subscribed"]["payload"], strict=True,
+                      draft=Draft7Validator)
+    assert errors_of(check, ack) == [], ack
+    assert ack["resolved"] == {"methanol.c.0": front, "methanol.n.0": by_oi}
+    assert ack["ids"] == sorted({front, by_oi})  # the session holds the contracts (catalogue order: by expiry)
+    snapshot = next(f for f in frames if f["type"] == "snapshot")
+    assert {q["id"] for q in snapshot["quotes"]} == {front, by_oi}
+    assert {f["id"] for f in frames if f["type"] == "tick"} == {front, by_oi}  # the contracts' own ticks
+    plain, _ = asyncio.run(_subscribe(wed, [front]))
+    assert "resolved" not in plain and plain["ids"] == [front]
+
+
+@pytest.mark.parametrize("bad", ["methanol.c.40", "usdcny.c.0", "methanol.x.0", "methanol.n.0x"])
+def test_an_unresolvable_continuous_id_is_an_unknown_id_on_the_stream(wed: ServerProcess, bad: str) -> None:
+    error, _ = asyncio.run(_subscribe(wed, ["methanol.c.0", bad]))
+    assert error["type"] == "error" and error["code"] == "unknown_ids" and bad in error["detail"], error

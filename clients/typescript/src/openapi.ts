@@ -7531,7 +7531,7 @@ export interface operations {
     get_kline: {
         parameters: {
             query?: {
-                /** @description a futures product's continuous series (SPEC 19) back-adjusted at its rolls: every bar before a roll shifted by (diff) or scaled by (ratio) the gap between the new and the old main's closes on the day before it (GET /api/v1/instruments/{id}/rolls); the newest bars stay the traded prices. Any other instrument: as traded. Answers carry adjust */
+                /** @description a futures product's continuous series (SPEC 19) back-adjusted at its rolls: every bar before a roll shifted by (diff) or scaled by (ratio) the gap between the new and the old main's closes on the day before it (GET /api/v1/instruments/{id}/rolls); the newest bars stay the traded prices. Any other instrument: as traded. Range queries reaching the stored history adjust its bars alike. Answers carry adjust */
                 adjust?: "diff" | "ratio";
                 /** @description the candles of the most recent N trading days (the live trading day counts once it has traded; default 90 for 1d, all held for the intraday intervals); with limit too, both apply. Not in a range query (with from/to: 400) */
                 days?: number;
@@ -7574,7 +7574,7 @@ export interface operations {
                     "application/json": components["schemas"]["CandleSeries"];
                 };
             };
-            /** @description interval not one of 1m, 5m, 15m, 1h, 1d; days not an integer 1..90; limit not an integer 1..1000; days with from/to, from or to unparseable or without offset, from >= to (invalid_parameter, errors[].field names it); a query parameter not listed here (unknown_parameter) */
+            /** @description interval not one of 1m, 5m, 15m, 1h, 1d; days not an integer 1..90; limit not an integer 1..1000; days with from/to, from or to unparseable or without offset, from >= to, adjust not diff or ratio (invalid_parameter, errors[].field names it); a query parameter not listed here (unknown_parameter) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -8263,6 +8263,8 @@ export interface operations {
     get_udf_history: {
         parameters: {
             query: {
+                /** @description a futures product's bars back-adjusted at its rolls, as /api/v1/kline's adjust (the stored history's bars too); any other symbol: as traded */
+                adjust?: "diff" | "ratio";
                 /** @description the latest N bars with t <= to; wins over from */
                 countback?: number;
                 /** @description epoch seconds (default: the earliest bar held) */
@@ -8301,7 +8303,7 @@ export interface operations {
                     "application/json": components["schemas"]["UdfHistory"];
                 };
             };
-            /** @description a parameter missing or invalid, unknown symbol, from > to: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg}; a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            /** @description a parameter missing or invalid (adjust not diff or ratio), unknown symbol, from > to: a problem document with UDF's fields added: {type, title, status, detail, code, errors?, s: "error", errmsg}; a query parameter the endpoint does not define (unknown_parameter, naming it) */
             400: {
                 headers: {
                     [name: string]: unknown;

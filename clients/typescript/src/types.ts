@@ -98,6 +98,8 @@ export interface SubscribedMessage {
   reqId?: string | number | null;
   /** Only on a subscribe that asked to resume: true when every missed tick follows. */
   recovered?: boolean;
+  /** Only when the message named continuous ids (`methanol.c.0`): each -> the contract id it named then. */
+  resolved?: Record<string, string>;
 }
 
 export interface PongMessage {

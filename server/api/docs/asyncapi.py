@@ -89,7 +89,10 @@ MESSAGE_DOCS = {
                  "unknown_ids): since without epoch or the reverse, since not an object of integers >= 0, since "
                  "naming an id not in ids, since/epoch on unsubscribe. Ignore what arrives before this ack. "
                  "candles (1m, 5m, 15m, 1h, 1d) subscribes live candle frames of these intervals for every id of "
-                 "ids (a subscribe without candles keeps none; a bad interval: invalid_message).",
+                 "ids (a subscribe without candles keeps none; a bad interval: invalid_message). An id may be a "
+                 "continuous one (SPEC 19: methanol.c.0 the nearest expiry, methanol.n.0 the largest open interest "
+                 "at the previous close): it is resolved to its contract once, now, and the ack's resolved names "
+                 "it; an unknown or unresolvable one is unknown_ids.",
     "Unsubscribe": "Remove these ids from the set (atomic), and their candles. With candles: remove only those "
                    "candle intervals of the ids (of every subscribed id when ids is empty).",
     "Ping": "Application-level ping.",

@@ -128,11 +128,15 @@ UDF_OPERATIONS: dict[tuple[str, str], S] = {
                        param("from", "query", SECONDS, "epoch seconds (default: the earliest bar held)"),
                        param("to", "query", SECONDS, "epoch seconds, counted in", True),
                        param("countback", "query", {**INT, "minimum": 1, "maximum": 5000},
-                             "the latest N bars with t <= to; wins over from")],
+                             "the latest N bars with t <= to; wins over from"),
+                       param("adjust", "query", {"type": "string", "enum": ["diff", "ratio"]},
+                             "a futures product's bars back-adjusted at its rolls, as /api/v1/kline's adjust (the "
+                             "stored history's bars too); any other symbol: as traded")],
         "responses": {**ok("UdfHistory", "s ok (bars: t is the bucket start in epoch seconds, a daily bar's its "
                                          "date at 00:00 UTC; a trading day has bars from its first tick), or no_data "
                                          "(with nextTime when older bars exist)"),
-                      "400": udf_problem("a parameter missing or invalid, unknown symbol, from > to")},
+                      "400": udf_problem("a parameter missing or invalid (adjust not diff or ratio), unknown symbol, "
+                                         "from > to")},
     },
     ("GET", "/api/v1/udf/timescale_marks"): {
         "summary": "UDF time-scale marks: the holiday closures of the symbol's venue with from <= time <= to (time: "
@@ -203,12 +207,14 @@ OPERATIONS: dict[tuple[str, str], S] = {
                   "a futures product's continuous series (SPEC 19) back-adjusted at its rolls: every bar before a roll "
                   "shifted by (diff) or scaled by (ratio) the gap between the new and the old main's closes on the "
                   "day before it (GET /api/v1/instruments/{id}/rolls); the newest bars stay the traded prices. Any "
-                  "other instrument: as traded. Answers carry adjust"),
+                  "other instrument: as traded. Range queries reaching the stored history adjust its bars alike. "
+                  "Answers carry adjust"),
         ],
         "responses": {**ok("CandleSeries"),
                       "400": problem("interval not one of 1m, 5m, 15m, 1h, 1d; days not an integer 1..90; limit not "
                                      "an integer 1..1000; days with from/to, from or to unparseable or without offset, "
-                                     "from >= to (invalid_parameter, errors[].field names it); a query parameter "
+                                     "from >= to, adjust not diff or ratio (invalid_parameter, errors[].field "
+                                     "names it); a query parameter "
                                      "not listed here (unknown_parameter)"),
                       "404": problem("unknown instrument")},
     },

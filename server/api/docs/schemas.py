@@ -385,7 +385,12 @@ STREAM: dict[str, S] = {
                                               "now receives candle frames of (for at least one id)"},
                       recovered={"type": "boolean", "description": "Only on a subscribe with since/epoch. true: "
                                  "exactly the missed ticks follow, in seq order per instrument, then live ticks (no "
-                                 "snapshot). false: a snapshot of the set follows."}),
+                                 "snapshot). false: a snapshot of the set follows."},
+                      resolved={"type": "object", "additionalProperties": {"type": "string"},
+                                "description": "Only when the message named continuous ids (SPEC 19: "
+                                               "{product}.c.N, {product}.n.N): each -> the contract id it named at "
+                                               "that instant, which ids, ticks and seqs then use. The session keeps "
+                                               "that contract after a roll; subscribe again to resolve anew."}),
     "Status": obj(["type", "venue", "status", "ts"], type=_const("status"),
                   venue={"type": "string", "description": "the venue id (GET /api/v1/venues)"},
                   status={"type": "string", "enum": ["open", "break", "closed", "stale"],

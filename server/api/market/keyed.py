@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -30,6 +30,7 @@ from server.api.market.udf import UdfApi
 from server.core.errors import ApiError
 from server.market.candles.intraday import INTERVALS, INTRADAY_CAPACITY
 from server.market.inventory import InventoryBook
+from server.market.main_series import ADJUST_MODES
 from server.market.state import MarketState
 from server.market.timefmt import iso
 
@@ -43,7 +44,7 @@ MAX_LIMIT = INTRADAY_CAPACITY
 # the query parameters each endpoint defines; the OpenAPI document lists the same
 QUOTES_PARAMS = frozenset({"kind", "ids", "product"})
 KLINE_PARAMS = frozenset({"interval", "days", "limit", "from", "to", "adjust"})
-ADJUST = ("diff", "ratio")  # a futures product's continuous series, back-adjusted at the rolls (SPEC 19)
+ADJUST = ADJUST_MODES  # a futures product's continuous series, back-adjusted at the rolls (SPEC 19)
 NO_PARAMS: frozenset[str] = frozenset()
 
 
@@ -162,18 +163,14 @@ class MarketApi:
     def kline(self, req: Request) -> Response:
         query = _query(req, KLINE_PARAMS)
         adjust = query.pop("adjust", None)
-        if adjust is None:
-            return self._kline(req, query)
-        if adjust not in ADJUST:
+        if adjust is not None and adjust not in ADJUST:
             raise _param("adjust", "adjust must be diff or ratio (a futures product's series adjusted at its rolls)")
         answer = self._kline(req, query)
-        if not isinstance(answer, Response) or answer.status != 200:
-            return answer  # a range reaching the stored history: as traded (docs/contracts.md)
-        body = orjson.loads(answer.body)
-        row = self.catalogue.index[body["id"]]
-        body["series"] = self.state.mains.adjust(row, body["series"], adjust, body["interval"] != DAILY)
-        body["adjust"] = adjust
-        return Response(200, orjson.dumps(body))
+        if adjust is None:
+            return answer
+        if isinstance(answer, Response):
+            return _adjusted(self.state, answer, adjust)
+        return _adjusted_later(self.state, answer, adjust)  # type: ignore[return-value]
 
     def _kline(self, req: Request, query: dict[str, str]) -> Response:
         row = self._row(req)
@@ -250,3 +247,20 @@ class MarketApi:
         # the inventory series are synthetic whatever the price feed is: demo is the book's, not the state's
         return self._cached(("inventory",),
                             lambda: self._envelope(demo=self.inventory.demo, items=self.inventory.items()))
+
+
+def _adjusted(state: MarketState, answer: Response, adjust: str) -> Response:
+    """A /kline answer back-adjusted at the product's rolls (SPEC 19), wherever its candles came from: the rings, the
+    daily book or the stored history below them adjust alike (each bar's trading day against the rolls)."""
+    if answer.status != 200:
+        return answer
+    body = orjson.loads(answer.body)
+    row = state.catalogue.index[body["id"]]
+    body["series"] = state.mains.adjust(row, body["series"], adjust, body["interval"] != DAILY)
+    body["adjust"] = adjust
+    return Response(200, orjson.dumps(body))
+
+
+async def _adjusted_later(state: MarketState, pending: Awaitable[Response], adjust: str) -> Response:
+    """The same for a range reaching the stored history (answered on a history thread)."""
+    return _adjusted(state, await pending, adjust)

@@ -40,6 +40,7 @@ from server.market.candles.intraday import window
 from server.market.candles.ranges import DAILY
 from server.market.catalogue import Instrument
 from server.market.contracts.specs import PRODUCTS
+from server.market.main_series import ADJUST_MODES
 from server.market.state import MarketState
 from server.market.venues.clock import VenueClock
 from server.market.venues.tradingview import ChartHours, chart_hours
@@ -60,7 +61,7 @@ HOLIDAY_COLOR = "red"
 CONFIG_PARAMS: frozenset[str] = frozenset()
 SYMBOLS_PARAMS = frozenset({"symbol"})
 SEARCH_PARAMS = frozenset({"query", "type", "exchange", "limit"})
-HISTORY_PARAMS = frozenset({"symbol", "resolution", "from", "to", "countback"})
+HISTORY_PARAMS = frozenset({"symbol", "resolution", "from", "to", "countback", "adjust"})
 MARKS_PARAMS = frozenset({"symbol", "resolution", "from", "to"})
 
 
@@ -146,6 +147,9 @@ class UdfApi:
             raise _param("resolution", f"{inst.id} is published once a {every}: resolution must be 1D")
         end = _seconds(query, "to")
         countback = _count("countback", query.get("countback"), MAX_COUNTBACK, 0) or None
+        adjust = query.get("adjust")  # a futures product's back-adjusted series, as /kline's (SPEC 19)
+        if adjust is not None and adjust not in ADJUST_MODES:
+            raise _param("adjust", "adjust must be diff or ratio (a futures product's series adjusted at its rolls)")
         start: float
         if countback is None:
             start = _seconds(query, "from") if "from" in query else -math.inf  # default: the earliest held
@@ -155,15 +159,16 @@ class UdfApi:
             start = -math.inf  # countback wins over from (from is still checked when given)
             if "from" in query:
                 _seconds(query, "from")
-        deep = self._below(row, interval, start, end, countback)
+        deep = self._below(row, interval, start, end, countback, adjust)
         if deep is not None:
             return deep  # type: ignore[return-value]
-        key = ("udf-history", row, interval, start, end, countback)
-        body = self.cache.get(key, self.state.version, lambda: self._bars(row, interval, start, end, countback))
+        key = ("udf-history", row, interval, start, end, countback, adjust)
+        body = self.cache.get(key, self.state.version,
+                              lambda: self._bars(row, interval, start, end, countback, adjust))
         return Response(200, body)
 
-    def _below(self, row: int, interval: str, start: float, end: float,
-               countback: int | None) -> Coroutine[Any, Any, Response] | None:
+    def _below(self, row: int, interval: str, start: float, end: float, countback: int | None,
+               adjust: str | None) -> Coroutine[Any, Any, Response] | None:
         """The stored history's answer when the request reaches below the ring (SPEC 18), else None."""
         if self.deep is None:
             return None
@@ -180,22 +185,24 @@ class UdfApi:
             if found is None:
                 return None
             oldest = found
-        return self._deep_bars(row, interval, start, hi_s, countback or MAX_DEEP_BARS, oldest)
+        return self._deep_bars(row, interval, start, hi_s, countback or MAX_DEEP_BARS, oldest, adjust)
 
     async def _deep_bars(self, row: int, interval: str, start: float, hi_s: float, limit: int,
-                         oldest: float) -> Response:
+                         oldest: float, adjust: str | None) -> Response:
         """The latest `limit` bars in [start, hi_s), the stored part joined with the ring's."""
         assert self.deep is not None
         series, _ = await self.deep.series(self.state.ranges, row, interval, start, hi_s, limit, False, oldest)
         if not series:
             return Response(200, _NO_DATA)
-        return Response(200, orjson.dumps({
-            "s": "ok", "t": [_udf_time(c["t"]) for c in series],
-            "o": [c["o"] for c in series], "h": [c["h"] for c in series], "l": [c["l"] for c in series],
-            "c": [c["c"] for c in series], "v": [c["v"] for c in series],
-        }))
+        return Response(200, _columns([_udf_time(c["t"]) for c in series], self._adjusted(row, interval, series,
+                                                                                          adjust)))
 
-    def _bars(self, row: int, interval: str, start: float, end: float, countback: int | None) -> bytes:
+    def _adjusted(self, row: int, interval: str, series: list[dict], adjust: str | None) -> list[dict]:
+        """The bars back-adjusted at the product's rolls as /kline's `adjust` does them (SPEC 19), or as traded."""
+        return series if adjust is None else self.state.mains.adjust(row, series, adjust, interval != DAILY)
+
+    def _bars(self, row: int, interval: str, start: float, end: float, countback: int | None,
+              adjust: str | None) -> bytes:
         shift = _DAY_OFFSET_S if interval == DAILY else 0
         starts, cols = self.state.ranges.held(row, interval)
         # UDF's closed [from, to] on UDF times: [from - shift, to - shift + 1) on /kline's starts (whole seconds)
@@ -208,12 +215,8 @@ class UdfApi:
             if countback is not None or lo == 0:
                 return _NO_DATA
             return orjson.dumps({"s": "no_data", "nextTime": int(starts[lo - 1]) + shift})
-        series = self.state.ranges.format(row, interval, cols[lo:hi])
-        return orjson.dumps({
-            "s": "ok", "t": (starts[lo:hi] + shift).tolist(),
-            "o": [c["o"] for c in series], "h": [c["h"] for c in series], "l": [c["l"] for c in series],
-            "c": [c["c"] for c in series], "v": [c["v"] for c in series],
-        })
+        series = self._adjusted(row, interval, self.state.ranges.format(row, interval, cols[lo:hi]), adjust)
+        return _columns((starts[lo:hi] + shift).tolist(), series)
 
     def timescale_marks(self, req: Request) -> Response:
         """The holiday closures of the symbol's venue with from <= time <= to (a closure's time is its date at
@@ -346,6 +349,15 @@ def _count(field: str, raw: str | None, maximum: int, default: int) -> int:
 
 def _param(field: str, message: str) -> ApiError:
     return udf_fields(param_error(field, message))
+
+
+def _columns(times: list[int], series: list[dict]) -> bytes:
+    """UDF's `ok` answer: the bars as column arrays."""
+    return orjson.dumps({
+        "s": "ok", "t": times,
+        "o": [c["o"] for c in series], "h": [c["h"] for c in series], "l": [c["l"] for c in series],
+        "c": [c["c"] for c in series], "v": [c["v"] for c in series],
+    })
 
 
 def _udf_time(t: str) -> int:

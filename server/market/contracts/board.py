@@ -90,6 +90,8 @@ class FuturesBoard:
             self._take(row, detail)
 
     def _take(self, row: int, d: TickDetail) -> None:
+        if d.prev_settle is not None and d.prev_settle != self.prev_settle[row]:
+            self._published_prev(row, d.prev_settle)
         for name in ("bid", "ask", "bid_size", "ask_size", "oi", "settle"):
             value = getattr(d, name)
             if value is not None:
@@ -100,6 +102,14 @@ class FuturesBoard:
             self.limit_up[row] = d.limit_up
         if d.limit_down is not None:
             self.limit_down[row] = d.limit_down
+
+    def _published_prev(self, row: int, prev_settle: float) -> None:
+        """The feed published the previous day's settlement (CTP's PreSettlementPrice) and it is not ours: it wins
+        (SPEC 19), and so do the limits it sets (until limits the feed publishes, taken after it)."""
+        spec = self.specs[row]
+        assert spec is not None
+        self.prev_settle[row] = prev_settle
+        self.limit_down[row], self.limit_up[row] = limits(prev_settle, spec.limit_pct, spec.tick)
 
     def _minute(self, row: int, ts: float) -> int:
         ms = int(ts * 1000)

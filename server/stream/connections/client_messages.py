@@ -8,6 +8,8 @@ gap and no duplicate.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import replace
 from time import perf_counter
 
 from server.core.errors import CloseCode
@@ -24,13 +26,16 @@ from server.stream.protocol.session import Session
 from server.stream.protocol.wire import text_frame
 
 INTERVAL_INDEX = {name: k for k, name in enumerate(msg.CANDLE_INTERVALS)}
+Resolve = Callable[[str, float], int | None]  # a continuous id (`methanol.c.0`) at an instant -> its contract's row
 
 
 class ClientMessages:
     def __init__(self, catalogue: Catalogue, registry: SubscriptionRegistry[Session],
                  candle_registry: SubscriptionRegistry[Session], snapshots: Snapshots, replay: Replay,
-                 candles: CandleFrames | None, metrics: StreamMetrics) -> None:
+                 candles: CandleFrames | None, metrics: StreamMetrics, resolve: Resolve | None = None) -> None:
+        """`resolve`: the contract a continuous id names now (SPEC 19, `MainSeries.resolve`; None: ids only)."""
         self.index = catalogue.index
+        self.resolve = resolve
         self.ids = [inst.id for inst in catalogue.instruments]
         self.registry = registry
         self.candle_registry = candle_registry
@@ -51,7 +56,7 @@ class ClientMessages:
         elif parsed.op is msg.Op.PING:
             session.write(text_frame(msg.pong_payload(iso(now), parsed.req_id)))
         else:
-            self._change_subscription(session, parsed)
+            self._change_subscription(session, parsed, now)
         return None
 
     def on_control(self, session: Session, now: float) -> CloseCode | None:
@@ -79,8 +84,26 @@ class ClientMessages:
             return text_frame(msg.error_payload(msg.ErrorCode.INVALID_MESSAGE, detail, op.req_id))
         return None
 
-    def _change_subscription(self, session: Session, op: msg.ClientOp) -> None:
+    def _resolved(self, op: msg.ClientOp, now: float) -> tuple[msg.ClientOp, dict[str, str]]:
+        """``op`` with each continuous id (`methanol.c.0`, `methanol.n.1`; in ids and since) replaced by the contract
+        it names at ``now`` (SPEC 19), and those names. Resolved once, as Databento's live API does: the session then
+        holds the contract, which a later roll does not change (a new subscribe resolves again)."""
+        if self.resolve is None:
+            return op, {}
+        index, names = self.index, {}
+        for i in (*op.ids, *(op.since or ())):
+            if i not in index and i not in names:
+                row = self.resolve(i, now)
+                if row is not None:
+                    names[i] = self.ids[row]
+        if not names:
+            return op, {}
+        since = None if op.since is None else {names.get(i, i): seq for i, seq in op.since.items()}
+        return replace(op, ids=tuple(names.get(i, i) for i in op.ids), since=since), names
+
+    def _change_subscription(self, session: Session, op: msg.ClientOp, now: float) -> None:
         started = perf_counter()
+        op, resolved = self._resolved(op, now)
         refusal = self._refusal(op)
         if refusal is not None:
             session.write(refusal)
@@ -106,16 +129,17 @@ class ClientMessages:
         session.out.drop_pending()  # the snapshot (or the replay, which holds them) supersedes held ticks
         current_candles = self._current_candles(channels)
         if op.since is None:
-            session.write(text_frame(msg.subscribed_payload(ids, op.req_id, None, intervals))
+            session.write(text_frame(msg.subscribed_payload(ids, op.req_id, None, intervals, resolved))
                           + self.snapshots.frame(rows) + current_candles)
             return
         self.metrics.resumes.inc((("recovered", "true" if replay is not None else "false"),))
         if replay is None:
-            session.write(text_frame(msg.subscribed_payload(ids, op.req_id, False, intervals))
+            session.write(text_frame(msg.subscribed_payload(ids, op.req_id, False, intervals, resolved))
                           + self.snapshots.frame(rows) + current_candles)
             return
         session.out.grant(len(replay))  # a replay may pass the hard cap once (it is bounded by MAX_REPLAY_BYTES)
-        session.write(text_frame(msg.subscribed_payload(ids, op.req_id, True, intervals)) + replay + current_candles)
+        session.write(text_frame(msg.subscribed_payload(ids, op.req_id, True, intervals, resolved)) + replay
+                      + current_candles)
         self.metrics.replay_time.observe(perf_counter() - started)
 
     def _channels(self, session: Session, op: msg.ClientOp, named: frozenset[int],

@@ -167,12 +167,15 @@ def snapshot_payload(updated: str | None, epoch: str, seqs: dict[str, int], quot
 
 
 def subscribed_payload(ids: list[str], req_id: ReqId, recovered: bool | None = None,
-                       candles: list[str] | None = None) -> bytes:
+                       candles: list[str] | None = None, resolved: dict[str, str] | None = None) -> bytes:
     """`recovered` is present exactly when the subscribe carried `since`/`epoch`; `candles` exactly when the
-    message carried `candles` (then: every interval the session now has candles of, for at least one id)."""
+    message carried `candles` (then: every interval the session now has candles of, for at least one id);
+    `resolved` exactly when the message named continuous ids (each -> the contract id it named, SPEC 19)."""
     msg: dict[str, Any] = {"type": "subscribed", "ids": ids, "reqId": req_id}
     if candles is not None:
         msg["candles"] = candles
+    if resolved:
+        msg["resolved"] = resolved
     if recovered is not None:
         msg["recovered"] = recovered
     return orjson.dumps(msg)
