@@ -15,6 +15,7 @@ import itertools
 import json
 import math
 from collections.abc import Iterator
+from datetime import datetime
 
 import httpx
 import pytest
@@ -85,6 +86,27 @@ def test_rolls_are_listed_by_the_rule_and_the_candles_splice_at_them(http: httpx
             if roll["tradingDay"] <= candle["t"]:
                 main = roll["to"]
         assert candle == by_contract[main][candle["t"]], (candle["t"], main)
+
+
+def test_timescale_marks_mark_each_roll_of_a_products_main(http: httpx.Client) -> None:
+    """SPEC 14: `timescale_marks` marks each main-contract roll (SPEC 19) on the chart's time axis, at the new main's
+    first trading day (00:00 UTC, as a daily bar's time), beside the holiday closures; a contract has no rolls."""
+    rolls = _get(http, "/api/v1/instruments/methanol/rolls")["rolls"]
+    days = [datetime.fromisoformat(r["tradingDay"] + "T00:00:00+00:00") for r in rolls]
+    span = {"from": int(days[0].timestamp()) - 86400, "to": int(days[-1].timestamp()), "resolution": "1D"}
+    marks = _get(http, "/api/v1/udf/timescale_marks", symbol="methanol", **span)
+    on_rolls = [m for m in marks if m["label"] == "R"]
+    assert [m["time"] for m in on_rolls] == [int(d.timestamp()) for d in days]  # `to` counted in
+    for mark, roll in zip(on_rolls, rolls, strict=True):
+        assert mark["id"] == "roll-" + roll["tradingDay"].replace("-", "")
+        assert f"{roll['from']} -> {roll['to']}" in mark["tooltip"][0]
+    assert [m["time"] for m in marks] == sorted(m["time"] for m in marks)
+    assert {m["label"] for m in marks} <= {"R", "H"}
+    later = _get(http, "/api/v1/udf/timescale_marks", symbol="methanol", **{**span, "from": span["to"] + 1,
+                                                                            "to": span["to"] + 86400})
+    assert [m for m in later if m["label"] == "R"] == []  # outside the range: none
+    contract = _get(http, "/api/v1/udf/timescale_marks", symbol=rolls[-1]["to"], **span)
+    assert [m for m in contract if m["label"] == "R"] == []
 
 
 @pytest.mark.parametrize("bad", ["methanol-ec", "methanol-202701", "nothing"])

@@ -15,7 +15,7 @@ UDF's conventions, where they differ from /kline's (docs/charting.md):
   `udf_fields`, also applied by the pipeline to its own refusals on these paths: 401, 404, 405, 429);
 - a symbol's `session`, `session_holidays` and `corrections` are its venue's hours in the Charting Library's
   grammar (server/market/venues/tradingview.py) over the known range (`known_hours`); `timescale_marks` marks that
-  range's holiday closures.
+  range's holiday closures and, for a futures product's main series, each roll of its main contract (SPEC 19).
 """
 
 from __future__ import annotations
@@ -57,6 +57,7 @@ _DAY_OFFSET_S = 8 * 3600  # a daily bar's UDF time (00:00 UTC of its date) minus
 _NO_DATA = orjson.dumps({"s": "no_data"})
 MAX_DEEP_BARS = 20_000  # a from/to request reaching the stored history: at most its latest 20,000 bars
 HOLIDAY_COLOR = "red"
+ROLL_COLOR = "blue"  # a main-contract roll (SPEC 14, 19)
 
 CONFIG_PARAMS: frozenset[str] = frozenset()
 SYMBOLS_PARAMS = frozenset({"symbol"})
@@ -220,7 +221,8 @@ class UdfApi:
 
     def timescale_marks(self, req: Request) -> Response:
         """The holiday closures of the symbol's venue with from <= time <= to (a closure's time is its date at
-        00:00 UTC, as a daily bar's); none for a symbol without a venue."""
+        00:00 UTC, as a daily bar's; none for a symbol without a venue), and a product's main-contract rolls (at
+        the new main's first trading day, the same way), by time."""
         query = _query(req, MARKS_PARAMS)
         symbol = self._symbol(query)
         start, end = _seconds(query, "from"), _seconds(query, "to")
@@ -230,10 +232,18 @@ class UdfApi:
             raise _param("resolution", f"resolution must be one of {', '.join(SUPPORTED_RESOLUTIONS)}")
         hours = self._hours.get(symbol)
         closures = hours.closures if hours is not None else ()
-        return Response(200, orjson.dumps([
-            {"id": f"holiday-{day:%Y%m%d}", "time": at, "color": HOLIDAY_COLOR, "label": "H",
-             "tooltip": [f"{day.isoformat()}: {name} (closed)"]}
-            for day, name in closures if start <= (at := calendar.timegm(day.timetuple())) <= end]))
+        marks = [{"id": f"holiday-{day:%Y%m%d}", "time": at, "color": HOLIDAY_COLOR, "label": "H",
+                  "tooltip": [f"{day.isoformat()}: {name} (closed)"]}
+                 for day, name in closures if start <= (at := calendar.timegm(day.timetuple())) <= end]
+        row = self.catalogue.index[symbol]
+        if self.state.mains.is_series(row):  # a product's main series: each roll on its new main's first day
+            for roll in self.state.mains.roll_views(row):
+                day = date.fromisoformat(roll["tradingDay"])
+                if start <= (at := calendar.timegm(day.timetuple())) <= end:
+                    marks.append({"id": f"roll-{day:%Y%m%d}", "time": at, "color": ROLL_COLOR, "label": "R",
+                                  "tooltip": [f"{day.isoformat()}: main contract {roll['from']} -> {roll['to']}"]})
+        marks.sort(key=lambda m: (m["time"], m["id"]))
+        return Response(200, orjson.dumps(marks))
 
     def time(self, req: Request) -> Response:
         _query(req, CONFIG_PARAMS)
