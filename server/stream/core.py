@@ -53,7 +53,7 @@ class StreamCore:
         open venue's feed is silent (delivery/venue_status.py; None: never)."""
         self.state = state
         self.limits = limits
-        ids = [inst.id for inst in catalogue.instruments]
+        ids = catalogue.ids  # the catalogue's list: a reserved row's id changes when it is bound (SPEC 20)
         self.registry: SubscriptionRegistry[Session] = SubscriptionRegistry(len(ids))
         self.candle_registry: SubscriptionRegistry[Session] = SubscriptionRegistry(len(ids) * K)
         snapshots = Snapshots(state, ids, epoch)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from server.store.accounts.console_schema import CONSOLE_MIGRATION
 from server.store.availability.minutes import PG_MIGRATION as AVAILABILITY_MIGRATION
 from server.store.availability.minutes import SQLITE_TABLE as AVAILABILITY_SQLITE
+from server.store.sources.schema import SOURCES_MIGRATION
 from server.store.incidents.schema import INCIDENTS_MIGRATION
 from server.store.support.schema import SUPPORT_MIGRATION
 
@@ -298,4 +299,5 @@ CREATE TABLE settlements_1d (
     PRIMARY KEY (instrument, day)
 );
 """),
+    (8, "dedicated data sources: namespaces, key scopes, declared instruments (SPEC 20)", SOURCES_MIGRATION),
 )

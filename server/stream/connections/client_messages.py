@@ -31,7 +31,8 @@ class ClientMessages:
                  candle_registry: SubscriptionRegistry[Session], snapshots: Snapshots, replay: Replay,
                  candles: CandleFrames | None, metrics: StreamMetrics) -> None:
         self.index = catalogue.index
-        self.ids = [inst.id for inst in catalogue.instruments]
+        self.visible = catalogue.visible
+        self.ids = catalogue.ids  # the catalogue's list: a reserved row's id changes when it is bound (SPEC 20)
         self.registry = registry
         self.candle_registry = candle_registry
         self.snapshots = snapshots
@@ -66,10 +67,11 @@ class ClientMessages:
                 msg.ErrorCode.UNSUPPORTED_BINARY, "Send client messages as JSON text frames.", None)))
         return None
 
-    def _refusal(self, op: msg.ClientOp) -> bytes | None:
-        """The error frame of a subscription change that names unknown ids (or since ids not in ids), else None."""
-        index = self.index
-        unknown = [i for i in (*op.ids, *(op.since or ())) if i not in index]
+    def _refusal(self, op: msg.ClientOp, owner: str | None) -> bytes | None:
+        """The error frame of a subscription change that names unknown ids (another account's declared instrument
+        too, SPEC 20: as if it did not exist), or since ids not in ids; else None."""
+        index, visible = self.index, self.visible
+        unknown = [i for i in (*op.ids, *(op.since or ())) if i not in index or not visible(index[i], owner)]
         if unknown:
             detail = "Unknown instrument ids: " + ", ".join(u[:64] for u in dict.fromkeys(unknown[:20]))
             return text_frame(msg.error_payload(msg.ErrorCode.UNKNOWN_IDS, detail, op.req_id))
@@ -81,7 +83,7 @@ class ClientMessages:
 
     def _change_subscription(self, session: Session, op: msg.ClientOp) -> None:
         started = perf_counter()
-        refusal = self._refusal(op)
+        refusal = self._refusal(op, session.owner)
         if refusal is not None:
             session.write(refusal)
             return

@@ -83,7 +83,7 @@ class Sessions:
             session.transition(SessionState.REJECTED)
             self.metrics.refusals.inc((("reason", verdict.reason),))
             return verdict
-        session.key_id, session.plan = verdict.id, verdict.plan
+        session.key_id, session.plan, session.owner = verdict.id, verdict.plan, verdict.owner
         self.per_key[verdict.id] += 1  # counted now, so two handshakes in one read cannot both pass
         return None
 

@@ -64,6 +64,9 @@ def decide(
     key = lookup(secret)
     if key is None:
         return Refusal("invalid_key", ApiError("unauthorized", "Unknown or revoked API key."))
+    if key.scope != "read":  # SPEC 20: an ingest key publishes and reads nothing
+        return Refusal("ingest_key", ApiError("forbidden", "An ingest key publishes (POST /api/v1/ingest) and "
+                                                           "reads nothing; stream with a read key."))
     limit = max_conn.get(key.plan, 0)
     if limit <= 0:
         return Refusal("free_plan", plan_required(key.plan, "WebSocket streaming (/ws/quotes)"))
