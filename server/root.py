@@ -36,11 +36,11 @@ from server.api.core.router import Router
 from server.api.docs.asyncapi import register_asyncapi
 from server.api.market.deep_ranges import DeepRanges
 from server.api.market.flatfiles import FlatFilesApi
+from server.api.market.ingest import IngestApi
 from server.api.market.keyed import MarketApi
 from server.api.market.quality import DayQualities, QualityApi
 from server.api.market.reference import ReferenceApi
-from server.api.console.instruments import Bind
-from server.api.market.sources import bind_at_build, clock_of, register_sources
+from server.api.market.sources import ConsoleSources, DeclaredInstruments, bind_at_build, clock_of, register_sources
 from server.api.ops.availability import AvailabilityRecorder, Readings, keyed_routes, this_hub
 from server.api.ops.health import OpsApi
 from server.api.ops.incident_watch import IncidentWatch
@@ -84,8 +84,8 @@ from server.market.contracts.specs import load_products
 from server.market.freshness import Freshness, freshness_of, venue_clocks
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state, reset_row
+from server.market.tick import Tick
 from server.market.venues.book import VenueBook
-from server.market.venues.data import SESSIONS
 from server.notify.channels import configured_channels
 from server.notify.worker import OutboxWorker
 from server.store.accounts.console_store import ConsoleStore
@@ -191,32 +191,30 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     (`group(NotifySettings)`...); the App, the stream and the public site still take the whole `Settings`."""
     group = settings.group
     clock = clock or settings_clock(group(ProcessSettings))
-    venues, catalogue = load_catalogue(settings, clock)
-    registry = Registry()
+    (venues, catalogue), registry = load_catalogue(settings, clock), Registry()
     # SQLite on its threads or PostgreSQL's async pool (docs/storage.md); a committed record wakes the outbox worker
     notify = group(NotifySettings)
     channels = configured_channels(notify)  # the outbox writes a job per channel; the worker delivers on them
     specs = [(c.kind, c.target) for c in channels]
     repos = open_repositories(group(StorageSettings), specs, clock, lambda: outbox.wake())
     bind_at_build(catalogue, venues, ConsoleStore(repos.storage))  # SPEC 20: the declared instruments' rows
-    buckets = Gcra()  # this hub's own buckets (and, on the redis engine, its fallback while Redis is away)
+    # this hub's own buckets (and, on the redis engine, its fallback while Redis is away); the key cache is filled by
+    # the key watch's start
+    keys, router, buckets = KeyCache(repos.keys), Router(), Gcra()
     engine = make_engine(group(EngineSettings), registry, buckets, clock, catalogue.log_ids())
     epoch = engine.epoch(f"{int(clock())}-{os.urandom(3).hex()}")  # redis: the shared tick history's, if any
     state, feed, keeper = make_market(group(FeedSettings), catalogue, repos.candles, clock, epoch, venues,
                                       history_opener(group(StorageSettings)), archive_writer(settings, engine))
     archive_ok, jobs, deep, flat = history_parts(keeper, registry, group(StorageSettings), clock, venues, repos.candles)
-    keys, router = KeyCache(repos.keys), Router()  # the key cache is filled by the key watch's start
     meter = UsageMeter(clock())  # the console's usage per key (SPEC 17), counted by the pipeline and the stream
     app = make_app(settings, router, keys, registry, engine, buckets, clock, meter, catalogue)
     history, applied = TickHistory(len(catalogue.ids), tick_frame), AppliedTicks()  # resumes (SPEC 7)
     fresh = feed_freshness(state, applied, group(FeedSettings), clock)  # SPEC 20: a silent feed in session
     ticks = TickPath(state, feed, engine.bus, engine.ticks, engine.history, history, applied, registry, epoch)
-    watch = KeyWatch(keys, engine.revocations, group(AuthSettings).key_refresh_s)
-    engine.revocations.subscribe(watch.on_revoked)
+    watch = KeyWatch.subscribed(keys, engine.revocations, group(AuthSettings).key_refresh_s)
     started = threading.Event()  # set by Node.start once every part runs
-    register_market(settings, router, state, venues, clock, deep, flat, fresh, keeper)
-    declared = register_sources(router, state, venues, ConsoleStore(repos.storage), clock, [app.admission.known.clear],
-                                settings.ingest_rate, ticks.ingest)  # SPEC 20: dedicated data sources (docs/ingest.md)
+    declared, ingest = register_market(settings, router, state, venues, clock, deep, flat, fresh, keeper,
+                                       ConsoleStore(repos.storage), [app.admission.known.clear], ticks.ingest)
     http, stream_settings = group(HttpSettings), group(StreamSettings)
     WebApi(http, group(FeedSettings), stream_settings).register(router)  # the dashboard at /, /static/..., /api/config
     OpsApi(http, group(ProcessSettings), router, registry, repos.storage,
@@ -225,9 +223,10 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     # SPEC 20: incidents and maintenance as last read (the status routes answer it); a hub with mail writes their mail
     board = IncidentBoard(ConsoleStore(repos.storage), clock, mail=bool(notify.smtp_url), wake=outbox.wake)
     site, usage = make_sites(settings, router, repos, state, app, engine, registry, specs, outbox, meter, clock,
-                             board, (declared.rows, sorted(venues.venues), sorted(SESSIONS), declared.bind))
+                             board, declared.console_sources())
     applied.subscribe_before(site.snapshots.before_ticks)
-    stream = make_stream(settings, state, epoch, registry, keys, buckets, history, clock, meter, fresh, applied, watch)
+    stream = make_stream(settings, state, epoch, registry, keys, buckets, history, clock, meter, fresh, applied, watch,
+                         ingest.frame)
     probe, status, status_tasks = register_status(router, fresh, venues, clock, repos.storage, stream, outbox,
                                                      engine, board, settings)
     follow_keeper(keeper, applied, ticks)
@@ -248,10 +247,11 @@ def load_catalogue(settings: Settings, clock: Callable[[], float]) -> tuple[Venu
 
 def make_stream(settings: Settings, state: MarketState, epoch: str, registry: Registry, keys: KeyCache, buckets: Gcra,
                 history: TickHistory, clock: Callable[[], float], meter: UsageMeter, fresh: Freshness,
-                applied: AppliedTicks, watch: KeyWatch) -> StreamService:
-    """The WebSocket stream (SPEC 7): told of every applied tick, of revoked keys and of changed plans."""
+                applied: AppliedTicks, watch: KeyWatch, ingest: Callable[[str | None, bytes], bytes]) -> StreamService:
+    """The WebSocket stream (SPEC 7): told of every applied tick, of revoked keys and of changed plans; `ingest`:
+    /ws/ingest's batches (SPEC 20)."""
     stream = StreamService(settings, state, state.catalogue, epoch, registry, keys, buckets, history, clock,
-                           stream_limits(settings), meter, fresh.stale)
+                           stream_limits(settings), meter, fresh.stale, ingest)
     applied.subscribe(stream.core.fanout.on_ticks)
     watch.listeners.append(stream.on_revoked)
     watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
@@ -278,8 +278,10 @@ def availability_recorder(settings: Settings, storage: Storage, app: App, stream
 
 def register_market(settings: Settings, router: Router, state: MarketState, venues: VenueBook,
                     clock: Callable[[], float], deep: DeepRanges | None, flat: FlatFileSets | None, fresh: Freshness,
-                    keeper: CandleKeeper | None) -> None:
-    """The keyed market-data and reference routes (SPEC 6, 16, 18, 19, 20)."""
+                    keeper: CandleKeeper | None, store: ConsoleStore, changed: list[Callable[[], object]],
+                    publish: Callable[[list[Tick]], bool]) -> tuple[DeclaredInstruments, IngestApi]:
+    """The keyed market-data and reference routes (SPEC 6, 16, 18, 19, 20); the dedicated data sources' binding and
+    ingest route (SPEC 20, docs/ingest.md: `publish` is the tick path's ingest, `changed` told of a bound row)."""
     catalogue = state.catalogue
     MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock, deep).register(router)
     ReferenceApi(catalogue, venues, clock, state, deep, load_products(settings.catalogue_file)).register(router)
@@ -288,6 +290,7 @@ def register_market(settings: Settings, router: Router, state: MarketState, venu
     # a closed trading day's files, each venue's (SPEC 18), each with its day's condition
     FlatFilesApi(flat, clock, venues.venues, qualities).register(router)
     QualityApi(qualities, clock).register(router)
+    return register_sources(router, state, venues, store, clock, changed, settings.ingest_rate, publish)
 
 
 def feed_freshness(state: MarketState, applied: AppliedTicks, feed: FeedSettings,
@@ -330,7 +333,7 @@ def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: 
 def make_sites(settings: Settings, router: Router, repos: Repositories, state: MarketState, app: App, engine: Engine,
                registry: Registry, channels: list[tuple[str, str]], outbox: OutboxWorker, meter: UsageMeter,
                clock: Callable[[], float], board: IncidentBoard,
-               sources: tuple[int, list[str], list[str], Bind]) -> tuple[SiteTasks, Service]:
+               sources: ConsoleSources) -> tuple[SiteTasks, Service]:
     """The public site (/api/...) and the service console (/api/console/...), on one token service (SPEC 8, 17):
     the site's tasks, and the console's usage flusher (stopped after the other services)."""
     tokens = TokenService(load_secret(settings.jwt_secret, settings.data_dir),  # the accounts' JWTs
@@ -352,10 +355,7 @@ def make_app(settings: Settings, router: Router, keys: KeyCache, registry: Regis
              clock: Callable[[], float], meter: UsageMeter, catalogue: Catalogue) -> App:
     """The HTTP pipeline, with the runtime's guard: Robyn answers remembered bodies on actix's thread (a lock). An
     ingest key's answers and those of a key whose account declared instruments are never shared (SPEC 20)."""
-
-    def private(key: ApiKey) -> bool:
-        return key.scope != "read" or key.owner in catalogue.owned
-
+    private: Callable[[ApiKey], bool] = lambda key: key.scope != "read" or key.owner in catalogue.owned  # noqa: E731
     robyn = settings.runtime is Runtime.ROBYN
     guard = threading.Lock() if robyn else contextlib.nullcontext()
     return build_app(settings, router, keys, HttpMetrics(registry), engine.limiter, buckets, clock, guard, meter,

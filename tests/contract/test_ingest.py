@@ -6,6 +6,7 @@ Waiting for another process (the key refresh) polls with a deadline: nothing in 
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import json
 import time
@@ -14,6 +15,8 @@ from typing import Any
 
 import httpx
 import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import InvalidStatus
 
 from tests.conftest import RUNTIMES, ServerProcess, run_cli
 
@@ -192,3 +195,152 @@ def test_another_account_sees_nothing_of_them(srv: ServerProcess, source: dict[s
     assert get(srv, owner, "/api/v1/udf/symbols", symbol="acme.naphtha").json()["name"] == "acme.naphtha"
     assert any(i["id"] == "acme.naphtha" for i in get(srv, owner, "/api/v1/instruments").json()["instruments"])
     assert get(srv, owner, "/api/v1/instruments/acme.naphtha").json()["venue"] == "ice-eu"
+
+
+def lines_for(ids: list[str], start: float, n: int, step: float) -> list[dict[str, Any]]:
+    """`n` ticks for each of `ids`, `step` seconds apart from `start`, prices walking up by a cent."""
+    return [{"id": i, "price": round(100 + k * 0.01, 2), "ts": start + k * step, "volume": 1}
+            for k in range(n) for i in ids]
+
+
+def test_an_account_publishes_a_thousand_ticks_a_second_over_both_routes(srv: ServerProcess) -> None:
+    """20 instruments, 1,000 ticks a second for 2 s over POST /api/v1/ingest, then 2 s over WS /ws/ingest (one
+    batch of 100 ticks every 100 ms each); the owner's read key finds every tick in the quotes, candles, UDF history
+    and the stream; the batches are answered by count."""
+    bulk = account(srv, "bulk@example.com", namespace="bulk")
+    ids = [f"bulk.i{k:02d}" for k in range(20)]
+    for inst in ids:
+        assert bulk.post("/api/console/instruments", json={"id": inst, **INSTRUMENT}).status_code == 201
+    publisher, reader = key(bulk, "ingest"), key(bulk)
+    assert until(lambda: get(srv, reader, "/api/v1/quotes").status_code == 200)
+    start = time.time() - 10.0  # every tick in the past: none is refused as ahead of the server's clock
+    batches = [lines_for(ids, start + b * 0.1, 5, 0.02) for b in range(40)]  # 40 x 100 ticks
+
+    async def run() -> tuple[list[dict[str, Any]], list[str]]:
+        seen: list[str] = []
+        async with connect(srv.ws_base + "/ws/quotes", additional_headers={"X-SERVICE-Key": reader}) as stream:
+            await stream.send(json.dumps({"op": "subscribe", "ids": ids, "reqId": 1}))
+            while json.loads(await stream.recv()).get("type") != "subscribed":
+                pass
+
+            async def read() -> None:  # the subscriber reads as the ticks come (a reader that lags is conflated)
+                while len(seen) < 4000:
+                    frame = json.loads(await stream.recv())
+                    if frame.get("type") == "tick":
+                        seen.append(frame["id"])
+
+            reading = asyncio.create_task(read())
+            answers = await publish()
+            async with asyncio.timeout(10):
+                await reading
+        return answers, seen
+
+    async def publish() -> list[dict[str, Any]]:
+        answers = []
+        loop = asyncio.get_running_loop()
+        async with httpx.AsyncClient(base_url=srv.base, timeout=10.0) as http:
+            t0 = loop.time()
+            for b, batch in enumerate(batches[:20]):
+                await asyncio.sleep(max(0.0, t0 + b * 0.1 - loop.time()))  # a paced source: 1,000 ticks/s
+                resp = await http.post("/api/v1/ingest", content="\n".join(map(json.dumps, batch)),
+                                       headers={"X-SERVICE-Key": publisher, "content-type": "application/x-ndjson"})
+                assert resp.status_code == 200, resp.text
+                answers.append(resp.json())
+        async with connect(srv.ws_base + "/ws/ingest", additional_headers={"X-SERVICE-Key": publisher}) as ws:
+            t0 = loop.time()
+            for b, batch in enumerate(batches[20:]):
+                await asyncio.sleep(max(0.0, t0 + b * 0.1 - loop.time()))
+                await ws.send("\n".join(map(json.dumps, batch)))
+                answers.append(json.loads(await ws.recv()))
+        return answers
+
+    answers, seen = asyncio.run(run())
+    assert answers == [{"accepted": 100, "rejected": [], "rejectedCount": 0}] * 40
+    assert sorted(set(seen)) == ids and len(seen) == 4000  # every tick streamed, once
+    quotes = get(srv, reader, "/api/v1/quotes", ids=",".join(ids)).json()["quotes"]
+    assert [q["price"] for q in quotes] == [100.04] * 20 and all(q["id"] in ids for q in quotes)
+    for inst in (ids[0], ids[-1]):
+        assert get(srv, reader, f"/api/v1/quotes/{inst}").json()["volume"] == 200
+        bars = get(srv, reader, f"/api/v1/kline/{inst}", interval="1m", limit=10).json()["series"]
+        assert sum(b["v"] for b in bars) == 200
+        for interval in ("5m", "15m", "1h", "1d"):
+            assert get(srv, reader, f"/api/v1/kline/{inst}", interval=interval).json()["series"], interval
+        udf = get(srv, reader, "/api/v1/udf/history", symbol=inst, resolution="1", to=int(time.time()) + 60,
+                  countback=10).json()
+        assert udf["s"] == "ok" and sum(udf["v"]) == 200
+
+
+def test_the_stream_refuses_another_accounts_instruments(srv: ServerProcess, source: dict[str, Any]) -> None:
+    async def subscribe(secret: str) -> dict[str, Any]:
+        async with connect(srv.ws_base + "/ws/quotes", additional_headers={"X-SERVICE-Key": secret}) as ws:
+            snapshot = json.loads(await ws.recv())
+            assert snapshot["type"] == "snapshot"
+            assert not any(q["id"].startswith(("acme.", "~")) for q in snapshot["quotes"])
+            await ws.send(json.dumps({"op": "subscribe", "ids": ["acme.naphtha"], "reqId": 2}))
+            return dict(json.loads(await ws.recv()))
+
+    assert asyncio.run(subscribe(source["read"]))["type"] == "subscribed"
+    refused = asyncio.run(subscribe(source["other_read"]))
+    assert refused["type"] == "error" and refused["code"] == "unknown_ids" and "acme.naphtha" in refused["detail"]
+
+    async def opened(path: str, secret: str) -> int:
+        try:
+            async with connect(srv.ws_base + path, additional_headers={"X-SERVICE-Key": secret}):
+                return 101
+        except InvalidStatus as exc:
+            return int(exc.response.status_code)
+
+    assert asyncio.run(opened("/ws/quotes", source["ingest"])) == 403  # an ingest key reads nothing
+    assert asyncio.run(opened("/ws/ingest", source["read"])) == 403  # a read key publishes nothing
+
+
+def test_the_ingest_socket_answers_each_batch(srv: ServerProcess, source: dict[str, Any]) -> None:
+    async def run() -> list[dict[str, Any]]:
+        async with connect(srv.ws_base + "/ws/ingest", additional_headers={"X-SERVICE-Key": source["ingest"]}) as ws:
+            out = []
+            for batch in ('{"id":"acme.naphtha","price":613}\nnope\n{"id":"brent","price":1}', "\n\n"):
+                await ws.send(batch)
+                out.append(json.loads(await ws.recv()))
+            return out
+
+    first, empty = asyncio.run(run())
+    assert first["accepted"] == 1 and [r["line"] for r in first["rejected"]] == [2, 3]
+    assert empty == {"accepted": 0, "rejected": [], "rejectedCount": 0}
+    assert get(srv, source["read"], "/api/v1/quotes/acme.naphtha").json()["price"] == 613
+
+
+def test_an_account_over_its_ticks_a_second_waits(srv: ServerProcess) -> None:
+    """--ingest-rate 3000: one batch of 6,000 ticks passes (the bucket goes into debt), the next is 429 with
+    Retry-After and nothing of it kept, on both routes; another account is not held back."""
+    burst = account(srv, "burst@example.com", namespace="burst")
+    assert burst.post("/api/console/instruments", json={"id": "burst.x", **INSTRUMENT}).status_code == 201
+    secret = key(burst, "ingest")
+    start = time.time() - 60
+    big = lines_for(["burst.x"], start, 6000, 0.001)
+    resp = until(lambda: (r := ingest(srv, secret, big)).status_code == 200 and r)  # the key's first refresh
+    assert resp.json()["accepted"] == 6000
+    refused = problem(ingest(srv, secret, lines_for(["burst.x"], start + 7, 1, 1)), 429, "rate_limited")
+    assert refused["retryAfter"] >= 1
+
+    async def over_ws() -> dict[str, Any]:
+        async with connect(srv.ws_base + "/ws/ingest", additional_headers={"X-SERVICE-Key": secret}) as ws:
+            await ws.send(json.dumps({"id": "burst.x", "price": 1, "ts": start + 8}))
+            return dict(json.loads(await ws.recv()))
+
+    assert asyncio.run(over_ws())["error"]["status"] == 429
+    reader = key(burst)
+    assert until(lambda: get(srv, reader, "/api/v1/quotes/burst.x").status_code == 200)
+    assert get(srv, reader, "/api/v1/quotes/burst.x").json()["volume"] == 6000  # nothing of the refused kept
+
+
+def test_a_deleted_instrument_is_gone_for_everyone(srv: ServerProcess) -> None:
+    gone = account(srv, "gone@example.com", namespace="gone")
+    assert gone.post("/api/console/instruments", json={"id": "gone.x", **INSTRUMENT}).status_code == 201
+    reader, publisher = key(gone), key(gone, "ingest")
+    assert until(lambda: get(srv, reader, "/api/v1/quotes/gone.x").status_code == 200)
+    assert until(lambda: ingest(srv, publisher, [{"id": "gone.x", "price": 5}]).status_code == 200)
+    assert gone.delete("/api/console/instruments/gone.x").status_code == 204
+    problem(gone.delete("/api/console/instruments/gone.x"), 404, "not_found")
+    problem(get(srv, reader, "/api/v1/quotes/gone.x"), 404, "not_found")
+    assert ingest(srv, publisher, [{"id": "gone.x", "price": 5}]).json()["rejectedCount"] == 1
+    problem(gone.post("/api/console/instruments", json={"id": "gone.x", **INSTRUMENT}), 409, "conflict")

@@ -73,6 +73,14 @@ class IngestApi:
         return Response(200, orjson.dumps(self.publish_lines(owner, req.body)), "application/json",
                         [("cache-control", "no-store")])
 
+    def frame(self, owner: str | None, data: bytes) -> bytes:
+        """A /ws/ingest text frame's batch (SPEC 20) -> its answer: the route's `{accepted, rejected, rejectedCount}`,
+        or `{"error": problem}` (429 with `retryAfter`, 503), the batch then kept nowhere."""
+        try:
+            return orjson.dumps(self.publish_lines(owner, data))
+        except ApiError as exc:
+            return orjson.dumps({"error": exc.problem()})
+
     def publish_lines(self, owner: str | None, body: bytes) -> dict[str, Any]:
         """Parse, check and publish one batch of lines: `{accepted, rejected: [{line, error}]}`; ApiError for a
         refusal of the whole batch (429: the account's ticks a second; 503: this hub cannot publish now)."""

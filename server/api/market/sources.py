@@ -17,15 +17,17 @@ from server.api.core.router import Router
 from server.api.market.ingest import IngestApi, IngestBuckets
 from server.market.catalogue import Catalogue, Instrument, declared_instrument, slot_instrument
 from server.market.state import MarketState, reset_row
-from server.market.venues.book import VenueBook
 from server.market.tick import Tick
+from server.market.venues.book import VenueBook
 from server.market.venues.clock import VenueClock
+from server.market.venues.data import SESSIONS
 from server.store.accounts.console_store import ConsoleStore
 from server.store.sources.repo import Declared, SourcesRepo
 
 log = logging.getLogger("market.sources")
 
 REFRESH_S = 1.0
+ConsoleSources = tuple[int, list[str], list[str], Callable[[Declared | None, str], None]]  # register_console's
 
 
 def instrument_of(venues: VenueBook, d: Declared) -> Instrument:
@@ -36,12 +38,13 @@ def instrument_of(venues: VenueBook, d: Declared) -> Instrument:
 
 def register_sources(router: Router, state: MarketState, venues: VenueBook, store: ConsoleStore,
                      clock: Callable[[], float], changed: list[Callable[[], object]], rate: int,
-                     publish: Callable[[list[Tick]], bool]) -> DeclaredInstruments:
-    """The declared instruments' binding (a core part: its refresh) and the ingest route; `publish`: the tick path's
-    ingest (TickPath.ingest), `rate`: ticks a second per account."""
+                     publish: Callable[[list[Tick]], bool]) -> tuple[DeclaredInstruments, IngestApi]:
+    """The declared instruments' binding (a core part: its refresh) and the ingest route (its `frame` serves
+    /ws/ingest too); `publish`: the tick path's ingest (TickPath.ingest), `rate`: ticks a second per account."""
     declared = DeclaredInstruments(state, venues, store, clock, changed)
-    IngestApi(state.catalogue, publish, state.history_start, IngestBuckets(rate, clock), clock).register(router)
-    return declared
+    ingest = IngestApi(state.catalogue, publish, state.history_start, IngestBuckets(rate, clock), clock)
+    ingest.register(router)
+    return declared, ingest
 
 
 def bind_at_build(catalogue: Catalogue, venues: VenueBook, store: ConsoleStore) -> None:
@@ -109,6 +112,11 @@ class DeclaredInstruments:
         reset_row(self.state, row, clock, self.clock())
         return True
 
+
+    def console_sources(self) -> ConsoleSources:
+        """What the console's instruments routes take: the reserved rows, the venue and session ids a declaration may
+        name, and this hub's binding."""
+        return self.rows, sorted(self.venues.venues), sorted(SESSIONS), self.bind
 
     # --- the refresh (a core part) ------------------------------------------------------------------------------
     async def start(self) -> None:

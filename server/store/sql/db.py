@@ -18,11 +18,11 @@ from server.store.incidents.schema import INCIDENT_TABLES_SQLITE
 from server.store.site.content import ContentItem
 from server.store.site.receipts import ReceiptData
 from server.store.site.seed import seed
+from server.store.sources.schema import migrate_sources_sqlite
 from server.store.sql.errors import storage_errors as storage_errors  # where other modules look it up
 from server.store.sql.schema import SQLITE_SCHEMA
 from server.store.sql.sqlite_sync import ContentRepo, ReceiptRepo
 from server.store.sql.sqlite_tx import configure, transaction
-from server.store.sources.schema import migrate_sources_sqlite
 from server.store.support.schema import migrate_support_sqlite
 
 DB_NAME = "market.sqlite3"

@@ -13,8 +13,8 @@ from __future__ import annotations
 from server.store.accounts.console_schema import CONSOLE_MIGRATION
 from server.store.availability.minutes import PG_MIGRATION as AVAILABILITY_MIGRATION
 from server.store.availability.minutes import SQLITE_TABLE as AVAILABILITY_SQLITE
-from server.store.sources.schema import SOURCES_MIGRATION
 from server.store.incidents.schema import INCIDENTS_MIGRATION
+from server.store.sources.schema import SOURCES_MIGRATION
 from server.store.support.schema import SUPPORT_MIGRATION
 
 META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"

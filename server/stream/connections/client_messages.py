@@ -8,6 +8,7 @@ gap and no duplicate.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from time import perf_counter
 
 from server.core.errors import CloseCode
@@ -29,7 +30,10 @@ INTERVAL_INDEX = {name: k for k, name in enumerate(msg.CANDLE_INTERVALS)}
 class ClientMessages:
     def __init__(self, catalogue: Catalogue, registry: SubscriptionRegistry[Session],
                  candle_registry: SubscriptionRegistry[Session], snapshots: Snapshots, replay: Replay,
-                 candles: CandleFrames | None, metrics: StreamMetrics) -> None:
+                 candles: CandleFrames | None, metrics: StreamMetrics,
+                 ingest: Callable[[str | None, bytes], bytes] | None = None) -> None:
+        """`ingest`: a /ws/ingest session's batch of JSON lines (its key's account, the lines) -> the answer's JSON
+        (SPEC 20: the ingest route's, `{accepted, rejected}` or `{error}`); None: no dedicated data sources."""
         self.index = catalogue.index
         self.visible = catalogue.visible
         self.ids = catalogue.ids  # the catalogue's list: a reserved row's id changes when it is bound (SPEC 20)
@@ -39,9 +43,15 @@ class ClientMessages:
         self.replay = replay
         self.candles = candles
         self.metrics = metrics
+        self.ingest = ingest
 
     def on_text(self, session: Session, data: Payload, now: float) -> CloseCode | None:
         """Handle one client message; a close code means: close the session with it."""
+        if session.ingest:  # a batch of ticks (SPEC 20): the account's ticks a second limit it, not the message rate
+            if session.is_open and self.ingest is not None:
+                session.write(text_frame(self.ingest(session.owner, data.encode() if isinstance(data, str)
+                                                     else bytes(data))))
+            return None
         if not session.rate.allow(now):
             return CloseCode.POLICY_VIOLATION
         if not session.is_open:

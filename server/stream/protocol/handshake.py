@@ -17,6 +17,8 @@ from server.core.errors import ApiError
 from server.core.keys import ApiKey
 
 WS_PATH = "/ws/quotes"
+INGEST_WS_PATH = "/ws/ingest"  # SPEC 20: a dedicated data source publishes here (ingest keys only; docs/ingest.md)
+WS_PATHS = (WS_PATH, INGEST_WS_PATH)
 KEY_HEADER = "X-SERVICE-Key"
 
 
@@ -53,7 +55,7 @@ def decide(
 ) -> ApiKey | Refusal:
     """The key to open the session with, or why not."""
     parts = urlsplit(target)
-    if parts.path != WS_PATH:
+    if parts.path not in WS_PATHS:
         return Refusal("not_found", ApiError("not_found", f"No WebSocket endpoint at {parts.path[:200]}; "
                                                           f"connect to {WS_PATH}?key=KEY."))
     secret = handshake_key(target, header_keys)
@@ -64,9 +66,10 @@ def decide(
     key = lookup(secret)
     if key is None:
         return Refusal("invalid_key", ApiError("unauthorized", "Unknown or revoked API key."))
-    if key.scope != "read":  # SPEC 20: an ingest key publishes and reads nothing
-        return Refusal("ingest_key", ApiError("forbidden", "An ingest key publishes (POST /api/v1/ingest) and "
-                                                           "reads nothing; stream with a read key."))
+    if (key.scope == "ingest") != (parts.path == INGEST_WS_PATH):  # SPEC 20: an ingest key publishes, reads nothing
+        return Refusal("wrong_scope", ApiError("forbidden", "An ingest key publishes (WS /ws/ingest, POST "
+                                               "/api/v1/ingest) and reads nothing; stream with a read key."
+                                               if key.scope == "ingest" else "/ws/ingest takes an ingest key."))
     limit = max_conn.get(key.plan, 0)
     if limit <= 0:
         return Refusal("free_plan", plan_required(key.plan, "WebSocket streaming (/ws/quotes)"))
