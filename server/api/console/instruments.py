@@ -18,7 +18,7 @@ from server.api.core.types import Request, Response
 from server.core.errors import ApiError
 from server.market.timefmt import iso
 from server.store.accounts.console import Account
-from server.store.sources.repo import Declared, Refused, SourcesRepo
+from server.store.sources.repo import NAMESPACE, Declared, Refused, SourcesRepo
 
 PREFIX = "/api/console/instruments"
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,47}")  # the part after `{namespace}.`
@@ -40,8 +40,8 @@ class ConsoleInstrumentsApi:
         router.add("POST", PREFIX, self.declare, Access.PUBLIC, name="console_instrument_declare")
         router.add("DELETE", PREFIX + "/{id}", self.delete, Access.PUBLIC, name="console_instrument_delete")
 
-    async def _source(self, req: Request) -> tuple[Account, str | None]:
-        account = await self.ctx.account(req)
+    async def _source(self, req: Request, account: Account | None = None) -> tuple[Account, str | None]:
+        account = account or await self.ctx.account(req)
         if account.plan != "enterprise" and not account.is_operator:
             raise ApiError("forbidden", "A dedicated data source is part of the enterprise plan (docs/ingest.md).")
         namespace = await self.ctx.store.read(lambda r: SourcesRepo(r.db).namespace_of(account.id))
@@ -53,8 +53,9 @@ class ConsoleInstrumentsApi:
         return json_answer({"namespace": namespace, "items": [instrument_view(d) for d in found]})
 
     async def declare(self, req: Request) -> Response:
-        account, namespace = await self._source(req)
-        fields = self._fields(json_object(req))
+        signed_in = await self.ctx.account(req)
+        fields = self._fields(json_object(req))  # a bad body is a 400 naming its fields, whatever the plan
+        account, namespace = await self._source(req, signed_in)
         if namespace is None:
             raise ApiError("forbidden", "This account has no namespace yet; the operator grants one "
                                         "(users namespace EMAIL NS).")
@@ -80,24 +81,28 @@ class ConsoleInstrumentsApi:
 
     def _fields(self, body: dict[str, Any]) -> dict[str, Any]:
         f = Fields(body)
-        inst_id = f.text("id", max_len=80)
-        if inst_id is not None:
-            ns, dot, name = inst_id.partition(".")
-            if not dot or not NAME.fullmatch(name) or not ns:
-                f.error("id", "must be {namespace}.{name}: the name 1-48 characters of a-z, 0-9, _ and -")
+        inst_id = body.get("id")  # as sent: an id is never trimmed
+        ns, dot, name = inst_id.partition(".") if isinstance(inst_id, str) else ("", "", "")
+        if not (dot and NAMESPACE.fullmatch(ns) and NAME.fullmatch(name)):
+            f.error("id", "must be {namespace}.{name}: the namespace as granted, the name 1-48 characters of a-z, "
+                          "0-9, _ and -")
         name, unit = _localised(f, "name", 100), _localised(f, "unit", 40)
-        currency = f.text("currency", max_len=3)
-        if currency is not None and not CURRENCY.fullmatch(currency):
+        currency = body.get("currency")
+        if not isinstance(currency, str) or not CURRENCY.fullmatch(currency):
             f.error("currency", "must be an ISO 4217 code: three capital letters")
-        decimals = f.data.get("decimals")
+        decimals = body.get("decimals")
+        if isinstance(decimals, float) and decimals.is_integer():
+            decimals = int(decimals)
         if isinstance(decimals, bool) or not isinstance(decimals, int) or not 0 <= decimals <= MAX_DECIMALS:
             f.error("decimals", f"must be a whole number from 0 to {MAX_DECIMALS}")
-        venue = f.choice("venue", tuple(self.venues))
-        if "venue" not in body:
-            f.error("venue", "is required: the venue whose trading days and sessions the instrument follows")
+        venue = body.get("venue")
+        if venue not in self.venues:
+            f.error("venue", "is required: the venue whose trading days and sessions the instrument follows, one of "
+                             + ", ".join(self.venues))
         session = f.choice("session", tuple(self.sessions))
         f.only("id", "name", "unit", "currency", "decimals", "venue", "session")
         f.check()
+        assert isinstance(inst_id, str)
         return {"id": inst_id, "name": name, "unit": unit, "currency": currency, "decimals": decimals,
                 "venue": venue, "session": session or ""}
 
@@ -110,8 +115,8 @@ def _localised(f: Fields, name: str, max_len: int) -> dict[str, str]:
     inner = Fields(value)
     out = {lang: inner.text(lang, max_len=max_len) or "" for lang in ("zh", "en")}
     inner.only("zh", "en")
-    for e in inner.errors:
-        f.error(f"{name}.{e['field']}", e["message"])
+    for e in inner.errors:  # named by the body's field, the inner one in the message
+        f.error(name, f"{e['field']} {e['message']}")
     return out
 
 

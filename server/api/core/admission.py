@@ -74,11 +74,12 @@ class Admission:
             return None
         if route.access is KEYED:
             key = await self._authenticate(req)
-            if key.scope != route.scope:
+            decision = await self._limit("key:" + key.id, self.settings.rate_for(key.plan, key.rate), key.plan)
+            if decision.allowed and key.scope != route.scope:  # SPEC 20 (every request counts in the key's bucket)
                 raise ApiError("forbidden", "An ingest key publishes to its account's instruments and reads nothing; "
                                "use a read key." if key.scope == "ingest" else
-                               "This route takes an ingest key (scope ingest: POST /api/console/keys).")
-            decision = await self._limit("key:" + key.id, self.settings.rate_for(key.plan, key.rate), key.plan)
+                               "This route takes an ingest key (scope ingest: POST /api/console/keys).",
+                               headers=decision.headers())
         else:
             ip = self.client_ip(req)
             decision = await self._limit("ip:" + ip, self.settings.public_rate, "public")

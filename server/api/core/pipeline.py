@@ -247,7 +247,7 @@ class App:
         req.route_name = route.name
         limit = body_limit(req.path)
         if len(req.body) > limit:
-            raise ApiError("payload_too_large", f"Request bodies to {req.path} are limited to {limit} bytes.")
+            raise ApiError("payload_too_large", f"Request bodies are limited to {limit} bytes.")
         req.path_params = params
         return route
 

@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from server.api.core.pipeline import INGEST_MAX_BODY, INGEST_PATH
+from server.api.core.query import known_query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.core.errors import ApiError
@@ -63,6 +64,7 @@ class IngestApi:
         router.add("POST", INGEST_PATH, self.ingest, Access.KEYED, name="ingest", scope="ingest")
 
     def ingest(self, req: Request) -> Response:
+        known_query(req, frozenset())
         ctype = (req.headers.get("content-type") or "").split(";")[0].strip().lower()
         if ctype not in MEDIA_TYPES:
             raise ApiError("unsupported_media_type", "Send the ticks as application/x-ndjson: one JSON object a line.")
