@@ -32,7 +32,7 @@ class ConsoleKey(Model):
     scope: str = "read"  # or "ingest": publishes to the account's own instruments, reads nothing (docs/ingest.md)
 
 
-class ConsoleKeyCreated(ConsoleKey):
+class ConsoleKeyCreated(ConsoleKey, kw_only=True):
     key: str  # the secret: shown once
     replaces: str | None = None  # on rotation: the key it replaced (now revoked)
 
