@@ -169,7 +169,8 @@ def test_bad_requests_to_the_ingest_route(srv: ServerProcess, source: dict[str, 
 
 def test_an_ingest_key_reads_nothing(srv: ServerProcess, source: dict[str, Any]) -> None:
     for path in ("/api/v1/quotes", "/api/v1/quotes/acme.naphtha", "/api/v1/kline/acme.naphtha", "/api/v1/instruments",
-                 "/api/v1/udf/search", "/api/v1/udf/config", "/api/v1/spreads"):
+                 "/api/v1/instruments/acme.naphtha", "/api/v1/udf/search", "/api/v1/udf/config", "/api/v1/spreads",
+                 "/api/v1/flatfiles?dataset=ticks", "/api/v1/curve/methanol", "/api/v1/venues", "/api/v1/inventory"):
         problem(get(srv, source["ingest"], path), 403, "forbidden")
 
 
