@@ -82,8 +82,8 @@ class ConsoleInstrumentsApi:
     def _fields(self, body: dict[str, Any]) -> dict[str, Any]:
         f = Fields(body)
         inst_id = body.get("id")  # as sent: an id is never trimmed
-        ns, dot, name = inst_id.partition(".") if isinstance(inst_id, str) else ("", "", "")
-        if not (dot and NAMESPACE.fullmatch(ns) and NAME.fullmatch(name)):
+        ns, dot, local = inst_id.partition(".") if isinstance(inst_id, str) else ("", "", "")
+        if not (dot and NAMESPACE.fullmatch(ns) and NAME.fullmatch(local)):
             f.error("id", "must be {namespace}.{name}: the namespace as granted, the name 1-48 characters of a-z, "
                           "0-9, _ and -")
         name, unit = _localised(f, "name", 100), _localised(f, "unit", 40)
