@@ -48,14 +48,14 @@ KEYED, OPEN, AWAIT = Access.KEYED, Access.OPEN, Pending.AWAIT
 MAX_BODY = 64 * 1024
 INGEST_PATH = "/api/v1/ingest"  # SPEC 20: a dedicated data source publishes JSON lines here, up to INGEST_MAX_BODY
 INGEST_MAX_BODY = 1024 * 1024
+MAX_TARGET = 8 * 1024  # path + query; longer ones get our 414 (Granian/hyper answers a bare 414 past 64 KiB)
+STORAGE_RETRY_AFTER_S = 5  # a 503 storage_unavailable's Retry-After (the pool reconnects at least every 2 s)
+STORAGE_LOG_EVERY_S = 10.0  # one warning per this while storage stays away, not one per request
 
 
 def body_limit(path: str) -> int:
     """The largest body a request to `path` may carry (over it: 413)."""
     return INGEST_MAX_BODY if path == INGEST_PATH else MAX_BODY
-MAX_TARGET = 8 * 1024  # path + query; longer ones get our 414 (Granian/hyper answers a bare 414 past 64 KiB)
-STORAGE_RETRY_AFTER_S = 5  # a 503 storage_unavailable's Retry-After (the pool reconnects at least every 2 s)
-STORAGE_LOG_EVERY_S = 10.0  # one warning per this while storage stays away, not one per request
 
 
 class App:
