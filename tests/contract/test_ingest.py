@@ -345,3 +345,7 @@ def test_a_deleted_instrument_is_gone_for_everyone(srv: ServerProcess) -> None:
     problem(get(srv, reader, "/api/v1/quotes/gone.x"), 404, "not_found")
     assert ingest(srv, publisher, [{"id": "gone.x", "price": 5}]).json()["rejectedCount"] == 1
     problem(gone.post("/api/console/instruments", json={"id": "gone.x", **INSTRUMENT}), 409, "conflict")
+    out = run_cli(srv.data_dir, "users", "plan", "gone@example.com", "professional")  # moved off the plan
+    assert out.returncode == 0, out.stderr
+    refused = until(lambda: (r := ingest(srv, publisher, [{"id": "gone.y", "price": 5}])).status_code == 403 and r)
+    assert refused and refused.json()["code"] == "plan_required" and refused.json()["requiredPlan"] == "enterprise"

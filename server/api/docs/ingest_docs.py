@@ -78,7 +78,8 @@ INGEST_OPERATIONS: dict[tuple[str, str], S] = {
                                                       for media in MEDIA_TYPES}},
         "responses": {**_ok("IngestAnswer"),
                       "400": _problem("a query parameter (none is defined; bad lines are named in the answer)"),
-                      "403": _problem("not an ingest key (a read key publishes nothing)"),
+                      "403": _problem("not an ingest key (a read key publishes nothing), or the key's account is no "
+                                      "longer on the enterprise plan (plan_required)"),
                       "413": _problem("a body over 1 MiB"),
                       "415": _problem("the content type is not application/x-ndjson"),
                       "503": {**_problem("this hub does not publish now (another hub holds the feed): retry"),

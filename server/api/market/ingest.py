@@ -71,6 +71,11 @@ class IngestApi:
         if len(req.body) > INGEST_MAX_BODY:
             raise ApiError("payload_too_large", f"An ingest request carries at most {INGEST_MAX_BODY} bytes (1 MiB); "
                                                 "send the rest in another request.")
+        if req.auth is not None and req.auth.plan != "enterprise":  # an account moved off the plan keeps its keys
+            raise ApiError("plan_required", "Publishing to a dedicated data source needs the enterprise plan; this "
+                           f"key is on the {req.auth.plan} plan. Request an upgrade in the service console at "
+                           "/console.",
+                           extra={"requiredPlan": "enterprise", "currentPlan": req.auth.plan, "consoleUrl": "/console"})
         owner = req.auth.owner if req.auth is not None else None
         return Response(200, orjson.dumps(self.publish_lines(owner, req.body)), "application/json",
                         [("cache-control", "no-store")])

@@ -24,7 +24,8 @@ KEY_HEADER = "X-SERVICE-Key"
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    reason: str  # metrics label: not_found, missing_key, invalid_key, free_plan, too_many_connections
+    reason: str  # metrics label: not_found, missing_key, invalid_key, free_plan, too_many_connections, wrong_scope,
+    # plan_required (SPEC 20: /ws/ingest off the enterprise plan)
     error: ApiError
 
 
@@ -70,6 +71,9 @@ def decide(
         return Refusal("wrong_scope", ApiError("forbidden", "An ingest key publishes (WS /ws/ingest, POST "
                                                "/api/v1/ingest) and reads nothing; stream with a read key."
                                                if key.scope == "ingest" else "/ws/ingest takes an ingest key."))
+    if parts.path == INGEST_WS_PATH and key.plan != "enterprise":  # an account moved off the plan keeps its keys
+        return Refusal("plan_required", plan_required(key.plan, "Publishing to a dedicated data source (/ws/ingest)",
+                                                      "enterprise"))
     limit = max_conn.get(key.plan, 0)
     if limit <= 0:
         return Refusal("free_plan", plan_required(key.plan, "WebSocket streaming (/ws/quotes)"))
