@@ -7678,7 +7678,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description not an ingest key (a read key publishes nothing) */
+            /** @description not an ingest key (a read key publishes nothing), or the key's account is no longer on the enterprise plan (plan_required) */
             403: {
                 headers: {
                     [name: string]: unknown;
