@@ -30,9 +30,13 @@ def history_parts(keeper: CandleKeeper | None, registry: Registry, storage: Stor
     if keeper is None or keeper.archive is None:
         return (lambda: True), [], None, None
     days = {**DEFAULT_DAYS, **storage.retention}
-    archive, instruments = keeper.archive, keeper.catalogue.instruments
+    archive, catalogue = keeper.archive, keeper.catalogue
+    # the catalogue's own lists: a reserved row's declared instrument (SPEC 20) is read by the id it has now
+    deep = DeepRanges(archive.history, catalogue.ids, catalogue.decimals, daily)
+    # the flat files of the day: every instrument but the declared ones (docs/ingest.md: another account's keys
+    # see nothing of them, and a file is one set of bytes for every key)
+    instruments = catalogue.instruments[:catalogue.custom_from]
     ids = [i.id for i in instruments]
-    deep = DeepRanges(archive.history, ids, [i.decimals for i in instruments], daily)
     flat = FlatFileSets.build(archive.history, daily, ids, [i.venue for i in instruments],
                               [venues.for_instrument(i) for i in ids], venues.venues, storage.data_dir / "flatfiles",
                               days)

@@ -37,9 +37,11 @@ from server.api.core.router import Router
 from server.api.docs.asyncapi import register_asyncapi
 from server.api.market.deep_ranges import DeepRanges
 from server.api.market.flatfiles import FlatFilesApi
+from server.api.market.ingest import IngestApi
 from server.api.market.keyed import MarketApi
 from server.api.market.quality import DayQualities, QualityApi
 from server.api.market.reference import ReferenceApi
+from server.api.market.sources import ConsoleSources, DeclaredInstruments, bind_at_build, clock_of, register_sources
 from server.api.ops.availability import AvailabilityRecorder, Readings, keyed_routes, this_hub
 from server.api.ops.health import OpsApi
 from server.api.ops.incident_watch import IncidentWatch
@@ -65,6 +67,7 @@ from server.config import (
     settings_clock,
 )
 from server.core.client_ip import granian_peer, robyn_peer
+from server.core.keys import ApiKey
 from server.core.limits import Gcra
 from server.core.metrics import HttpMetrics, Registry
 from server.core.usage import UsageMeter
@@ -75,13 +78,14 @@ from server.history_parts import archive_writer, history_opener, history_parts
 from server.lifecycle import HttpRuntime, shutdown
 from server.market.applied import AppliedTicks
 from server.market.candles.trading_axis import VenueAxis
-from server.market.catalogue import Catalogue, default_catalogue
+from server.market.catalogue import Catalogue, default_catalogue, with_slots
 from server.market.contracts.listing import ContractBook
 from server.market.contracts.rows import with_contracts
 from server.market.contracts.specs import load_products
 from server.market.freshness import Freshness, freshness_of, venue_clocks
 from server.market.inventory import InventoryBook
-from server.market.state import MarketState, build_demo_state
+from server.market.state import MarketState, build_demo_state, reset_row
+from server.market.tick import Tick
 from server.market.venues.book import VenueBook
 from server.market.venues.feed import open_at_minute
 from server.notify.channels import configured_channels
@@ -189,48 +193,47 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     (`group(NotifySettings)`...); the App, the stream and the public site still take the whole `Settings`."""
     group = settings.group
     clock = clock or settings_clock(group(ProcessSettings))
-    venues, catalogue = load_catalogue(settings, clock)
-    registry = Registry()
-    ids = [inst.id for inst in catalogue.instruments]
+    (venues, catalogue), registry = load_catalogue(settings, clock), Registry()
     # SQLite on its threads or PostgreSQL's async pool (docs/storage.md); a committed record wakes the outbox worker
     notify = group(NotifySettings)
     channels = configured_channels(notify)  # the outbox writes a job per channel; the worker delivers on them
     specs = [(c.kind, c.target) for c in channels]
     repos = open_repositories(group(StorageSettings), specs, clock, lambda: outbox.wake())
-    buckets = Gcra()  # this hub's own buckets (and, on the redis engine, its fallback while Redis is away)
-    engine = make_engine(group(EngineSettings), registry, buckets, clock, ids)
+    bind_at_build(catalogue, venues, ConsoleStore(repos.storage))  # SPEC 20: the declared instruments' rows
+    # this hub's own buckets (and, on the redis engine, its fallback while Redis is away); the key cache is filled by
+    # the key watch's start
+    keys, router, buckets = KeyCache(repos.keys), Router(), Gcra()
+    engine = make_engine(group(EngineSettings), registry, buckets, clock, catalogue.log_ids())
     epoch = engine.epoch(f"{int(clock())}-{os.urandom(3).hex()}")  # redis: the shared tick history's, if any
     state, feed, keeper = make_market(group(FeedSettings), catalogue, repos.candles, clock, epoch, venues,
                                       history_opener(group(StorageSettings)), archive_writer(settings, engine))
     archive_ok, jobs, deep, flat = history_parts(keeper, registry, group(StorageSettings), clock, venues, repos.candles)
-    keys, router = KeyCache(repos.keys), Router()  # the key cache is filled by the key watch's start
     meter = UsageMeter(clock())  # the console's usage per key (SPEC 17), counted by the pipeline and the stream
-    app = make_app(settings, router, keys, registry, engine, buckets, clock, meter)
-    history = TickHistory(len(ids), tick_frame)  # resumes (SPEC 7)
-    applied = AppliedTicks()
+    app = make_app(settings, router, keys, registry, engine, buckets, clock, meter, catalogue)
+    history, applied = TickHistory(len(catalogue.ids), tick_frame), AppliedTicks()  # resumes (SPEC 7)
     fresh = feed_freshness(state, applied, group(FeedSettings), clock)  # SPEC 20: a silent feed in session
     ticks = TickPath(state, feed, engine.bus, engine.ticks, engine.history, history, applied, registry, epoch)
-    watch = KeyWatch(keys, engine.revocations, group(AuthSettings).key_refresh_s)
-    engine.revocations.subscribe(watch.on_revoked)
+    watch = KeyWatch.subscribed(keys, engine.revocations, group(AuthSettings).key_refresh_s)
     started = threading.Event()  # set by Node.start once every part runs
-    register_market(settings, router, state, venues, clock, deep, flat, fresh, keeper)
+    declared, ingest = register_market(settings, router, state, venues, clock, deep, flat, fresh, keeper,
+                                       ConsoleStore(repos.storage), [app.admission.known.clear], ticks.ingest)
     http, stream_settings = group(HttpSettings), group(StreamSettings)
     WebApi(http, group(FeedSettings), stream_settings).register(router)  # the dashboard at /, /static/..., /api/config
     OpsApi(http, group(ProcessSettings), router, registry, repos.storage,
            lambda: started.is_set() and ticks.ready() and archive_ok(), epoch, engine.node).register(router)
     outbox = OutboxWorker(notify, registry, repos.outbox, channels, clock)
-    # SPEC 20: incidents and maintenance as last read (the status routes answer from it); a hub with mail writes
-    # each update's e-mail jobs
+    # SPEC 20: incidents and maintenance as last read (the status routes answer it); a hub with mail writes their mail
     board = IncidentBoard(ConsoleStore(repos.storage), clock, mail=bool(notify.smtp_url), wake=outbox.wake)
     site, usage = make_sites(settings, router, repos, state, app, engine, registry, specs, outbox, meter, clock,
-                             board)
+                             board, declared.console_sources())
     applied.subscribe_before(site.snapshots.before_ticks)
-    stream = make_stream(settings, state, epoch, registry, keys, buckets, history, clock, meter, fresh, applied, watch)
+    stream = make_stream(settings, state, epoch, registry, keys, buckets, history, clock, meter, fresh, applied, watch,
+                         ingest.frame)
     probe, status, status_tasks = register_status(router, fresh, venues, clock, repos.storage, stream, outbox,
                                                      engine, board, settings)
     follow_keeper(keeper, applied, ticks)
     register_asyncapi(router, http, stream_settings)  # /asyncapi.json describes the stream
-    core: list[Service] = [watch, Housekeeping(state, buckets.store, clock), ticks, probe, board, *jobs]
+    core: list[Service] = [watch, declared, Housekeeping(state, buckets.store, clock), ticks, probe, board, *jobs]
     recorder = availability_recorder(settings, repos.storage, app, stream, ticks, status, clock)
     return Node(settings, repos, engine, app, ticks, core, [usage, outbox, site, stream, *status_tasks, recorder],
                 keys, outbox, started, keeper)
@@ -240,15 +243,17 @@ def load_catalogue(settings: Settings, clock: Callable[[], float]) -> tuple[Venu
     """Every venue's sessions and holidays (SPEC 16), and the catalogue: the products, spot assessments and FX, then
     every futures contract shown (SPEC 19, contracts/rows.py)."""
     venues = VenueBook.load(settings.calendar_file)
-    return venues, with_contracts(default_catalogue(), load_products(settings.catalogue_file), venues, clock())
+    listed = with_contracts(default_catalogue(), load_products(settings.catalogue_file), venues, clock())
+    return venues, with_slots(listed, settings.custom_instruments)  # SPEC 20: rows for declared instruments
 
 
 def make_stream(settings: Settings, state: MarketState, epoch: str, registry: Registry, keys: KeyCache, buckets: Gcra,
                 history: TickHistory, clock: Callable[[], float], meter: UsageMeter, fresh: Freshness,
-                applied: AppliedTicks, watch: KeyWatch) -> StreamService:
-    """The WebSocket stream (SPEC 7): told of every applied tick, of revoked keys and of changed plans."""
+                applied: AppliedTicks, watch: KeyWatch, ingest: Callable[[str | None, bytes], bytes]) -> StreamService:
+    """The WebSocket stream (SPEC 7): told of every applied tick, of revoked keys and of changed plans; `ingest`:
+    /ws/ingest's batches (SPEC 20)."""
     stream = StreamService(settings, state, state.catalogue, epoch, registry, keys, buckets, history, clock,
-                           stream_limits(settings), meter, fresh.stale)
+                           stream_limits(settings), meter, fresh.stale, ingest)
     applied.subscribe(stream.core.fanout.on_ticks)
     watch.listeners.append(stream.on_revoked)
     watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
@@ -275,27 +280,30 @@ def availability_recorder(settings: Settings, storage: Storage, app: App, stream
 
 def register_market(settings: Settings, router: Router, state: MarketState, venues: VenueBook,
                     clock: Callable[[], float], deep: DeepRanges | None, flat: FlatFileSets | None, fresh: Freshness,
-                    keeper: CandleKeeper | None) -> None:
-    """The keyed market-data and reference routes (SPEC 6, 16, 18, 19, 20)."""
+                    keeper: CandleKeeper | None, store: ConsoleStore, changed: list[Callable[[], object]],
+                    publish: Callable[[list[Tick]], bool]) -> tuple[DeclaredInstruments, IngestApi]:
+    """The keyed market-data and reference routes (SPEC 6, 16, 18, 19, 20); the dedicated data sources' binding and
+    ingest route (SPEC 20, docs/ingest.md: `publish` is the tick path's ingest, `changed` told of a bound row)."""
     catalogue = state.catalogue
     MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock, deep).register(router)
     ReferenceApi(catalogue, venues, clock, state, deep, load_products(settings.catalogue_file)).register(router)
     archive = keeper.archive if keeper is not None else None
-    ids = [inst.id for inst in catalogue.instruments]
-    qualities = DayQualities(fresh, ids, archive.history if archive is not None else None,  # SPEC 20's days
+    qualities = DayQualities(fresh, catalogue.ids, archive.history if archive is not None else None,  # SPEC 20
                              flat.import_version if flat is not None else lambda: "")
     # a closed trading day's files, each venue's (SPEC 18), each with its day's condition
     FlatFilesApi(flat, clock, venues.venues, qualities).register(router)
     QualityApi(qualities, clock).register(router)
+    return register_sources(router, state, venues, store, clock, changed, settings.ingest_rate, publish)
 
 
 def feed_freshness(state: MarketState, applied: AppliedTicks, feed: FeedSettings,
                    clock: Callable[[], float]) -> Freshness:
     """Each venue's feed freshness (market/freshness.py), told of every applied tick at the hub's time."""
-    publications = [inst.publication for inst in state.catalogue.instruments]
-    fresh = freshness_of(state.clocks, publications, feed.stale_after, int(clock() * 1000),
+    first = state.catalogue.custom_from  # the declared instruments (SPEC 20) are no venue's feed
+    publications = [inst.publication for inst in state.catalogue.instruments[:first]]
+    fresh = freshness_of(state.clocks[:first], publications, feed.stale_after, int(clock() * 1000),
                          max(feed.feed_outage_s, feed.stale_after))
-    applied.subscribe(lambda batch: fresh.on_ticks((t.row for t in batch), int(clock() * 1000)))
+    applied.subscribe(lambda batch: fresh.on_ticks((t.row for t in batch if t.row < first), int(clock() * 1000)))
     return fresh
 
 
@@ -327,7 +335,8 @@ def register_status(router: Router, fresh: Freshness, venues: VenueBook, clock: 
 
 def make_sites(settings: Settings, router: Router, repos: Repositories, state: MarketState, app: App, engine: Engine,
                registry: Registry, channels: list[tuple[str, str]], outbox: OutboxWorker, meter: UsageMeter,
-               clock: Callable[[], float], board: IncidentBoard) -> tuple[SiteTasks, Service]:
+               clock: Callable[[], float], board: IncidentBoard,
+               sources: ConsoleSources) -> tuple[SiteTasks, Service]:
     """The public site (/api/...) and the service console (/api/console/...), on one token service (SPEC 8, 17):
     the site's tasks, and the console's usage flusher (stopped after the other services)."""
     tokens = TokenService(load_secret(settings.jwt_secret, settings.data_dir),  # the accounts' JWTs
@@ -340,17 +349,20 @@ def make_sites(settings: Settings, router: Router, repos: Repositories, state: M
     usage = register_console(settings, router, repos, tokens, clock, check_bucket=app.check_bucket,
                              client_ip=app.client_ip, revoke=engine.revocations.publish, channels=channels,
                              wake=outbox.wake, meter=meter, incidents_changed=board.poke,
-                             venues=venue_clocks(state.clocks)[0])  # SPEC 20: a feed:{venue} each in the SLA
+                             venues=venue_clocks(state.clocks[:state.catalogue.custom_from])[0],  # SPEC 20: a
+                             sources=sources)  # feed:{venue} each in the SLA; the declared instruments' routes
     return site, usage
 
 
 def make_app(settings: Settings, router: Router, keys: KeyCache, registry: Registry, engine: Engine, buckets: Gcra,
-             clock: Callable[[], float], meter: UsageMeter) -> App:
-    """The HTTP pipeline, with the runtime's guard: Robyn answers remembered bodies on actix's thread (a lock)."""
+             clock: Callable[[], float], meter: UsageMeter, catalogue: Catalogue) -> App:
+    """The HTTP pipeline, with the runtime's guard: Robyn answers remembered bodies on actix's thread (a lock). An
+    ingest key's answers and those of a key whose account declared instruments are never shared (SPEC 20)."""
+    private: Callable[[ApiKey], bool] = lambda key: key.scope != "read" or key.owner in catalogue.owned  # noqa: E731
     robyn = settings.runtime is Runtime.ROBYN
     guard = threading.Lock() if robyn else contextlib.nullcontext()
     return build_app(settings, router, keys, HttpMetrics(registry), engine.limiter, buckets, clock, guard, meter,
-                     robyn_peer if robyn else granian_peer)
+                     robyn_peer if robyn else granian_peer, private)
 
 
 def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, clock: Callable[[], float],
@@ -358,9 +370,11 @@ def make_market(settings: FeedSettings, catalogue: Catalogue, candles: Candles, 
                 may_write: Callable[[], bool] | None = None) -> tuple[MarketState, FeedSource, CandleKeeper | None]:
     """The market state, the feed source that moves it and, for a live feed, the keeper of its daily candles and
     (`open_history`: the durable history, SPEC 18) of its tick archive, replayed into the state first."""
-    clocks = [venues.for_instrument(inst.id) for inst in catalogue.instruments]
+    clocks = [clock_of(venues, inst) for inst in catalogue.instruments]
     if settings.is_demo:
         state, walk = build_demo_state(catalogue, settings.seed, clock(), clocks=clocks)
+        for row in range(catalogue.custom_from, len(clocks)):  # declared instruments: their owners' ticks only
+            reset_row(state, row, clocks[row], clock())
         hours = clocks if settings.demo_hours is DemoHours.SESSIONS else None
         return state, DemoSource(walk, settings.tick_interval_ms / 1000.0, clock, hours), None
     now = clock()
@@ -435,5 +449,5 @@ def bench_static_body(node: Node) -> bytes | None:
     """With --bench-static: the quotes body as it is now, served by the runtime itself (the ceiling)."""
     if not node.settings.bench_static:
         return None
-    rows = list(range(len(node.catalogue.instruments)))
+    rows = list(range(node.catalogue.custom_from))  # not the rows of declared instruments (SPEC 20)
     return orjson.dumps({"updated": "static", "count": len(rows), "demo": True, "quotes": node.state.quotes(rows)})

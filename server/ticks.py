@@ -106,6 +106,16 @@ class TickPath:
         seq = self.state.seq
         self.bus.append(ticks, [int(seq[t.row]) for t in ticks])
 
+    def ingest(self, ticks: list[Tick]) -> bool:
+        """A dedicated data source's batch (SPEC 20) onto the tick bus as the feed's go (numbered, archived, streamed,
+        candled; on Redis shared with every hub). False: this hub does not hold the feed lease (only the holder
+        appends to the shared log), nothing was published."""
+        if not self.tick_log.leading:
+            return False
+        seq = self.state.seq
+        self.bus.append(ticks, [int(seq[t.row]) for t in ticks])
+        return True
+
     def on_batch(self, batch: Numbered) -> None:
         """Hop 4: a numbered batch from the bus, applied."""
         arrived = perf_counter()

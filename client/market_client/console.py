@@ -29,9 +29,10 @@ class ConsoleKey(Model):
     created_at: str
     last_used_at: str | None
     revoked_at: str | None
+    scope: str = "read"  # or "ingest": publishes to the account's own instruments, reads nothing (docs/ingest.md)
 
 
-class ConsoleKeyCreated(ConsoleKey):
+class ConsoleKeyCreated(ConsoleKey, kw_only=True):
     key: str  # the secret: shown once
     replaces: str | None = None  # on rotation: the key it replaced (now revoked)
 
@@ -192,8 +193,9 @@ class Console:
     def list_keys(self) -> list[ConsoleKey]:
         return self._c.call(_call("GET", "/keys", ConsoleKeys)).items
 
-    def create_key(self, label: str | None = None) -> ConsoleKeyCreated:
-        return self._c.call(_call("POST", "/keys", ConsoleKeyCreated, body=_body(label=label)))
+    def create_key(self, label: str | None = None, scope: str | None = None) -> ConsoleKeyCreated:
+        """`scope`: "read" (default) or "ingest" (an enterprise account's dedicated data source)."""
+        return self._c.call(_call("POST", "/keys", ConsoleKeyCreated, body=_body(label=label, scope=scope)))
 
     def rotate_key(self, key_id: str) -> ConsoleKeyCreated:
         return self._c.call(_call("POST", f"/keys/{_seg(key_id)}/rotate", ConsoleKeyCreated))
@@ -269,8 +271,9 @@ class AsyncConsole:
     async def list_keys(self) -> list[ConsoleKey]:
         return (await self._c.call(_call("GET", "/keys", ConsoleKeys))).items
 
-    async def create_key(self, label: str | None = None) -> ConsoleKeyCreated:
-        return await self._c.call(_call("POST", "/keys", ConsoleKeyCreated, body=_body(label=label)))
+    async def create_key(self, label: str | None = None, scope: str | None = None) -> ConsoleKeyCreated:
+        """`scope`: "read" (default) or "ingest" (an enterprise account's dedicated data source)."""
+        return await self._c.call(_call("POST", "/keys", ConsoleKeyCreated, body=_body(label=label, scope=scope)))
 
     async def rotate_key(self, key_id: str) -> ConsoleKeyCreated:
         return await self._c.call(_call("POST", f"/keys/{_seg(key_id)}/rotate", ConsoleKeyCreated))

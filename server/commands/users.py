@@ -1,5 +1,5 @@
 """`users create --email E --password P`, `users promote EMAIL`, `users plan EMAIL PLAN [--rate N]`,
-`users disable EMAIL`: site accounts.
+`users namespace EMAIL NS`, `users disable EMAIL`: site accounts.
 
 `--password -` reads the password from the first line of stdin, keeping it out
 of the process list and shell history.
@@ -20,6 +20,7 @@ from server.commands.console_db import with_console
 from server.core.limits import MAX_RATE
 from server.store.accounts.console import PLANS, Role
 from server.store.accounts.users import DuplicateEmail
+from server.store.sources.repo import NAMESPACE, NotEntitled, SourcesRepo, TakenNamespace
 
 
 def register(sub: Any) -> None:
@@ -36,6 +37,10 @@ def register(sub: Any) -> None:
     plan.add_argument("email")
     plan.add_argument("plan", choices=PLANS)
     plan.add_argument("--rate", type=int, help="requests/minute, for the enterprise plan (required there)")
+    namespace = command(users, "namespace", "grant an enterprise account a namespace for its own instruments "
+                        "(SPEC 20, docs/ingest.md)", _namespace)
+    namespace.add_argument("email")
+    namespace.add_argument("namespace", help="2-32 characters: a-z first, then a-z, 0-9 and -")
     disable = command(users, "disable", "disable an account (its tokens stop working at once)", _disable)
     disable.add_argument("email")
 
@@ -74,6 +79,21 @@ def _plan(ns: argparse.Namespace) -> int:
     if with_console(ns, lambda r: r.change_plan(ns.email, ns.plan, ns.rate, time.time())) is None:
         raise CommandError(f"no account with e-mail {ns.email}")
     print(f"{ns.email.strip().lower()} is on the {ns.plan} plan (every running hub applies it within a second)")
+    return 0
+
+
+def _namespace(ns: argparse.Namespace) -> int:
+    if not NAMESPACE.fullmatch(ns.namespace):
+        raise CommandError("namespace: 2-32 characters, a-z first, then a-z, 0-9 and -")
+    try:
+        account = with_console(ns, lambda r: SourcesRepo(r.db).grant_namespace(ns.email, ns.namespace))
+    except NotEntitled:
+        raise CommandError(f"{ns.email} is not on the enterprise plan (users plan EMAIL enterprise --rate N)") from None
+    except TakenNamespace:
+        raise CommandError(f"another account holds the namespace {ns.namespace}") from None
+    if account is None:
+        raise CommandError(f"no account with e-mail {ns.email}")
+    print(f"{account.email} holds the namespace {ns.namespace}: its instruments are {ns.namespace}.*")
     return 0
 
 

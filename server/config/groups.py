@@ -134,6 +134,12 @@ class FeedSettings(Group):
     # hidden (tests): seconds of in-session silence after which a feed is major_outage and an incident opens by
     # itself (SPEC 20: 5 minutes; a test shortens it rather than wait, docs/testing.md)
     feed_outage_s: float = setting(300.0, parse=number, check=between(1, 86400, "must be between 1 and 86400"))
+    custom_instruments: int = setting(64, "market-state rows reserved for the instruments enterprise accounts declare "
+                                      "(their dedicated data sources: docs/ingest.md); the same on every hub",
+                                      parse=integer, check=between(0, 10_000, "must be between 0 and 10000"))
+    ingest_rate: int = setting(2000, "ticks a second an account may publish to its instruments (POST /api/v1/ingest, "
+                               "WS /ws/ingest; over it 429 with Retry-After)", parse=integer,
+                               check=between(1, 1_000_000, "must be between 1 and 1000000"))
 
     @property
     def feed_kind(self) -> str:

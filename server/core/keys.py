@@ -22,6 +22,8 @@ class ApiKey:
     label: str | None
     created_at: float
     revoked_at: float | None
+    owner: str | None = None  # the console account that made it (None: made by the CLI)
+    scope: str = "read"  # read, or ingest: publishes to the account's dedicated data source, reads nothing (SPEC 20)
 
     @property
     def active(self) -> bool:
@@ -38,4 +40,6 @@ def new_key(plan: str, rate: int | None, label: str | None, now: float) -> tuple
 
 
 def key_from_row(row: Any) -> ApiKey:
-    return ApiKey(row["id"], row["plan"], row["rate"], row["label"], row["created_at"], row["revoked_at"])
+    names = row.keys()
+    return ApiKey(row["id"], row["plan"], row["rate"], row["label"], row["created_at"], row["revoked_at"],
+                  row["owner_id"] if "owner_id" in names else None, row["scope"] if "scope" in names else "read")

@@ -11,7 +11,7 @@ from granian.constants import HTTPModes, Interfaces
 from granian.http import HTTP1Settings
 from granian.server.embed import Server
 
-from server.api.core.pipeline import MAX_BODY, App
+from server.api.core.pipeline import MAX_BODY, App, body_limit
 from server.api.core.types import Request, Response
 from server.config import BENCH_STATIC_PATH, HttpSettings
 from server.core.client_ip import peer_host
@@ -83,7 +83,7 @@ class RsgiAdapter:
             return self.app.refuse(req, refusal)
         try:
             async with self.gate.body_deadline():
-                req.body = await _read_body(proto, req.headers)
+                req.body = await _read_body(proto, req.headers, body_limit(req.path))
         except TimeoutError:
             return self.app.refuse(req, self.gate.timed_out())
         finally:
@@ -96,25 +96,27 @@ def _has_body(headers: Any) -> bool:
     return (length is not None and length != "0") or "transfer-encoding" in headers
 
 
-async def _read_body(proto: Any, headers: Any) -> bytes:
-    """Keep at most MAX_BODY + 1 bytes, so an oversized body is refused without being buffered.
+async def _read_body(proto: Any, headers: Any, limit: int = MAX_BODY) -> bytes:
+    """Keep at most `limit` + 1 bytes (MAX_BODY; the ingest route's 1 MiB), so an oversized body is refused without
+    being buffered.
 
     An oversized body of up to DRAIN_LIMIT is read and dropped before the 413 goes out: a
     client still uploading would otherwise see the connection reset instead of the answer.
     """
     length = headers.get("content-length")
     declared = int(length) if length is not None and length.isdigit() else None
-    if declared is not None and declared > DRAIN_LIMIT:
-        return TOO_LARGE
+    too_large = TOO_LARGE if limit == MAX_BODY else bytes(limit + 1)
+    if declared is not None and declared > max(DRAIN_LIMIT, limit + 1):
+        return too_large
     chunks: list[bytes] = []
     size = 0
     async for chunk in proto:
         size += len(chunk)
-        if size <= MAX_BODY + 1:
+        if size <= limit + 1:
             chunks.append(chunk)
-        elif size > DRAIN_LIMIT:
+        elif size > max(DRAIN_LIMIT, limit + 1):
             break
-    return TOO_LARGE if size > MAX_BODY else b"".join(chunks)
+    return too_large if size > limit else b"".join(chunks)
 
 
 def backpressure(open_files: int) -> int:

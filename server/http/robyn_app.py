@@ -58,7 +58,7 @@ from robyn.robyn import FunctionInfo, Headers, HttpMethod, Server, SocketHeld
 from robyn.robyn import Response as RobynResponse
 
 from server.api.core.answers import HotFields, HotReply, Variant
-from server.api.core.pipeline import MAX_BODY, App
+from server.api.core.pipeline import MAX_BODY, App, body_limit
 from server.api.core.types import FileBody, Request, Response
 from server.config import BENCH_STATIC_PATH, Settings
 from server.http.edge import EdgeGate, shutting_down
@@ -272,13 +272,14 @@ class RobynRuntime:
 
 def _request(r: Any) -> Request:
     body = r.body
-    if len(body) > MAX_BODY:  # a str longer than MAX_BODY has more bytes than that too
-        body = TOO_LARGE
-    elif type(body) is str:
-        body = body.encode()
     path = r.url.path
     if "%" in path:
         path = decode_path(path)
+    limit = body_limit(path)
+    if len(body) > limit:  # a str longer than the limit has more bytes than that too
+        body = TOO_LARGE if limit == MAX_BODY else bytes(limit + 1)
+    elif type(body) is str:
+        body = body.encode()
     pairs = r.query_params.multi_items()  # raw: still percent-encoded
     query = "&".join([f"{k}={v}" for k, v in pairs if k or v]) if pairs else ""  # "&&" gives ("", "")
     return Request(r.method, path, query, r.headers.to_dict(), body, r.ip_addr or "")

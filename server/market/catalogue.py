@@ -18,6 +18,8 @@ from server.market.venues.data import INSTRUMENT_VENUES, VENUES, session_of
 Localised = dict[str, str]
 
 KINDS = ("oil", "chem", "fx")
+SLOT_OWNER = "~"  # the owner of a reserved row not bound to a declared instrument: no key is ever its owner
+CUSTOM_KIND = "custom"
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +44,9 @@ class Instrument:
     month: str = ""  # a futures contract's delivery month, YYYY-MM
     first_trading_day: str = ""  # a futures contract's first trading day, YYYY-MM-DD
     last_trading_day: str = ""  # a futures contract's last trading day, YYYY-MM-DD (its expiry order)
+    # SPEC 20: the account whose dedicated data source it is (docs/ingest.md): its keys alone see it; "" everyone's;
+    # SLOT_OWNER a reserved row no declared instrument is bound to (nobody's)
+    owner: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -274,9 +279,17 @@ class Catalogue:
     def __init__(self, instruments: Iterable[Instrument], categories: Iterable[Category]) -> None:
         self.instruments: tuple[Instrument, ...] = tuple(instruments)
         self.index: dict[str, int] = {inst.id: i for i, inst in enumerate(self.instruments)}
+        # in row order, changed in place only by `bind` (the stream's parts hold these very lists)
+        self.ids: list[str] = [inst.id for inst in self.instruments]
+        self.decimals: list[int] = [inst.decimals for inst in self.instruments]
+        self.owners: list[str] = [inst.owner for inst in self.instruments]
+        self.custom_from = next((r for r, o in enumerate(self.owners) if o), len(self.instruments))  # reserved rows
+        self.owned: dict[str, tuple[int, ...]] = {}  # account id -> the rows of its declared instruments
+        self.bound_version = 0  # bumped by every `bind`
         self.categories: tuple[Category, ...] = tuple(categories)
         self.category_index: dict[str, Category] = {c.id: c for c in self.categories}
-        self.listed_rows: tuple[int, ...] = tuple(r for r, inst in enumerate(self.instruments) if not inst.product)
+        self.listed_rows: tuple[int, ...] = tuple(r for r, inst in enumerate(self.instruments)
+                                                  if not inst.product and not inst.owner)
         self.kinds: frozenset[str] = frozenset(self.instruments[r].kind for r in self.listed_rows)
         self._by_kind: dict[str, list[int]] = {}
         self.contract_rows: dict[str, tuple[int, ...]] = {}  # product id -> its contracts' rows, by expiry
@@ -301,6 +314,37 @@ class Catalogue:
         unplaced = [inst.id for inst in self.instruments if not inst.venue]
         if unplaced:
             raise ValueError(f"instruments without a venue: {', '.join(unplaced)}")
+        if any(not o for o in self.owners[self.custom_from:]):
+            raise ValueError("the reserved rows of declared instruments come last")
+
+    # --- dedicated data sources (SPEC 20) ------------------------------------------------------------------------
+    def visible(self, row: int, owner: str | None) -> bool:
+        """Whether a key of account `owner` (None: a key no account made) may see the row's instrument."""
+        held = self.owners[row]
+        return not held or held == owner
+
+    def bind(self, row: int, inst: Instrument) -> None:
+        """A reserved row takes a declared instrument (or, with `slot_instrument`, is freed): the tables change in
+        place, so every part holding `index`, `ids`, `decimals` or `owners` sees it."""
+        if row < self.custom_from:
+            raise ValueError(f"row {row} is not a reserved row")
+        old = self.instruments[row]
+        if self.index.get(old.id) == row:
+            del self.index[old.id]
+        self.index[inst.id] = row
+        self.instruments = (*self.instruments[:row], inst, *self.instruments[row + 1:])
+        self.ids[row], self.decimals[row], self.owners[row] = inst.id, inst.decimals, inst.owner
+        owned: dict[str, list[int]] = {}
+        for r in range(self.custom_from, len(self.owners)):
+            if self.owners[r] != SLOT_OWNER:
+                owned.setdefault(self.owners[r], []).append(r)
+        self.owned = {o: tuple(rows) for o, rows in owned.items()}
+        self.bound_version += 1
+
+    def log_ids(self) -> list[str]:
+        """The ids a shared tick log names rows by: a reserved row by its slot, whatever it is bound to (every hub
+        names it alike however long ago it started)."""
+        return [*self.ids[:self.custom_from], *(slot_id(k) for k in range(len(self.ids) - self.custom_from))]
 
     def __len__(self) -> int:
         return len(self.instruments)
@@ -323,6 +367,34 @@ class Catalogue:
         """The row of a contract's product; the row itself for any other instrument."""
         product = self.instruments[row].product
         return self.index[product] if product else row
+
+def slot_id(k: int) -> str:
+    return f"~custom-{k}"
+
+
+def slot_instrument(k: int, venue: str = "fx") -> Instrument:
+    """Reserved row `k` before a declared instrument is bound to it (nobody's: 404 for every key)."""
+    return Instrument(id=slot_id(k), kind=CUSTOM_KIND, category="", name=_l("", ""), source=_l("", ""),
+                      unit=_l("", ""), currency="", price_unit="", decimals=2, base_price=1.0, daily_vol=0.0,
+                      volume_base=1.0, venue=venue, owner=SLOT_OWNER)
+
+
+def declared_instrument(inst_id: str, owner: str, name: Localised, unit: Localised, currency: str, decimals: int,
+                        venue: str, session: str, publication: str) -> Instrument:
+    """An account's own instrument (SPEC 20): its source is the account's dedicated data source."""
+    return Instrument(id=inst_id, kind=CUSTOM_KIND, category="", name=dict(name),
+                      source=_l("客户专属数据源", "The account's dedicated data source"), unit=dict(unit),
+                      currency=currency, price_unit=unit.get("en") or currency, decimals=decimals, base_price=1.0,
+                      daily_vol=0.0, volume_base=1.0, venue=venue, session=session, publication=publication,
+                      owner=owner)
+
+
+def with_slots(catalogue: Catalogue, n: int) -> Catalogue:
+    """The catalogue and `n` reserved rows for declared instruments after every other row (SPEC 20)."""
+    if n <= 0:
+        return catalogue
+    return Catalogue((*catalogue.instruments, *(slot_instrument(k) for k in range(n))), catalogue.categories)
+
 
 def default_catalogue() -> Catalogue:
     instruments = tuple(_instrument(row) for row in _ROWS)

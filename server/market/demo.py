@@ -257,6 +257,7 @@ class DemoWalk:
             on_curve = movers[self.curve.is_contract[movers]]
             self._true[on_curve] = self._true[self.curve.base[on_curve]] * self.curve.factor(on_curve, ts)
         movers = movers[~self.series[movers]]  # a product's level moved; its ticks are its main's (below)
+        movers = movers[movers < self.catalogue.custom_from]  # declared instruments: their owners' ticks only
         if not movers.size:
             return []
         grid = self._tick_size[movers]

@@ -28,6 +28,7 @@ from datetime import date
 import numpy as np
 
 from server.market.candles.daily import CandleBook
+from server.market.candles.daily import reset_row as reset_candles
 from server.market.candles.intraday import IntradayBook
 from server.market.candles.ranges import CandleRanges
 from server.market.candles.trading_axis import VenueAxis, WeekdayAxis, axis_columns, axis_days_back
@@ -101,7 +102,7 @@ class MarketState:
         if candles.n != n:
             raise ValueError("candle book and catalogue disagree on the instrument count")
         self.catalogue = catalogue
-        self.clocks = tuple(clocks)
+        self.clocks = list(clocks)  # a reserved row's changes when it is bound (SPEC 20: `reset_row`)
         if self.clocks and len(self.clocks) != n:
             raise ValueError("venue clocks and catalogue disagree on the instrument count")
         self.candles = candles
@@ -116,8 +117,7 @@ class MarketState:
         self.updated_ts = np.full(n, np.nan)
         self.version = 0
         self.updated = 0.0
-        self._ids = [inst.id for inst in catalogue.instruments]
-        self._decimals = [inst.decimals for inst in catalogue.instruments]
+        self._ids, self._decimals = catalogue.ids, catalogue.decimals  # the catalogue's lists (`bind` changes them)
         self._spreads = SpreadCalculator(catalogue)
         self.ranges = CandleRanges(candles, self.intraday, self._decimals)  # range queries (SPEC 14)
         self._day_key = -1
@@ -340,6 +340,22 @@ class MarketState:
         rows = [self.catalogue.index[iid] for iid in cat.instrument_ids]
         quotes = [self.quote(row, board=False) for row in rows]
         return {"id": cat.id, "name": cat.name, "count": len(rows), "quotes": quotes}
+
+
+def reset_row(state: MarketState, row: int, clock: VenueClock | None, now: float) -> None:
+    """A reserved row bound to a declared instrument, or freed (SPEC 20, docs/ingest.md): no price and no candle, on
+    `clock`'s trading days from now on (the state's one writer outside its methods: the tick path's loop runs it)."""
+    if clock is not None and state._day_of is not None and state._bucket_of is not None:
+        state.clocks[row] = clock
+        state._day_of[row], state._bucket_of[row] = clock.trading_day, clock.bucket_ts
+        if isinstance(state.candles.axis, VenueAxis):
+            state.candles.axis.rebind(row, clock.days)
+    day = state._day_of[row](int(now * 1000)) if state._day_of is not None else trading_day(now)
+    reset_candles(state.candles, row, day.toordinal())
+    state.intraday.reset_row(row)
+    state.prices[row] = state.updated_ts[row] = np.nan
+    state._floor_day[row] = 0
+    state.version += 1
 
 
 def _demo_candles(n: int, columns: int, axis: VenueAxis | WeekdayAxis, days: list[date], history: History,

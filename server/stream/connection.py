@@ -48,7 +48,7 @@ from websockets.server import ServerProtocol
 
 from server.core.errors import ApiError, CloseCode
 from server.stream.core import StreamCore
-from server.stream.protocol.handshake import KEY_HEADER, WS_PATH, handshake_key
+from server.stream.protocol.handshake import KEY_HEADER, WS_PATHS, handshake_key
 from server.stream.protocol.messages import Payload
 from server.stream.protocol.states import SessionState
 from server.stream.protocol.wire import DeflateCache, deflate_factory
@@ -191,7 +191,7 @@ class StreamConnection(asyncio.Protocol):
         if self._load_unknown_key(request):
             return  # resumed by the load's callback
         response = self.proto.accept(request)
-        if response.status_code != 101 and urlsplit(request.path).path == WS_PATH:
+        if response.status_code != 101 and urlsplit(request.path).path in WS_PATHS:
             code = _HANDSHAKE_ERRORS.get(response.status_code, "bad_handshake")
             self.core.sessions.refuse(session, code)
             self._send_problem(ApiError(code, response.body.decode(errors="replace").strip()[:300]))
@@ -221,7 +221,7 @@ class StreamConnection(asyncio.Protocol):
         if self.load_key is None or self._key_task is not None:
             return False
         secret = handshake_key(request.path, request.headers.get_all(KEY_HEADER))
-        if urlsplit(request.path).path != WS_PATH or not secret or self.core.sessions.lookup(secret) is not None:
+        if urlsplit(request.path).path not in WS_PATHS or not secret or self.core.sessions.lookup(secret) is not None:
             return False
         self._key_task = asyncio.get_running_loop().create_task(self.load_key(secret))
         self._key_task.add_done_callback(lambda task: self._resume_handshake(request, task))

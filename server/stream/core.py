@@ -46,15 +46,17 @@ class StreamCore:
     def __init__(self, state: QuoteSource, catalogue: Catalogue, epoch: str, limits: StreamLimits,
                  metrics: StreamMetrics, lookup: Callable[[str], ApiKey | None], limiter: Gcra,
                  history: TickHistory, candles: CandleFrames | None, meter: UsageMeter | None = None,
-                 stale: Stale | None = None, resolve: Resolve | None = None) -> None:
+                 stale: Stale | None = None, resolve: Resolve | None = None,
+                 ingest: Callable[[str | None, bytes], bytes] | None = None) -> None:
         """`limiter`: the hub's local buckets (the per-IP handshake rate); `history`: the resume history, which
         frames each tick; `candles`: the live candle frames of the market state (None: a state without candle
         books, as in unit tests); `meter`: the console's usage per key (None: nothing is counted); `stale`: whether an
         open venue's feed is silent (delivery/venue_status.py; None: never); `resolve`: the contract a continuous id
-        names at an instant (SPEC 19; None: a subscribe takes instrument ids only)."""
+        names at an instant (SPEC 19; None: a subscribe takes instrument ids only); `ingest`: /ws/ingest's batches
+        (SPEC 20)."""
         self.state = state
         self.limits = limits
-        ids = [inst.id for inst in catalogue.instruments]
+        ids = catalogue.ids  # the catalogue's list: a reserved row's id changes when it is bound (SPEC 20)
         self.registry: SubscriptionRegistry[Session] = SubscriptionRegistry(len(ids))
         self.candle_registry: SubscriptionRegistry[Session] = SubscriptionRegistry(len(ids) * K)
         snapshots = Snapshots(state, ids, epoch)
@@ -62,7 +64,7 @@ class StreamCore:
                                  meter, catalogue.listed_rows)
         replay = Replay(state, ids, epoch, history, metrics)
         self.messages = ClientMessages(catalogue, self.registry, self.candle_registry, snapshots, replay, candles,
-                                       metrics, resolve)
+                                       metrics, resolve, ingest)
         beats = Heartbeats(state, ids, self.registry, limits, metrics)
         self.fanout = FanOut(self.registry, self.candle_registry, history, candles, beats, metrics)
         venues = venue_status_of(getattr(state, "clocks", ()), self.registry, stale)

@@ -46,20 +46,21 @@ def stream_limits(s: Settings) -> StreamLimits:
 class StreamService:
     def __init__(self, settings: Settings, state: MarketState, catalogue: Catalogue, epoch: str, registry: Registry,
                  keys: KeyCache, buckets: Gcra, history: TickHistory, clock: Callable[[], float],
-                 limits: StreamLimits, meter: UsageMeter | None, stale: Stale | None = None) -> None:
+                 limits: StreamLimits, meter: UsageMeter | None, stale: Stale | None = None,
+                 ingest: Callable[[str | None, bytes], bytes] | None = None) -> None:
         """`buckets`: this hub's local GCRA buckets (the handshake rate; pruned with the HTTP ones); `history`:
         the resume history, filled from every applied batch (and, on redis, the stream's tail at start); `clock`:
         the time every part of the stream reads (the sweeper's rounds, the stream clock, the connections);
         `limits`: `stream_limits(settings)`, or shorter timings in tests; `meter`: the console's usage per key (the
         connections and messages of each key's sessions; None counts nothing); `stale(venue, ms)`: the venue's feed is
-        silent (the `stale` status frame, SPEC 20)."""
+        silent (the `stale` status frame, SPEC 20); `ingest`: a /ws/ingest batch -> its answer (SPEC 20)."""
         self.settings = settings
         self.keys, self.clock = keys, clock
         self.limits = limits
         self.core = StreamCore(
             state, catalogue, epoch, self.limits,
             StreamMetrics(registry, lambda: float(self.core.sessions.open_count)), keys.lookup, buckets, history,
-            CandleFrames(state), meter, stale, state.mains.resolve,
+            CandleFrames(state), meter, stale, state.mains.resolve, ingest,
         )
         self.conns: dict[int, StreamConnection] = {}  # session id -> connection, until connection_lost
         self._server: asyncio.AbstractServer | None = None

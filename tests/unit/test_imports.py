@@ -114,7 +114,7 @@ ROOMS: dict[str, dict[str, set[str]]] = {
         "outbox": set(), "sql": {"*"}, "history": {"sql"}, "flatfiles": {"history", "sql"},
         "site": {"sql", "outbox"}, "accounts": {"sql", "outbox", "site"},
         "support": {"sql", "outbox", "site", "accounts"}, "availability": {"sql", "accounts"},
-        "incidents": {"sql", "outbox", "accounts"},
+        "incidents": {"sql", "outbox", "accounts"}, "sources": {"sql", "accounts"},
     },
     "market": {"venues": set(), "candles": set(), "contracts": {"venues"}},
     "stream": {"protocol": set(), "delivery": {"protocol"}, "connections": {"protocol", "delivery"}},

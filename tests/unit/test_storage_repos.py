@@ -194,7 +194,8 @@ def test_every_table_is_created_whatever_was_imported(tmp_path: Path) -> None:
         "support_tickets", "support_messages",  # issue 43: support tickets
         "availability_minutes",  # SPEC 20: availability per hub per minute
         "settlements_1d",  # issue 39: futures candles' open interest and settlement
-        "incidents", "incident_updates", "maintenances", "incident_mail"}  # issue 42: incidents and maintenance
+        "incidents", "incident_updates", "maintenances", "incident_mail",  # issue 42: incidents and maintenance
+        "custom_instruments"}  # SPEC 20: dedicated data sources (docs/ingest.md)
 
 
 def test_users(repos: Repositories, run: Run) -> None:

@@ -33,6 +33,13 @@ class KeyWatch:
         self.refreshed: list[Callable[[KeyCache], None]] = []
         self._task: asyncio.Task[None] | None = None
 
+    @classmethod
+    def subscribed(cls, keys: KeyCache, channel: RevocationChannel, refresh_s: float = KEY_REFRESH_S) -> KeyWatch:
+        """A watch told of the revocations published on `channel` (by any hub)."""
+        watch = cls(keys, channel, refresh_s)
+        channel.subscribe(watch.on_revoked)
+        return watch
+
     async def start(self) -> None:
         """Fill the cache (known keys are answered from memory from the first request on), then keep it current."""
         await self.keys.refresh()

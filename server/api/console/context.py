@@ -71,7 +71,7 @@ class ConsoleContext:
         view: dict[str, Any] = {
             "id": key.id, "label": key.label, "plan": key.plan, "rate": self.rate(key.plan, key.rate),
             "prefix": key.prefix, "createdAt": iso(key.created_at), "lastUsedAt": _iso(key.last_used_at),
-            "revokedAt": _iso(key.revoked_at),
+            "revokedAt": _iso(key.revoked_at), "scope": key.scope,
         }
         if secret is not None:
             view["key"] = secret

@@ -15,6 +15,7 @@ from server.store.accounts.console import CapReached
 
 MAX_LABEL = 100
 PREFIX = "/api/console/keys"
+SCOPES = ("read", "ingest")  # SPEC 20: an ingest key publishes to its account's instruments and reads nothing
 
 
 class ConsoleKeysApi:
@@ -36,10 +37,13 @@ class ConsoleKeysApi:
 
     async def create(self, req: Request) -> Response:
         account = await self.ctx.account(req)
-        label = _label(json_object(req))
+        label, scope = _label_scope(json_object(req))
+        if scope == "ingest" and account.plan != "enterprise" and not account.is_operator:
+            raise ApiError("forbidden", "Ingest keys publish to a dedicated data source: the enterprise plan's "
+                                        "(docs/ingest.md).")
         ip, now = self.ctx.client_ip(req), self.ctx.clock()
         try:
-            key, secret = await self.ctx.store.write(lambda r: r.create_key(account, label, now, ip))
+            key, secret = await self.ctx.store.write(lambda r: r.create_key(account, label, now, ip, scope))
         except CapReached as exc:
             raise ApiError("conflict", f"{str(exc).capitalize()}; revoke one, or ask for a bigger plan at "
                                        "/console.", extra={"limit": exc.cap}) from None
@@ -88,6 +92,15 @@ def _label(body: dict[str, object], required: bool = False) -> str | None:
     f.only("label")
     f.check()
     return label
+
+
+def _label_scope(body: dict[str, object]) -> tuple[str | None, str]:
+    f = Fields(body)
+    label = f.text("label", required=False, max_len=MAX_LABEL)
+    scope = f.choice("scope", SCOPES, default="read")
+    f.only("label", "scope")
+    f.check()
+    return label, scope or "read"
 
 
 def _no_key(key_id: str) -> ApiError:

@@ -15,6 +15,7 @@ from server.api.console.account import ConsoleAccountApi, ConsoleAdminApi
 from server.api.console.context import BucketCheck, ClientIp, ConsoleContext, Revoke
 from server.api.console.flush import UsageFlusher
 from server.api.console.incidents import ConsoleIncidentsApi
+from server.api.console.instruments import Bind, ConsoleInstrumentsApi
 from server.api.console.keys import ConsoleKeysApi
 from server.api.console.sla import SlaApi
 from server.api.console.tickets import ConsoleTicketsApi
@@ -36,13 +37,18 @@ def register_console(settings: Settings, router: Router, repos: Repositories, to
                      check_bucket: BucketCheck, client_ip: ClientIp, revoke: Revoke,
                      channels: Sequence[ChannelSpec], wake: Callable[[], None], meter: UsageMeter,
                      venues: Mapping[str, VenueClock] | None = None,
-                     incidents_changed: Callable[[], None] = lambda: None) -> UsageFlusher:
-    """`venues`: each venue's clock, one `feed:{venue}` component of the SLA report each (SPEC 20)."""
+                     incidents_changed: Callable[[], None] = lambda: None,
+                     sources: tuple[int, Sequence[str], Sequence[str], Bind] | None = None) -> UsageFlusher:
+    """`venues`: each venue's clock, one `feed:{venue}` component of the SLA report each (SPEC 20); `sources`: the
+    dedicated data sources' reserved rows, the venue and session ids a declaration may name, and this hub's binding
+    (SPEC 20, docs/ingest.md)."""
     store = ConsoleStore(repos.storage)
     ctx = ConsoleContext(settings, store, BearerAuth(tokens, repos.users), check_bucket, client_ip, clock)
     for api in (ConsoleKeysApi(ctx, revoke), ConsoleAccountApi(ctx, channels, wake), ConsoleAdminApi(ctx),
                 ConsoleIncidentsApi(ctx, incidents_changed)):
         api.register(router)
+    if sources is not None:
+        ConsoleInstrumentsApi(ctx, *sources).register(router)
     hours = SupportHours.load(settings.calendar_file)  # business hours: SHFE's trading days (issue 43)
     ConsoleTicketsApi(ctx, hours, channels, wake, mail=bool(settings.smtp_url)).register(router)
     clocks = dict(venues or {})

@@ -34,10 +34,13 @@ MAX_KNOWN = 10_000  # secrets whose bucket and rate are kept (as KeyCache keeps 
 class Admission:
     def __init__(self, settings: Settings, keys: KeyCache, limiter: Limiter, buckets: Gcra,
                  clock: Callable[[], float], refused: Counter, guard: AbstractContextManager[object],
-                 meter: UsageMeter) -> None:
+                 meter: UsageMeter, private: Callable[[ApiKey], bool] = lambda key: False) -> None:
         """`limiter`: the engine's buckets for keys, client addresses and route buckets (memory or shared);
         `buckets`: this hub's own (the 401 bucket and its storage-read guard, per-user buckets: they protect this
-        hub); `refused`: market_rate_limited_total; `meter`: the console's usage per key (SPEC 17)."""
+        hub); `refused`: market_rate_limited_total; `meter`: the console's usage per key (SPEC 17); `private`: whether
+        a key's answers are its own (SPEC 20: an ingest key, or a key of an account with declared instruments): such a
+        key is never answered from, nor adds to, the remembered answers every other key shares."""
+        self.private = private
         self.settings = settings
         self.keys = keys
         self.limiter = limiter
@@ -56,7 +59,7 @@ class Admission:
         """A cached key's bucket, rate and usage cell, kept for the remembered-answer path's next request with this
         secret (until the key cache changes)."""
         key = self.keys.lookup(secret)
-        if key is None:
+        if key is None or self.private(key):
             return None
         known = ("key:" + key.id, shared_rate(self.settings.rate_for(key.plan, key.rate), key.plan),
                  self.meter.cell(key.id))
@@ -72,6 +75,11 @@ class Admission:
         if route.access is KEYED:
             key = await self._authenticate(req)
             decision = await self._limit("key:" + key.id, self.settings.rate_for(key.plan, key.rate), key.plan)
+            if decision.allowed and key.scope != route.scope:  # SPEC 20 (every request counts in the key's bucket)
+                raise ApiError("forbidden", "An ingest key publishes to its account's instruments and reads nothing; "
+                               "use a read key." if key.scope == "ingest" else
+                               "This route takes an ingest key (scope ingest: POST /api/console/keys).",
+                               headers=decision.headers())
         else:
             ip = self.client_ip(req)
             decision = await self._limit("ip:" + ip, self.settings.public_rate, "public")

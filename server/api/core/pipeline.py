@@ -32,6 +32,7 @@ from server.api.core.types import Headers, Request, Response, problem_response
 from server.config import Settings
 from server.core.client_ip import client_address
 from server.core.errors import UDF_PREFIX, ApiError, storage_unavailable, udf_fields
+from server.core.keys import ApiKey
 from server.core.limits import Decision, Gcra, Rate
 from server.core.metrics import HttpMetrics
 from server.core.usage import UsageMeter
@@ -45,9 +46,16 @@ perf_counter = time.perf_counter
 KEYED, OPEN, AWAIT = Access.KEYED, Access.OPEN, Pending.AWAIT
 
 MAX_BODY = 64 * 1024
+INGEST_PATH = "/api/v1/ingest"  # SPEC 20: a dedicated data source publishes JSON lines here, up to INGEST_MAX_BODY
+INGEST_MAX_BODY = 1024 * 1024
 MAX_TARGET = 8 * 1024  # path + query; longer ones get our 414 (Granian/hyper answers a bare 414 past 64 KiB)
 STORAGE_RETRY_AFTER_S = 5  # a 503 storage_unavailable's Retry-After (the pool reconnects at least every 2 s)
 STORAGE_LOG_EVERY_S = 10.0  # one warning per this while storage stays away, not one per request
+
+
+def body_limit(path: str) -> int:
+    """The largest body a request to `path` may carry (over it: 413)."""
+    return INGEST_MAX_BODY if path == INGEST_PATH else MAX_BODY
 
 
 class App:
@@ -205,7 +213,8 @@ class App:
             if decision is not None and exc.code != "rate_limited":
                 exc.headers.extend(decision.headers())
             raise
-        if version is not None and resp.status == 200:
+        private = req.auth is not None and self.admission.private(req.auth)  # SPEC 20: never shared
+        if version is not None and resp.status == 200 and not private:
             # the same answer serve_hot gives from now on, with its ETag (an async handler's too: the version was
             # read before it ran, so its answer is at least as new as the version it is remembered under)
             with self.guard:
@@ -236,8 +245,9 @@ class App:
                 "method_not_allowed", f"{req.method} is not allowed on {req.path}.", headers=[("allow", allow)]
             )
         req.route_name = route.name
-        if len(req.body) > MAX_BODY:
-            raise ApiError("payload_too_large", f"Request bodies are limited to {MAX_BODY} bytes.")
+        limit = body_limit(req.path)
+        if len(req.body) > limit:
+            raise ApiError("payload_too_large", f"Request bodies are limited to {limit} bytes.")
         req.path_params = params
         return route
 
@@ -253,9 +263,10 @@ class App:
 
 def build_app(settings: Settings, router: Router, keys: KeyCache, metrics: HttpMetrics, limiter: Limiter,
               buckets: Gcra, clock: Callable[[], float], guard: AbstractContextManager[object], meter: UsageMeter,
-              parse_peer: Callable[[Any], str] = str) -> App:
-    """The pipeline's steps, composed once: admission, remembered answers, the finishing step, the App."""
-    admission = Admission(settings, keys, limiter, buckets, clock, metrics.rate_limited, guard, meter)
+              parse_peer: Callable[[Any], str] = str, private: Callable[[ApiKey], bool] = lambda key: False) -> App:
+    """The pipeline's steps, composed once: admission, remembered answers, the finishing step, the App. `private`:
+    keys whose answers are never remembered nor answered from memory (SPEC 20: Admission)."""
+    admission = Admission(settings, keys, limiter, buckets, clock, metrics.rate_limited, guard, meter, private)
     labels = {coding: (("coding", coding),) for coding in ("br", "gzip")}
     encoder = Encoder(lambda coding, _size: metrics.compressed.inc(labels[coding]))
     finisher = Finisher(settings.cors_origins, encoder, metrics.latency.buckets)

@@ -47,6 +47,8 @@ class Route:
     # when the version is an object's `version` attribute (the market state's): that object, read without a call
     # on every remembered answer (a Python call is ~300 instructions, ~1.5% of one)
     version_of: Versioned | None = None
+    # a keyed route's key scope (SPEC 20): "read" routes refuse ingest keys, "ingest" routes take only those
+    scope: str = "read"
 
 
 @dataclass(slots=True)
@@ -80,6 +82,7 @@ class Router:
         name: str | None = None,
         bucket: str | None = None,
         version: Callable[[], object] | Versioned | None = None,
+        scope: str = "read",
     ) -> Route:
         """`version`: a function of what the GET's 200 depends on, or an object whose `version` attribute is."""
         version_of = None
@@ -87,7 +90,7 @@ class Router:
             version_of = version
             version = functools.partial(getattr, version_of, "version")
         route = Route(method, pattern, handler, access, name or pattern, iscoroutinefunction(handler), bucket,
-                      version if method == "GET" else None, version_of if method == "GET" else None)
+                      version if method == "GET" else None, version_of if method == "GET" else None, scope)
         entry = self._entry(pattern)
         entry.methods[method] = route
         if method == "GET":

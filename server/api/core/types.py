@@ -47,6 +47,11 @@ class Request:
     def header(self, name: str, default: str | None = None) -> str | None:
         return self.headers.get(name, default)
 
+    @property
+    def owner(self) -> str | None:
+        """The account of the request's key: whose declared instruments it sees (SPEC 20); None: nobody's."""
+        return getattr(self.auth, "owner", None)
+
 
 @dataclass(frozen=True, slots=True)
 class FileBody:

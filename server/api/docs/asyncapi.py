@@ -121,7 +121,9 @@ def build_asyncapi(http: HttpSettings, stream: StreamSettings) -> dict[str, Any]
                            f"Heartbeats every {stream.heartbeat_s:g} s (0: off; the Heartbeat message). "
                            "The key goes in the X-SERVICE-Key handshake header "
                            "(non-browser clients) or the key query parameter (browsers); the server never "
-                           "logs the query string.",
+                           "logs the query string. An enterprise account's dedicated data source publishes on "
+                           "/ws/ingest of the same port with an ingest key: each text frame a batch of JSON lines, "
+                           "answered as POST /api/v1/ingest answers (docs/ingest.md).",
         },
         "servers": {"local": {"host": f"{http.host}:{http.ws_port}", "protocol": "ws",
                               "security": [{"$ref": "#/components/securitySchemes/headerKey"},

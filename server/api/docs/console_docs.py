@@ -18,6 +18,8 @@ KEY_PROPS: dict[str, S] = {
     "id": STR, "label": NULLSTR, "plan": PLAN, "rate": {**INT, "description": "requests per minute"},
     "prefix": {**NULLSTR, "description": "the secret's first characters, to tell keys apart"},
     "createdAt": TS, "lastUsedAt": NULLTS, "revokedAt": NULLTS,
+    "scope": {"type": "string", "enum": ["read", "ingest"],
+              "description": "read, or ingest: publishes to the account's own instruments and reads nothing (SPEC 20)"},
 }
 SUB_PROPS: dict[str, S] = {
     "id": STR, "userId": STR, "email": NULLSTR, "plan": PLAN, "message": NULLSTR,
@@ -56,7 +58,9 @@ CONSOLE_SCHEMAS: dict[str, S] = {
         kind={"type": "string", "enum": ["created", "rotated", "revoked", "relabelled", "plan_requested",
                                          "plan_changed", "plan_rejected"]},
         keyId=NULLSTR, detail=NULLSTR, ip=NULLSTR)}),
-    "KeyLabel": obj([], label=LABEL),
+    "KeyLabel": obj([], label=LABEL, scope={"type": ["string", "null"], "enum": ["read", "ingest", None],
+                                            "description": "read (absent or null), or ingest: the enterprise plan's "
+                                                           "dedicated data source (SPEC 20)"}),
     "KeyRelabel": obj(["label"], label={**LABEL, "type": "string", "minLength": 1}),
     "SubscriptionRequest": obj(["plan"], plan={"type": "string", "enum": ["professional", "enterprise"]},
                                message={"type": ["string", "null"], "maxLength": MAX_MESSAGE,

@@ -19,6 +19,7 @@ from server.api.docs.contract_docs import CONTRACT_OPERATIONS, CONTRACT_SCHEMAS
 from server.api.docs.examples import add_examples
 from server.api.docs.flatfile_docs import FLATFILE_OPERATIONS, FLATFILE_SCHEMAS
 from server.api.docs.incident_docs import INCIDENT_OPERATIONS, INCIDENT_SCHEMAS
+from server.api.docs.ingest_docs import INGEST_OPERATIONS, INGEST_SCHEMAS
 from server.api.docs.schema_parts import DAY_PARAM, INT, STR, TEXT_PARAM, S, anchored, ref
 from server.api.docs.schemas import REQUESTS, RESPONSES, closure
 from server.api.docs.status_docs import STATUS_OPERATIONS, STATUS_SCHEMAS
@@ -373,6 +374,7 @@ OPERATIONS.update(CONTRACT_OPERATIONS)  # SPEC 16's instruments with SPEC 19's c
 OPERATIONS.update(STATUS_OPERATIONS)  # SPEC 20's status and data quality (status_docs.py)
 OPERATIONS.update(TICKET_OPERATIONS)  # SPEC 20's support tickets (ticket_docs.py)
 OPERATIONS.update(INCIDENT_OPERATIONS)  # SPEC 20's incidents and maintenance (incident_docs.py)
+OPERATIONS.update(INGEST_OPERATIONS)  # SPEC 20's dedicated data sources (ingest_docs.py)
 
 
 def _operation(method: str, pattern: str, access: Access, name: str) -> S:
@@ -405,8 +407,8 @@ def _operation(method: str, pattern: str, access: Access, name: str) -> S:
                                         **RATE_HEADERS}}
     if method in ("POST", "PATCH"):  # PATCH: issue 32's console
         responses.setdefault("400", problem("body is not a JSON object, or fields are invalid (errors[])"))
-        responses["413"] = problem("body over 64 KiB")
-        responses["415"] = problem("content type is not application/json")
+        responses.setdefault("413", problem("body over 64 KiB"))  # the ingest route's: 1 MiB
+        responses.setdefault("415", problem("content type is not application/json"))
     responses["405"] = problem_("method not allowed (Allow lists the methods)")
     responses["500"] = problem_("internal error (no details leaked; quote X-Request-ID)")
     op["responses"] = responses
@@ -439,7 +441,8 @@ def build_openapi(router: Router, settings: HttpSettings) -> S:
         "paths": dict(sorted(paths.items(), key=lambda item: (not item[0].startswith("/api/v1/"), item[0]))),
         "components": {
             "schemas": {**closure(*RESPONSES, *REQUESTS), **CONSOLE_SCHEMAS, **FLATFILE_SCHEMAS,
-                        **CONTRACT_SCHEMAS, **STATUS_SCHEMAS, **TICKET_SCHEMAS, **INCIDENT_SCHEMAS},
+                        **CONTRACT_SCHEMAS, **STATUS_SCHEMAS, **TICKET_SCHEMAS, **INCIDENT_SCHEMAS,
+                        **INGEST_SCHEMAS},
             "securitySchemes": {
                 "ServiceKey": {"type": "apiKey", "in": "header", "name": "X-SERVICE-Key"},
                 "Bearer": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"},

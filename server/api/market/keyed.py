@@ -86,11 +86,15 @@ class MarketApi:
     def quotes(self, req: Request) -> Response:
         query = _query(req, QUOTES_PARAMS)
         kind, ids, product = query.get("kind"), query.get("ids"), query.get("product")
+        owner = req.owner
         if product is not None:
             shown = self._product_rows(product)
-            rows = shown if kind is None and ids is None else self._select_rows(kind, ids, shown)
+            rows = shown if kind is None and ids is None else self._select_rows(kind, ids, shown, owner)
         else:
-            rows = self._all_rows if kind is None and ids is None else self._select_rows(kind, ids)
+            rows = self._all_rows if kind is None and ids is None else self._select_rows(kind, ids, None, owner)
+            owned = self.catalogue.owned.get(owner) if owner is not None else None
+            if owned and kind is None and ids is None:  # an account's own instruments after ours (SPEC 20)
+                rows = (*rows, *owned)
         key = ("quotes",) if rows is self._all_rows else ("quotes", rows)  # hashing every row costs per request
 
         def build() -> bytes:
@@ -109,8 +113,10 @@ class MarketApi:
             raise _param("product", f"product must be a futures product id: {', '.join(self.catalogue.contract_rows)}")
         return rows
 
-    def _select_rows(self, kind: str | None, ids: str | None, within: tuple[int, ...] | None = None) -> tuple[int, ...]:
-        """The rows of `kind` among the listed ones (or `within`), narrowed to `ids` (which may name contracts)."""
+    def _select_rows(self, kind: str | None, ids: str | None, within: tuple[int, ...] | None = None,
+                     owner: str | None = None) -> tuple[int, ...]:
+        """The rows of `kind` among the listed ones (or `within`), narrowed to `ids` (which may name contracts, and
+        the instruments `owner`'s account declared: another's are unknown ids, SPEC 20)."""
         rows: tuple[int, ...] | list[int] = self._all_rows if within is None else within
         if kind is not None:
             if kind not in self.catalogue.kinds:
@@ -124,7 +130,7 @@ class MarketApi:
             raise _param("ids", "ids must list at least one instrument id")
         if len(wanted) > MAX_IDS:
             raise _param("ids", f"ids may list at most {MAX_IDS} instrument ids")
-        rows_of = {i: self._resolve(i) for i in wanted}
+        rows_of = {i: self._resolve(i, owner) for i in wanted}
         unknown = [i for i, r in rows_of.items() if r is None]
         if unknown:
             raise _param("ids", f"unknown instrument ids: {', '.join(unknown)}")
@@ -133,14 +139,17 @@ class MarketApi:
         return tuple(r for r in chosen if (kind is None or instruments[r].kind == kind)
                      and (inside is None or r in inside))
 
-    def _resolve(self, inst_id: str) -> int | None:
-        """An instrument's row, or the contract a continuous id names now (`methanol.c.0`, `methanol.n.1`)."""
+    def _resolve(self, inst_id: str, owner: str | None) -> int | None:
+        """An instrument's row, or the contract a continuous id names now (`methanol.c.0`, `methanol.n.1`); None for
+        an unknown id, and for another account's declared instrument (SPEC 20: as if it did not exist)."""
         row = self.catalogue.index.get(inst_id)
-        return row if row is not None else self.state.mains.resolve(inst_id, self.clock())
+        if row is not None:
+            return row if self.catalogue.visible(row, owner) else None
+        return self.state.mains.resolve(inst_id, self.clock())
 
     def _row(self, req: Request) -> int:
         inst_id = req.path_params["id"]
-        row = self._resolve(inst_id)
+        row = self._resolve(inst_id, req.owner)
         if row is None:
             raise ApiError("not_found", f"Unknown instrument id {inst_id!r}.")
         return row

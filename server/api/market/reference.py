@@ -64,7 +64,8 @@ class ReferenceApi:
         self.catalogue = catalogue
         self.venues = venues
         self.clock = clock
-        self._instruments = {inst.id: orjson.dumps(instrument_view(inst)) for inst in catalogue.instruments}
+        self._instruments = {inst.id: orjson.dumps(instrument_view(inst)) for inst in catalogue.instruments
+                             if not inst.owner}  # a declared instrument's (SPEC 20): made per request, for its owner
         listed = [catalogue.instruments[row] for row in catalogue.listed_rows]  # contracts come with ?product=
         self._all = orjson.dumps({"instruments": [instrument_view(inst) for inst in listed]})
         self._ids = [inst.id for inst in listed]
@@ -90,6 +91,11 @@ class ReferenceApi:
 
     def instruments(self, req: Request) -> Response:
         query = known_query(req, CONTRACT_PARAMS if self.contracts is not None else NO_PARAMS)
+        owned = self.catalogue.owned.get(req.owner) if req.owner is not None else None
+        if owned and not query:  # an account's own instruments after ours (SPEC 20)
+            body = orjson.loads(self._all)
+            body["instruments"] += [instrument_view(self.catalogue.instruments[r]) for r in owned]
+            return Response(200, orjson.dumps(body))
         if not query or self.contracts is None:
             return Response(200, self._all)
         return Response(200, self.contracts.listing(query, int(self.clock() * 1000)))
@@ -98,6 +104,8 @@ class ReferenceApi:
         known_query(req, NO_PARAMS)
         inst_id = req.path_params["id"]
         row = self.catalogue.index.get(inst_id)
+        if row is not None and not self.catalogue.visible(row, req.owner):  # another account's (SPEC 20)
+            row = None
         contract = self.contracts.one(inst_id, int(self.clock() * 1000)) if self.contracts is not None else None
         if row is None or contract is not None:  # a contract: its reference data (SPEC 19), `earliest` if it has a row
             if contract is None:
@@ -107,7 +115,7 @@ class ReferenceApi:
             return Response(200, orjson.dumps({**orjson.loads(contract), "kind": self.catalogue.instruments[row].kind,
                                                "earliest": self._earliest(row)}))
         inst = self.catalogue.instruments[row]
-        if self.state is None:
+        if self.state is None and not inst.owner:
             return Response(200, self._instruments[inst_id])
         earliest = self._earliest(row)
         if self.deep is not None:

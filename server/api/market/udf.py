@@ -49,7 +49,7 @@ PREFIX = "/api/v1/udf/"
 # UDF resolution -> /kline interval; "D" is the older spelling of "1D" (accepted, not advertised)
 RESOLUTIONS: dict[str, str] = {"1": "1m", "5": "5m", "15": "15m", "60": "1h", "1D": DAILY, "D": DAILY}
 SUPPORTED_RESOLUTIONS = ["1", "5", "15", "60", "1D"]
-TYPES = {"oil": "commodity", "chem": "commodity", "fx": "forex"}
+TYPES = {"oil": "commodity", "chem": "commodity", "fx": "forex", "custom": "commodity"}
 MAX_COUNTBACK = 5000
 DEFAULT_SEARCH_LIMIT = 30
 MAX_SEARCH_LIMIT = 100
@@ -107,7 +107,15 @@ class UdfApi:
 
     def symbols(self, req: Request) -> Response:
         query = _query(req, SYMBOLS_PARAMS)
-        return Response(200, self._symbols[self._symbol(query)])
+        symbol = self._symbol(query, req.owner)
+        known = self._symbols.get(symbol)
+        if known is not None and not self.catalogue.owners[self.catalogue.index[symbol]]:
+            return Response(200, known)
+        row = self.catalogue.index[symbol]  # a declared instrument (SPEC 20): bound after the hub started
+        clock = self.state.clocks[row] if self.state.clocks else None
+        today = datetime.fromtimestamp(self.clock(), UTC).date()
+        hours = known_hours(clock, today) if clock is not None else None
+        return Response(200, orjson.dumps(symbol_info(self.catalogue.instruments[row], clock, hours)))
 
     def search(self, req: Request) -> Response:
         query = _query(req, SEARCH_PARAMS)
@@ -119,9 +127,12 @@ class UdfApi:
         limit = _count("limit", query.get("limit"), MAX_SEARCH_LIMIT, DEFAULT_SEARCH_LIMIT)
         found: list[dict[str, Any]] = []
         contracts = any(ch.isdigit() for ch in text)  # a contract's month or symbol (MA605): SPEC 19
+        owner = req.owner
         for inst in self.catalogue.instruments:
             if inst.product and not contracts:
                 continue  # the products are the main continuous series; a contract comes by its month or symbol
+            if inst.owner and inst.owner != owner:
+                continue  # another account's declared instrument, or a reserved row (SPEC 20)
             if kind and TYPES[inst.kind] != kind:
                 continue
             if exchange and inst.source["en"] != exchange:
@@ -137,7 +148,7 @@ class UdfApi:
 
     def history(self, req: Request) -> Response:
         query = _query(req, HISTORY_PARAMS)
-        row = self.catalogue.index[self._symbol(query)]
+        row = self.catalogue.index[self._symbol(query, req.owner)]
         resolution = _required(query, "resolution")
         interval = RESOLUTIONS.get(resolution)
         if interval is None:
@@ -224,7 +235,7 @@ class UdfApi:
         00:00 UTC, as a daily bar's; none for a symbol without a venue), and a product's main-contract rolls (at
         the new main's first trading day, the same way), by time."""
         query = _query(req, MARKS_PARAMS)
-        symbol = self._symbol(query)
+        symbol = self._symbol(query, req.owner)
         start, end = _seconds(query, "from"), _seconds(query, "to")
         if start > end:
             raise _param("to", "to must not be before from (both are counted in)")
@@ -249,10 +260,13 @@ class UdfApi:
         _query(req, CONFIG_PARAMS)
         return Response(200, str(int(self.clock())).encode(), "text/plain; charset=utf-8")
 
-    def _symbol(self, query: dict[str, str]) -> str:
+    def _symbol(self, query: dict[str, str], owner: str | None) -> str:
         raw = _required(query, "symbol")
         symbol = raw.rsplit(":", 1)[-1].strip()  # "EXCHANGE:ticker" as some front-ends send it
-        if symbol not in self.catalogue.index:  # a query parameter naming an unknown id: 400 (as SPEC 6's ids)
+        row = self.catalogue.index.get(symbol)
+        if row is not None and not self.catalogue.visible(row, owner):  # another account's (SPEC 20): unknown
+            raise _param("symbol", f"unknown symbol {raw[:64]!r}: symbol must be an instrument id")
+        if row is None:  # a query parameter naming an unknown id: 400 (as SPEC 6's ids)
             row = self.state.mains.resolve(symbol, self.clock())  # a continuous id names a contract (SPEC 19)
             if row is None:
                 raise _param("symbol", f"unknown symbol {raw[:64]!r}: symbol must be an instrument id")

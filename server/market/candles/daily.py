@@ -315,3 +315,17 @@ def ticked_candles(book: CandleBook) -> list[tuple[int, date, OHLCV]]:
 
 # interval name -> bucket length in seconds; every length divides a day, so buckets never straddle
 # local midnight (Asia/Shanghai is a whole-hour offset: epoch-aligned buckets are local-aligned)
+
+
+def reset_row(book: CandleBook, row: int, day: int) -> None:
+    """No candle for ``row``, its venue's days as the axis now tells them, live on ``day`` (an ordinal): a reserved
+    row bound to a declared instrument (SPEC 20, docs/ingest.md)."""
+    for arr in (book.o, book.h, book.l, book.c, book.oi, book.s):
+        arr[row] = np.nan
+    book.v[row], book.q[row], book.ticked[row], book.futures[row] = 0.0, 0, False, False
+    for col in range(book.capacity):
+        if book.days[col]:
+            book.opened[row, col] = book.axis.open_rows(date.fromordinal(int(book.days[col])))[row]
+    book.row_day[row] = day
+    if not book.roll_to(date.fromordinal(day)):
+        book._reindex()

@@ -275,6 +275,12 @@ class IntradayBook:
     def series(self, interval: str, row: int, limit: int, decimals: int) -> list[dict]:
         return self.rings[interval].series(row, limit, decimals)
 
+    def reset_row(self, row: int) -> None:
+        """No bucket for ``row`` (a reserved row bound to another declared instrument, SPEC 20)."""
+        for ring in self._rings:
+            ring.load_row(row, [])
+            ring.sealed[row] = -(2**62)
+
     def series_json(self, interval: str, row: int, limit: int, decimals: int) -> bytes:
         """``orjson.dumps(series(...))``, from the buckets' kept texts."""
         ring = self.rings[interval]

@@ -73,6 +73,16 @@ class VenueAxis:
     def on_axis(self, day: date) -> bool:
         return bool(self.open_rows(day).any())
 
+    def rebind(self, row: int, calendar: Calendar) -> None:
+        """Row ``row`` follows ``calendar`` from now on (a reserved row bound to a declared instrument, SPEC 20)."""
+        index = next((i for i, cal in enumerate(self._calendars) if cal is calendar), None)
+        if index is None:
+            index = len(self._calendars)
+            self._calendars.append(calendar)
+        self._row_of[row] = index
+        self._rows = np.asarray(self._row_of, dtype=np.intp)
+        self._open = {}
+
     def open_rows(self, day: date) -> np.ndarray:
         found = self._open.get(day)
         if found is None:

@@ -87,6 +87,7 @@ class ConsoleKey:
     created_at: float
     last_used_at: float | None
     revoked_at: float | None
+    scope: str = "read"  # read or ingest (SPEC 20: an ingest key publishes and reads nothing)
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,7 +135,7 @@ def account_from_row(r: Any) -> Account:
 
 def key_from_row(r: Any) -> ConsoleKey:
     return ConsoleKey(r["id"], r["label"], r["plan"], r["rate"], r["prefix"], r["created_at"], r["last_used_at"],
-                      r["revoked_at"])
+                      r["revoked_at"], r["scope"])
 
 
 def subscription_from_row(r: Any) -> Subscription:

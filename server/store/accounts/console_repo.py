@@ -32,7 +32,7 @@ from server.store.outbox.queue import JOB_COLUMNS, job_rows
 from server.store.site.records import new_record_id
 
 ACCOUNT_COLUMNS = "id, email, name, company, plan, role, rate, created_at, disabled_at"
-KEY_COLUMNS = "id, label, plan, rate, prefix, created_at, last_used_at, revoked_at"
+KEY_COLUMNS = "id, label, plan, rate, prefix, created_at, last_used_at, revoked_at, scope"
 MAX_EVENTS = 500
 PREFIX_CHARS = 8  # "mk_" and five characters of the secret: enough to tell keys apart, far too few to guess
 
@@ -82,8 +82,10 @@ class ConsoleRepo:
         rows = self.db.rows(f"SELECT {KEY_COLUMNS} FROM api_keys WHERE owner_id = ? AND id = ?", (user_id, key_id))
         return key_from_row(rows[0]) if rows else None
 
-    def create_key(self, account: Account, label: str | None, now: float, ip: str | None) -> tuple[ConsoleKey, str]:
-        """A new key of the account, within its plan's cap (CapReached); its secret, shown once."""
+    def create_key(self, account: Account, label: str | None, now: float, ip: str | None,
+                   scope: str = "read") -> tuple[ConsoleKey, str]:
+        """A new key of the account, within its plan's cap (CapReached); its secret, shown once. `scope`: read, or
+        ingest (SPEC 20: publishes to the account's own instruments, reads nothing)."""
         with self.db.transaction():
             fresh = self._lock_account(account.id)
             cap = KEY_CAPS.get(fresh.plan, 1)
@@ -91,7 +93,7 @@ class ConsoleRepo:
                                   (fresh.id,))[0]["n"]
             if active >= cap:
                 raise CapReached(fresh.plan, cap)
-            key, secret = self._insert_key(fresh, label, now)
+            key, secret = self._insert_key(fresh, label, now, scope)
             self.add_event(fresh.id, EventKind.CREATED, key.id, label, ip, now)
         return key, secret
 
@@ -102,7 +104,7 @@ class ConsoleRepo:
             if self._revoke(user_id, key_id, now) == 0:
                 return None
             old = self.key_of(user_id, key_id)
-            key, secret = self._insert_key(account, old.label if old else None, now)
+            key, secret = self._insert_key(account, old.label if old else None, now, old.scope if old else "read")
             self.add_event(user_id, EventKind.ROTATED, key.id, f"replaces {key_id}", ip, now)
         return key, secret
 
@@ -125,14 +127,15 @@ class ConsoleRepo:
         return self.db.run("UPDATE api_keys SET revoked_at = ? WHERE owner_id = ? AND id = ? AND revoked_at IS NULL",
                            (now, user_id, key_id))
 
-    def _insert_key(self, account: Account, label: str | None, now: float) -> tuple[ConsoleKey, str]:
+    def _insert_key(self, account: Account, label: str | None, now: float,
+                    scope: str = "read") -> tuple[ConsoleKey, str]:
         rate = account.rate if account.plan == "enterprise" else None
         key, secret = new_key(account.plan, rate, label, now)
         prefix = secret[:PREFIX_CHARS]
-        self.db.run("INSERT INTO api_keys (id, key_hash, plan, rate, label, created_at, owner_id, prefix) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    (key.id, hash_key(secret), account.plan, rate, label, now, account.id, prefix))
-        return ConsoleKey(key.id, label, account.plan, rate, prefix, now, None, None), secret
+        self.db.run("INSERT INTO api_keys (id, key_hash, plan, rate, label, created_at, owner_id, prefix, scope) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (key.id, hash_key(secret), account.plan, rate, label, now, account.id, prefix, scope))
+        return ConsoleKey(key.id, label, account.plan, rate, prefix, now, None, None, scope), secret
 
     def _lock_account(self, user_id: str) -> Account:
         """Inside a transaction: hold the account's row (PostgreSQL: a row lock; SQLite: the write lock)."""

@@ -18,6 +18,7 @@ from server.store.incidents.schema import INCIDENT_TABLES_SQLITE
 from server.store.site.content import ContentItem
 from server.store.site.receipts import ReceiptData
 from server.store.site.seed import seed
+from server.store.sources.schema import migrate_sources_sqlite
 from server.store.sql.errors import storage_errors as storage_errors  # where other modules look it up
 from server.store.sql.schema import SQLITE_SCHEMA
 from server.store.sql.sqlite_sync import ContentRepo, ReceiptRepo
@@ -51,6 +52,7 @@ def open_db(data_dir: Path) -> sqlite3.Connection:
             conn.execute(statement)
         migrate_console_sqlite(conn)  # issue 32: the console's columns and tables, also on older data dirs
         migrate_support_sqlite(conn)  # issue 43: support tickets
+        migrate_sources_sqlite(conn)  # SPEC 20: dedicated data sources (docs/ingest.md)
         for statement in INCIDENT_TABLES_SQLITE:  # issue 42: incidents and maintenance
             conn.execute(statement)
         if conn.execute("SELECT 1 FROM meta WHERE key = 'seeded'").fetchone() is None:

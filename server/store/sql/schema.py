@@ -14,6 +14,7 @@ from server.store.accounts.console_schema import CONSOLE_MIGRATION
 from server.store.availability.minutes import PG_MIGRATION as AVAILABILITY_MIGRATION
 from server.store.availability.minutes import SQLITE_TABLE as AVAILABILITY_SQLITE
 from server.store.incidents.schema import INCIDENTS_MIGRATION
+from server.store.sources.schema import SOURCES_MIGRATION
 from server.store.support.schema import SUPPORT_MIGRATION
 
 META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
@@ -298,4 +299,5 @@ CREATE TABLE settlements_1d (
     PRIMARY KEY (instrument, day)
 );
 """),
+    (8, "dedicated data sources: namespaces, key scopes, declared instruments (SPEC 20)", SOURCES_MIGRATION),
 )

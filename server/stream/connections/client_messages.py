@@ -32,20 +32,30 @@ Resolve = Callable[[str, float], int | None]  # a continuous id (`methanol.c.0`)
 class ClientMessages:
     def __init__(self, catalogue: Catalogue, registry: SubscriptionRegistry[Session],
                  candle_registry: SubscriptionRegistry[Session], snapshots: Snapshots, replay: Replay,
-                 candles: CandleFrames | None, metrics: StreamMetrics, resolve: Resolve | None = None) -> None:
-        """`resolve`: the contract a continuous id names now (SPEC 19, `MainSeries.resolve`; None: ids only)."""
+                 candles: CandleFrames | None, metrics: StreamMetrics, resolve: Resolve | None = None,
+                 ingest: Callable[[str | None, bytes], bytes] | None = None) -> None:
+        """`resolve`: the contract a continuous id names now (SPEC 19, `MainSeries.resolve`; None: ids only);
+        `ingest`: a /ws/ingest session's batch of JSON lines (its key's account, the lines) -> the answer's JSON
+        (SPEC 20: the ingest route's, `{accepted, rejected}` or `{error}`); None: no dedicated data sources."""
         self.index = catalogue.index
         self.resolve = resolve
-        self.ids = [inst.id for inst in catalogue.instruments]
+        self.visible = catalogue.visible
+        self.ids = catalogue.ids  # the catalogue's list: a reserved row's id changes when it is bound (SPEC 20)
         self.registry = registry
         self.candle_registry = candle_registry
         self.snapshots = snapshots
         self.replay = replay
         self.candles = candles
         self.metrics = metrics
+        self.ingest = ingest
 
     def on_text(self, session: Session, data: Payload, now: float) -> CloseCode | None:
         """Handle one client message; a close code means: close the session with it."""
+        if session.ingest:  # a batch of ticks (SPEC 20): the account's ticks a second limit it, not the message rate
+            if session.is_open and self.ingest is not None:
+                session.write(text_frame(self.ingest(session.owner, data.encode() if isinstance(data, str)
+                                                     else bytes(data))))
+            return None
         if not session.rate.allow(now):
             return CloseCode.POLICY_VIOLATION
         if not session.is_open:
@@ -71,10 +81,11 @@ class ClientMessages:
                 msg.ErrorCode.UNSUPPORTED_BINARY, "Send client messages as JSON text frames.", None)))
         return None
 
-    def _refusal(self, op: msg.ClientOp) -> bytes | None:
-        """The error frame of a subscription change that names unknown ids (or since ids not in ids), else None."""
-        index = self.index
-        unknown = [i for i in (*op.ids, *(op.since or ())) if i not in index]
+    def _refusal(self, op: msg.ClientOp, owner: str | None) -> bytes | None:
+        """The error frame of a subscription change that names unknown ids (another account's declared instrument
+        too, SPEC 20: as if it did not exist), or since ids not in ids; else None."""
+        index, visible = self.index, self.visible
+        unknown = [i for i in (*op.ids, *(op.since or ())) if i not in index or not visible(index[i], owner)]
         if unknown:
             detail = "Unknown instrument ids: " + ", ".join(u[:64] for u in dict.fromkeys(unknown[:20]))
             return text_frame(msg.error_payload(msg.ErrorCode.UNKNOWN_IDS, detail, op.req_id))
@@ -104,7 +115,7 @@ class ClientMessages:
     def _change_subscription(self, session: Session, op: msg.ClientOp, now: float) -> None:
         started = perf_counter()
         op, resolved = self._resolved(op, now)
-        refusal = self._refusal(op)
+        refusal = self._refusal(op, session.owner)
         if refusal is not None:
             session.write(refusal)
             return

@@ -83,7 +83,8 @@ class Sessions:
             session.transition(SessionState.REJECTED)
             self.metrics.refusals.inc((("reason", verdict.reason),))
             return verdict
-        session.key_id, session.plan = verdict.id, verdict.plan
+        session.key_id, session.plan, session.owner = verdict.id, verdict.plan, verdict.owner
+        session.ingest = verdict.scope == "ingest"  # decide() let it in on /ws/ingest only
         self.per_key[verdict.id] += 1  # counted now, so two handshakes in one read cannot both pass
         return None
 
@@ -98,7 +99,9 @@ class Sessions:
         meter = self.meter
         if meter is not None and session.key_id is not None:
             meter.ws_opened(session.key_id)
-            meter.ws_delivered(session.key_id, 1)  # the snapshot below
+            meter.ws_delivered(session.key_id, 0 if session.ingest else 1)  # the snapshot below
+        if session.ingest:  # publishes only: no subscription, no snapshot (SPEC 20)
+            return
         self.registry.join(session, self.all_rows, session.ready_write())
         session.write(self.snapshots.frame(self.all_rows))
 

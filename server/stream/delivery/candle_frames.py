@@ -56,8 +56,8 @@ class CandleFrames:
         self.state = state
         n = len(state.catalogue.instruments)
         self.n = n
-        self.ids = [inst.id for inst in state.catalogue.instruments]
-        self.decimals = [inst.decimals for inst in state.catalogue.instruments]
+        self.ids = state.catalogue.ids  # the catalogue's lists: a reserved row's change when it is bound (SPEC 20)
+        self.decimals = state.catalogue.decimals
         self.rings = [state.intraday.rings[name] for name in INTERVALS]
         channels = n * K
         self.bucket: list[int | None] = [None] * channels  # the open bucket: start (intraday) or day ordinal (1d)

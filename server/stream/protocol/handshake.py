@@ -17,12 +17,15 @@ from server.core.errors import ApiError
 from server.core.keys import ApiKey
 
 WS_PATH = "/ws/quotes"
+INGEST_WS_PATH = "/ws/ingest"  # SPEC 20: a dedicated data source publishes here (ingest keys only; docs/ingest.md)
+WS_PATHS = (WS_PATH, INGEST_WS_PATH)
 KEY_HEADER = "X-SERVICE-Key"
 
 
 @dataclass(frozen=True, slots=True)
 class Refusal:
-    reason: str  # metrics label: not_found, missing_key, invalid_key, free_plan, too_many_connections
+    reason: str  # metrics label: not_found, missing_key, invalid_key, free_plan, too_many_connections, wrong_scope,
+    # plan_required (SPEC 20: /ws/ingest off the enterprise plan)
     error: ApiError
 
 
@@ -53,7 +56,7 @@ def decide(
 ) -> ApiKey | Refusal:
     """The key to open the session with, or why not."""
     parts = urlsplit(target)
-    if parts.path != WS_PATH:
+    if parts.path not in WS_PATHS:
         return Refusal("not_found", ApiError("not_found", f"No WebSocket endpoint at {parts.path[:200]}; "
                                                           f"connect to {WS_PATH}?key=KEY."))
     secret = handshake_key(target, header_keys)
@@ -64,6 +67,13 @@ def decide(
     key = lookup(secret)
     if key is None:
         return Refusal("invalid_key", ApiError("unauthorized", "Unknown or revoked API key."))
+    if (key.scope == "ingest") != (parts.path == INGEST_WS_PATH):  # SPEC 20: an ingest key publishes, reads nothing
+        return Refusal("wrong_scope", ApiError("forbidden", "An ingest key publishes (WS /ws/ingest, POST "
+                                               "/api/v1/ingest) and reads nothing; stream with a read key."
+                                               if key.scope == "ingest" else "/ws/ingest takes an ingest key."))
+    if parts.path == INGEST_WS_PATH and key.plan != "enterprise":  # an account moved off the plan keeps its keys
+        return Refusal("plan_required", plan_required(key.plan, "Publishing to a dedicated data source (/ws/ingest)",
+                                                      "enterprise"))
     limit = max_conn.get(key.plan, 0)
     if limit <= 0:
         return Refusal("free_plan", plan_required(key.plan, "WebSocket streaming (/ws/quotes)"))

@@ -43,9 +43,11 @@ class Session:
     __slots__ = (
         "created_at",
         "id",
+        "ingest",
         "key_id",
         "last_ping_at",
         "out",
+        "owner",
         "ping_sent_at",
         "plan",
         "rate",
@@ -60,6 +62,8 @@ class Session:
         self.state = SessionState.CONNECTING
         self.key_id: str | None = None
         self.plan: str | None = None
+        self.owner: str | None = None  # the key's account: whose declared instruments it may subscribe to (SPEC 20)
+        self.ingest = False  # a /ws/ingest session: its text frames are batches of ticks, each answered (SPEC 20)
         self.out = out if out is not None else OutBuffer()
         self.rate = MessageRate()
         self.created_at = now
