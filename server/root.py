@@ -3,9 +3,8 @@ and shutdown both runtime adapters call (server/serve.py for Granian, server/htt
 
 `build` makes each part with only what it uses and connects them (starlette's `Starlette(routes=...,
 lifespan=...)`, uvicorn's `Server`): no part looks another up, opens its own storage or makes its own
-limiter, and nothing but this module imports the parts' wiring (a live feed's history parts are wired in
-server/history_parts.py, which only this module calls). The engine is chosen here, once
-(`make_engine`); everything else sees only the engine's protocols (server/engine/__init__.py).
+limiter, and nothing but this module (and server/history_parts.py, its helper) imports the parts' wiring. The
+engine is chosen here, once (`make_engine`); all else sees only the engine's protocols (server/engine/__init__.py).
 
 Order (docs/architecture.md explains each part):
 
@@ -287,11 +286,9 @@ def register_market(settings: Settings, router: Router, state: MarketState, venu
     catalogue = state.catalogue
     MarketApi(state, InventoryBook(catalogue, settings.seed), VersionedCache(), clock, deep).register(router)
     ReferenceApi(catalogue, venues, clock, state, deep, load_products(settings.catalogue_file)).register(router)
-    archive = keeper.archive if keeper is not None else None
-    qualities = DayQualities(fresh, catalogue.ids, archive.history if archive is not None else None,  # SPEC 20
-                             flat.import_version if flat is not None else lambda: "")
-    # a closed trading day's files, each venue's (SPEC 18), each with its day's condition
-    FlatFilesApi(flat, clock, venues.venues, qualities).register(router)
+    history = keeper.archive.history if keeper is not None and keeper.archive is not None else None
+    qualities = DayQualities(fresh, catalogue.ids, history, flat.import_version if flat is not None else lambda: "")
+    FlatFilesApi(flat, clock, venues.venues, qualities).register(router)  # each venue's day files, their condition
     QualityApi(qualities, clock).register(router)
     return register_sources(router, state, venues, store, clock, changed, settings.ingest_rate, publish)
 

@@ -387,18 +387,16 @@ def _seed_mains(state: MarketState, feed: DemoWalk, mains: dict[int, tuple[np.nd
 
 
 def _seed_board(state: MarketState, feed: DemoWalk, live: np.ndarray, seed: int) -> None:
-    """The futures board's day so far in the demo state, as each live candle tells it (the book's sizes 1-80 lots,
-    as the feed's ticks draw them, so a quote has them before its first tick); then the feed's limits."""
+    """The futures board's day so far in the demo state, as each live candle tells it; then the feed's limits."""
     candles = state.candles
-    lots = np.random.default_rng([seed, 19]).integers(1, 81, size=(len(state.futures.board.rows), 2))
+    lots = np.random.default_rng([seed, 19]).integers(1, 81, size=(len(state.futures.board.rows), 2))  # book sizes
     for k, row in enumerate(state.futures.board.rows):  # the board's day so far, as the live candle tells it
         _, high, low_, close, volume = candles.live(row)
         before = candles.shown_columns(row)
         before = before[before != candles.row_col[row]]  # the days before the live one (shown or not yet)
         oi_prev = float(candles.oi[row, before[-1]]) if len(before) else math.nan
         oi_now = float(feed.oi[row]) if live[row] else float(candles.oi[row, candles.row_col[row]])
-        state.futures.board.seed_day(row, (high + low_ + 2 * close) / 4, volume, close, oi_now, oi_prev,
-                                     (float(lots[k, 0]), float(lots[k, 1])))
+        state.futures.board.seed_day(row, (high + low_ + 2 * close) / 4, volume, close, oi_now, oi_prev, lots[k])
     feed.bounds = state.futures.bounds()
 
 

@@ -968,7 +968,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** UDF time-scale marks: the holiday closures of the symbol's venue (label H) and a futures product's main-contract rolls (label R, at the new main's first trading day) with from <= time <= to (time: the date at 00:00 UTC), within the range its session_holidays cover */
+        /** UDF time-scale marks: the venue's holiday closures (H) and a product's main-contract rolls (R) with from <= time <= to (time: the date at 00:00 UTC) */
         get: operations["get_udf_timescale_marks"];
         put?: never;
         post?: never;

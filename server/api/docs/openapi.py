@@ -140,10 +140,8 @@ UDF_OPERATIONS: dict[tuple[str, str], S] = {
                                          "from > to")},
     },
     ("GET", "/api/v1/udf/timescale_marks"): {
-        "summary": "UDF time-scale marks: the holiday closures of the symbol's venue (label H) and a futures "
-                   "product's main-contract rolls (label R, at the new main's first trading day) with from <= time "
-                   "<= to (time: the date at 00:00 UTC), within the range its session_holidays cover",
-        "tags": UDF_TAGS,
+        "summary": "UDF time-scale marks: the venue's holiday closures (H) and a product's main-contract rolls (R) "
+                   "with from <= time <= to (time: the date at 00:00 UTC)", "tags": UDF_TAGS,
         "parameters": [param("symbol", "query", SYMBOL, "instrument id", True),
                        param("from", "query", SECONDS, "epoch seconds, counted in", True),
                        param("to", "query", SECONDS, "epoch seconds, counted in", True),

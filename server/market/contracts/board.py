@@ -119,7 +119,7 @@ class FuturesBoard:
         return local.hour * 60 + local.minute
 
     def seed_day(self, row: int, vwap: float, volume: float, last: float, oi: float, oi_prev: float,
-                 sizes: tuple[float, float] = (_NAN, _NAN)) -> None:
+                 sizes: Sequence[float] = (_NAN, _NAN)) -> None:
         """The day so far as a history tells it (the demo's live candle): weighed at ``vwap``, the book a tick
         either side of the last price with ``sizes`` (bid, ask) lots."""
         spec = self.specs[row]
@@ -130,7 +130,7 @@ class FuturesBoard:
             self.turnover[row] = vwap * volume * spec.multiplier
         self.last[row], self.oi[row], self.oi_prev[row] = last, oi, oi_prev
         self.bid[row], self.ask[row] = last - spec.tick, last + spec.tick
-        self.bid_size[row], self.ask_size[row] = sizes
+        self.bid_size[row], self.ask_size[row] = float(sizes[0]), float(sizes[1])
 
     def new_day(self, row: int, prev_settle: float) -> None:
         """The row's trading day moved on, the day before settled at ``prev_settle``: the new day's limits."""
