@@ -64,6 +64,7 @@ from server.config import (
     settings_clock,
 )
 from server.core.client_ip import granian_peer, robyn_peer
+from server.core.heap import release_free_heap
 from server.core.limits import Gcra
 from server.core.metrics import HttpMetrics, Registry
 from server.core.usage import UsageMeter
@@ -134,6 +135,7 @@ class Node:
             await part.start()
         for service in self.services:
             await service.start()
+        release_free_heap()  # the state's start-up temporaries (server/core/heap.py): ~80 MB of a demo hub's RSS
         self.started.set()
         log.info("hub started epoch=%s feed=%s", self.epoch, self.settings.feed)
 
