@@ -8,7 +8,8 @@ setsid .venv/bin/python -m server serve --host 127.0.0.1 --port $PORT --ws-port 
 PID=$!
 for i in $(seq 600); do curl -sf http://127.0.0.1:$PORT/readyz >/dev/null && break; sleep 0.05; done
 t1=$(date +%s.%N)
+cpu=$(awk -v hz=$(getconf CLK_TCK) '{printf "%.2f", ($14 + $15) / hz}' /proc/$PID/stat)  # user + system CPU to ready: less load-bound than the wall time
 sleep 20
 rss=$(ps -o rss= --ppid $PID -p $PID | awk '{s+=$1} END {print s}')
-echo "$T ready_s=$(echo "$t1 - $t0" | bc) rss_kib=$rss procs=$(ps -o pid= --ppid $PID -p $PID | wc -l)"
+echo "$T ready_s=$(echo "$t1 - $t0" | bc) ready_cpu_s=$cpu rss_kib=$rss procs=$(ps -o pid= --ppid $PID -p $PID | wc -l)"
 kill -- -$PID 2>/dev/null; wait $PID 2>/dev/null

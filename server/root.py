@@ -66,6 +66,7 @@ from server.config import (
     settings_clock,
 )
 from server.core.client_ip import granian_peer, robyn_peer
+from server.core.heap import release_free_heap
 from server.core.keys import ApiKey
 from server.core.limits import Gcra
 from server.core.metrics import HttpMetrics, Registry
@@ -127,10 +128,8 @@ class Node:
         self.repos, self.storage = repos, repos.storage
         self.engine, self.app, self.ticks = engine, app, ticks
         self.state, self.catalogue, self.epoch = ticks.state, ticks.state.catalogue, ticks.epoch
-        self.keys, self.outbox = keys, outbox
-        self.core, self.services = core, services
-        self.started = started  # set once every part runs (/readyz)
-        self.keeper = keeper  # a live feed's daily candles (flushed at stop)
+        self.keys, self.outbox, self.core, self.services = keys, outbox, core, services
+        self.started, self.keeper = started, keeper  # set once every part runs (/readyz); a live feed's candles
 
     async def start(self) -> None:
         await self.storage.open()  # PostgreSQL's async pool lives on this loop (no-op for SQLite)
@@ -139,6 +138,7 @@ class Node:
             await part.start()
         for service in self.services:
             await service.start()
+        release_free_heap()  # the state's start-up temporaries (server/core/heap.py): ~80 MB of a demo hub's RSS
         self.started.set()
         log.info("hub started epoch=%s feed=%s", self.epoch, self.settings.feed)
 
