@@ -215,7 +215,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     watch = KeyWatch.subscribed(keys, engine.revocations, group(AuthSettings).key_refresh_s)
     started = threading.Event()  # set by Node.start once every part runs
     declared, ingest = register_market(settings, router, state, venues, clock, deep, flat, fresh, keeper,
-                                       ConsoleStore(repos.storage), [app.admission.known.clear], ticks.ingest)
+                                       ConsoleStore(repos.storage), [app.admission.known.clear], ticks.ingest, meter)
     http, stream_settings = group(HttpSettings), group(StreamSettings)
     WebApi(http, group(FeedSettings), stream_settings).register(router)  # the dashboard at /, /static/..., /api/config
     OpsApi(http, group(ProcessSettings), router, registry, repos.storage,
@@ -227,7 +227,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
                              board, declared.console_sources())
     applied.subscribe_before(site.snapshots.before_ticks)
     stream = make_stream(settings, state, epoch, registry, keys, buckets, history, clock, meter, fresh, applied, watch,
-                         ingest.frame)
+                         ingest)
     probe, status, status_tasks = register_status(router, fresh, venues, clock, repos.storage, stream, outbox,
                                                      engine, board, settings)
     follow_keeper(keeper, applied, ticks)
@@ -248,11 +248,11 @@ def load_catalogue(settings: Settings, clock: Callable[[], float]) -> tuple[Venu
 
 def make_stream(settings: Settings, state: MarketState, epoch: str, registry: Registry, keys: KeyCache, buckets: Gcra,
                 history: TickHistory, clock: Callable[[], float], meter: UsageMeter, fresh: Freshness,
-                applied: AppliedTicks, watch: KeyWatch, ingest: Callable[[str | None, bytes], bytes]) -> StreamService:
+                applied: AppliedTicks, watch: KeyWatch, ingest: IngestApi) -> StreamService:
     """The WebSocket stream (SPEC 7): told of every applied tick, of revoked keys and of changed plans; `ingest`:
     /ws/ingest's batches (SPEC 20)."""
     stream = StreamService(settings, state, state.catalogue, epoch, registry, keys, buckets, history, clock,
-                           stream_limits(settings), meter, fresh.stale, ingest)
+                           stream_limits(settings), meter, fresh.stale, ingest.frame)
     applied.subscribe(stream.core.fanout.on_ticks)
     watch.listeners.append(stream.on_revoked)
     watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))
@@ -280,7 +280,7 @@ def availability_recorder(settings: Settings, storage: Storage, app: App, stream
 def register_market(settings: Settings, router: Router, state: MarketState, venues: VenueBook,
                     clock: Callable[[], float], deep: DeepRanges | None, flat: FlatFileSets | None, fresh: Freshness,
                     keeper: CandleKeeper | None, store: ConsoleStore, changed: list[Callable[[], object]],
-                    publish: Callable[[list[Tick]], bool]) -> tuple[DeclaredInstruments, IngestApi]:
+                    publish: Callable[[list[Tick]], bool], meter: UsageMeter) -> tuple[DeclaredInstruments, IngestApi]:
     """The keyed market-data and reference routes (SPEC 6, 16, 18, 19, 20); the dedicated data sources' binding and
     ingest route (SPEC 20, docs/ingest.md: `publish` is the tick path's ingest, `changed` told of a bound row)."""
     catalogue = state.catalogue
@@ -290,7 +290,7 @@ def register_market(settings: Settings, router: Router, state: MarketState, venu
     qualities = DayQualities(fresh, catalogue.ids, history, flat.import_version if flat is not None else lambda: "")
     FlatFilesApi(flat, clock, venues.venues, qualities).register(router)  # each venue's day files, their condition
     QualityApi(qualities, clock).register(router)
-    return register_sources(router, state, venues, store, clock, changed, settings.ingest_rate, publish)
+    return register_sources(router, state, venues, store, clock, changed, settings.ingest_rate, publish, meter)
 
 
 def feed_freshness(state: MarketState, applied: AppliedTicks, feed: FeedSettings,

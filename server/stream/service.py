@@ -47,7 +47,7 @@ class StreamService:
     def __init__(self, settings: Settings, state: MarketState, catalogue: Catalogue, epoch: str, registry: Registry,
                  keys: KeyCache, buckets: Gcra, history: TickHistory, clock: Callable[[], float],
                  limits: StreamLimits, meter: UsageMeter | None, stale: Stale | None = None,
-                 ingest: Callable[[str | None, bytes], bytes] | None = None) -> None:
+                 ingest: Callable[[str | None, str | None, bytes], bytes] | None = None) -> None:
         """`buckets`: this hub's local GCRA buckets (the handshake rate; pruned with the HTTP ones); `history`:
         the resume history, filled from every applied batch (and, on redis, the stream's tail at start); `clock`:
         the time every part of the stream reads (the sweeper's rounds, the stream clock, the connections);

@@ -349,3 +349,33 @@ def test_a_deleted_instrument_is_gone_for_everyone(srv: ServerProcess) -> None:
     assert out.returncode == 0, out.stderr
     refused = until(lambda: (r := ingest(srv, publisher, [{"id": "gone.y", "price": 5}])).status_code == 403 and r)
     assert refused and refused.json()["code"] == "plan_required" and refused.json()["requiredPlan"] == "enterprise"
+
+
+def test_published_ticks_count_in_the_owner_usage(srv: ServerProcess) -> None:
+    """Each accepted tick counts as a message of its ingest key (`wsMessages` of `/api/console/usage`, both routes:
+    3 over POST /api/v1/ingest, 2 over /ws/ingest; rejected lines count nothing), each request as a request."""
+    meter = account(srv, "meter@example.com", namespace="meter")
+    assert meter.post("/api/console/instruments", json={"id": "meter.x", **INSTRUMENT}).status_code == 201
+    made = meter.post("/api/console/keys", json={"label": "pub", "scope": "ingest"}).json()
+    secret, key_id = made["key"], made["id"]
+    now = time.time()
+    lines = [{"id": "meter.x", "price": 10 + i, "ts": now - 30 + i} for i in range(3)] + ["not a tick"]
+    resp = until(lambda: (r := ingest(srv, secret, lines)).status_code == 200 and r)  # the key's first refresh
+    assert resp and resp.json()["accepted"] == 3 and resp.json()["rejectedCount"] == 1
+
+    async def over_ws() -> dict[str, Any]:
+        async with connect(srv.ws_base + "/ws/ingest", additional_headers={"X-SERVICE-Key": secret}) as ws:
+            await ws.send("\n".join(json.dumps({"id": "meter.x", "price": 20 + i, "ts": now - 20 + i})
+                                    for i in range(2)) + "\n{}")
+            return dict(json.loads(await ws.recv()))
+
+    assert asyncio.run(over_ws())["accepted"] == 2
+
+    def counted() -> list[dict[str, Any]] | None:
+        items: list[dict[str, Any]] = meter.get("/api/console/usage", params={"key": key_id}).json()["items"]
+        return items if sum(i["wsMessages"] for i in items) >= 5 and sum(i["wsConnections"] for i in items) else None
+
+    items = until(counted, timeout=15.0, every=1.0)  # one flush interval (5 s); each poll takes the console bucket
+    assert items and {i["keyId"] for i in items} == {key_id}
+    assert sum(i["wsMessages"] for i in items) == 5 and sum(i["wsConnections"] for i in items) == 1
+    assert sum(i["requests"] for i in items) >= 1

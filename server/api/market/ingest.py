@@ -22,6 +22,7 @@ from server.api.core.query import known_query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.core.errors import ApiError
+from server.core.usage import UsageMeter
 from server.feeds.jsonl import JsonlParser
 from server.market.catalogue import Catalogue
 from server.market.tick import Tick
@@ -53,11 +54,11 @@ class IngestBuckets:
 
 class IngestApi:
     def __init__(self, catalogue: Catalogue, publish: Callable[[list[Tick]], bool], not_before: Callable[[], float],
-                 buckets: IngestBuckets, clock: Callable[[], float]) -> None:
+                 buckets: IngestBuckets, clock: Callable[[], float], meter: UsageMeter | None = None) -> None:
         """`publish`: TickPath.ingest; `not_before`: the oldest tick time the state keeps (older lines are bad, as the
-        feed's)."""
+        feed's); `meter`: each key's accepted ticks are counted as its messages (SPEC 17 usage, `wsMessages`)."""
         self.catalogue, self.publish, self.not_before = catalogue, publish, not_before
-        self.buckets, self.clock = buckets, clock
+        self.buckets, self.clock, self.meter = buckets, clock, meter
         self.parser = JsonlParser(catalogue)
 
     def register(self, router: Router) -> None:
@@ -76,21 +77,22 @@ class IngestApi:
                            f"key is on the {req.auth.plan} plan. Request an upgrade in the service console at "
                            "/console.",
                            extra={"requiredPlan": "enterprise", "currentPlan": req.auth.plan, "consoleUrl": "/console"})
-        owner = req.auth.owner if req.auth is not None else None
-        return Response(200, orjson.dumps(self.publish_lines(owner, req.body)), "application/json",
+        owner, key_id = (req.auth.owner, req.auth.id) if req.auth is not None else (None, None)
+        return Response(200, orjson.dumps(self.publish_lines(owner, req.body, key_id)), "application/json",
                         [("cache-control", "no-store")])
 
-    def frame(self, owner: str | None, data: bytes) -> bytes:
+    def frame(self, owner: str | None, key_id: str | None, data: bytes) -> bytes:
         """A /ws/ingest text frame's batch (SPEC 20) -> its answer: the route's `{accepted, rejected, rejectedCount}`,
         or `{"error": problem}` (429 with `retryAfter`, 503), the batch then kept nowhere."""
         try:
-            return orjson.dumps(self.publish_lines(owner, data))
+            return orjson.dumps(self.publish_lines(owner, data, key_id))
         except ApiError as exc:
             return orjson.dumps({"error": exc.problem()})
 
-    def publish_lines(self, owner: str | None, body: bytes) -> dict[str, Any]:
+    def publish_lines(self, owner: str | None, body: bytes, key_id: str | None = None) -> dict[str, Any]:
         """Parse, check and publish one batch of lines: `{accepted, rejected: [{line, error}]}`; ApiError for a
-        refusal of the whole batch (429: the account's ticks a second; 503: this hub cannot publish now)."""
+        refusal of the whole batch (429: the account's ticks a second; 503: this hub cannot publish now). The accepted
+        ticks count as messages of `key_id` in its usage (`wsMessages`, docs/ingest.md)."""
         ticks, rejected = self._parse(owner, body)
         if ticks:
             wait = self.buckets.take(owner or "", len(ticks))
@@ -102,6 +104,8 @@ class IngestApi:
             if not self.publish(ticks):
                 raise ApiError("not_ready", "This hub does not publish ticks now (another hub holds the feed); "
                                "retry, the next attempt may reach the hub that does.", headers=[("retry-after", "1")])
+            if self.meter is not None and key_id is not None:
+                self.meter.ws_delivered(key_id, len(ticks))
         return {"accepted": len(ticks), "rejected": rejected[:MAX_REJECTED], "rejectedCount": len(rejected)}
 
     def _parse(self, owner: str | None, body: bytes) -> tuple[list[Tick], list[dict[str, Any]]]:

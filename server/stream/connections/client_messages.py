@@ -33,7 +33,7 @@ class ClientMessages:
     def __init__(self, catalogue: Catalogue, registry: SubscriptionRegistry[Session],
                  candle_registry: SubscriptionRegistry[Session], snapshots: Snapshots, replay: Replay,
                  candles: CandleFrames | None, metrics: StreamMetrics, resolve: Resolve | None = None,
-                 ingest: Callable[[str | None, bytes], bytes] | None = None) -> None:
+                 ingest: Callable[[str | None, str | None, bytes], bytes] | None = None) -> None:
         """`resolve`: the contract a continuous id names now (SPEC 19, `MainSeries.resolve`; None: ids only);
         `ingest`: a /ws/ingest session's batch of JSON lines (its key's account, the lines) -> the answer's JSON
         (SPEC 20: the ingest route's, `{accepted, rejected}` or `{error}`); None: no dedicated data sources."""
@@ -53,8 +53,8 @@ class ClientMessages:
         """Handle one client message; a close code means: close the session with it."""
         if session.ingest:  # a batch of ticks (SPEC 20): the account's ticks a second limit it, not the message rate
             if session.is_open and self.ingest is not None:
-                session.write(text_frame(self.ingest(session.owner, data.encode() if isinstance(data, str)
-                                                     else bytes(data))))
+                batch = data.encode() if isinstance(data, str) else bytes(data)
+                session.write(text_frame(self.ingest(session.owner, session.key_id, batch)))
             return None
         if not session.rate.allow(now):
             return CloseCode.POLICY_VIOLATION
