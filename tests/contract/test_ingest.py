@@ -15,6 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
+from jsonschema import Draft202012Validator
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
@@ -379,3 +380,42 @@ def test_published_ticks_count_in_the_owner_usage(srv: ServerProcess) -> None:
     assert items and {i["keyId"] for i in items} == {key_id}
     assert sum(i["wsMessages"] for i in items) == 5 and sum(i["wsConnections"] for i in items) == 1
     assert sum(i["requests"] for i in items) >= 1
+
+
+def test_the_ingest_socket_frames_validate_against_asyncapi(srv: ServerProcess) -> None:
+    """/asyncapi.json's ingest channel: the batch sent, its answer (good and bad lines) and a refused batch's error
+    (429: the account's ticks a second, after one batch over --ingest-rate) validate against their payloads."""
+    doc = httpx.get(srv.base + "/asyncapi.json", timeout=5).json()
+    channel = doc["channels"]["ingest"]
+    assert channel["address"] == "/ws/ingest"
+    reply = {m["$ref"].rsplit("/", 1)[1] for m in doc["operations"]["publish"]["reply"]["messages"]}
+    assert reply == {"IngestAnswer", "IngestError"}
+
+    def check(name: str, value: Any) -> None:
+        root = {"allOf": [channel["messages"][name]["payload"]], "components": doc["components"]}
+        errors = [e.message for e in Draft202012Validator(root).iter_errors(value)]
+        assert not errors, (name, errors)
+
+    pub = account(srv, "schema@example.com", namespace="schema")
+    assert pub.post("/api/console/instruments", json={"id": "schema.x", **INSTRUMENT}).status_code == 201
+    secret, start = key(pub, "ingest"), time.time() - 60
+    assert until(lambda: ingest(srv, secret, []).status_code == 200)  # the key's first refresh
+    good = '{"id":"schema.x","price":5}\nnope\n{"id":"brent","price":1}'
+    big = "\n".join(json.dumps({"id": "schema.x", "price": 5, "ts": start + i * 0.001}) for i in range(3500))
+
+    async def run() -> list[dict[str, Any]]:
+        async with connect(srv.ws_base + "/ws/ingest", additional_headers={"X-SERVICE-Key": secret}) as ws:
+            out = []
+            for n, batch in enumerate((good, good)):
+                check("IngestBatch", batch)
+                if n:  # a batch over the frame cap through POST: the account's bucket (3,000 a second) in debt
+                    assert ingest(srv, secret, big.encode()).json()["accepted"] == 3500
+                await ws.send(batch)
+                out.append(json.loads(await ws.recv()))
+            return out
+
+    answer, refused = asyncio.run(run())
+    check("IngestAnswer", answer)
+    assert answer["accepted"] == 1 and answer["rejectedCount"] == 2
+    check("IngestError", refused)
+    assert refused["error"]["status"] == 429 and refused["error"]["retryAfter"] >= 1

@@ -200,4 +200,12 @@ def test_asyncapi_describes_messages_ops_close_codes_and_refusals() -> None:
     assert set(doc["operations"]) >= {"subscribe", "unsubscribe", "ping", "receiveServerMessages"}
     for name in channel["messages"]:
         assert name in doc["components"]["schemas"]
+    ingest = doc["channels"]["ingest"]  # SPEC 20: a dedicated data source's batches and their answers
+    assert ingest["address"] == "/ws/ingest"
+    assert set(ingest["messages"]) == {"IngestBatch", "IngestAnswer", "IngestError"}
+    assert set(ingest["x-handshake-refusals"]["statuses"]) >= {"401", "403"}
+    assert doc["operations"]["publish"]["channel"] == {"$ref": "#/channels/ingest"}
+    for name in ingest["messages"]:
+        assert name in doc["components"]["schemas"]
+    assert "Problem" in doc["components"]["schemas"]
     orjson.dumps(doc)

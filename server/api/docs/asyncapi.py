@@ -1,4 +1,4 @@
-"""The AsyncAPI 3.0 document of /ws/quotes, served at /asyncapi.json (serialised once).
+"""The AsyncAPI 3.0 document of /ws/quotes and /ws/ingest (SPEC 20), served at /asyncapi.json (serialised once).
 
 It describes the server, the channel and its `key` query parameter, every
 server and client message, the client operations, the close codes and the
@@ -16,7 +16,9 @@ import orjson
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.api.docs.schema_parts import obj, ref
+from server.api.docs.ingest_docs import INGEST_SCHEMAS
 from server.api.docs.schemas import STREAM, closure
+from server.api.market.ingest import MAX_REJECTED
 from server.config import HttpSettings, StreamSettings
 from server.core.errors import CloseCode
 
@@ -123,15 +125,15 @@ def build_asyncapi(http: HttpSettings, stream: StreamSettings) -> dict[str, Any]
                            "(non-browser clients) or the key query parameter (browsers); the server never "
                            "logs the query string. An enterprise account's dedicated data source publishes on "
                            "/ws/ingest of the same port with an ingest key: each text frame a batch of JSON lines, "
-                           "answered as POST /api/v1/ingest answers (docs/ingest.md).",
+                           "answered as POST /api/v1/ingest answers (the ingest channel, docs/ingest.md).",
         },
         "servers": {"local": {"host": f"{http.host}:{http.ws_port}", "protocol": "ws",
                               "security": [{"$ref": "#/components/securitySchemes/headerKey"},
                                            {"$ref": "#/components/securitySchemes/queryKey"}]}},
-        "channels": {"quotes": _channel(messages)},
-        "operations": _operations(msg),
+        "channels": {"quotes": _channel(messages), "ingest": _ingest_channel()},
+        "operations": {**_operations(msg), **INGEST_OPERATIONS},
         "components": {
-            "schemas": closure(*STREAM, "Problem"),
+            "schemas": {**closure(*STREAM, "Problem"), **INGEST_MESSAGE_SCHEMAS},
             "securitySchemes": {"headerKey": {"type": "httpApiKey", "name": "X-SERVICE-Key", "in": "header"},
                                 "queryKey": {"type": "httpApiKey", "name": "key", "in": "query"}},
         },
@@ -180,6 +182,66 @@ def _operations(msg: dict[str, Any]) -> dict[str, Any]:
         "ping": {"action": "send", "channel": q, "messages": [msg["Ping"]],
                  "reply": {"channel": q, "messages": [msg["Pong"]]}},
     }
+
+
+INGEST_REFUSALS = {
+    "401": "Missing, unknown or revoked key (`unauthorized`).",
+    "403": "Not an ingest key (`forbidden`: a read key publishes nothing), or the key's account is no longer on the "
+           "enterprise plan (`plan_required`, with `requiredPlan`).",
+    "429": "The key already has as many open connections as its plan allows (`too_many_connections`).",
+}
+INGEST_MESSAGE_SCHEMAS: dict[str, Any] = {
+    "IngestBatch": {"type": "string", "contentMediaType": "application/x-ndjson", "maxLength": 65536,
+                    "examples": ['{"id":"acme.crude-blend","price":80.25,"volume":3}\n'
+                                 '{"id":"acme.crude-blend","price":80.3,"ts":1767225600}'],
+                    "description": 'JSON lines as POST /api/v1/ingest takes them: {"id", "price" > 0, "ts"? (epoch '
+                                   'seconds or ISO 8601; default now), "volume"? >= 0}, one a line, blank lines '
+                                   'skipped; the frame at most 64 KiB.'},
+    "IngestAnswer": INGEST_SCHEMAS["IngestAnswer"],
+    "IngestError": {**obj(["error"], error=ref("Problem")), "additionalProperties": False},
+}
+INGEST_DOCS = {
+    "IngestBatch": "A batch of ticks of the account's declared instruments (client to server), answered by exactly "
+                   "one IngestAnswer or IngestError frame, in order.",
+    "IngestAnswer": "The batch's answer, as POST /api/v1/ingest answers: the good lines kept and published, each bad "
+                    f"line named by its number (from 1, at most {MAX_REJECTED} named; rejectedCount counts all); an "
+                    "id not of the account's instruments is `unknown instrument id`. Each accepted tick counts as "
+                    "a message of the key in its usage (/api/console/usage `wsMessages`).",
+    "IngestError": "The whole batch refused, nothing of it kept: 429 `rate_limited` (the account's ticks a second, "
+                   "with `retryAfter`), 503 `not_ready` (this hub does not hold the feed: reconnect, the next hub "
+                   "may). The session stays open.",
+}
+
+
+def _ingest_channel() -> dict[str, Any]:
+    """/ws/ingest (SPEC 20, docs/ingest.md): an ingest key's batches and their answers; no snapshot, no ticks."""
+    return {
+        "address": "/ws/ingest",
+        "description": "An enterprise account's dedicated data source publishes here with an ingest key (POST "
+                       "/api/console/keys with scope ingest): each text frame a batch of JSON lines, each answered. "
+                       "The session gets no snapshot, no ticks and no candles; the client message rate (20 a "
+                       "second) does not apply to batches, the account's ticks a second do (--ingest-rate).",
+        "messages": {name: {"name": name, "contentType": "application/json" if name != "IngestBatch"
+                            else "application/x-ndjson", "summary": INGEST_DOCS[name], "payload": ref(name)}
+                     for name in INGEST_DOCS},
+        "bindings": {"ws": {
+            "method": "GET",
+            "headers": obj([], **{"X-SERVICE-Key": {"type": "string", "description": "An ingest key."}}),
+            "query": obj([], key={"type": "string", "description": "An ingest key, for browsers."}),
+        }},
+        "x-handshake-refusals": {"description": "As /ws/quotes: an RFC 9457 problem.", "schema": ref("Problem"),
+                                 "statuses": INGEST_REFUSALS},
+        "x-close-codes": {str(int(code)): text for code, text in CLOSE_CODE_MEANINGS.items()},
+    }
+
+
+_I = {"$ref": "#/channels/ingest"}
+INGEST_OPERATIONS: dict[str, Any] = {
+    "publish": {"action": "send", "channel": _I, "summary": "Publish a batch of ticks (SPEC 20).",
+                "messages": [{"$ref": "#/channels/ingest/messages/IngestBatch"}],
+                "reply": {"channel": _I, "messages": [{"$ref": "#/channels/ingest/messages/IngestAnswer"},
+                                                      {"$ref": "#/channels/ingest/messages/IngestError"}]}},
+}
 
 
 def register_asyncapi(router: Router, http: HttpSettings, stream: StreamSettings) -> None:

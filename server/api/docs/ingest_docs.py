@@ -1,7 +1,7 @@
 """The OpenAPI description of dedicated data sources (SPEC 20, docs/ingest.md): the console's declared instruments
 (`/api/console/instruments`) and the ingest route (`POST /api/v1/ingest`), merged into server/api/docs/openapi.py's
-document beside the console's. WS /ws/ingest is described in docs/ingest.md (its frames are this route's bodies and
-answers)."""
+document beside the console's. WS /ws/ingest is the `ingest` channel of /asyncapi.json (server/api/docs/asyncapi.py:
+its frames are this route's bodies and answers)."""
 
 from __future__ import annotations
 
