@@ -15,8 +15,8 @@ import orjson
 
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
-from server.api.docs.schema_parts import obj, ref
 from server.api.docs.ingest_docs import INGEST_SCHEMAS
+from server.api.docs.schema_parts import obj, ref
 from server.api.docs.schemas import STREAM, closure
 from server.api.market.ingest import MAX_REJECTED
 from server.config import HttpSettings, StreamSettings
