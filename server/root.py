@@ -288,7 +288,7 @@ def register_market(settings: Settings, router: Router, state: MarketState, venu
     ReferenceApi(catalogue, venues, clock, state, deep, load_products(settings.catalogue_file)).register(router)
     history = keeper.archive.history if keeper is not None and keeper.archive is not None else None
     qualities = DayQualities(fresh, catalogue.ids, history, flat.import_version if flat is not None else lambda: "")
-    FlatFilesApi(flat, clock, venues.venues, qualities).register(router)  # each venue's day files, their condition
+    FlatFilesApi(flat, clock, venues, qualities, catalogue).register(router)  # day files, their condition
     QualityApi(qualities, clock).register(router)
     return register_sources(router, state, venues, store, clock, changed, settings.ingest_rate, publish, meter)
 

@@ -33,12 +33,13 @@ from tests.conftest import RUNTIMES, ServerProcess, run_cli
 S = dict[str, Any]
 MISSING = object()  # a candidate meaning "leave the field out"
 VENUE_FILE = "/api/v1/flatfiles/{venue}/{dataset}/{file}"  # a venue's own file (tests/contract/test_flatfile_venues.py)
+SOURCE_FILE = "/api/v1/flatfiles/source/{source}/{dataset}/{file}"  # SPEC 20 (tests/contract/test_source_files.py)
 UNPROVOKED = {  # (path or "*", method or "*", status): documented answers a test cannot cause from outside
     ("*", "*", "500"),  # internal error
     ("/readyz", "get", "503"),  # feed or storage down
     # a flat file needs a live feed's durable history, which this module's demo hub keeps none of:
     # tests/contract/test_flatfile_routes.py checks these answers against the document on a hub that has files
-    *((path, "get", status) for path in ("/api/v1/flatfiles/{dataset}/{file}", VENUE_FILE)
+    *((path, "get", status) for path in ("/api/v1/flatfiles/{dataset}/{file}", VENUE_FILE, SOURCE_FILE)
       for status in ("200", "206", "304", "416")),
     ("/api/v1/ingest", "post", "503"),  # a hub that does not hold the feed lease (Redis engine, several hubs)
 }
@@ -460,6 +461,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/flatfiles/{dataset}/{file}": "/api/v1/flatfiles/ticks/2026-11-17.csv.gz",
         "/api/v1/flatfiles": "/api/v1/flatfiles?dataset=ticks",
         VENUE_FILE: "/api/v1/flatfiles/zce/ticks/2026-11-17.csv.gz",
+        SOURCE_FILE: "/api/v1/flatfiles/source/acme/ticks/2026-11-17.csv.gz",  # not the demo key's: 404
         "/api/console/tickets/{id}": "/api/console/tickets/tkt_none",  # the documented 404 (200s: _provoke_tickets)
     }
     not_found = {
@@ -471,6 +473,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/venues/{id}/calendar": "/api/v1/venues/zzz/calendar?from=2026-09-28&to=2026-10-09",
         "/api/v1/instruments": "/api/v1/instruments?product=zzz",  # SPEC 19: no such futures product
         VENUE_FILE: "/api/v1/flatfiles/zzz/ticks/2026-11-17.csv.gz",
+        "/api/v1/flatfiles": "/api/v1/flatfiles?source=acme",  # SPEC 20: not the demo key's account's namespace
         "/api/v1/instruments/{id}/rolls": "/api/v1/instruments/methanol-ec/rolls",  # a spot assessment
         "/api/v1/curve/{product}": "/api/v1/curve/usdcny",
     }
@@ -497,6 +500,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
         "/api/v1/status/uptime": "/api/v1/status/uptime?days=91",
         "/api/v1/flatfiles/{dataset}/{file}": "/api/v1/flatfiles/ticks/2026-11-17.csv.gz?x=1",
         VENUE_FILE: "/api/v1/flatfiles/zce/ticks/2026-11-17.csv.gz?x=1",
+        SOURCE_FILE: "/api/v1/flatfiles/source/acme/ticks/2026-11-17.csv.gz?x=1",
     }
     creds = {"email": "schema-check@example.com", "password": "correct horse"}
     check(http.post("/api/auth/register", json={**creds, "name": "Li Lei", "company": None}), "/api/auth/register")
@@ -555,7 +559,7 @@ def test_every_documented_response_validates_against_openapi(api: ServerProcess,
     _provoke_incidents(check, http, api, {"Authorization": f"Bearer {disabled_token}"})
     _provoke_sources(check, http, api, {"Authorization": f"Bearer {disabled_token}"})
     _, free = api.create_key("free")  # SPEC 18: flat files are for the professional and enterprise plans
-    for path in ("/api/v1/flatfiles", "/api/v1/flatfiles/{dataset}/{file}", VENUE_FILE):
+    for path in ("/api/v1/flatfiles", "/api/v1/flatfiles/{dataset}/{file}", VENUE_FILE, SOURCE_FILE):
         check(http.get(examples[path], headers={"X-SERVICE-Key": free}), path)
 
     # 429: a 1/min key is spent by its first request, and so is one client IP (public rate 1/min)

@@ -655,6 +655,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/flatfiles/source/{source}/{dataset}/{file}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Download one of a dedicated data source's own flat files (its declared instruments only; the keys of the account that declares them; Range, If-Range, If-None-Match as for the others) */
+        get: operations["get_source_flatfile"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/ingest": {
         parameters: {
             query?: never;
@@ -1562,6 +1579,11 @@ export interface components {
             rows: number;
             /** @description hex sha256 of the file: its strong ETag */
             sha256: string;
+            /**
+             * @description a dedicated data source's own file (SPEC 20, listed with source=): the namespace's declared instruments
+             * @example acme
+             */
+            source?: string;
             /** @description where to GET it (relative to this server) */
             url: string;
             /**
@@ -7191,6 +7213,8 @@ export interface operations {
                 format?: "csv.gz" | "parquet";
                 /** @description first trading day, included (default: 30 days before to) */
                 from?: string;
+                /** @description a dedicated data source's own files (SPEC 20, docs/ingest.md): the namespace of this key's account, its declared instruments only, each day's from its venue's close plus 2 minutes; for any other key 404 (not with venue) */
+                source?: string;
                 /** @description last trading day, included (default: today; at most 366 days after from) */
                 to?: string;
                 /** @description a venue's own files (GET /api/v1/venues): its trading days, its instruments, each day's from the venue's close plus 2 minutes (ZCE: 15:02 Shanghai); left out: the all-venue files, made once every venue trading the day has closed */
@@ -7223,7 +7247,7 @@ export interface operations {
                     "application/json": components["schemas"]["FlatFileList"];
                 };
             };
-            /** @description dataset, format or venue unknown, from or to not a date, to before from, more than 366 days (invalid_parameter, errors[].field names it); a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            /** @description dataset, format or venue unknown, source not a namespace or with venue, from or to not a date, to before from, more than 366 days (invalid_parameter, errors[].field names it); a query parameter the endpoint does not define (unknown_parameter, naming it) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7243,6 +7267,15 @@ export interface operations {
             };
             /** @description the key's plan has no flat files: professional or enterprise (plan_required, with requiredPlan) */
             403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description source is not the namespace of this key's account's declared instruments (not_found) */
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -7567,6 +7600,174 @@ export interface operations {
                 };
             };
             /** @description no such file: unknown venue, unknown dataset, a name that is not YYYY-MM-DD.csv.gz or .parquet, a day that is not a trading day of the venue, not closed yet (the venue's close plus 2 minutes), outside the retention, or without rows */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description method not allowed (Allow lists the methods) */
+            405: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the range starts past the end (range_not_satisfiable; Content-Range: bytes *\/size) */
+            416: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description rate limit exceeded */
+            429: {
+                headers: {
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description seconds, at least 1 */
+                    "Retry-After"?: number;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description internal error (no details leaked; quote X-Request-ID) */
+            500: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+        };
+    };
+    get_source_flatfile: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description the ETag held: 304 when unchanged */
+                "If-None-Match"?: string;
+                /** @description the ETag held: a range is sent only if the file is still that one */
+                "If-Range"?: string;
+                /** @description one byte range (RFC 9110): the rest of a broken download */
+                Range?: string;
+            };
+            path: {
+                /** @description the dataset */
+                dataset: "ticks" | "candles-1m" | "candles-1d";
+                /** @description the trading day and format */
+                file: string;
+                /** @description the account's namespace */
+                source: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the whole file */
+            200: {
+                headers: {
+                    "Accept-Ranges"?: string;
+                    "Access-Control-Allow-Origin"?: string;
+                    "Content-Disposition"?: string;
+                    "Content-Length"?: number;
+                    /** @description "<sha256>" */
+                    ETag?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description the range asked for (Content-Range: bytes first-last/size) */
+            206: {
+                headers: {
+                    "Accept-Ranges"?: string;
+                    "Access-Control-Allow-Origin"?: string;
+                    "Content-Disposition"?: string;
+                    "Content-Length"?: number;
+                    "Content-Range"?: string;
+                    /** @description "<sha256>" */
+                    ETag?: string;
+                    /** @description IETF field, e.g. "free";r=59;t=1 */
+                    RateLimit?: string;
+                    /** @description IETF field, e.g. "free";q=60;w=60 */
+                    "RateLimit-Policy"?: string;
+                    /** @description requests per minute of this bucket */
+                    "X-RateLimit-Limit"?: number;
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description seconds until the bucket is full */
+                    "X-RateLimit-Reset"?: number;
+                    /** @description echoed when the client sent one */
+                    "X-Request-ID"?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": string;
+                };
+            };
+            /** @description If-None-Match matched: the file held is this one */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            /** @description a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description missing, unknown or revoked X-SERVICE-Key */
+            401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the key's plan has no flat files: professional or enterprise (plan_required, with requiredPlan) */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description no such file: not the namespace of this key's account's declared instruments (any other key), unknown dataset, a name that is not YYYY-MM-DD.csv.gz or .parquet, not a trading day of its venues, not closed yet (the venue's close plus 2 minutes), outside the retention, or without rows */
             404: {
                 headers: {
                     [name: string]: unknown;

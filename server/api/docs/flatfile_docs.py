@@ -7,6 +7,7 @@ from server.api.market.flatfiles import DEFAULT_DAYS, MAX_DAYS, MEDIA
 from server.market.quality import Condition
 from server.market.venues.data import VENUES
 from server.store.flatfiles.files import DATASETS, FORMATS
+from server.store.sources.repo import NAMESPACE
 
 S = dict  # a JSON schema fragment
 STR: S = {"type": "string"}
@@ -14,6 +15,7 @@ DATE: S = {"type": "string", "format": "date", "pattern": r"^\d{4}-\d{2}-\d{2}$"
 DATASET: S = {"type": "string", "enum": list(DATASETS)}
 FORMAT: S = {"type": "string", "enum": list(FORMATS)}
 VENUE: S = {"type": "string", "enum": list(VENUES), "examples": ["zce"]}
+SOURCE: S = {"type": "string", "pattern": f"^{NAMESPACE.pattern}$", "examples": ["acme"]}  # SPEC 20's namespaces
 ENTRY = {
     "dataset": DATASET, "date": {**DATE, "description": "the trading day"}, "format": FORMAT,
     "url": {**STR, "description": "where to GET it (relative to this server)"},
@@ -31,7 +33,10 @@ ENTRY = {
 FLATFILE_SCHEMAS: dict[str, S] = {
     "FlatFile": {"type": "object", "required": list(ENTRY), "additionalProperties": False,
                  "properties": {**ENTRY, "venue": {**VENUE, "description": "a venue's own file (listed with venue=): "
-                                                                           "its instruments only"}}},
+                                                                           "its instruments only"},
+                                "source": {**STR, "examples": ["acme"],
+                                           "description": "a dedicated data source's own file (SPEC 20, listed "
+                                                          "with source=): the namespace's declared instruments"}}},
     "FlatFileList": {"type": "object", "required": ["files"], "additionalProperties": False,
                      "properties": {"files": {"type": "array", "items": {"$ref": "#/components/schemas/FlatFile"}}}},
 }
@@ -68,15 +73,21 @@ FLATFILE_OPERATIONS: dict[tuple[str, str], S] = {
                                             "instruments, each day's from the venue's close plus 2 minutes (ZCE: "
                                             "15:02 Shanghai); left out: the all-venue files, made once every venue "
                                             "trading the day has closed"),
+            _param("source", "query", SOURCE,
+                   "a dedicated data source's own files (SPEC 20, docs/ingest.md): the namespace of this key's "
+                   "account, its declared instruments only, each day's from its venue's close plus 2 minutes; for "
+                   "any other key 404 (not with venue)"),
         ],
         "responses": {
             "200": {"description": "the files, by day, then dataset (days with rows only; a day's file exists once "
                                    "the trading "
                                    "day has closed, within the dataset's retention)",
                     "content": {"application/json": {"schema": {"$ref": "#/components/schemas/FlatFileList"}}}},
-            "400": _problem("dataset, format or venue unknown, from or to not a date, to before from, "
+            "400": _problem("dataset, format or venue unknown, source not a namespace or with venue, from or to not "
+                            "a date, to before from, "
                             f"more than {MAX_DAYS} days (invalid_parameter, errors[].field names it)"),
             "403": PLAN,
+            "404": _problem("source is not the namespace of this key's account's declared instruments (not_found)"),
         },
     },
     ("GET", "/api/v1/flatfiles/{dataset}/{file}"): {
@@ -123,3 +134,22 @@ def _venue_download() -> S:
 
 
 FLATFILE_OPERATIONS[("GET", "/api/v1/flatfiles/{venue}/{dataset}/{file}")] = _venue_download()
+
+
+def _source_download() -> S:
+    """A dedicated data source's file (SPEC 20): the download's answers, with the namespace in the path."""
+    plain = FLATFILE_OPERATIONS[("GET", "/api/v1/flatfiles/{dataset}/{file}")]
+    return {
+        **plain,
+        "summary": "Download one of a dedicated data source's own flat files (its declared instruments only; the "
+                   "keys of the account that declares them; Range, If-Range, If-None-Match as for the others)",
+        "parameters": [_param("source", "path", SOURCE, "the account's namespace"),
+                       *plain["parameters"]],
+        "responses": {**plain["responses"], "404": _problem(
+            "no such file: not the namespace of this key's account's declared instruments (any other key), unknown "
+            "dataset, a name that is not YYYY-MM-DD.csv.gz or .parquet, not a trading day of its venues, not closed "
+            "yet (the venue's close plus 2 minutes), outside the retention, or without rows")},
+    }
+
+
+FLATFILE_OPERATIONS[("GET", "/api/v1/flatfiles/source/{source}/{dataset}/{file}")] = _source_download()

@@ -13,6 +13,9 @@
   `"<sha256>"` (If-None-Match: 304), `Accept-Ranges: bytes` and one `Range` (206 with `Content-Range`; 416 past the
   end; `If-Range` with another ETag sends the whole file), streamed by the runtime from the file.
   `GET /api/v1/flatfiles/{venue}/{dataset}/{date}.csv.gz` (or `.parquet`) sends a venue's file the same way.
+- SPEC 20: `?source=<namespace>` lists, and `/api/v1/flatfiles/source/{namespace}/{dataset}/{date}.{fmt}` sends, a
+  dedicated data source's own files (its declared instruments, server/store/flatfiles/scopes.source_days) to the
+  keys of the account that declares them; any other key: 404 (docs/ingest.md).
 
 Professional and enterprise keys only (`plan_required` names the plan). A hub without a durable history (the demo
 feed) lists no files.
@@ -20,7 +23,7 @@ feed) lists no files.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection
+from collections.abc import Callable
 from datetime import date
 from typing import Any
 
@@ -31,16 +34,20 @@ from server.api.core.query import known_query, param_error, parse_day, parse_day
 from server.api.core.router import Access, Router
 from server.api.core.types import FileBody, Request, Response
 from server.api.market.quality import DayQualities
+from server.api.market.sources import clock_of
 from server.core.errors import ApiError
+from server.market.catalogue import Catalogue
 from server.market.quality import Condition
 from server.market.timefmt import local_date
+from server.market.venues.book import VenueBook
 from server.store.flatfiles.byte_range import RangeNotSatisfiable, parse_range
 from server.store.flatfiles.days import FlatFileDays
 from server.store.flatfiles.files import DATASETS, FORMATS, FlatFile
-from server.store.flatfiles.scopes import FlatFileSets
+from server.store.flatfiles.scopes import FlatFileSets, source_days
+from server.store.sources.repo import NAMESPACE
 from server.stream.protocol.handshake import plan_required
 
-LIST_PARAMS = frozenset({"dataset", "from", "to", "format", "venue"})
+LIST_PARAMS = frozenset({"dataset", "from", "to", "format", "venue", "source"})
 MAX_DAYS = 366
 DEFAULT_DAYS = 30
 PLANS = ("professional", "enterprise")
@@ -50,17 +57,42 @@ MEDIA = "application/octet-stream"
 
 
 class FlatFilesApi:
-    def __init__(self, sets: FlatFileSets | None, clock: Callable[[], float], venues: Collection[str],
-                 qualities: DayQualities) -> None:
-        """`sets`: the hub's flat files (None: no durable history); `venues`: every venue id (the venue book's);
-        `qualities`: each venue-day's condition (GET /api/v1/quality's)."""
-        self.sets, self.clock, self.venues, self.qualities = sets, clock, frozenset(venues), qualities
+    def __init__(self, sets: FlatFileSets | None, clock: Callable[[], float], venues: VenueBook,
+                 qualities: DayQualities, catalogue: Catalogue | None = None) -> None:
+        """`sets`: the hub's flat files (None: no durable history); `venues`: the venue book (its ids, the declared
+        instruments' clocks); `qualities`: each venue-day's condition (GET /api/v1/quality's); `catalogue`: whose
+        declared instruments make each dedicated data source's own files (SPEC 20; None: none)."""
+        self.sets, self.clock, self.venues, self.qualities = sets, clock, frozenset(venues.venues), qualities
+        self.book, self.catalogue = venues, catalogue
+        self._sources: dict[str, tuple[tuple[str, ...], FlatFileDays]] = {}  # namespace -> (its ids, its files)
 
     def register(self, router: Router) -> None:
         router.add("GET", "/api/v1/flatfiles", self.listing, Access.KEYED, name="flatfiles")
         router.add("GET", "/api/v1/flatfiles/{dataset}/{file}", self.download, Access.KEYED, name="flatfile")
         router.add("GET", "/api/v1/flatfiles/{venue}/{dataset}/{file}", self.venue_download, Access.KEYED,
                    name="venue_flatfile")
+        router.add("GET", "/api/v1/flatfiles/source/{source}/{dataset}/{file}", self.source_download,
+                   Access.KEYED, name="source_flatfile")
+
+    def _source(self, req: Request, namespace: str) -> tuple[FlatFileDays | None, str | None]:
+        """(a dedicated data source's files, its instruments' one venue or None), for a key of the account that
+        declares instruments in `namespace` (SPEC 20); 404 for any other key, as if there were none."""
+        owner, cat = getattr(req.auth, "owner", None), self.catalogue
+        rows = cat.owned.get(owner, ()) if cat is not None and owner else ()
+        mine = sorted((cat.instruments[r] for r in rows if cat.ids[r].startswith(namespace + ".")),
+                      key=lambda inst: inst.id) if cat is not None else []
+        if not mine:
+            raise ApiError("not_found", f"No dedicated data source {namespace!r} of this key's account: its files "
+                                        "are listed by GET /api/v1/flatfiles?source=<namespace> for its own keys.")
+        one_venue = mine[0].venue if len({inst.venue for inst in mine}) == 1 else None
+        if self.sets is None:
+            return None, one_venue
+        ids = tuple(inst.id for inst in mine)
+        held = self._sources.get(namespace)
+        if held is None or held[0] != ids:  # an instrument declared or deleted since: a set of its ids
+            held = self._sources[namespace] = (ids, source_days(self.sets.all, namespace, ids,
+                                                                [clock_of(self.book, inst) for inst in mine]))
+        return held[1], one_venue
 
     def _days(self, venue: str | None) -> FlatFileDays | None:
         """The all-venue files (venue None) or a venue's; None without a durable history. 404 for a venue not
@@ -80,13 +112,16 @@ class FlatFilesApi:
         fmt = query.get("format", "csv.gz")
         if fmt not in FORMATS:
             raise param_error("format", f"format must be one of {', '.join(FORMATS)}")
-        venue = query.get("venue")
+        venue, source = query.get("venue"), query.get("source")
         if venue is not None and venue not in self.venues:  # a query value outside its enum: 400, as `dataset`
             raise param_error("venue", f"venue must be one of {', '.join(sorted(self.venues))} (GET /api/v1/venues), "
                                        "or left out: the all-venue files")
+        if source is not None and (venue is not None or not NAMESPACE.fullmatch(source)):
+            raise param_error("source", "source is a namespace (2-32 of a-z, 0-9, -; a letter first): a dedicated "
+                                        "data source's files, not with venue")
         now_ms = int(self.clock() * 1000)
         start, end = parse_day_range(query, local_date(now_ms / 1000), DEFAULT_DAYS, MAX_DAYS, "a listing")
-        days = self._days(venue)
+        days, quality_of = self._source(req, source) if source is not None else (self._days(venue), venue)
         files: list[dict[str, Any]] = []
         if days is not None:
             version = days.version()  # the days found empty at this data version are not read again
@@ -94,7 +129,8 @@ class FlatFilesApi:
                 for day in days.days(name, start, end, now_ms):
                     info = await days.file(name, day, fmt, version)
                     if info.rows:
-                        files.append({**_entry(info, venue), **await self._condition(venue, day, now_ms)})
+                        files.append({**_entry(info, venue, source),
+                                      **await self._condition(quality_of, day, now_ms)})
         files.sort(key=lambda f: (f["date"], DATASETS.index(f["dataset"])))
         return Response(200, orjson.dumps({"files": files}), headers=[("cache-control", "private, no-cache")])
 
@@ -118,12 +154,17 @@ class FlatFilesApi:
     async def venue_download(self, req: Request) -> Response:
         return await self._download(req, req.path_params["venue"])
 
-    async def _download(self, req: Request, venue: str | None) -> Response:
+    async def source_download(self, req: Request) -> Response:
+        return await self._download(req, None, req.path_params["source"])
+
+    async def _download(self, req: Request, venue: str | None, source: str | None = None) -> Response:
         _entitled(req)
         known_query(req, frozenset())
         dataset, name = req.path_params["dataset"], req.path_params["file"]
         day, fmt = _file_name(name)
-        days = self._days(venue)
+        days = self._source(req, source)[0] if source is not None else self._days(venue)
+        if source is not None:
+            venue = f"source/{source}"  # the file's path prefix and name
         if dataset not in DATASETS or day is None or fmt is None:
             where = "/api/v1/flatfiles/" + ("" if venue is None else f"{venue}/")
             raise ApiError("not_found", f"No flat file {dataset}/{name}: files are {where}"
@@ -148,7 +189,7 @@ def _absent(dataset: str, day: date, venue: str | None) -> str:
 
 def _send(req: Request, info: FlatFile, path: str, venue: str | None) -> Response:
     etag = f'"{info.sha256}"'
-    name = ("" if venue is None else f"{venue}-") + f"{info.dataset}-{info.date}.{info.fmt}"
+    name = ("" if venue is None else f"{venue.removeprefix('source/')}-") + f"{info.dataset}-{info.date}.{info.fmt}"
     headers = [("etag", etag), ("accept-ranges", "bytes"), ("cache-control", "private, max-age=86400, immutable"),
                ("content-disposition", f'attachment; filename="{name}"')]
     if_range = req.header("if-range")
@@ -167,7 +208,11 @@ def _send(req: Request, info: FlatFile, path: str, venue: str | None) -> Respons
     return Response(206, b"", MEDIA, headers, FileBody(path, wanted.start, wanted.length))
 
 
-def _entry(info: FlatFile, venue: str | None) -> dict[str, Any]:
+def _entry(info: FlatFile, venue: str | None, source: str | None = None) -> dict[str, Any]:
+    if source is not None:  # a dedicated data source's own file (SPEC 20)
+        return {"source": source, "dataset": info.dataset, "date": info.date, "format": info.fmt,
+                "url": f"/api/v1/flatfiles/source/{source}/{info.dataset}/{info.date}.{info.fmt}",
+                "bytes": info.bytes, "sha256": info.sha256, "rows": info.rows}
     if venue is None:
         return {"dataset": info.dataset, "date": info.date, "format": info.fmt,
                 "url": f"/api/v1/flatfiles/{info.dataset}/{info.date}.{info.fmt}",

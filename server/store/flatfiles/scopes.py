@@ -21,6 +21,7 @@ from server.store.history.threads import History
 from server.store.sql.repositories import Candles
 
 VENUES_DIR = "venues"  # under the flat-file root: one folder per venue
+SOURCES_DIR = "sources"  # under the flat-file root: one folder per dedicated data source's namespace (SPEC 20)
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,14 @@ class FlatFileSets:
 
 def venue_root(root: Path, venue: str) -> Path:
     return root / VENUES_DIR / venue
+
+
+def source_days(every: FlatFileDays, namespace: str, ids: Sequence[str], clocks: Sequence[VenueClock]) -> FlatFileDays:
+    """A dedicated data source's files (SPEC 20, docs/ingest.md): its declared instruments `ids` (their venues'
+    `clocks`) over the all-venue files' history and retention, in ``<root>/sources/<namespace>/<dataset>/``; a day
+    exists from the last close among its instruments' venues plus two minutes (one venue: that venue's close)."""
+    return FlatFileDays(every.history, every.daily, ids, clocks, every.root / SOURCES_DIR / namespace,
+                        every.retention, venue=namespace, version_root=every.version_root)
 
 
 def drop_days_everywhere(root: Path, dataset: str, first: date, last: date) -> int:
