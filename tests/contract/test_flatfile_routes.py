@@ -248,6 +248,7 @@ def test_answers_agree_with_the_openapi_document(hub: Hub) -> None:
     check(hub.get("/api/v1/flatfiles/ticks/2026-11-15.csv.gz"), download)
     check(hub.get(url, params={"x": "1"}), download)  # a query parameter it does not define
     check(hub.get(listing, params={"dataset": "ticks", "from": "2026-11-18", "to": "2026-11-17"}), listing)
+    check(hub.get(listing, params={"source": "acme"}), listing)  # SPEC 20: not this key's account's source: 404
     for path, route in ((listing + "?dataset=ticks", listing), (url, download)):
         check(hub.get(path, key=hub.free), route)
         check(httpx.get(hub.srv.base + path), route)  # no key: 401
