@@ -69,9 +69,11 @@ def quote(instrument_id: str) -> Call[m.QuoteExtended]:
 
 
 def kline(instrument_id: str, days: int | None = None, interval: str | None = None,
-          limit: int | None = None, start: Instant | None = None, end: Instant | None = None) -> Call[m.CandleSeries]:
-    params = _params(days=days, interval=interval, limit=limit, **{"from": _instant("start", start),
-                                                                     "to": _instant("end", end)})
+          limit: int | None = None, start: Instant | None = None, end: Instant | None = None,
+          adjust: str | None = None) -> Call[m.CandleSeries]:
+    """`adjust`: "diff" or "ratio", a futures product's series back-adjusted at its main contract's rolls (SPEC 19)."""
+    params = _params(days=days, interval=interval, limit=limit, adjust=adjust,
+                     **{"from": _instant("start", start), "to": _instant("end", end)})
     return Call("GET", f"/api/v1/kline/{_seg(instrument_id)}", m.CandleSeries, params, auth="key")
 
 

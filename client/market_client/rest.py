@@ -118,8 +118,10 @@ class MarketClient(_Base):
         return self.call(c.quote(instrument_id))
 
     def kline(self, instrument_id: str, days: int | None = None, *, interval: str | None = None,
-              limit: int | None = None, start: c.Instant | None = None, end: c.Instant | None = None) -> m.CandleSeries:
-        return self.call(c.kline(instrument_id, days, interval, limit, start, end))
+              limit: int | None = None, start: c.Instant | None = None, end: c.Instant | None = None,
+              adjust: str | None = None) -> m.CandleSeries:
+        """`adjust`: "diff" or "ratio" for a futures product's series back-adjusted at its rolls (SPEC 19)."""
+        return self.call(c.kline(instrument_id, days, interval, limit, start, end, adjust))
 
     def candles(self, instrument_id: str, interval: str = "1d", *, start: c.Instant | None = None,
                 end: c.Instant | None = None, page_size: int = MAX_PAGE) -> list[m.Candle]:
@@ -257,8 +259,8 @@ class AsyncMarketClient(_Base):
 
     async def kline(self, instrument_id: str, days: int | None = None, *, interval: str | None = None,
                     limit: int | None = None, start: c.Instant | None = None,
-                    end: c.Instant | None = None) -> m.CandleSeries:
-        return await self.call(c.kline(instrument_id, days, interval, limit, start, end))
+                    end: c.Instant | None = None, adjust: str | None = None) -> m.CandleSeries:
+        return await self.call(c.kline(instrument_id, days, interval, limit, start, end, adjust))
 
     async def candles(self, instrument_id: str, interval: str = "1d", *, start: c.Instant | None = None,
                       end: c.Instant | None = None, page_size: int = MAX_PAGE) -> list[m.Candle]:

@@ -89,3 +89,21 @@ def test_bad_ranges_raise_bad_request_naming_the_parameter(server: ServerProcess
             api.candles("brent", "1m", start="yesterday")
         assert garbage.value.errors[0]["field"] == "from"
         assert api.candles("brent", "1m", start="2020-01-01", end="2020-01-02") == []  # outside what is held
+
+
+def test_kline_adjust_back_adjusts_a_product_before_its_rolls(server: ServerProcess, key: str) -> None:
+    """SPEC 19's `adjust` through the client: the bars after the last roll are the plain ones, each bar before it
+    moved by the gap (diff) or scaled (ratio); a bad mode is the server's 400 (BadRequest)."""
+    with MarketClient(server.base, key) as api:
+        rolls = httpx.get(server.base + "/api/v1/instruments/methanol/rolls",
+                          headers={"X-SERVICE-Key": key}).json()["rolls"]
+        last = rolls[-1]["tradingDay"]
+        plain = api.kline("methanol", days=90).series
+        for mode in ("diff", "ratio"):
+            moved = api.kline("methanol", days=90, adjust=mode).series
+            assert [b.t for b in moved] == [b.t for b in plain]
+            assert [b.close for b in moved if b.t >= last][:-1] == [b.close for b in plain if b.t >= last][:-1]
+            before = [(a.close, b.close) for a, b in zip(moved, plain, strict=True) if b.t < last]
+            assert before and any(a != b for a, b in before), mode
+        with pytest.raises(BadRequest):
+            api.kline("methanol", days=90, adjust="sideways")
