@@ -12,7 +12,8 @@ UDF's time-scale marks have `to` not before `from` (400 naming `to`); SPEC 19's 
 `product` or `symbol`, not both (400 naming `symbol`), and a contract id has the form `{product}-{YYYYMM}` in the
 document while only the months the hub shows are known (its listed contracts and those of its 90-day window: 400
 naming `ids`, or `symbol` for UDF, as an unknown id); SPEC 20's quality report spans at most 366 days with `to`
-not before `from` (400 naming `to`).
+not before `from` (400 naming `to`), and the flat-file listing takes a dedicated data source's `source` or a
+`venue`, not both (400 naming `source`).
 Issue 45: a date, instant or epoch time outside the service's years (server/api/core/query.py RANGE_TEXT, said
 in each parameter's description) and a calendar date before the venue's `calendarKnownFrom` are 400s on any path.
 Every other combination the document allows must be accepted.
@@ -61,6 +62,8 @@ def filter_failure(ctx: Any, failure: Any, case: Any, response: Any) -> bool:
         return True
     if PUBLISHED in problem.get("detail", "") and named in ({"interval"}, {"resolution"}):
         return False  # an intraday interval of a once-a-day publication
+    if path == FLATFILES and "source" in query and "venue" in query and named == {"source"}:
+        return False  # SPEC 20: a dedicated data source's files or a venue's, not both
     if path in (CALENDAR, FLATFILES, QUALITY, UDF_MARKS):
         return named != {"to"}  # the span or the order of from and to
     if path == USAGE:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -41,8 +42,14 @@ def generated(api: ServerProcess, tmp_path_factory: pytest.TempPathFactory) -> I
     out = subprocess.run([str(GENERATOR), "generate", "--path", str(spec), "--meta", "none",
                           "--output-path", str(work / PACKAGE)], capture_output=True, text=True, env=env, timeout=120)
     assert out.returncode == 0, out.stdout + out.stderr
-    # a warning means part of our document could not be turned into code: a real defect of the document
-    assert "Warning" not in out.stdout + out.stderr, out.stdout + out.stderr
+    # a warning means part of our document could not be turned into code: a real defect of the document, but for
+    # one known limit of the generator: it makes no code for a JSON-lines body (SPEC 20's POST /api/v1/ingest,
+    # application/x-ndjson; docs/ingest.md), so it skips that one publishing route and says so
+    said = out.stdout + out.stderr
+    known = re.compile(r"WARNING parsing POST /api/v1/ingest within \w+\. Endpoint will not be generated\.\s*\n\s*\n"
+                       r"(?:Unsupported content type application/(?:x-ndjson|jsonl|json-lines)\s*\n)+")
+    rest = known.sub("", said)
+    assert "WARNING" not in rest and ("Warning" not in rest or said != rest), said
     sys.path.insert(0, str(work))
     try:
         yield importlib.import_module(PACKAGE)
