@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from collections.abc import Callable
 from datetime import UTC, date, datetime
 from pathlib import Path
@@ -26,7 +27,6 @@ import pytest
 
 from server.market.venues.book import VenueBook
 from tests.conftest import ServerProcess, run_cli, sqlite_only
-from tests.poll import until
 
 MEMORY = ("--engine", "memory")
 A, B = "methanol-202701", "methanol-202705"
@@ -44,6 +44,15 @@ WEDNESDAY_LINES = [
     {"id": "methanol", "price": 2480, "volume": 1, "ts": "2026-11-25T15:01:00+08:00"},  # Thursday: rolls to B
     {"id": B, "price": 2482, "volume": 2, "ts": "2026-11-25T15:01:30+08:00", "oi": 1501},
 ]
+
+
+def _until(check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)  # another process reads its feed file: poll its answers, bounded
 
 
 def _lines(path: Path, lines: list[dict[str, Any]]) -> None:
@@ -70,14 +79,14 @@ def test_adjusted_bars_are_the_same_from_the_stored_history_and_from_memory(tmp_
     first = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", TUESDAY, *MEMORY)
     try:
         with first.client(headers={"X-SERVICE-Key": first.demo_key}) as http:
-            assert until(lambda: http.get(f"/api/v1/quotes/{B}").json()["openInterest"] == 900), first.output()
+            assert _until(lambda: http.get(f"/api/v1/quotes/{B}").json()["openInterest"] == 900), first.output()
     finally:
         assert first.stop() == 0, first.output()  # Tuesday's candles and open interest are stored at the stop
     _lines(feed, WEDNESDAY_LINES)
     srv = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", WEDNESDAY, *MEMORY)
     try:
         with srv.client(headers={"X-SERVICE-Key": srv.demo_key}) as http:
-            assert until(lambda: http.get(f"/api/v1/quotes/{B}").json()["price"] == 2482), srv.output()
+            assert _until(lambda: http.get(f"/api/v1/quotes/{B}").json()["price"] == 2482), srv.output()
             rolls = http.get("/api/v1/instruments/methanol/rolls").json()["rolls"]
             assert rolls == [{"tradingDay": "2026-11-26", "from": A, "to": B, "fromClose": 2410.0,
                               "toClose": 2470.0}], rolls

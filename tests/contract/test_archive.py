@@ -14,7 +14,8 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,6 @@ import pytest
 from server.market.timefmt import TZ
 from server.market.venues.book import VenueBook
 from tests.conftest import ServerProcess, run_cli, sqlite_only
-from tests.poll import until
 from tests.tmpfs import small_tmpfs
 
 NOW = "2026-11-18T14:20:00+08:00"  # a Wednesday: ZCE and ICE in session
@@ -51,6 +51,15 @@ def _ticks(day: int = 18) -> list[dict[str, Any]]:
                     "ts": _at(9, 0, day=day) + k * 75, "volume": 1 + k % 5})
     out.append({"id": "brent", "price": 79.1, "ts": _at(9, 30, day=day), "volume": 7})  # late: the newest bucket
     return out
+
+
+def _until(check: Callable[[], Any], timeout: float = 15.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)
 
 
 def _metric(srv: ServerProcess, name: str) -> float:
@@ -83,7 +92,7 @@ def test_kill_9_keeps_todays_candles(tmp_path: Path, runtime: str) -> None:
     feed.write_text("".join(json.dumps(t) + "\n" for t in monday))
     first = ServerProcess(data, runtime, "--feed", f"jsonl:{feed}", "--clock-start", YESTERDAY, *MEMORY)
     try:
-        assert until(lambda: _metric(first, "market_archive_committed_ticks") == len(monday)), first.output()
+        assert _until(lambda: _metric(first, "market_archive_committed_ticks") == len(monday)), first.output()
     finally:
         assert first.stop() == 0, first.output()
     ticks = _ticks()
@@ -91,7 +100,7 @@ def test_kill_9_keeps_todays_candles(tmp_path: Path, runtime: str) -> None:
     srv = ServerProcess(data, runtime, "--feed", f"jsonl:{feed}", "--clock-start", NOW, *MEMORY)
     key = srv.demo_key
     try:
-        assert until(lambda: _metric(srv, "market_archive_committed_ticks") == len(ticks)), srv.output()
+        assert _until(lambda: _metric(srv, "market_archive_committed_ticks") == len(ticks)), srv.output()
         before = _answers(srv, key)
         assert before["brent"]["seq"] + before["methanol"]["seq"] == len(ticks)
         assert before["methanol"]["tradingDay"] == "2026-11-18" and before["methanol"]["open"] == 2401.0
@@ -127,7 +136,7 @@ def test_a_session_killed_before_its_roll_keeps_its_candles_on_a_later_day(tmp_p
     first = ServerProcess(data, runtime, "--feed", f"jsonl:{feed}", "--clock-start", YESTERDAY, *MEMORY)
     key = first.demo_key
     try:
-        assert until(lambda: _metric(first, "market_archive_committed_ticks") == len(tuesday)), first.output()
+        assert _until(lambda: _metric(first, "market_archive_committed_ticks") == len(tuesday)), first.output()
         before = _answers(first, key)
         first.proc.send_signal(signal.SIGKILL)
         first.proc.wait(10)
@@ -205,7 +214,7 @@ def test_retention_prunes_what_is_older_than_its_days(tmp_path: Path) -> None:
     srv = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", NOW, "--retention",
                         "ticks=2,1m=2", *MEMORY)
     try:
-        assert until(lambda: "retention: deleted" in srv.output()), srv.output()
+        assert _until(lambda: "retention: deleted" in srv.output()), srv.output()
         # the old 1m bar imported, and the one rebuilt at start from the old ticks (no stored bar covered them)
         assert "retention: deleted 3 ticks, 2 1m" in srv.output(), srv.output()
     finally:
@@ -342,7 +351,7 @@ def test_a_full_disk_is_a_503_and_a_log_line_never_a_crash_and_no_tick_lost(smal
     fifo = tmp_path / "ticks.fifo"
     os.mkfifo(fifo)
     srv = ServerProcess(small_fs / "data", "granian", "--feed", f"jsonl:{fifo}", "--clock-start", NOW, *MEMORY)
-    fd = until(lambda: _open_writer(fifo), timeout=10.0)
+    fd = _until(lambda: _open_writer(fifo), timeout=10.0)
     assert fd, "the server never opened its feed"
     sent = 0
 
@@ -356,12 +365,12 @@ def test_a_full_disk_is_a_503_and_a_log_line_never_a_crash_and_no_tick_lost(smal
     filler = small_fs / "filler"
     try:
         send(500)
-        assert until(lambda: _metric(srv, "market_archive_committed_ticks") == sent), srv.output()
+        assert _until(lambda: _metric(srv, "market_archive_committed_ticks") == sent), srv.output()
         stat = os.statvfs(small_fs)
         filler.write_bytes(b"\0" * max(0, stat.f_bavail * stat.f_frsize - 4096))  # the disk is full now
         for _ in range(40):  # the archive grows until a commit fails
             send(2000)
-            if until(lambda: _metric(srv, "market_archive_writable") == 0.0, timeout=1.0):
+            if _until(lambda: _metric(srv, "market_archive_writable") == 0.0, timeout=1.0):
                 break
         assert _metric(srv, "market_archive_writable") == 0.0, srv.output()
         ready = httpx.get(srv.base + "/readyz")
@@ -369,7 +378,7 @@ def test_a_full_disk_is_a_503_and_a_log_line_never_a_crash_and_no_tick_lost(smal
         assert httpx.get(srv.base + "/api/v1/quotes", headers={"X-SERVICE-Key": srv.demo_key}).status_code == 200
         assert srv.output().count("archive: commit failed") == 1, srv.output()
         filler.unlink()  # space again: the kept ticks go in
-        assert until(lambda: _metric(srv, "market_archive_committed_ticks") == sent), srv.output()
+        assert _until(lambda: _metric(srv, "market_archive_committed_ticks") == sent), srv.output()
         assert httpx.get(srv.base + "/readyz").status_code == 200
         assert "archive: writable again" in srv.output()
     finally:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 import signal
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +17,6 @@ import psycopg
 
 from tests.conftest import ServerProcess
 from tests.pg_service import pg_schema
-from tests.poll import until
 from tests.redis_service import redis_prefix, require_redis
 
 T0 = 1_795_000_000.0  # 2026-11-18 17:46:40 +08:00; the ticks' own times (the archive keeps whatever a feed stamps)
@@ -25,6 +26,15 @@ NOW = "2026-11-21T12:00:00+08:00"  # the hubs' clock (hidden --clock-start): a S
 def _ticks(start: int, n: int) -> list[dict[str, Any]]:
     return [{"id": ("brent", "wti", "methanol")[k % 3], "price": 70.0 + (k % 11) * 0.25, "ts": T0 + k * 0.5,
              "volume": 1} for k in range(start, start + n)]
+
+
+def _until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)  # another process's work: nothing here to await
 
 
 def _leads(srv: ServerProcess) -> bool:
@@ -65,22 +75,22 @@ def test_a_killed_leader_loses_and_duplicates_no_archived_tick(tmp_path: Path) -
         leader = ServerProcess(tmp_path / "a", "granian", *flags, "--archive-commit-s", "60")
         follower = None
         try:
-            assert until(lambda: _leads(leader)), leader.output()
+            assert _until(lambda: _leads(leader)), leader.output()
             follower = ServerProcess(tmp_path / "b", "robyn", *flags)
             with feed.open("a") as fh:
                 fh.write("".join(json.dumps(t) + "\n" for t in first))
-            assert until(lambda: _applied(follower) >= len(first)), follower.output()
+            assert _until(lambda: _applied(follower) >= len(first)), follower.output()
             assert archived() == []  # fed and applied everywhere, committed nowhere: the leader holds them
             leader.proc.send_signal(signal.SIGKILL)
             leader.proc.wait(10)
-            assert until(lambda: len(archived()) >= len(first)), (len(archived()), follower.output())
+            assert _until(lambda: len(archived()) >= len(first)), (len(archived()), follower.output())
             assert "took the feed's lease: 500 recently applied ticks" in follower.output(), follower.output()
             with feed.open("a") as fh:  # the new leader feeds the rest of the file
                 fh.write("".join(json.dumps(t) + "\n" for t in rest))
             everything = first + rest
-            assert until(lambda: len(archived()) >= len(everything)), (len(archived()), follower.output())
+            assert _until(lambda: len(archived()) >= len(everything)), (len(archived()), follower.output())
             # every tick the follower handed to its archive is committed: 500 written again, 100 fed
-            assert until(lambda: _metric(follower, "market_archive_committed_ticks") >= len(everything))
+            assert _until(lambda: _metric(follower, "market_archive_committed_ticks") >= len(everything))
             assert _applied(follower) == len(everything)  # each tick applied once: nothing fed again
             rows = archived()
             third = ServerProcess(tmp_path / "c", "granian", *flags)  # a hub joining later serves the same history

@@ -23,7 +23,6 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from server.core.login_throttle import FREE_FAILURES, LOCK_AFTER, MAX_BACKOFF_S
 from tests.conftest import RUNTIMES, ServerProcess, run_cli
-from tests.poll import until
 
 _ips = itertools.count(1)
 PASSWORD = "correct horse"
@@ -67,6 +66,16 @@ def problem(resp: httpx.Response, status: int, code: str) -> dict[str, Any]:
     body: dict[str, Any] = resp.json()
     assert body["status"] == status and body["code"] == code and body["detail"]
     return body
+
+
+def until(check: Callable[[], Any], timeout: float = 10.0, every: float = 0.1) -> Any:
+    """Poll another process's effect (the key refresh, the usage flush) until `check` gives a truthy value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(every)
 
 
 def quotes(srv: ServerProcess, key: str) -> httpx.Response:

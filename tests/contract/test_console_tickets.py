@@ -24,9 +24,8 @@ import pytest
 from aiosmtpd.controller import Controller
 
 from tests.conftest import ServerProcess, free_port, run_cli
-from tests.contract.test_console import PASSWORD, client, operator, problem, sign_up
+from tests.contract.test_console import PASSWORD, client, operator, problem, sign_up, until
 from tests.contract.test_notify import Receiver
-from tests.poll import until
 
 NOTIFY = "desk@market.example"
 

@@ -10,7 +10,7 @@ import asyncio
 import itertools
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
@@ -20,7 +20,6 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
 from tests.conftest import RUNTIMES, ServerProcess, run_cli
-from tests.poll import until
 
 PASSWORD = "correct horse"
 _ips = itertools.count(1)
@@ -36,6 +35,15 @@ def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     yield server
     code = server.stop()
     assert code == 0, f"server exited with {code}:\n{server.output()}"
+
+
+def until(check: Callable[[], Any], timeout: float = 10.0, every: float = 0.05) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(every)
 
 
 def account(srv: ServerProcess, email: str, enterprise: bool = True, namespace: str | None = None) -> httpx.Client:

@@ -5,14 +5,15 @@ the owner's read key only."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
 from tests.conftest import ServerProcess, run_cli
-from tests.poll import until
 from tests.redis_service import redis_prefix, require_redis
 
 PASSWORD = "correct horse"
@@ -32,6 +33,15 @@ def hubs(tmp_path: Path) -> Iterator[tuple[ServerProcess, ServerProcess]]:
         finally:
             codes = [hub.stop() for hub in (a, b)]
             assert codes == [0, 0], f"{codes}\n{a.output()[-2000:]}\n{b.output()[-2000:]}"
+
+
+def until(check: Callable[[], Any], timeout: float = 10.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)  # another process's refresh: nothing to await
 
 
 def _account(hub: ServerProcess, email: str, namespace: str) -> httpx.Client:

@@ -24,6 +24,8 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
+import time
+from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -37,7 +39,6 @@ from websockets.sync.client import connect
 from server.market.timefmt import TZ
 from tests.conftest import ServerProcess, database_flags, engine_variants
 from tests.pg_service import pg_schema
-from tests.poll import until
 from tests.redis_service import redis_prefix, require_redis
 
 NOW = "2026-11-24T09:30:00+08:00"  # a Tuesday: ZCE and DCE in their morning session (hidden --clock-start)
@@ -63,6 +64,15 @@ def _ticks(start: int, n: int, at: datetime) -> list[dict[str, Any]]:
 
 def _lines(ticks: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(t) + "\n" for t in ticks)
+
+
+def _until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)  # another process's work: nothing here to await
 
 
 class Archive:
@@ -179,9 +189,9 @@ def test_a_restart_names_each_seq_with_its_own_price(tmp_path: Path, variant: tu
             applied them, what it answers."""
             with feed.open("a") as fh:
                 fh.write(_lines(ticks))
-            assert until(lambda: len(archive.rows()) >= expected), (len(archive.rows()), srv.output())
+            assert _until(lambda: len(archive.rows()) >= expected), (len(archive.rows()), srv.output())
             last = archive.last(archive.rows())
-            assert until(lambda: all(_quote(srv, i)["seq"] == last[i][0] for i in IDS)), srv.output()
+            assert _until(lambda: all(_quote(srv, i)["seq"] == last[i][0] for i in IDS)), srv.output()
             answers = _answers(srv)
             for inst in IDS:  # the live hub names each seq right: the reference is sound
                 assert (answers[inst]["seq"], answers[inst]["price"]) == last[inst], (inst, answers[inst], last)
@@ -195,8 +205,8 @@ def test_a_restart_names_each_seq_with_its_own_price(tmp_path: Path, variant: tu
             with feed.open("a") as fh:
                 fh.write(_lines([{"id": MARKER, "price": 2000.0 + marker, "ts": (session + timedelta(
                     minutes=10, seconds=marker)).isoformat(), "volume": 1}]))
-            assert until(lambda: _quote(srv, MARKER)["price"] == 2000.0 + marker), srv.output()
-            assert until(lambda: (MARKER, marker) in archive.rows()), srv.output()
+            assert _until(lambda: _quote(srv, MARKER)["price"] == 2000.0 + marker), srv.output()
+            assert _until(lambda: (MARKER, marker) in archive.rows()), srv.output()
             return srv
 
         try:

@@ -15,7 +15,8 @@ import contextlib
 import json
 import signal
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +29,6 @@ from server.store.sql.pg import connect, migrate
 from server.store.sql.schema import MIGRATIONS
 from tests.conftest import ServerProcess, sqlite_only
 from tests.pg_service import QmarkConnection, pg_schema
-from tests.poll import until
 
 CLOCK_START = "2026-11-25T14:57:00+08:00"  # a Wednesday, ZCE and DCE in session until 15:00
 AFTER_CLOSE = "2026-11-25T15:02:00+08:00"  # the restart: Thursday's trading day (Wednesday closed)
@@ -58,6 +58,15 @@ LINES: list[dict[str, Any]] = [
     {"id": "methanol", "price": 2415, "cumVolume": 10, "ts": ts("15:01:03"), "oi": 1015, "bid": 2414, "ask": 2416},
     {"id": "pp", "price": 7003, "volume": 4, "ts": ts("15:01:04"), "settle": 6995, "bidSize": 9, "askSize": 1},
 ]
+
+
+def _until(check: Callable[[], Any], timeout: float = 15.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(0.05)  # another process applies and commits: poll its answers, bounded
 
 
 def _metric(srv: ServerProcess, name: str) -> float:
@@ -108,9 +117,9 @@ def test_the_board_survives_kill_9(tmp_path: Path, storage: str) -> None:
         srv = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", CLOCK_START, *MEMORY,
                             *flags)
         try:
-            assert until(lambda: _metric(srv, "market_archive_committed_ticks") == len(LINES)), srv.output()
+            assert _until(lambda: _metric(srv, "market_archive_committed_ticks") == len(LINES)), srv.output()
             # Wednesday's candles were written when the products' day moved on (the keeper: off the loop)
-            assert until(lambda: _settled(data, flags, "2026-11-25") == [("methanol", 1010.0, 2408.0),
+            assert _until(lambda: _settled(data, flags, "2026-11-25") == [("methanol", 1010.0, 2408.0),
                                                                           ("pp", 500.0, 6990.0)]), srv.output()
             before = _answers(srv)
             srv.proc.send_signal(signal.SIGKILL)
@@ -150,7 +159,7 @@ def test_a_hub_down_over_the_close_settles_the_day_from_the_archive(tmp_path: Pa
         srv = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", CLOCK_START, *MEMORY,
                             *flags)
         try:
-            assert until(lambda: _metric(srv, "market_archive_committed_ticks") == 3), srv.output()
+            assert _until(lambda: _metric(srv, "market_archive_committed_ticks") == 3), srv.output()
             srv.proc.send_signal(signal.SIGKILL)
             srv.proc.wait(10)
         finally:
@@ -160,7 +169,7 @@ def test_a_hub_down_over_the_close_settles_the_day_from_the_archive(tmp_path: Pa
         again = ServerProcess(data, "granian", "--feed", f"jsonl:{feed}", "--clock-start", AFTER_CLOSE, *MEMORY,
                               *flags)
         try:
-            assert until(lambda: _answers(again)["pp"]["price"] == 7001.0), again.output()
+            assert _until(lambda: _answers(again)["pp"]["price"] == 7001.0), again.output()
             after = _answers(again)
             assert "settled 2 futures trading days" in again.output(), again.output()
         finally:
@@ -224,11 +233,11 @@ def test_a_data_dir_from_before_opens_and_keeps_the_board(tmp_path: Path, storag
         srv = ServerProcess(data, "granian", *args)
         try:
             h = {"X-SERVICE-Key": srv.demo_key}
-            q = until(lambda: (q := httpx.get(f"{srv.base}/api/v1/quotes/methanol", headers=h).json())["seq"] == 2
+            q = _until(lambda: (q := httpx.get(f"{srv.base}/api/v1/quotes/methanol", headers=h).json())["seq"] == 2
                        and q)
             assert q and (q["open"], q["price"], q["volume"], q["bid"], q["openInterest"]) == (2390.0, 2410.0, 34,
                                                                                              2409.0, 1010), q
-            assert until(lambda: _metric(srv, "market_archive_committed_ticks") == 2), srv.output()
+            assert _until(lambda: _metric(srv, "market_archive_committed_ticks") == 2), srv.output()
         finally:
             assert srv.stop() == 0, srv.output()
         assert _settled(data, flags, "2026-11-25") == [("methanol", 1010.0, None), ("pp", 500.0, 6990.0)]
@@ -236,7 +245,7 @@ def test_a_data_dir_from_before_opens_and_keeps_the_board(tmp_path: Path, storag
         again = ServerProcess(data, "granian", *args)
         try:
             h = {"X-SERVICE-Key": again.demo_key}
-            q = until(lambda: (q := httpx.get(f"{again.base}/api/v1/quotes/methanol", headers=h).json())["seq"] == 3
+            q = _until(lambda: (q := httpx.get(f"{again.base}/api/v1/quotes/methanol", headers=h).json())["seq"] == 3
                        and q)
             # the replay of Wednesday (the old tick without a detail, the new one with it), then Thursday's line:
             # VWAP (2390*4 + 2410*30) / 34 = 2407.6 -> 2408

@@ -23,7 +23,6 @@ import pytest
 
 from server.market.timefmt import iso
 from tests.conftest import ServerProcess, open_database, run_cli
-from tests.poll import until
 
 PASSWORD = "correct horse"
 START = datetime.fromisoformat("2026-03-10T10:00:50+00:00").timestamp()  # a Tuesday; 18:00:50 in Shanghai
@@ -33,6 +32,16 @@ MINUTE = 60
 
 def minute_of(ts: float) -> int:
     return int(ts // MINUTE)
+
+
+def until(check: Callable[[], Any], timeout: float, every: float = 0.2) -> Any:
+    """Poll another process's effect until `check` gives a truthy value (or the deadline: the falsy value)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(every)
 
 
 def minutes_recorded(data_dir: Path) -> set[int]:

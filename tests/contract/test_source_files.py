@@ -12,7 +12,8 @@ import csv
 import gzip
 import io
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,6 @@ import pytest
 from server.market.timefmt import TZ
 from tests.conftest import ServerProcess
 from tests.contract.test_ingest import INSTRUMENT, account, ingest, key
-from tests.poll import until
 
 NOW = "2026-11-18T15:03:00+08:00"
 WEEK = {"from": "2026-11-16", "to": "2026-11-18"}
@@ -35,6 +35,13 @@ def _ts(day: int, hh: int, mm: int) -> float:
 
 TICKS = [{"id": "acme.blend", "price": 100 + i, "volume": 1, "ts": ts}
          for i, ts in enumerate((_ts(17, 10, 0), _ts(17, 10, 30), _ts(18, 9, 30), _ts(18, 10, 0), _ts(18, 14, 0)))]
+
+
+def until(check: Callable[[], Any], timeout: float = 20.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while not (value := check()) and time.monotonic() < deadline:
+        time.sleep(0.1)  # another process commits its archive: nothing here to await
+    return value
 
 
 @pytest.fixture(scope="module", params=["granian", "robyn"])

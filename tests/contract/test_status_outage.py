@@ -20,8 +20,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from tests.conftest import ServerProcess
-from tests.contract.test_sla import RefusingProxy
-from tests.poll import until
+from tests.contract.test_sla import RefusingProxy, until
 
 ENGINE_NEUTRAL = "its hub stores everything in PostgreSQL behind a proxy the test cuts, in both passes"
 LOAD_REQUESTS = 4000  # per thread, at most

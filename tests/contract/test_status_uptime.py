@@ -8,7 +8,8 @@ they are down, and the route says so per Shanghai day with the SLA report's rule
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -17,11 +18,19 @@ import pytest
 
 from server.market.timefmt import iso
 from tests.conftest import ServerProcess, open_database
-from tests.poll import until
 
 FIRST = datetime.fromisoformat("2026-03-10T23:50:50+08:00").timestamp()  # a Tuesday, 10 minutes before midnight
 SECOND = datetime.fromisoformat("2026-03-12T10:00:00+08:00").timestamp()
 MINUTE = 60
+
+
+def until(check: Callable[[], Any], timeout: float, every: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value or time.monotonic() > deadline:
+            return value
+        time.sleep(every)
 
 
 def recorded(srv: ServerProcess) -> set[int]:
