@@ -436,7 +436,9 @@ async def _rotate_each_quickly(srv: ServerProcess, c: httpx.Client, keys: list[d
     limit = 15.0
     streams = []
     for key in keys:
-        ws = await connect(f"{srv.ws_base}/ws/quotes?key={key['key']}")
+        # No flow control: the other stream is not read while the first one's close is awaited, and a client that
+        # stops reading at its 16-frame high-water mark would never read the pong the check below waits for.
+        ws = await connect(f"{srv.ws_base}/ws/quotes?key={key['key']}", max_queue=None)
         assert json.loads(await asyncio.wait_for(ws.recv(), 5.0))["type"] == "snapshot"
         streams.append(ws)
     for n, (key, ws) in enumerate(zip(keys, streams, strict=True)):
