@@ -135,7 +135,10 @@ NODE = re.compile(r"\bnode[= ](\S+)")  # what `serve` announces (a worker: "pid 
 class ServerProcess:
     """`market-server serve` in a child process; `stop()` sends SIGTERM and returns the exit code."""
 
-    def __init__(self, data_dir: Path, runtime: str = "granian", *extra: str, stdin: int | None = None) -> None:
+    def __init__(self, data_dir: Path, runtime: str = "granian", *extra: str, stdin: int | None = None,
+                 log_dir: Path | None = None) -> None:
+        """`log_dir`: where the server's log goes (default: beside the data dir; elsewhere when that disk is meant
+        to fill)."""
         self.data_dir = data_dir
         self.runtime = runtime
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -143,7 +146,7 @@ class ServerProcess:
             self.port, self.ws_port = free_ports(2)
             self.base = f"http://127.0.0.1:{self.port}"
             self.ws_base = f"ws://127.0.0.1:{self.ws_port}"
-            self.log_path = data_dir.parent / f"server-{self.port}.log"
+            self.log_path = (log_dir or data_dir.parent) / f"server-{self.port}.log"
             cmd = [
                 sys.executable, "-m", "server", "serve", "--data-dir", str(data_dir), "--runtime", runtime,
                 "--port", str(self.port), "--ws-port", str(self.ws_port), *extra, *database_flags(data_dir, extra),
