@@ -1,5 +1,6 @@
 // The service console's UI strings in English and Chinese.
 
+import { SOURCE_STRINGS } from "./console-source-i18n.js";
 import { SUPPORT_STRINGS } from "./console-support-i18n.js";
 
 const STRINGS = {
@@ -157,6 +158,7 @@ const STRINGS = {
 };
 
 for (const lang of Object.keys(STRINGS)) Object.assign(STRINGS[lang], SUPPORT_STRINGS[lang]); // SPEC 20's tickets
+for (const lang of Object.keys(STRINGS)) Object.assign(STRINGS[lang], SOURCE_STRINGS[lang]); // a data source
 
 export class ConsoleI18n {
   constructor(lang) {

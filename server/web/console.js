@@ -9,6 +9,7 @@ import { el, replaceChildren } from "./dom.js";
 import { ConsoleI18n } from "./console-i18n.js";
 import { IncidentsPanel } from "./console-incidents.js";
 import { MarketClient, ProblemError } from "./market-client.js";
+import { SourcePanel } from "./console-source.js";
 import { SupportPanel } from "./console-support.js";
 
 const LANG_STORAGE = "market.lang"; // the language, shared with the dashboard
@@ -42,6 +43,7 @@ class ConsolePage {
     this.me = null;
     this.view = { keys: [], usage: null, events: [], requests: [] };
     this.support = new SupportPanel(this); // SPEC 20's tickets (console-support.js)
+    this.source = new SourcePanel(this); // SPEC 20's dedicated data source (console-source.js)
     this.incidents = new IncidentsPanel(this); // SPEC 20: incident e-mails; operators' incidents and maintenance
   }
 
@@ -68,6 +70,7 @@ class ConsolePage {
       store("sessionStorage", HANDOVER_STORAGE, $("secret-value").value)); // the dashboard reads it once
     $("usage-refresh").addEventListener("click", () => this.act(() => this.refreshUsage(true)));
     this.support.bind();
+    this.source.bind();
     $("sla-refresh").addEventListener("click", () => this.act(() => this.refreshSla()));
     $("sla-month").addEventListener("change", () => this.act(() => this.refreshSla()));
     $("sla-csv-ranges").addEventListener("click", () => this.download("ranges"));
@@ -185,6 +188,7 @@ class ConsolePage {
     store("sessionStorage", SESSION_STORAGE, null);
     this.me = null;
     this.support.reset();
+    this.source.reset();
     this.hideSecret();
     $("account").hidden = true;
     $("auth").hidden = false;
@@ -201,6 +205,7 @@ class ConsolePage {
     // operators: every request, pending ones to decide and the decided ones as their history
     this.view = { keys, usage, events, requests: me.role === "operator" ? await c.subscriptions() : [] };
     this.view.sla = this.slaShown() ? await c.sla($("sla-month").value || undefined) : null;
+    await this.source.load(); // the enterprise plan's: none for others
     await this.incidents.load(me.role === "operator");
     this.usageAt = new Date();
     this.render();
@@ -259,6 +264,7 @@ class ConsolePage {
     this.renderEvents();
     this.renderAdmin();
     this.support.render();
+    this.source.render();
     this.incidents.render(this.me.role === "operator");
     document.body.dataset.loaded = String(Date.now());
   }
@@ -279,7 +285,9 @@ class ConsolePage {
     const t = (k, v) => this.i18n.t(k, v);
     replaceChildren($("keys-body"), this.view.keys.map((k) => el("tr",
       { class: k.revokedAt ? "revoked" : null, dataset: { id: k.id } },
-      el("td", {}, k.label ?? ""), el("td", { class: "mono" }, `${k.prefix ?? ""}…`),
+      el("td", {}, k.label ?? "", k.scope === "ingest"
+        ? el("span", { class: "badge", dataset: { scope: k.scope } }, t("scopeIngest")) : null),
+      el("td", { class: "mono" }, `${k.prefix ?? ""}…`),
       el("td", {}, this.i18n.plan(k.plan)), el("td", { class: "num" }, k.rate),
       el("td", { class: "opt" }, when(k.createdAt)), el("td", { class: "opt" }, when(k.lastUsedAt) || t("never")),
       el("td", { class: "actions" }, k.revokedAt ? t("revoked") : [
@@ -422,7 +430,8 @@ class ConsolePage {
 
   async createKey() {
     const label = $("key-label").value.trim();
-    const created = await this.client.console.createKey(label || null);
+    const scope = $("key-scope-label").hidden ? undefined : $("key-scope").value;
+    const created = await this.client.console.createKey(label || null, scope);
     $("key-label").value = "";
     this.showSecret(created.key);
     await this.loadKeys();

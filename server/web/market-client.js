@@ -16,8 +16,12 @@ function consoleCalls(c) {
     },
     me: (call) => c.get(`${base}/me`, { ...call }),
     keys: async (call) => (await c.get(`${base}/keys`, { ...call })).items,
-    /** A new key: `key` in the answer is its secret, shown this once. */
-    createKey: (label, call) => c.post(`${base}/keys`, { body: label === void 0 ? {} : { label }, ...call }),
+    /** A new key: `key` in the answer is its secret, shown this once. `scope`: "read" (the default) or "ingest"
+     * (an enterprise account's dedicated data source: publishes to its own instruments, reads nothing). */
+    createKey: (label, scope, call) => c.post(`${base}/keys`, {
+      body: { ...label === void 0 ? {} : { label }, ...scope === void 0 ? {} : { scope } },
+      ...call
+    }),
     /** A new secret (and id) for the key; the old secret stops at once and its streams close with 4001. */
     rotateKey: (id, call) => c.post(`${base}/keys/{id}/rotate`, { params: { id }, ...call }),
     renameKey: async (id, label, call) => (await c.request("patch", `${base}/keys/{id}`, { params: { id }, body: { label }, ...call })).data,
@@ -42,6 +46,12 @@ function consoleCalls(c) {
     replyTicket: (id, body, call) => c.post(`${base}/tickets/{id}/messages`, { params: { id }, body: { body }, ...call }),
     closeTicket: (id, call) => c.post(`${base}/tickets/{id}/close`, { params: { id }, ...call }),
     reopenTicket: (id, call) => c.post(`${base}/tickets/{id}/reopen`, { params: { id }, ...call }),
+    /** A dedicated data source (SPEC 20, enterprise): the account's namespace and its declared instruments. */
+    instruments: (call) => c.get(`${base}/instruments`, { ...call }),
+    /** Declare an instrument `{namespace}.{name}` (name zh/en, unit zh/en, currency, decimals, venue). */
+    declareInstrument: (body, call) => c.post(`${base}/instruments`, { body, ...call }),
+    /** Delete a declared instrument: its id is never reused, its data answers nobody any more. */
+    deleteInstrument: async (id, call) => (await c.request("delete", `${base}/instruments/{id}`, { params: { id }, ...call })).data,
     /** Whether this account is e-mailed each incident update (SPEC 20: enterprise by default). */
     incidentMail: (call) => c.get(`${base}/notifications`, { ...call }),
     setIncidentMail: (incidents, call) => c.post(`${base}/notifications`, { body: { incidents }, ...call }),

@@ -1,5 +1,5 @@
 // The service console's calls (SPEC 17): an account's keys, usage, plan requests and audit list, and the
-// operators' decisions; support tickets and SPEC 20's incidents and maintenance (operators) and each account's
+// operators' decisions; a dedicated data source's instruments, support tickets and SPEC 20's incidents and maintenance (operators) and each account's
 // incident e-mail choice. Bearer-authenticated: `client.token` (set by `signIn()`, or given in the options) goes
 // with every /api/console request. Keep the token in memory: never in localStorage or a URL.
 
@@ -21,9 +21,11 @@ export function consoleCalls(c: TypedClient) {
     signOut: () => { c.token = null; },
     me: (call?: CallOptions) => c.get(`${base}/me`, { ...call }),
     keys: async (call?: CallOptions) => (await c.get(`${base}/keys`, { ...call })).items,
-    /** A new key: `key` in the answer is its secret, shown this once. */
-    createKey: (label?: string | null, call?: CallOptions) =>
-      c.post(`${base}/keys`, { body: label === undefined ? {} : { label }, ...call }),
+    /** A new key: `key` in the answer is its secret, shown this once. `scope`: "read" (the default) or "ingest"
+     * (an enterprise account's dedicated data source: publishes to its own instruments, reads nothing). */
+    createKey: (label?: string | null, scope?: "read" | "ingest", call?: CallOptions) =>
+      c.post(`${base}/keys`, {
+        body: { ...(label === undefined ? {} : { label }), ...(scope === undefined ? {} : { scope }) }, ...call }),
     /** A new secret (and id) for the key; the old secret stops at once and its streams close with 4001. */
     rotateKey: (id: string, call?: CallOptions) => c.post(`${base}/keys/{id}/rotate`, { params: { id }, ...call }),
     renameKey: async (id: string, label: string, call?: CallOptions) =>
@@ -61,6 +63,14 @@ export function consoleCalls(c: TypedClient) {
       c.post(`${base}/tickets/{id}/close`, { params: { id }, ...call }),
     reopenTicket: (id: string, call?: CallOptions) =>
       c.post(`${base}/tickets/{id}/reopen`, { params: { id }, ...call }),
+    /** A dedicated data source (SPEC 20, enterprise): the account's namespace and its declared instruments. */
+    instruments: (call?: CallOptions) => c.get(`${base}/instruments`, { ...call }),
+    /** Declare an instrument `{namespace}.{name}` (name zh/en, unit zh/en, currency, decimals, venue). */
+    declareInstrument: (body: BodyOf<"/api/console/instruments", "post">, call?: CallOptions) =>
+      c.post(`${base}/instruments`, { body, ...call }),
+    /** Delete a declared instrument: its id is never reused, its data answers nobody any more. */
+    deleteInstrument: async (id: string, call?: CallOptions) =>
+      (await c.request("delete", `${base}/instruments/{id}`, { params: { id }, ...call })).data,
     /** Whether this account is e-mailed each incident update (SPEC 20: enterprise by default). */
     incidentMail: (call?: CallOptions) => c.get(`${base}/notifications`, { ...call }),
     setIncidentMail: (incidents: boolean, call?: CallOptions) =>

@@ -1554,6 +1554,8 @@ export interface components {
         DeclaredInstruments: {
             items: components["schemas"]["DeclaredInstrument"][];
             namespace: string | null;
+            /** @description the venues a declaration may name (`venue`) */
+            venues: ("shfe" | "ine" | "dce" | "zce" | "ice-eu" | "cme" | "ice-endex" | "gme" | "spot-sg" | "spot-me" | "spot-nea-lng" | "spot-ec" | "spot-cfr-cn" | "saudi-cp" | "fx" | "cfets")[];
         };
         FlatFile: {
             /** @description the file's size (Content-Length of a whole download) */

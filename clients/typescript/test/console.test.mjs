@@ -74,4 +74,26 @@ describe("console calls", { skip: !havePython() && "no Python server (.venv) to 
     await other.console.signIn("ts-other@example.com", PASSWORD);
     await assert.rejects(other.console.ticket(opened.id), NotFoundError);
   });
+
+  test("a dedicated data source: a namespace, a declared instrument, an ingest key, a deletion", async () => {
+    const api = new MarketClient({ baseUrl: server.base });
+    await api.register({ email: "ts-source@example.com", password: PASSWORD });
+    await api.console.signIn("ts-source@example.com", PASSWORD);
+    await assert.rejects(api.console.instruments(), ForbiddenError); // the enterprise plan's
+    cli(server.dataDir, "users", "plan", "ts-source@example.com", "enterprise", "--rate", "600");
+    cli(server.dataDir, "users", "namespace", "ts-source@example.com", "tsdesk");
+    assert.deepEqual((await api.console.instruments()).namespace, "tsdesk");
+    const spec = { id: "tsdesk.basis", name: { zh: "基差", en: "Basis" }, unit: { zh: "元/吨", en: "CNY/t" },
+      currency: "CNY", decimals: 1, venue: /** @type {const} */ ("zce") };
+    const made = await api.console.declareInstrument(spec);
+    assert.deepEqual([made.id, made.venue, made.decimals], ["tsdesk.basis", "zce", 1]);
+    await assert.rejects(api.console.declareInstrument({ ...spec, id: "other.basis" }), ForbiddenError);
+    assert.deepEqual((await api.console.instruments()).items.map((i) => i.id), ["tsdesk.basis"]);
+    const publisher = await api.console.createKey("feed", "ingest");
+    assert.equal(publisher.scope, "ingest");
+    assert.equal((await api.console.createKey("reader")).scope, "read");
+    await api.console.deleteInstrument("tsdesk.basis");
+    assert.deepEqual((await api.console.instruments()).items, []);
+    await assert.rejects(api.console.deleteInstrument("tsdesk.basis"), NotFoundError);
+  });
 });

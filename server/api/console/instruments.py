@@ -50,7 +50,8 @@ class ConsoleInstrumentsApi:
     async def list_instruments(self, req: Request) -> Response:
         account, namespace = await self._source(req)
         found = await self.ctx.store.read(lambda r: SourcesRepo(r.db).instruments_of(account.id))
-        return json_answer({"namespace": namespace, "items": [instrument_view(d) for d in found]})
+        return json_answer({"namespace": namespace, "items": [instrument_view(d) for d in found],
+                            "venues": self.venues})
 
     async def declare(self, req: Request) -> Response:
         signed_in = await self.ctx.account(req)

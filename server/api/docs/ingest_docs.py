@@ -35,8 +35,10 @@ INGEST_SCHEMAS: dict[str, S] = {
     "InstrumentDeclaration": {**obj(["id", "name", "unit", "currency", "decimals", "venue"], **INSTRUMENT_PROPS),
                               "additionalProperties": False},
     "DeclaredInstrument": obj(list(VIEW_PROPS), **VIEW_PROPS),
-    "DeclaredInstruments": obj(["namespace", "items"], namespace=NULLSTR,
-                               items={"type": "array", "items": ref("DeclaredInstrument")}),
+    "DeclaredInstruments": obj(["namespace", "items", "venues"], namespace=NULLSTR,
+                               items={"type": "array", "items": ref("DeclaredInstrument")},
+                               venues={"type": "array", "items": {"type": "string", "enum": list(VENUES)},
+                                       "description": "the venues a declaration may name (`venue`)"}),
     "IngestAnswer": obj(
         ["accepted", "rejected", "rejectedCount"], accepted={**INT, "description": "ticks kept and published"},
         rejected={"type": "array", "maxItems": MAX_REJECTED, "description": "the bad lines, by number (from 1)",

@@ -1,0 +1,112 @@
+"""A dedicated data source in the console (SPEC 20, issue 43) in Chromium, as a new enterprise customer sets one
+up: the section shows only once the plan is enterprise, says there is no namespace until an operator grants one,
+then declares an instrument with the form (its name shown as text, never HTML), makes an ingest key (its scope shown
+in the key list), publishes a tick with that key's secret as shown once, reads it back with a read key, and deletes
+the instrument; both languages at 1440 px and 390 px without sideways scrolling or console errors."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import ServerProcess, run_cli
+from tests.e2e.conftest import needs_chromium
+from tests.e2e.test_console_page import DESKTOP, PHONE, Page
+
+pytest.importorskip("playwright.sync_api", reason="the playwright package (dev extra) is not installed")
+
+pytestmark = needs_chromium
+CUSTOMER = "quant@desk.example"
+NAME_EN = "Basis <img src=x onerror=alert(1)>"
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    server = ServerProcess(tmp_path_factory.mktemp("console-source") / "data", "granian", "--public-rate", "100000")
+    yield server
+    assert server.stop() == 0, server.output()
+
+
+def _new_key(page: Any, label: str, scope: str) -> str:
+    """Create a key with the form; its secret as shown once."""
+    page.fill("[data-testid=key-label]", label)
+    page.select_option("[data-testid=key-scope]", scope)
+    page.click("[data-testid=key-create] button[type=submit]")
+    page.wait_for_selector("[data-testid=secret]:visible")
+    secret = page.input_value("[data-testid=secret-value]")
+    page.click("[data-testid=secret-done]")
+    return secret
+
+
+def test_an_enterprise_customer_declares_publishes_and_deletes_an_instrument(browser: Any, srv: ServerProcess) -> None:
+    me = Page(browser, srv, DESKTOP)
+    p = me.page
+    me.sign_in(CUSTOMER, sign_up=True)
+    assert p.is_hidden("[data-testid=source]") and p.is_hidden("[data-testid=key-scope]")  # not the free plan's
+    assert run_cli(srv.data_dir, "users", "plan", CUSTOMER, "enterprise", "--rate", "6000").returncode == 0
+    me.reload_view()
+    p.wait_for_selector("[data-testid=source]:visible")
+    assert "support ticket" in p.inner_text("[data-testid=source-namespace]")  # no namespace yet: how to get one
+    assert p.is_hidden("[data-testid=source-form]") and p.is_hidden("[data-testid=key-scope]")
+    assert run_cli(srv.data_dir, "users", "namespace", CUSTOMER, "qdesk").returncode == 0
+    me.reload_view()
+    p.wait_for_selector("[data-testid=source-form]:visible")
+    assert p.inner_text("[data-testid=source-namespace]") == "Namespace: qdesk"
+    assert "ice-eu" in p.locator("[data-testid=source-venue] option").all_inner_texts()
+    p.fill("[data-testid=source-name]", "basis")
+    p.fill("[data-testid=source-name-zh]", "基差")
+    p.fill("[data-testid=source-name-en]", NAME_EN)
+    p.fill("[data-testid=source-unit-zh]", "元/吨")
+    p.fill("[data-testid=source-unit-en]", "CNY/t")
+    p.fill("[data-testid=source-decimals]", "1")
+    p.select_option("[data-testid=source-venue]", "zce")
+    p.click("[data-testid=source-declare]")
+    row = "[data-testid=source-instruments] tbody tr[data-id='qdesk.basis']"
+    p.wait_for_selector(row)
+    assert NAME_EN in p.inner_text(row) and p.locator("[data-testid=source] img").count() == 0  # text, not HTML
+    assert "qdesk.basis" in p.inner_text("[data-testid=message]")
+
+    publisher, reader = _new_key(p, "feed", "ingest"), _new_key(p, "desk", "read")
+    p.wait_for_selector("[data-testid=keys] tbody tr [data-scope=ingest]")
+    assert p.locator("[data-testid=keys] tbody [data-scope=ingest]").count() == 1  # the read key has no badge
+    sent = httpx.post(srv.base + "/api/v1/ingest", content=b'{"id":"qdesk.basis","price":12.5,"volume":2}\n',
+                      headers={"X-SERVICE-Key": publisher, "content-type": "application/x-ndjson"})
+    assert sent.json()["accepted"] == 1, sent.text
+    quote = httpx.get(srv.base + "/api/v1/quotes/qdesk.basis", headers={"X-SERVICE-Key": reader})
+    assert quote.json()["price"] == 12.5, quote.text
+    assert httpx.get(srv.base + "/api/v1/quotes/qdesk.basis",
+                     headers={"X-SERVICE-Key": publisher}).status_code == 403  # an ingest key reads nothing
+
+    for lang in ("en", "zh"):
+        me.lang(lang)
+        assert me.no_sideways_scroll(), lang
+        me.shot(f"source-1440-{lang}")
+    assert p.inner_text("[data-testid=source] h2") == "专属数据源"
+    me.lang("en")
+    p.click(f"{row} >> [data-act=delete]")
+    p.wait_for_selector("[data-testid=dialog][open]")
+    assert "qdesk.basis" in p.inner_text("[data-testid=dialog-text]")
+    p.click("[data-testid=dialog-ok]")
+    p.wait_for_selector(row, state="detached")
+    assert httpx.get(srv.base + "/api/v1/quotes/qdesk.basis", headers={"X-SERVICE-Key": reader}).status_code == 404
+    assert me.errors == []
+    me.context.close()
+
+
+def test_the_data_source_section_on_a_phone(browser: Any, srv: ServerProcess) -> None:
+    email = "phone-source@desk.example"
+    phone = Page(browser, srv, PHONE)
+    phone.sign_in(email, sign_up=True)
+    assert run_cli(srv.data_dir, "users", "plan", email, "enterprise", "--rate", "6000").returncode == 0
+    assert run_cli(srv.data_dir, "users", "namespace", email, "phonedesk").returncode == 0
+    phone.reload_view()
+    phone.page.wait_for_selector("[data-testid=source-form]:visible")
+    for lang in ("en", "zh"):
+        phone.lang(lang)
+        assert phone.no_sideways_scroll(), lang
+        phone.shot(f"source-390-{lang}")
+    assert phone.errors == []
+    phone.context.close()
