@@ -25,12 +25,19 @@ Instant = datetime | date | int | str  # a range bound: aware datetime, trading 
 
 
 @dataclass(frozen=True, slots=True)
+class RawBody:
+    """A request body sent as it is (JSON lines to /api/v1/ingest), not encoded as JSON."""
+    data: bytes
+    media_type: str
+
+
+@dataclass(frozen=True, slots=True)
 class Call(Generic[T]):
     method: str
     path: str
-    result: type[T]
+    result: type[T]  # type(None): an answer without a body (204)
     params: Mapping[str, str] = field(default_factory=dict)
-    body: Mapping[str, Any] | None = None
+    body: Mapping[str, Any] | RawBody | None = None
     auth: Auth = "none"
     conditional: bool = False  # send If-None-Match with the last ETag; a 304 returns the cached value
 
@@ -195,6 +202,8 @@ class Outcome:
     def read(self, call: Call[T], cache_key: str, status: int, headers: Mapping[str, str], content: bytes,
              attempt: int) -> T | Retry:
         if 200 <= status < 300:
+            if call.result is type(None):
+                return None  # type: ignore[return-value]
             value: T = self._decoder(call.result).decode(content)
             etag = headers.get("etag")
             if call.conditional and etag:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Any, Protocol, TypeVar
 
+from market_client import sources as src
 from market_client import tickets as t
 from market_client._calls import Call, _body, _params, _seg
 from market_client.models import Model
@@ -254,6 +255,19 @@ class Console:
     def reopen_ticket(self, ticket_id: str) -> t.Ticket:
         return self._c.call(t.reopen_ticket(ticket_id))
 
+    def instruments(self) -> src.DeclaredInstruments:
+        """The account's namespace and declared instruments (enterprise accounts; SPEC 20)."""
+        return self._c.call(src.instruments())
+
+    def declare_instrument(self, instrument_id: str, *, name: dict[str, str], unit: dict[str, str], currency: str,
+                           decimals: int, venue: str, session: str | None = None) -> src.DeclaredInstrument:
+        """`{namespace}.{name}`; `name`/`unit`: {"zh", "en"}; `venue`: whose trading days and sessions it follows."""
+        return self._c.call(src.declare(instrument_id, name, unit, currency, decimals, venue, session))
+
+    def delete_instrument(self, instrument_id: str) -> None:
+        """Its data stops being served; the id is never reused."""
+        self._c.call(src.delete(instrument_id))
+
 
 class _AsyncCaller(Protocol):
     async def call(self, call: Call[T]) -> T: ...
@@ -325,3 +339,14 @@ class AsyncConsole:
 
     async def reopen_ticket(self, ticket_id: str) -> t.Ticket:
         return await self._c.call(t.reopen_ticket(ticket_id))
+
+    async def instruments(self) -> src.DeclaredInstruments:
+        return await self._c.call(src.instruments())
+
+    async def declare_instrument(self, instrument_id: str, *, name: dict[str, str], unit: dict[str, str],
+                                 currency: str, decimals: int, venue: str,
+                                 session: str | None = None) -> src.DeclaredInstrument:
+        return await self._c.call(src.declare(instrument_id, name, unit, currency, decimals, venue, session))
+
+    async def delete_instrument(self, instrument_id: str) -> None:
+        await self._c.call(src.delete(instrument_id))

@@ -102,3 +102,62 @@ def test_async_ticket_calls(server: ServerProcess) -> None:
             assert (await api.console.reopen_ticket(opened.id)).closed_at is None
 
     asyncio.run(scenario())
+
+
+def _enterprise(server: ServerProcess, email: str, namespace: str) -> None:
+    assert run_cli(server.data_dir, "users", "create", "--email", email, "--password", PASSWORD).returncode == 0
+    assert run_cli(server.data_dir, "users", "plan", email, "enterprise", "--rate", "6000").returncode == 0
+    assert run_cli(server.data_dir, "users", "namespace", email, namespace).returncode == 0
+
+
+SPEC = {"name": {"zh": "定制原油", "en": "Custom crude"}, "unit": {"zh": "美元/桶", "en": "USD/bbl"},
+        "currency": "USD", "decimals": 2, "venue": "ice-eu"}
+
+
+def test_a_dedicated_data_source(server: ServerProcess) -> None:
+    """SPEC 20: declare, publish JSON lines with an ingest key (a bad line named by its number, the good ones kept),
+    read the tick back with a read key, delete."""
+    _enterprise(server, "source@acme.example", "pyacme")
+    with MarketClient(server.base) as api:
+        api.login("source@acme.example", PASSWORD)
+        assert api.console.instruments().namespace == "pyacme" and "ice-eu" in api.console.instruments().venues
+        made = api.console.declare_instrument("pyacme.blend", **SPEC)
+        assert (made.id, made.name.en, made.decimals, made.session) == ("pyacme.blend", "Custom crude", 2, None)
+        with pytest.raises(Forbidden):
+            api.console.declare_instrument("other.blend", **SPEC)
+        with pytest.raises(Conflict):
+            api.console.declare_instrument("pyacme.blend", **SPEC)
+        publisher, reader = api.console.create_key("feed", scope="ingest"), api.console.create_key("desk")
+        assert (publisher.scope, reader.scope) == ("ingest", "read")
+        with MarketClient(server.base, key=publisher.key) as feed, MarketClient(server.base, key=reader.key) as desk:
+            answer = feed.ingest([{"id": "pyacme.blend", "price": 80.25, "volume": 3}, {"id": "pyacme.blend"}])
+            assert (answer.accepted, answer.rejected_count, [r.line for r in answer.rejected]) == (1, 1, [2])
+            assert feed.ingest('{"id":"pyacme.blend","price":80.5}\n').accepted == 1  # lines already made
+            with pytest.raises(Forbidden):
+                feed.quote("pyacme.blend")  # an ingest key reads nothing
+            quote = desk.quote("pyacme.blend")
+            assert (quote.price, quote.volume) == (80.5, 3)
+            api.console.delete_instrument("pyacme.blend")
+            with pytest.raises(NotFound):
+                desk.quote("pyacme.blend")
+        assert api.console.instruments().items == []
+        with pytest.raises(NotFound):
+            api.console.delete_instrument("pyacme.blend")
+
+
+def test_async_dedicated_data_source(server: ServerProcess) -> None:
+    _enterprise(server, "async-source@acme.example", "pyasync")
+
+    async def scenario() -> None:
+        async with AsyncMarketClient(server.base) as api:
+            await api.login("async-source@acme.example", PASSWORD)
+            await api.console.declare_instrument("pyasync.blend", **SPEC)
+            assert [i.id for i in (await api.console.instruments()).items] == ["pyasync.blend"]
+            publisher = await api.console.create_key("feed", scope="ingest")
+            async with AsyncMarketClient(server.base, key=publisher.key) as feed:
+                answer = await feed.ingest(b'{"id":"pyasync.blend","price":7.5}\nnot json\n')
+                assert (answer.accepted, answer.rejected[0].line) == (1, 2)
+            await api.console.delete_instrument("pyasync.blend")
+            assert (await api.console.instruments()).items == []
+
+    asyncio.run(scenario())
