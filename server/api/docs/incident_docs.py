@@ -4,6 +4,7 @@ server/api/docs/openapi.py's document."""
 
 from __future__ import annotations
 
+from server.api.docs.console_docs import AUTH, _body, _ok, _problem
 from server.api.docs.schema_parts import BOOL, NO_NUL, STR, S, obj, padded, ref, text
 from server.store.incidents.model import (
     COMPONENT_IDS,
@@ -76,20 +77,6 @@ INCIDENT_SCHEMAS: dict[str, S] = {
 }
 
 
-def _ok(schema: str, status: str = "200") -> dict[str, S]:
-    return {status: {"description": "OK" if status == "200" else "created",
-                     "content": {"application/json": {"schema": ref(schema)}}}}
-
-
-def _problem(description: str) -> S:
-    return {"description": description, "content": {"application/problem+json": {"schema": ref("Problem")}}}
-
-
-def _body(schema: str, required: bool = True) -> S:
-    return {"required": required, "content": {"application/json": {"schema": ref(schema)}}}
-
-
-AUTH = {"401": _problem("missing, invalid or expired Bearer token"), "403": _problem("account disabled")}
 OPERATOR = {"401": AUTH["401"], "403": _problem("not an operator, or account disabled")}
 CHANGE = {"404": _problem("no such incident"), "409": _problem("the incident is resolved already")}
 
