@@ -1,6 +1,6 @@
 """Engines (SPEC 12): where the state that several hubs must share lives, chosen once by the composition root.
 
-Five seams, each a small protocol with a complete memory implementation (server/engine/memory.py: one hub,
+Six seams, each a small protocol with a complete memory implementation (server/engine/memory.py: one hub,
 nothing shared, nothing installed) and a complete Redis implementation (server/engine/redis_*.py), after
 Centrifugo's broker.go / presence.go split. The node never asks which engine it has: no part is None, and
 the same code path serves both.

@@ -163,8 +163,11 @@ class RedisInbox:
                 self.ticks.fast.call(b"EVAL", APPEND_SCRIPT, *args).add_done_callback(lambda a: answered(b"EVAL", a))
                 return
             self.ticks.appended(args, exc, answer)
+            if done.done():  # the consumer was cancelled (the lease lost, the hub stopping)
+                return
             if exc is not None:
                 done.set_exception(exc)
+                done.exception()  # retrieved here: the consumer awaits it unless it was cancelled meanwhile
             else:
                 done.set_result(answer.result())
 
