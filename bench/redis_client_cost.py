@@ -109,11 +109,12 @@ async def run(url: str, number: int, repeat: int) -> dict[str, tuple[float, floa
     async def append() -> None:
         nonlocal batch_no
         batch_no += 1
-        args: list[Any] = [APPEND_SHA, 6, log.lease, log.seqs, log.stream, log.epoch_key, log.replid_key,
-                           log.seqfloor_key, log.node, MAXLEN, log.epoch, 0]  # RedisTicks.append's arguments
+        args: list[Any] = [APPEND_SHA, 8, log.lease, log.seqs, log.stream, log.epoch_key, log.replid_key,
+                           log.seqfloor_key, log.inbox, log.inbox_pos, log.node, MAXLEN, log.epoch, 0, "", ""]
+        # RedisTicks.append's arguments (args_of)
         now = time.time()
         for row, inst_id in enumerate(IDS):
-            args += [inst_id, repr(100.0 + batch_no % 7 + row / 100), repr(now), repr(1.0), floors[row]]
+            args += [inst_id, repr(100.0 + batch_no % 7 + row / 100), repr(now), repr(1.0), floors[row], "-"]
         try:
             seqs = await _call(log.fast, b"EVALSHA", *args)
         except Exception as exc:  # NOSCRIPT the first time: load it with EVAL

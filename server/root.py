@@ -36,7 +36,7 @@ from server.api.core.router import Router
 from server.api.docs.asyncapi import register_asyncapi
 from server.api.market.deep_ranges import DeepRanges
 from server.api.market.flatfiles import FlatFilesApi
-from server.api.market.ingest import IngestApi
+from server.api.market.ingest import IngestApi, Publish
 from server.api.market.keyed import MarketApi
 from server.api.market.quality import DayQualities, QualityApi
 from server.api.market.reference import ReferenceApi
@@ -85,7 +85,6 @@ from server.market.contracts.specs import load_products
 from server.market.freshness import Freshness, freshness_of, venue_clocks
 from server.market.inventory import InventoryBook
 from server.market.state import MarketState, build_demo_state, reset_row
-from server.market.tick import Tick
 from server.market.venues.book import VenueBook
 from server.market.venues.feed import open_at_minute
 from server.notify.channels import configured_channels
@@ -211,7 +210,7 @@ def build(settings: Settings, clock: Callable[[], float] | None = None) -> Node:
     app = make_app(settings, router, keys, registry, engine, buckets, clock, meter, catalogue)
     history, applied = TickHistory(len(catalogue.ids), tick_frame), AppliedTicks()  # resumes (SPEC 7)
     fresh = feed_freshness(state, applied, group(FeedSettings), clock)  # SPEC 20: a silent feed in session
-    ticks = TickPath(state, feed, engine.bus, engine.ticks, engine.history, history, applied, registry, epoch)
+    ticks = TickPath(state, feed, engine, history, applied, registry, epoch)
     watch = KeyWatch.subscribed(keys, engine.revocations, group(AuthSettings).key_refresh_s)
     started = threading.Event()  # set by Node.start once every part runs
     declared, ingest = register_market(settings, router, state, venues, clock, deep, flat, fresh, keeper,
@@ -280,7 +279,7 @@ def availability_recorder(settings: Settings, storage: Storage, app: App, stream
 def register_market(settings: Settings, router: Router, state: MarketState, venues: VenueBook,
                     clock: Callable[[], float], deep: DeepRanges | None, flat: FlatFileSets | None, fresh: Freshness,
                     keeper: CandleKeeper | None, store: ConsoleStore, changed: list[Callable[[], object]],
-                    publish: Callable[[list[Tick]], bool], meter: UsageMeter) -> tuple[DeclaredInstruments, IngestApi]:
+                    publish: Publish, meter: UsageMeter) -> tuple[DeclaredInstruments, IngestApi]:
     """The keyed market-data and reference routes (SPEC 6, 16, 18, 19, 20); the dedicated data sources' binding and
     ingest route (SPEC 20, docs/ingest.md: `publish` is the tick path's ingest, `changed` told of a bound row)."""
     catalogue = state.catalogue

@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from time import perf_counter
 
 import numpy as np
@@ -32,7 +32,7 @@ import numpy as np
 from server.core.background import cancel_and_wait
 from server.core.limits import LimiterStore
 from server.core.metrics import Registry
-from server.engine import Numbered, ResumeHistory, TickBus, TickLog
+from server.engine import Engine, Numbered, ResumeHistory, TickBus, TickInbox, TickLog
 from server.feeds import FeedSource, FeedSupervisor
 from server.market.applied import AppliedTicks
 from server.market.state import AppliedTick, MarketState
@@ -45,17 +45,17 @@ PRUNE_EVERY = 60  # housekeeping rounds (seconds) between prunes of the full rat
 
 
 class TickPath:
-    def __init__(self, state: MarketState, feed: FeedSource, bus: TickBus, tick_log: TickLog,
-                 earlier: ResumeHistory, history: TickHistory, listeners: AppliedTicks, registry: Registry,
-                 epoch: str) -> None:
-        """`bus`, `tick_log`, `earlier`: the engine's seams; `history`: this hub's resume history (filled by the
-        stream core from every applied batch, and here from `earlier` at start); `listeners`: who hears of
-        batches and gets applied ticks."""
+    def __init__(self, state: MarketState, feed: FeedSource, engine: Engine, history: TickHistory,
+                 listeners: AppliedTicks, registry: Registry, epoch: str) -> None:
+        """`engine`: its bus, tick log, resume-history source and ingest inbox are the seams used; `history`: this
+        hub's resume history (filled by the stream core from every applied batch, and here from `earlier` at start);
+        `listeners`: who hears of batches and gets applied ticks."""
         self.feed = feed
         self.state = state
-        self.bus = bus
-        self.tick_log = tick_log
-        self.earlier = earlier
+        self.bus: TickBus = engine.bus
+        self.tick_log: TickLog = engine.ticks
+        self.earlier: ResumeHistory = engine.history
+        self.inbox: TickInbox = engine.inbox
         self.history = history
         self.listeners = listeners
         self.epoch = epoch
@@ -106,15 +106,13 @@ class TickPath:
         seq = self.state.seq
         self.bus.append(ticks, [int(seq[t.row]) for t in ticks])
 
-    def ingest(self, ticks: list[Tick]) -> bool:
+    def ingest(self, account: str, ticks: list[Tick], rate: int) -> float | Awaitable[float]:
         """A dedicated data source's batch (SPEC 20) onto the tick bus as the feed's go (numbered, archived, streamed,
-        candled; on Redis shared with every hub). False: this hub does not hold the feed lease (only the holder
-        appends to the shared log), nothing was published."""
-        if not self.tick_log.leading:
-            return False
+        candled), from any hub, once the account's bucket (`rate` ticks a second) lets it: the engine's inbox
+        (memory: at once; Redis: through the lease holder, shared with every hub). 0.0: kept; else the seconds to
+        wait, nothing kept; InboxUnavailable: nothing kept."""
         seq = self.state.seq
-        self.bus.append(ticks, [int(seq[t.row]) for t in ticks])
-        return True
+        return self.inbox.put(account, ticks, rate, [int(seq[t.row]) for t in ticks])
 
     def on_batch(self, batch: Numbered) -> None:
         """Hop 4: a numbered batch from the bus, applied."""

@@ -1,6 +1,6 @@
 """Engines (SPEC 12): where the state that several hubs must share lives, chosen once by the composition root.
 
-Five seams, each a small protocol with a complete memory implementation (server/engine/memory.py: one hub,
+Six seams, each a small protocol with a complete memory implementation (server/engine/memory.py: one hub,
 nothing shared, nothing installed) and a complete Redis implementation (server/engine/redis_*.py), after
 Centrifugo's broker.go / presence.go split. The node never asks which engine it has: no part is None, and
 the same code path serves both.
@@ -20,6 +20,10 @@ the same code path serves both.
   Memory: none (nothing ran before). Redis: the stream's tail.
 - `revocations` (the revocation channel): publishing runs this hub's listeners at once and, on Redis, tells
   every other hub over pub/sub.
+- `inbox` (a dedicated data source's batches, SPEC 20): the account's ticks a second, then onto the tick bus from
+  any hub. Memory: this hub's `TickBuckets`, then the bus at once. Redis: one Lua script takes the shared bucket and
+  keeps the batch in a Redis Stream inbox, which the lease holder consumes into the tick log
+  (server/engine/redis_inbox.py), so every hub accepts ingest.
 - `logins` (failed logins per account, issue 45): memory: this hub's `LoginThrottle`; Redis: one hash per account
   updated by a Lua script on Redis time (server/engine/redis_logins.py), this hub's throttle while Redis is away.
 
@@ -123,6 +127,20 @@ class TickLog(Protocol):
         ...
 
 
+class InboxUnavailable(Exception):
+    """A batch could not be kept (Redis unreachable): nothing of it was kept (or, after a timeout, perhaps it was)."""
+
+
+class TickInbox(Protocol):
+    """A dedicated data source's batches (SPEC 20) onto the tick bus, from any hub."""
+
+    def put(self, account: str, ticks: list[Tick], rate: int, floors: list[int]) -> float | Awaitable[float]:
+        """Take the batch's ticks from the account's bucket (`rate` ticks a second) and keep the batch for the tick
+        log: 0.0 once kept, else the seconds to wait (nothing kept). `floors`: each tick's instrument's seq on this
+        hub (memory's numbering; on Redis the lease holder's own are used). Raises InboxUnavailable."""
+        ...
+
+
 class ResumeHistory(Protocol):
     async def tail(self, enough: Callable[[list[int], float], bool]) -> list[Numbered]:
         """The log's batches up to where this hub joins, oldest first, going back until `enough(ticks per
@@ -153,6 +171,7 @@ class Engine(Protocol):
     bus: TickBus
     ticks: TickLog
     history: ResumeHistory
+    inbox: TickInbox
 
     def epoch(self, proposed: str) -> str:
         """The epoch of the tick history this hub serves: `proposed`, or the shared one that already exists."""

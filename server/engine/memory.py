@@ -4,6 +4,7 @@
 - `MemoryTicks`: the tick bus, log and history of one hub: a feed batch is numbered (each instrument's seq
   counts on from this hub's) and handed to the tick path at once; this hub always leads; nothing ran before
   it, so there is nothing to continue from and no earlier history;
+- `MemoryInbox`: a dedicated data source's batch takes this hub's `TickBuckets`, then goes onto the bus at once;
 - `LocalRevocations`: revocations reach this hub's listeners (there is no other hub to tell).
 """
 
@@ -16,6 +17,7 @@ from collections.abc import Callable
 from server.config import EngineKind
 from server.core.limits import Decision, Gcra, Rate
 from server.core.login_throttle import LoginThrottle
+from server.core.tick_buckets import TickBuckets
 from server.engine import (
     Limiter,
     LoginFailures,
@@ -25,6 +27,7 @@ from server.engine import (
     RevocationChannel,
     RevocationListener,
     TickBus,
+    TickInbox,
     TickLog,
 )
 from server.market.tick import Tick
@@ -97,6 +100,20 @@ def _nowhere(batch: Numbered) -> None:
     """Before `start`: a batch has no tick path to go to (the feed runs only after start)."""
 
 
+class MemoryInbox:
+    """Ingest on one hub: the account's bucket here, then the batch numbered and applied in the same call."""
+
+    def __init__(self, bus: MemoryTicks, clock: Callable[[], float]) -> None:
+        self.bus = bus
+        self.buckets = TickBuckets(clock)
+
+    def put(self, account: str, ticks: list[Tick], rate: int, floors: list[int]) -> float:
+        wait = self.buckets.take(account, len(ticks), rate)
+        if wait <= 0:
+            self.bus.append(ticks, floors)
+        return wait
+
+
 class LocalRevocations:
     """Revocations reach this hub's listeners only (there is no other hub to tell)."""
 
@@ -143,6 +160,7 @@ class MemoryEngine:
         self.bus: TickBus = ticks
         self.ticks: TickLog = ticks
         self.history: ResumeHistory = ticks
+        self.inbox: TickInbox = MemoryInbox(ticks, clock)
 
     def epoch(self, proposed: str) -> str:
         return proposed

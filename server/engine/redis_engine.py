@@ -32,11 +32,13 @@ from server.engine import (
     RevocationChannel,
     RevocationListener,
     TickBus,
+    TickInbox,
     TickLog,
     settle,
 )
 from server.engine.redis_client import POOL_SIZE, AutoPipeline, async_client, sync_client
 from server.engine.redis_gcra import RedisGcra
+from server.engine.redis_inbox import RedisInbox
 from server.engine.redis_logins import RedisLogins
 from server.engine.redis_ticks import RedisTicks, shared_epoch
 
@@ -181,6 +183,8 @@ class RedisEngine:
         self.bus: TickBus = self.tick_log
         self.ticks: TickLog = self.tick_log
         self.history: ResumeHistory = self.tick_log
+        self.ingest = RedisInbox(self.target, settings.redis_prefix, self.tick_log, self.gcra.fast)
+        self.inbox: TickInbox = self.ingest  # SPEC 20's ingest on every hub, through the lease holder
         registry.gauge("market_feed_leader", "1 while this hub holds the feed lease and runs the feed.",
                        lambda: float(self.tick_log.leading))
         registry.gauge("market_replication_lag_seconds", "Age of the newest tick batch when this hub applied it.",
@@ -195,6 +199,7 @@ class RedisEngine:
         log.info("engine redis at %s node=%s", self.location, self.node)
 
     async def stop(self) -> None:
+        await self.ingest.stop()
         await self.tick_log.stop()
         await self.channel.stop()
         await self.gcra.stop()

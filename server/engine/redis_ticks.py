@@ -46,7 +46,9 @@ JOIN_PAUSE_S = 0.25
 FENCE_S = LEASE_MS / 1000 - 1.0
 CONNECT_S = 2.0  # the append and read connections are off the request path: a busy start-up loop must not fail them
 
-# KEYS: lease, seq hash, stream, epoch, replid, seqfloor. ARGV: node, maxlen, epoch, highest, then per tick: id,
+# KEYS: lease, seq hash, stream, epoch, replid, seqfloor, inbox, inbox position. ARGV: node, maxlen, epoch, highest,
+# from, to (an inbox entry's: the position must be `from`, and becomes `to`, the entry deleted; '' for the feed's
+# batches, server/engine/redis_inbox.py), then per tick: id,
 # price, ts, volume, floor, detail (detail: a futures tick's board fields, `encode_detail`; floor: the leader's
 # last applied seq of that instrument; a Redis that lost the hash,
 # restarted empty, continues from there instead of from 1, and gets the epoch back: clients see no reset;
@@ -63,6 +65,9 @@ SEQ_JUMP = 1_000_000
 TICK_ARGS = 6  # each tick's arguments: id, price, ts, volume, floor, detail (the script's stride)
 APPEND_LUA = """
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return redis.error_reply('NOTLEADER lease lost') end
+if ARGV[5] ~= '' and (redis.call('GET', KEYS[8]) or '0-0') ~= ARGV[5] then
+  return redis.error_reply('MOVED the inbox position moved')
+end
 redis.call('SET', KEYS[4], ARGV[3], 'NX')
 local info = redis.call('INFO', 'replication')
 local replid = string.match(info, 'master_replid:(%w+)')
@@ -79,7 +84,7 @@ end
 local least = tonumber(redis.call('GET', KEYS[6]) or '0')
 local parts = {}
 local seqs = {}
-for i = 5, #ARGV, TICK_ARGS do
+for i = 7, #ARGV, TICK_ARGS do
   local seq = redis.call('HINCRBY', KEYS[2], ARGV[i], 1)
   local floor = math.max(tonumber(ARGV[i + 4]), least)
   if seq <= floor then
@@ -90,13 +95,18 @@ for i = 5, #ARGV, TICK_ARGS do
     .. ARGV[i + 5]
   seqs[#seqs + 1] = seq
 end
-redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'b', table.concat(parts, ';'))
+if #parts > 0 then redis.call('XADD', KEYS[3], 'MAXLEN', '~', ARGV[2], '*', 'b', table.concat(parts, ';')) end
+if ARGV[5] ~= '' then
+  redis.call('SET', KEYS[8], ARGV[6])
+  redis.call('XDEL', KEYS[7], ARGV[6])
+end
 return seqs
 """.replace("SEQ_JUMP", str(SEQ_JUMP)).replace("TICK_ARGS", str(TICK_ARGS))
 
 APPEND_SCRIPT = APPEND_LUA.encode()
 APPEND_SHA = hashlib.sha1(APPEND_SCRIPT).hexdigest().encode()
-HEAD_ARGS = 11  # the append call's arguments before the ticks: numkeys, 6 keys, node, maxlen, epoch, highest
+HEAD_ARGS = 15  # the append call's arguments before the ticks: numkeys, 8 keys, node, maxlen, epoch, highest, from, to
+HIGHEST_ARG = HEAD_ARGS - 3
 
 # KEYS: stream, seq hash. Where a hub joins: the stream's newest entry id (false when empty) and every seq, together.
 JOIN_LUA = """
@@ -149,6 +159,7 @@ class RedisTicks:
         self.lease, self.seqs, self.stream = prefix + "feed:lease", prefix + "ticks:seq", prefix + "ticks"
         self.epoch_key = prefix + "ticks:epoch"
         self.replid_key, self.seqfloor_key = prefix + "ticks:replid", prefix + "ticks:seqfloor"
+        self.inbox, self.inbox_pos = prefix + "ingest:inbox", prefix + "ingest:inbox:pos"  # redis_inbox.py
         self.client = async_client(url, CLIENT_TIMEOUT_S, size=4)  # the lease, the joining reads, the hand-over
         # appends and reads go through auto-pipelined connections (redis_client.py): a redis-py command
         # costs far more CPU, paid before every batch reached any hub (bench/README.md, "Redis client").
@@ -168,6 +179,8 @@ class RedisTicks:
         # the highest seq of any instrument this hub knows (joined at, read, given): the append script's jump
         # after a failover to a replica that has none of the keys starts above it
         self._highest = 0
+        self._seen = [0] * len(ids)  # each row's last seq this hub joined at or read: its applied seq (floors)
+        self.lead_listeners: list[Callable[[bool], None]] = []  # told of lease changes after `on_lead`
         self._not_appended = 0  # batches refused or lost since the last one appended (one warning for them all)
         self._last = "$"  # the stream entry this hub has read up to (load_seqs sets where it joins)
         self._tasks: list[asyncio.Task[None]] = []
@@ -208,6 +221,9 @@ class RedisTicks:
         self._last = newest.decode() if newest else "0-0"
         seqs = {flat[i].decode(): int(flat[i + 1]) for i in range(0, len(flat), 2)}
         self._highest = max(self._highest, *seqs.values(), 0)
+        for inst_id, seq in seqs.items():
+            if inst_id in self.rows:
+                self._seen[self.rows[inst_id]] = seq
         return seqs
 
     async def last_ticks(self, entries: int = JOIN_SCAN) -> Replicated:
@@ -290,16 +306,21 @@ class RedisTicks:
         one's answer (the connection keeps them in order)."""
         if not (ticks and self.fenced()):  # a renewal overdue: stop before the lease passes
             return
+        self._send(b"EVALSHA", APPEND_SHA, self.args_of(ticks, floors, "", ""))
+        self.fast.flush()  # written now: the batch's round trip starts in the feed's own call
+
+    def args_of(self, ticks: list[Tick], floors: list[int], after: str, entry: str) -> list[str | int]:
+        """The append script's arguments (after EVALSHA and its SHA); `after`, `entry`: an inbox entry's, or ''."""
         assigned, highest = self._assigned, self._highest
-        args: list[str | int] = [6, self.lease, self.seqs, self.stream, self.epoch_key, self.replid_key,
-                                 self.seqfloor_key, self.node, MAXLEN, self.epoch, 0]
+        args: list[str | int] = [8, self.lease, self.seqs, self.stream, self.epoch_key, self.replid_key,
+                                 self.seqfloor_key, self.inbox, self.inbox_pos, self.node, MAXLEN, self.epoch, 0,
+                                 after, entry]
         for t, floor in zip(ticks, floors, strict=True):
             floor = max(floor, assigned[t.row])
             highest = max(highest, floor)
             args += [self.ids[t.row], repr(t.price), repr(t.ts), repr(t.volume), floor, encode_detail(t.detail)]
-        args[HEAD_ARGS - 1] = self._highest = highest
-        self._send(b"EVALSHA", APPEND_SHA, args)
-        self.fast.flush()  # written now: the batch's round trip starts in the feed's own call
+        args[HIGHEST_ARG] = self._highest = highest
+        return args
 
     def _send(self, command: bytes, script: bytes, args: list[str | int]) -> None:
         try:
@@ -309,6 +330,10 @@ class RedisTicks:
             return
         answer.add_done_callback(functools.partial(self._appended, command, args))
 
+    def floors(self, ticks: list[Tick]) -> list[int]:
+        """Each tick's instrument's seq as this hub last joined at or read it (its applied seq)."""
+        return [self._seen[t.row] for t in ticks]
+
     def _appended(self, command: bytes, args: list[str | int], answer: asyncio.Future[Any]) -> None:
         if answer.cancelled():
             return
@@ -316,6 +341,10 @@ class RedisTicks:
         if isinstance(exc, NoScriptError) and command == b"EVALSHA":  # a restarted Redis forgot the script
             self._send(b"EVAL", APPEND_SCRIPT, args)  # answers come in order: so do these retries
             return
+        self.appended(args, exc, answer)
+
+    def appended(self, args: list[str | int], exc: BaseException | None, answer: asyncio.Future[Any]) -> None:
+        """An append's answer: the seqs it gave are this hub's floors; a refusal is logged once in a row."""
         if exc is not None:  # NOTLEADER (a lost lease), Redis away: one warning until a batch is appended again
             self._not_appended += 1
             if self._not_appended == 1:
@@ -360,6 +389,8 @@ class RedisTicks:
                 self.leading = held
                 log.info("feed lease %s node=%s", "taken: this hub runs the feed" if held else "lost", self.node)
                 on_lead(held)
+                for listener in self.lead_listeners:
+                    listener(held)
             self._lease_tried.set()
             await asyncio.sleep(RENEW_S)
 
@@ -399,6 +430,7 @@ class RedisTicks:
                 highest = seq
             row = self.rows.get(inst_id)
             if row is not None:
+                self._seen[row] = seq
                 detail = decode_detail(rest[0]) if rest else None
                 out.append((Tick(row, float(price), float(ts), float(volume), detail), seq))
         self._highest = highest

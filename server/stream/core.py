@@ -25,7 +25,7 @@ from server.core.keys import ApiKey
 from server.core.limits import Gcra
 from server.core.usage import UsageMeter
 from server.market.catalogue import Catalogue
-from server.stream.connections.client_messages import ClientMessages, Resolve
+from server.stream.connections.client_messages import ClientMessages, IngestFrame, Resolve
 from server.stream.connections.keepalive import Keepalive
 from server.stream.connections.sessions import Sessions
 from server.stream.delivery.candle_frames import CandleFrames, K
@@ -47,7 +47,7 @@ class StreamCore:
                  metrics: StreamMetrics, lookup: Callable[[str], ApiKey | None], limiter: Gcra,
                  history: TickHistory, candles: CandleFrames | None, meter: UsageMeter | None = None,
                  stale: Stale | None = None, resolve: Resolve | None = None,
-                 ingest: Callable[[str | None, str | None, bytes], bytes] | None = None) -> None:
+                 ingest: IngestFrame | None = None) -> None:
         """`limiter`: the hub's local buckets (the per-IP handshake rate); `history`: the resume history, which
         frames each tick; `candles`: the live candle frames of the market state (None: a state without candle
         books, as in unit tests); `meter`: the console's usage per key (None: nothing is counted); `stale`: whether an

@@ -25,7 +25,7 @@ from server.market.catalogue import Catalogue
 from server.market.state import MarketState
 from server.store.accounts.key_cache import KeyCache
 from server.stream.connection import CLOSE_TIMEOUT_S, StreamConnection
-from server.stream.core import StreamCore
+from server.stream.core import IngestFrame, StreamCore
 from server.stream.delivery.candle_frames import CandleFrames
 from server.stream.delivery.clock import run_clock
 from server.stream.delivery.resume_history import TickHistory
@@ -47,7 +47,7 @@ class StreamService:
     def __init__(self, settings: Settings, state: MarketState, catalogue: Catalogue, epoch: str, registry: Registry,
                  keys: KeyCache, buckets: Gcra, history: TickHistory, clock: Callable[[], float],
                  limits: StreamLimits, meter: UsageMeter | None, stale: Stale | None = None,
-                 ingest: Callable[[str | None, str | None, bytes], bytes] | None = None) -> None:
+                 ingest: IngestFrame | None = None) -> None:
         """`buckets`: this hub's local GCRA buckets (the handshake rate; pruned with the HTTP ones); `history`:
         the resume history, filled from every applied batch (and, on redis, the stream's tail at start); `clock`:
         the time every part of the stream reads (the sweeper's rounds, the stream clock, the connections);

@@ -7946,7 +7946,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description this hub does not publish now (another hub holds the feed): retry */
+            /** @description the shared store (Redis) did not answer, nothing kept: retry */
             503: {
                 headers: {
                     "Retry-After"?: number;

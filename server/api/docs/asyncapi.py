@@ -208,8 +208,8 @@ INGEST_DOCS = {
                     "id not of the account's instruments is `unknown instrument id`. Each accepted tick counts as "
                     "a message of the key in its usage (/api/console/usage `wsMessages`).",
     "IngestError": "The whole batch refused, nothing of it kept: 429 `rate_limited` (the account's ticks a second, "
-                   "with `retryAfter`), 503 `not_ready` (this hub does not hold the feed: reconnect, the next hub "
-                   "may). The session stays open.",
+                   "with `retryAfter`, one bucket for every hub), 503 `not_ready` (the shared store, Redis, did not "
+                   "answer: send the batch again). The session stays open.",
 }
 
 

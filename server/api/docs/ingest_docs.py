@@ -84,7 +84,7 @@ INGEST_OPERATIONS: dict[tuple[str, str], S] = {
                                       "longer on the enterprise plan (plan_required)"),
                       "413": _problem("a body over 1 MiB"),
                       "415": _problem("the content type is not application/x-ndjson"),
-                      "503": {**_problem("this hub does not publish now (another hub holds the feed): retry"),
+                      "503": {**_problem("the shared store (Redis) did not answer, nothing kept: retry"),
                               "headers": {"Retry-After": {"schema": INT}}}},
     },
 }

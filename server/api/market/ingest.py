@@ -4,15 +4,16 @@ docs/ingest.md), JSON lines as the JSONL feed takes them (server/feeds/jsonl.py)
 Only an ingest key is taken (the router's scope; a read key is 403), and only its account's instruments: any other id
 is an unknown instrument, as if it did not exist. Each bad line is named by its number (from 1) and the good ones are
 kept; the answer says how many were accepted. The ticks take the feed's path (TickPath.ingest: the tick bus, so they
-are numbered, archived with a live feed's history, streamed and candled, and with the Redis engine applied by every
-hub). Each account may publish `rate` ticks a second (a bucket that may go into debt for one large batch, so any
-request up to 1 MiB can pass; while in debt: 429 with Retry-After, nothing of that request kept).
+are numbered, archived with a live feed's history, streamed and candled, and with the Redis engine taken by every hub
+and applied by every hub, through the feed lease holder). Each account may publish `rate` ticks a second (a bucket
+that may go into debt for one large batch, so any request up to 1 MiB can pass; while in debt: 429 with Retry-After,
+nothing of that request kept; server/core/tick_buckets.py, shared by every hub on Redis).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -23,6 +24,7 @@ from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.core.errors import ApiError
 from server.core.usage import UsageMeter
+from server.engine import InboxUnavailable
 from server.feeds.jsonl import JsonlParser
 from server.market.catalogue import Catalogue
 from server.market.tick import Tick
@@ -32,39 +34,28 @@ MAX_REJECTED = 1000  # rejections named in one answer; the count is always compl
 LINE_HINT = 'a JSON object {"id", "price" > 0, "ts"?, "volume"? >= 0} (docs/ingest.md)'
 
 
-class IngestBuckets:
-    """Ticks a second per account: `rate` tokens a second, at most one second's worth kept; a batch is taken whole
-    while the bucket is not in debt (it may go below zero), then the account waits until it is out of debt."""
-
-    def __init__(self, rate: int, clock: Callable[[], float]) -> None:
-        self.rate, self.clock = rate, clock
-        self._level: dict[str, tuple[float, float]] = {}  # account -> (tokens, at)
-
-    def take(self, account: str, n: int) -> float:
-        """0 if the `n` ticks may go now (taken), else the seconds to wait."""
-        now = self.clock()
-        tokens, at = self._level.get(account, (float(self.rate), now))
-        tokens = min(float(self.rate), tokens + (now - at) * self.rate)
-        if tokens <= 0:
-            self._level[account] = (tokens, now)
-            return -tokens / self.rate + 1 / self.rate
-        self._level[account] = (tokens - n, now)
-        return 0.0
+# TickPath.ingest: (account, ticks, ticks a second) -> 0.0 kept, else seconds to wait; raises InboxUnavailable
+Publish = Callable[[str, list[Tick], int], float | Awaitable[float]]
 
 
 class IngestApi:
-    def __init__(self, catalogue: Catalogue, publish: Callable[[list[Tick]], bool], not_before: Callable[[], float],
-                 buckets: IngestBuckets, clock: Callable[[], float], meter: UsageMeter | None = None) -> None:
-        """`publish`: TickPath.ingest; `not_before`: the oldest tick time the state keeps (older lines are bad, as the
+    def __init__(self, catalogue: Catalogue, publish: Publish, not_before: Callable[[], float], rate: int,
+                 clock: Callable[[], float], meter: UsageMeter | None = None) -> None:
+        """`publish`: TickPath.ingest (the account's bucket, then the engine's inbox); `rate`: ticks a second per
+        account (`--ingest-rate`); `not_before`: the oldest tick time the state keeps (older lines are bad, as the
         feed's); `meter`: each key's accepted ticks are counted as its messages (SPEC 17 usage, `wsMessages`)."""
         self.catalogue, self.publish, self.not_before = catalogue, publish, not_before
-        self.buckets, self.clock, self.meter = buckets, clock, meter
+        self.rate, self.clock, self.meter = rate, clock, meter
         self.parser = JsonlParser(catalogue)
+
+    def rate_of(self, owner: str | None) -> int:
+        """The account's ticks a second: the default (`--ingest-rate`) for every account."""
+        return self.rate
 
     def register(self, router: Router) -> None:
         router.add("POST", INGEST_PATH, self.ingest, Access.KEYED, name="ingest", scope="ingest")
 
-    def ingest(self, req: Request) -> Response:
+    async def ingest(self, req: Request) -> Response:
         known_query(req, frozenset())
         ctype = (req.headers.get("content-type") or "").split(";")[0].strip().lower()
         if ctype not in MEDIA_TYPES:
@@ -78,32 +69,37 @@ class IngestApi:
                            "/console.",
                            extra={"requiredPlan": "enterprise", "currentPlan": req.auth.plan, "consoleUrl": "/console"})
         owner, key_id = (req.auth.owner, req.auth.id) if req.auth is not None else (None, None)
-        return Response(200, orjson.dumps(self.publish_lines(owner, req.body, key_id)), "application/json",
+        return Response(200, orjson.dumps(await self.publish_lines(owner, req.body, key_id)), "application/json",
                         [("cache-control", "no-store")])
 
-    def frame(self, owner: str | None, key_id: str | None, data: bytes) -> bytes:
+    async def frame(self, owner: str | None, key_id: str | None, data: bytes) -> bytes:
         """A /ws/ingest text frame's batch (SPEC 20) -> its answer: the route's `{accepted, rejected, rejectedCount}`,
         or `{"error": problem}` (429 with `retryAfter`, 503), the batch then kept nowhere."""
         try:
-            return orjson.dumps(self.publish_lines(owner, data, key_id))
+            return orjson.dumps(await self.publish_lines(owner, data, key_id))
         except ApiError as exc:
             return orjson.dumps({"error": exc.problem()})
 
-    def publish_lines(self, owner: str | None, body: bytes, key_id: str | None = None) -> dict[str, Any]:
-        """Parse, check and publish one batch of lines: `{accepted, rejected: [{line, error}]}`; ApiError for a
-        refusal of the whole batch (429: the account's ticks a second; 503: this hub cannot publish now). The accepted
-        ticks count as messages of `key_id` in its usage (`wsMessages`, docs/ingest.md)."""
+    async def publish_lines(self, owner: str | None, body: bytes, key_id: str | None = None) -> dict[str, Any]:
+        """Parse, check and publish one batch of lines: `{accepted, rejected: [{line, error}]}` once the batch is kept
+        (memory: applied; Redis: held by Redis, on its way to the tick log); ApiError for a refusal of the whole
+        batch (429: the account's ticks a second; 503: Redis unreachable), nothing of it kept. The accepted ticks
+        count as messages of `key_id` in its usage (`wsMessages`, docs/ingest.md)."""
         ticks, rejected = self._parse(owner, body)
         if ticks:
-            wait = self.buckets.take(owner or "", len(ticks))
+            rate = self.rate_of(owner)
+            try:
+                wait = self.publish(owner or "", ticks, rate)
+                if not isinstance(wait, float):
+                    wait = await wait
+            except InboxUnavailable:
+                raise ApiError("not_ready", "This hub cannot keep ticks now (the shared store does not answer); "
+                               "nothing of this batch was kept: retry.", headers=[("retry-after", "1")]) from None
             if wait > 0:
                 after = max(1, math.ceil(wait))
-                raise ApiError("rate_limited", f"This account publishes at most {self.buckets.rate} ticks a second; "
+                raise ApiError("rate_limited", f"This account publishes at most {rate} ticks a second; "
                                f"retry in {after} s (nothing of this request was kept).",
                                headers=[("retry-after", str(after))], extra={"retryAfter": after})
-            if not self.publish(ticks):
-                raise ApiError("not_ready", "This hub does not publish ticks now (another hub holds the feed); "
-                               "retry, the next attempt may reach the hub that does.", headers=[("retry-after", "1")])
             if self.meter is not None and key_id is not None:
                 self.meter.ws_delivered(key_id, len(ticks))
         return {"accepted": len(ticks), "rejected": rejected[:MAX_REJECTED], "rejectedCount": len(rejected)}

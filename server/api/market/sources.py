@@ -14,11 +14,10 @@ import logging
 from collections.abc import Callable
 
 from server.api.core.router import Router
-from server.api.market.ingest import IngestApi, IngestBuckets
+from server.api.market.ingest import IngestApi, Publish
 from server.core.usage import UsageMeter
 from server.market.catalogue import Catalogue, Instrument, declared_instrument, slot_instrument
 from server.market.state import MarketState, reset_row
-from server.market.tick import Tick
 from server.market.venues.book import VenueBook
 from server.market.venues.clock import VenueClock
 from server.market.venues.data import SESSIONS
@@ -39,13 +38,13 @@ def instrument_of(venues: VenueBook, d: Declared) -> Instrument:
 
 def register_sources(router: Router, state: MarketState, venues: VenueBook, store: ConsoleStore,
                      clock: Callable[[], float], changed: list[Callable[[], object]], rate: int,
-                     publish: Callable[[list[Tick]], bool], meter: UsageMeter | None = None,
+                     publish: Publish, meter: UsageMeter | None = None,
                      ) -> tuple[DeclaredInstruments, IngestApi]:
     """The declared instruments' binding (a core part: its refresh) and the ingest route (its `frame` serves
     /ws/ingest too); `publish`: the tick path's ingest (TickPath.ingest), `rate`: ticks a second per account,
     `meter`: counts each key's accepted ticks (its usage's wsMessages, docs/ingest.md)."""
     declared = DeclaredInstruments(state, venues, store, clock, changed)
-    ingest = IngestApi(state.catalogue, publish, state.history_start, IngestBuckets(rate, clock), clock, meter)
+    ingest = IngestApi(state.catalogue, publish, state.history_start, rate, clock, meter)
     ingest.register(router)
     return declared, ingest
 

@@ -8,7 +8,8 @@ gap and no duplicate.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import replace
 from time import perf_counter
 
@@ -26,6 +27,8 @@ from server.stream.protocol.session import Session
 from server.stream.protocol.wire import text_frame
 
 INTERVAL_INDEX = {name: k for k, name in enumerate(msg.CANDLE_INTERVALS)}
+# a /ws/ingest batch (its key's account, its key, the lines) -> the answer's JSON (SPEC 20, IngestApi.frame)
+IngestFrame = Callable[[str | None, str | None, bytes], Awaitable[bytes]]
 Resolve = Callable[[str, float], int | None]  # a continuous id (`methanol.c.0`) at an instant -> its contract's row
 
 
@@ -33,7 +36,7 @@ class ClientMessages:
     def __init__(self, catalogue: Catalogue, registry: SubscriptionRegistry[Session],
                  candle_registry: SubscriptionRegistry[Session], snapshots: Snapshots, replay: Replay,
                  candles: CandleFrames | None, metrics: StreamMetrics, resolve: Resolve | None = None,
-                 ingest: Callable[[str | None, str | None, bytes], bytes] | None = None) -> None:
+                 ingest: IngestFrame | None = None) -> None:
         """`resolve`: the contract a continuous id names now (SPEC 19, `MainSeries.resolve`; None: ids only);
         `ingest`: a /ws/ingest session's batch of JSON lines (its key's account, the lines) -> the answer's JSON
         (SPEC 20: the ingest route's, `{accepted, rejected}` or `{error}`); None: no dedicated data sources."""
@@ -48,13 +51,14 @@ class ClientMessages:
         self.candles = candles
         self.metrics = metrics
         self.ingest = ingest
+        self._answering: set[asyncio.Task[None]] = set()  # /ws/ingest batches waiting for their answers
 
     def on_text(self, session: Session, data: Payload, now: float) -> CloseCode | None:
         """Handle one client message; a close code means: close the session with it."""
         if session.ingest:  # a batch of ticks (SPEC 20): the account's ticks a second limit it, not the message rate
             if session.is_open and self.ingest is not None:
                 batch = data.encode() if isinstance(data, str) else bytes(data)
-                session.write(text_frame(self.ingest(session.owner, session.key_id, batch)))
+                self._answer(session, self.ingest(session.owner, session.key_id, batch))
             return None
         if not session.rate.allow(now):
             return CloseCode.POLICY_VIOLATION
@@ -68,6 +72,19 @@ class ClientMessages:
         else:
             self._change_subscription(session, parsed, now)
         return None
+
+    def _answer(self, session: Session, answer: Awaitable[bytes]) -> None:
+        """Write a batch's answer when it is there (Redis: once kept there). Tasks run in the order they were made
+        and the engine's calls are answered in the order they were sent, so a session's answers keep its batches'
+        order, and so do their ticks in the log."""
+        async def write() -> None:
+            frame = await answer
+            if session.is_open:
+                session.write(text_frame(frame))
+
+        task = asyncio.get_running_loop().create_task(write())
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
 
     def on_control(self, session: Session, now: float) -> CloseCode | None:
         """A client ping or pong frame (the protocol answers pings); it counts toward the message rate."""
