@@ -1,5 +1,6 @@
 """`users create --email E --password P`, `users promote EMAIL`, `users plan EMAIL PLAN [--rate N]`,
-`users namespace EMAIL NS`, `users disable EMAIL`: site accounts.
+`users namespace EMAIL NS`, `users limits EMAIL [--instruments N] [--ticks-per-second N] [--reset]`,
+`users disable EMAIL`: site accounts.
 
 `--password -` reads the password from the first line of stdin, keeping it out
 of the process list and shell history.
@@ -17,6 +18,7 @@ from server.api.core.body import Fields
 from server.api.site import fields as site_fields
 from server.commands.common import CommandError, command, db
 from server.commands.console_db import with_console
+from server.commands.users_limits import register_limits
 from server.core.limits import MAX_RATE
 from server.store.accounts.console import PLANS, Role
 from server.store.accounts.users import DuplicateEmail
@@ -41,6 +43,7 @@ def register(sub: Any) -> None:
                         "(SPEC 20, docs/ingest.md)", _namespace)
     namespace.add_argument("email")
     namespace.add_argument("namespace", help="2-32 characters: a-z first, then a-z, 0-9 and -")
+    register_limits(users)
     disable = command(users, "disable", "disable an account (its tokens stop working at once)", _disable)
     disable.add_argument("email")
 

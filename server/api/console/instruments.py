@@ -18,7 +18,7 @@ from server.api.core.types import Request, Response
 from server.core.errors import ApiError
 from server.market.timefmt import iso
 from server.store.accounts.console import Account
-from server.store.sources.repo import NAMESPACE, Declared, Refused, SourcesRepo
+from server.store.sources.repo import NAMESPACE, Declared, Limits, Refused, SourcesRepo
 
 PREFIX = "/api/console/instruments"
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,47}")  # the part after `{namespace}.`
@@ -49,8 +49,17 @@ class ConsoleInstrumentsApi:
 
     async def list_instruments(self, req: Request) -> Response:
         account, namespace = await self._source(req)
-        found = await self.ctx.store.read(lambda r: SourcesRepo(r.db).instruments_of(account.id))
-        return json_answer({"namespace": namespace, "items": [instrument_view(d) for d in found]})
+        found, limits = await self.ctx.store.read(lambda r: (SourcesRepo(r.db).instruments_of(account.id),
+                                                             SourcesRepo(r.db).limits_of(account.id)))
+        return json_answer({"namespace": namespace, "items": [instrument_view(d) for d in found],
+                            "limits": self.limits_view(limits), "used": {"instruments": len(found)},
+                            "defaults": self.limits_view(Limits())})
+
+    def limits_view(self, limits: Limits) -> dict[str, int]:
+        """The account's limits in force: an operator's (`users limits`), else the enterprise plan's defaults (100
+        instruments, the hub's --ingest-rate)."""
+        return {"instruments": limits.instrument_cap,
+                "ticksPerSecond": limits.ticks_per_second or self.ctx.settings.ingest_rate}
 
     async def declare(self, req: Request) -> Response:
         signed_in = await self.ctx.account(req)

@@ -5,8 +5,10 @@ Only an ingest key is taken (the router's scope; a read key is 403), and only it
 is an unknown instrument, as if it did not exist. Each bad line is named by its number (from 1) and the good ones are
 kept; the answer says how many were accepted. The ticks take the feed's path (TickPath.ingest: the tick bus, so they
 are numbered, archived with a live feed's history, streamed and candled, and with the Redis engine applied by every
-hub). Each account may publish `rate` ticks a second (a bucket that may go into debt for one large batch, so any
-request up to 1 MiB can pass; while in debt: 429 with Retry-After, nothing of that request kept).
+hub). Each account may publish its ticks a second (a bucket that may go into debt for one large batch, so any
+request up to 1 MiB can pass; while in debt: 429 with Retry-After, nothing of that request kept): the rate an operator
+set for it (`users limits EMAIL --ticks-per-second N`), carried on its keys and refreshed with them, else the hub's
+--ingest-rate (the enterprise plan's default).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from server.api.core.query import known_query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.core.errors import ApiError
+from server.core.keys import ApiKey
 from server.core.usage import UsageMeter
 from server.feeds.jsonl import JsonlParser
 from server.market.catalogue import Catalogue
@@ -34,31 +37,34 @@ LINE_HINT = 'a JSON object {"id", "price" > 0, "ts"?, "volume"? >= 0} (docs/inge
 
 class IngestBuckets:
     """Ticks a second per account: `rate` tokens a second, at most one second's worth kept; a batch is taken whole
-    while the bucket is not in debt (it may go below zero), then the account waits until it is out of debt."""
+    while the bucket is not in debt (it may go below zero), then the account waits until it is out of debt. The rate
+    is the account's at each call (an operator may change it: a lower one applies from the next call)."""
 
-    def __init__(self, rate: int, clock: Callable[[], float]) -> None:
-        self.rate, self.clock = rate, clock
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
         self._level: dict[str, tuple[float, float]] = {}  # account -> (tokens, at)
 
-    def take(self, account: str, n: int) -> float:
+    def take(self, account: str, n: int, rate: int) -> float:
         """0 if the `n` ticks may go now (taken), else the seconds to wait."""
         now = self.clock()
-        tokens, at = self._level.get(account, (float(self.rate), now))
-        tokens = min(float(self.rate), tokens + (now - at) * self.rate)
+        tokens, at = self._level.get(account, (float(rate), now))
+        tokens = min(float(rate), tokens + (now - at) * rate)
         if tokens <= 0:
             self._level[account] = (tokens, now)
-            return -tokens / self.rate + 1 / self.rate
+            return -tokens / rate + 1 / rate
         self._level[account] = (tokens - n, now)
         return 0.0
 
 
 class IngestApi:
     def __init__(self, catalogue: Catalogue, publish: Callable[[list[Tick]], bool], not_before: Callable[[], float],
-                 buckets: IngestBuckets, clock: Callable[[], float], meter: UsageMeter | None = None) -> None:
+                 buckets: IngestBuckets, clock: Callable[[], float], meter: UsageMeter | None = None,
+                 rate: int = 2000) -> None:
         """`publish`: TickPath.ingest; `not_before`: the oldest tick time the state keeps (older lines are bad, as the
-        feed's); `meter`: each key's accepted ticks are counted as its messages (SPEC 17 usage, `wsMessages`)."""
+        feed's); `meter`: each key's accepted ticks are counted as its messages (SPEC 17 usage, `wsMessages`); `rate`:
+        the ticks a second of an account without its own (--ingest-rate)."""
         self.catalogue, self.publish, self.not_before = catalogue, publish, not_before
-        self.buckets, self.clock, self.meter = buckets, clock, meter
+        self.buckets, self.clock, self.meter, self.rate = buckets, clock, meter, rate
         self.parser = JsonlParser(catalogue)
 
     def register(self, router: Router) -> None:
@@ -78,27 +84,40 @@ class IngestApi:
                            "/console.",
                            extra={"requiredPlan": "enterprise", "currentPlan": req.auth.plan, "consoleUrl": "/console"})
         owner, key_id = (req.auth.owner, req.auth.id) if req.auth is not None else (None, None)
-        return Response(200, orjson.dumps(self.publish_lines(owner, req.body, key_id)), "application/json",
-                        [("cache-control", "no-store")])
+        answer = self.publish_lines(owner, req.body, key_id, self.rate_of(req.auth))
+        return Response(200, orjson.dumps(answer), "application/json", [("cache-control", "no-store")])
 
-    def frame(self, owner: str | None, key_id: str | None, data: bytes) -> bytes:
+    def rate_of(self, key: ApiKey | None) -> int:
+        """The ticks a second of the key's account: its own (carried on the key, refreshed with it), else the hub's."""
+        return key.ticks_per_second if key is not None and key.ticks_per_second else self.rate
+
+    def framer(self, key_of: Callable[[str], ApiKey | None]) -> Callable[[str | None, str | None, bytes], bytes]:
+        """/ws/ingest's batches -> answers (`frame`), the account's rate read from its key as the cache holds it now
+        (`key_of`: the key cache's by id)."""
+        return lambda owner, key_id, data: self.frame(owner, key_id, data,
+                                                      self.rate_of(key_of(key_id) if key_id is not None else None))
+
+    def frame(self, owner: str | None, key_id: str | None, data: bytes, rate: int | None = None) -> bytes:
         """A /ws/ingest text frame's batch (SPEC 20) -> its answer: the route's `{accepted, rejected, rejectedCount}`,
         or `{"error": problem}` (429 with `retryAfter`, 503), the batch then kept nowhere."""
         try:
-            return orjson.dumps(self.publish_lines(owner, data, key_id))
+            return orjson.dumps(self.publish_lines(owner, data, key_id, rate))
         except ApiError as exc:
             return orjson.dumps({"error": exc.problem()})
 
-    def publish_lines(self, owner: str | None, body: bytes, key_id: str | None = None) -> dict[str, Any]:
+    def publish_lines(self, owner: str | None, body: bytes, key_id: str | None = None,
+                      rate: int | None = None) -> dict[str, Any]:
         """Parse, check and publish one batch of lines: `{accepted, rejected: [{line, error}]}`; ApiError for a
-        refusal of the whole batch (429: the account's ticks a second; 503: this hub cannot publish now). The accepted
-        ticks count as messages of `key_id` in its usage (`wsMessages`, docs/ingest.md)."""
+        refusal of the whole batch (429: the account's ticks a second, `rate`, default the hub's; 503: this hub
+        cannot publish now). The accepted ticks count as messages of `key_id` in its usage (`wsMessages`,
+        docs/ingest.md)."""
         ticks, rejected = self._parse(owner, body)
         if ticks:
-            wait = self.buckets.take(owner or "", len(ticks))
+            rate = rate or self.rate
+            wait = self.buckets.take(owner or "", len(ticks), rate)
             if wait > 0:
                 after = max(1, math.ceil(wait))
-                raise ApiError("rate_limited", f"This account publishes at most {self.buckets.rate} ticks a second; "
+                raise ApiError("rate_limited", f"This account publishes at most {rate} ticks a second; "
                                f"retry in {after} s (nothing of this request was kept).",
                                headers=[("retry-after", str(after))], extra={"retryAfter": after})
             if not self.publish(ticks):

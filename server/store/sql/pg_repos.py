@@ -32,6 +32,7 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from server.core.keys import ApiKey, key_from_row
 from server.evidence import Block
 from server.store.accounts.console_schema import OWNER_ENABLED  # issue 32
+from server.store.sources.schema import KEY_ROWS  # SPEC 20: each key with its account's ticks a second
 from server.store.accounts.users import DuplicateEmail, User, new_user, normalize_email, user_from_row
 from server.store.history.candle_rows import CHUNK as CANDLE_CHUNK
 from server.store.history.candle_rows import Candle, Settlement, between_params, between_sql, write_chunks
@@ -185,12 +186,12 @@ class PgKeys:
 
     async def active_by_hash(self) -> dict[str, ApiKey]:
         async with self.storage.pool.connection() as conn:
-            cur = await conn.execute(f"SELECT * FROM api_keys WHERE revoked_at IS NULL AND {OWNER_ENABLED}")
+            cur = await conn.execute(f"{KEY_ROWS} WHERE revoked_at IS NULL AND {OWNER_ENABLED}")
             return {r["key_hash"]: key_from_row(r) for r in await cur.fetchall()}
 
     async def by_hash(self, key_hash: str) -> ApiKey | None:
         async with self.storage.pool.connection() as conn:
-            cur = await conn.execute(f"SELECT * FROM api_keys WHERE key_hash = %s AND {OWNER_ENABLED}", (key_hash,))
+            cur = await conn.execute(f"{KEY_ROWS} WHERE key_hash = %s AND {OWNER_ENABLED}", (key_hash,))
             row = await cur.fetchone()
         return key_from_row(row) if row else None
 
