@@ -9,6 +9,7 @@ import { el, replaceChildren } from "./dom.js";
 import { ConsoleI18n } from "./console-i18n.js";
 import { IncidentsPanel } from "./console-incidents.js";
 import { MarketClient, ProblemError } from "./market-client.js";
+import { SourcePanel } from "./console-source.js";
 import { SupportPanel } from "./console-support.js";
 
 const LANG_STORAGE = "market.lang"; // the language, shared with the dashboard
@@ -43,6 +44,7 @@ class ConsolePage {
     this.view = { keys: [], usage: null, events: [], requests: [] };
     this.support = new SupportPanel(this); // SPEC 20's tickets (console-support.js)
     this.incidents = new IncidentsPanel(this); // SPEC 20: incident e-mails; operators' incidents and maintenance
+    this.source = new SourcePanel(this); // SPEC 20: the account's own instruments and its limits
   }
 
   start() {
@@ -201,7 +203,7 @@ class ConsolePage {
     // operators: every request, pending ones to decide and the decided ones as their history
     this.view = { keys, usage, events, requests: me.role === "operator" ? await c.subscriptions() : [] };
     this.view.sla = this.slaShown() ? await c.sla($("sla-month").value || undefined) : null;
-    await this.incidents.load(me.role === "operator");
+    await Promise.all([this.incidents.load(me.role === "operator"), this.source.load()]);
     this.usageAt = new Date();
     this.render();
   }
@@ -255,6 +257,7 @@ class ConsolePage {
     this.renderKeys();
     this.renderUsage();
     this.renderSla();
+    this.source.render();
     this.renderPlan();
     this.renderEvents();
     this.renderAdmin();
