@@ -32,7 +32,6 @@ from psycopg_pool import AsyncConnectionPool, ConnectionPool
 from server.core.keys import ApiKey, key_from_row
 from server.evidence import Block
 from server.store.accounts.console_schema import OWNER_ENABLED  # issue 32
-from server.store.sources.schema import KEY_ROWS  # SPEC 20: each key with its account's ticks a second
 from server.store.accounts.users import DuplicateEmail, User, new_user, normalize_email, user_from_row
 from server.store.history.candle_rows import CHUNK as CANDLE_CHUNK
 from server.store.history.candle_rows import Candle, Settlement, between_params, between_sql, write_chunks
@@ -50,6 +49,7 @@ from server.store.outbox.queue import (
 from server.store.site.content import CONTENT_COLUMNS, ContentKind, item_view
 from server.store.site.receipts import PUBLIC_COLUMNS, public_view
 from server.store.site.records import ChannelSpec, RecordsService, RecordWrite
+from server.store.sources.schema import KEY_ROWS  # SPEC 20: each key with its account's ticks a second
 from server.store.sql.errors import UnstorableValue
 from server.store.sql.pg import APPLICATION_NAME, connect, migrate
 from server.store.sql.pg_sync import UPSERT_CANDLE, UPSERT_SETTLEMENT, PgCandleRepo, PgEvidenceLog, PgKeyRepo, marks

@@ -18,7 +18,6 @@ from typing import Any
 
 from server.core.keys import ApiKey, hash_key, key_from_row, new_key
 from server.store.accounts.console_schema import OWNER_ENABLED  # issue 32
-from server.store.sources.schema import KEY_ROWS  # SPEC 20: each key with its account's ticks a second
 from server.store.accounts.users import DuplicateEmail, User, new_user, normalize_email, user_from_row
 from server.store.history.candle_rows import (
     CHUNK,
@@ -60,6 +59,7 @@ from server.store.site.records import (
     cooperation_write,
     inquiry_write,
 )
+from server.store.sources.schema import KEY_ROWS  # SPEC 20: each key with its account's ticks a second
 from server.store.sql.errors import integrity_errors
 from server.store.sql.sqlite_tx import transaction
 
