@@ -2,7 +2,8 @@
 docs/ingest.md). The id is `{namespace}.{name}` in the namespace an operator granted (`users namespace EMAIL NS`):
 outside it 403; without a namespace 403. A declared instrument is bound at once to its reserved market-state row on
 this hub (`bind`) and by every other hub's next refresh (within a second); its data is visible to the account's keys
-only.
+only. An account holds at most its instrument limit (an operator's `users limits`, else the plan's 100: 409 naming it);
+the list reports the limits in force (instruments, ticks a second) and the instruments used.
 """
 
 from __future__ import annotations
