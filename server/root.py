@@ -251,7 +251,7 @@ def make_stream(settings: Settings, state: MarketState, epoch: str, registry: Re
     """The WebSocket stream (SPEC 7): told of every applied tick, of revoked keys and of changed plans; `ingest`:
     /ws/ingest's batches (SPEC 20)."""
     stream = StreamService(settings, state, state.catalogue, epoch, registry, keys, buckets, history, clock,
-                           stream_limits(settings), meter, fresh.stale, ingest.frame)
+                           stream_limits(settings), meter, fresh.stale, ingest.framer(keys.by_id))
     applied.subscribe(stream.core.fanout.on_ticks)
     watch.listeners.append(stream.on_revoked)
     watch.refreshed.append(lambda cache: stream.on_plans(cache.by_id))

@@ -138,7 +138,8 @@ class FeedSettings(Group):
                                       "(their dedicated data sources: docs/ingest.md); the same on every hub",
                                       parse=integer, check=between(0, 10_000, "must be between 0 and 10000"))
     ingest_rate: int = setting(2000, "ticks a second an account may publish to its instruments (POST /api/v1/ingest, "
-                               "WS /ws/ingest; over it 429 with Retry-After)", parse=integer,
+                               "WS /ws/ingest; over it 429 with Retry-After), unless an operator set the account's "
+                               "own (users limits)", parse=integer,
                                check=between(1, 1_000_000, "must be between 1 and 1000000"))
 
     @property

@@ -24,6 +24,9 @@ class ApiKey:
     revoked_at: float | None
     owner: str | None = None  # the console account that made it (None: made by the CLI)
     scope: str = "read"  # read, or ingest: publishes to the account's dedicated data source, reads nothing (SPEC 20)
+    # the account's ticks a second set by an operator (`users limits`), read with the key; None: the hub's
+    # --ingest-rate (the enterprise plan's default, docs/ingest.md)
+    ticks_per_second: int | None = None
 
     @property
     def active(self) -> bool:
@@ -42,4 +45,5 @@ def new_key(plan: str, rate: int | None, label: str | None, now: float) -> tuple
 def key_from_row(row: Any) -> ApiKey:
     names = row.keys()
     return ApiKey(row["id"], row["plan"], row["rate"], row["label"], row["created_at"], row["revoked_at"],
-                  row["owner_id"] if "owner_id" in names else None, row["scope"] if "scope" in names else "read")
+                  row["owner_id"] if "owner_id" in names else None, row["scope"] if "scope" in names else "read",
+                  row["ticks_per_second"] if "ticks_per_second" in names else None)

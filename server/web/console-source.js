@@ -1,5 +1,6 @@
 // The console's Data source section (SPEC 20, issue 43: an enterprise account's dedicated data source): the namespace
-// an operator granted, the declared instruments (declare, delete), the account's limits, and how to publish (an ingest
+// an operator granted, the declared instruments (declare, delete), the account's limits (instruments held of its
+// cap, ticks a second: an operator's `users limits`, else the plan's defaults), and how to publish (an ingest
 // key is made in the keys section with the scope "ingest"). Names and units are the customer's text: they go into the
 // page as text nodes only (el(), textContent), never as HTML.
 
@@ -84,6 +85,10 @@ export class SourcePanel {
     $("source-prefix").textContent = namespace ? `${namespace}.` : "";
     $("source-form").hidden = !namespace;
     $("source-limits").textContent = this.limits();
+    const full = this.view.used.instruments >= this.view.limits.instruments;
+    $("source-limits").dataset.full = String(full);
+    $("source-full").hidden = !full || !namespace;
+    $("source-declare").disabled = full;
     const venue = $("source-venue");
     if (!venue.options.length) {
       replaceChildren(venue, (this.view.venues ?? []).map((v) => el("option", { value: v }, v)));
@@ -99,11 +104,11 @@ export class SourcePanel {
       : el("tr", {}, el("td", { colspan: "7" }, this.t(namespace ? "noInstruments" : "sourceNoNamespace"))));
   }
 
-  /** The account's limits and what it uses of them, when the server says (`limits`, `used`). */
+  /** The account's limits in force (an operator's `users limits`, else the plan's) and what it holds of them. */
   limits() {
-    const limits = this.view?.limits;
-    if (!limits) return "";
-    const used = this.view.used ?? this.view.items.length;
-    return this.t("sourceLimits", { used, max: limits.instruments, rate: limits.ticksPerSecond });
+    const { limits, used } = this.view;
+    const number = (n) => n.toLocaleString(this.page.i18n.lang === "zh" ? "zh-CN" : "en-GB");
+    return this.t("sourceLimits", { used: number(used.instruments), max: number(limits.instruments),
+      rate: number(limits.ticksPerSecond) });
   }
 }

@@ -205,8 +205,7 @@ class ConsolePage {
     // operators: every request, pending ones to decide and the decided ones as their history
     this.view = { keys, usage, events, requests: me.role === "operator" ? await c.subscriptions() : [] };
     this.view.sla = this.slaShown() ? await c.sla($("sla-month").value || undefined) : null;
-    await this.source.load(); // the enterprise plan's: none for others
-    await this.incidents.load(me.role === "operator");
+    await Promise.all([this.incidents.load(me.role === "operator"), this.source.load()]); // the data source: enterprise accounts only
     this.usageAt = new Date();
     this.render();
   }
@@ -260,6 +259,7 @@ class ConsolePage {
     this.renderKeys();
     this.renderUsage();
     this.renderSla();
+    this.source.render();
     this.renderPlan();
     this.renderEvents();
     this.renderAdmin();

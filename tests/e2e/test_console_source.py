@@ -14,7 +14,7 @@ import pytest
 
 from tests.conftest import ServerProcess, run_cli
 from tests.e2e.conftest import needs_chromium
-from tests.e2e.test_console_page import DESKTOP, PHONE, Page
+from tests.e2e.test_console_page import DESKTOP, PASSWORD, PHONE, Page
 
 pytest.importorskip("playwright.sync_api", reason="the playwright package (dev extra) is not installed")
 
@@ -25,7 +25,8 @@ NAME_EN = "Basis <img src=x onerror=alert(1)>"
 
 @pytest.fixture(scope="module")
 def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    server = ServerProcess(tmp_path_factory.mktemp("console-source") / "data", "granian", "--public-rate", "100000")
+    server = ServerProcess(tmp_path_factory.mktemp("console-source") / "data", "granian", "--public-rate", "100000",
+                           "--ingest-rate", "2500")
     yield server
     assert server.stop() == 0, server.output()
 
@@ -110,3 +111,46 @@ def test_the_data_source_section_on_a_phone(browser: Any, srv: ServerProcess) ->
         phone.shot(f"source-390-{lang}")
     assert phone.errors == []
     phone.context.close()
+
+
+INSTRUMENT = {"unit": {"zh": "美元/桶", "en": "USD/bbl"}, "currency": "USD", "decimals": 2, "venue": "ice-eu"}
+
+
+def test_the_section_shows_the_limits_an_operator_set(browser: Any, srv: ServerProcess) -> None:
+    """`users limits`: the instruments held of the cap and the ticks a second, a notice (and no declaring) once the
+    account holds its cap, the plan's defaults again after --reset; the change is in the activity list."""
+    email = "limits@acme.example"
+    c = httpx.Client(base_url=srv.base, timeout=10.0)
+    assert c.post("/api/auth/register", json={"email": email, "password": PASSWORD}).status_code == 201
+    assert run_cli(srv.data_dir, "users", "plan", email, "enterprise", "--rate", "6000").returncode == 0
+    assert run_cli(srv.data_dir, "users", "namespace", email, "lim").returncode == 0
+    token = c.post("/api/auth/login", json={"email": email, "password": PASSWORD}).json()["token"]
+    for name, zh, en in (("blend", "定制原油", "Crude <b>blend</b>"), ("naphtha", "石脑油", "Naphtha")):
+        body = {"id": f"lim.{name}", "name": {"zh": zh, "en": en}, **INSTRUMENT}
+        resp = c.post("/api/console/instruments", json=body, headers={"Authorization": f"Bearer {token}"})
+        assert resp.status_code == 201, resp.text
+    limited = run_cli(srv.data_dir, "users", "limits", email, "--instruments", "2", "--ticks-per-second", "50")
+    assert limited.returncode == 0, limited.stderr
+
+    me = Page(browser, srv, DESKTOP)
+    p = me.page
+    me.sign_in(email)
+    p.wait_for_selector("[data-testid=source]:visible")
+    assert p.inner_text("[data-testid=source-limits]") == "2 of 2 instruments · up to 50 ticks a second"
+    assert p.is_visible("[data-testid=source-full]") and "support ticket" in p.inner_text("[data-testid=source-full]")
+    assert p.is_disabled("[data-testid=source-declare]")
+    rows = p.eval_on_selector_all("[data-testid=source-instruments] tbody tr", "rs => rs.map(r => r.dataset.id)")
+    assert rows == ["lim.blend", "lim.naphtha"]
+    assert p.locator("[data-testid=source-instruments] b").count() == 0  # the name as text, never HTML
+    assert "data source limits changed" in p.inner_text("[data-testid=events]")
+    me.shot("source-limits-1440-en")
+    me.lang("zh")
+    assert p.inner_text("[data-testid=source-limits]") == "已用 2 / 2 个品种 · 每秒最多 50 笔"
+    assert "定制原油" in p.inner_text("[data-testid=source-instruments]")
+    assert run_cli(srv.data_dir, "users", "limits", email, "--reset").returncode == 0  # 100, the hub's --ingest-rate
+    me.reload_view()
+    p.wait_for_selector("[data-testid=source]:visible")
+    assert p.inner_text("[data-testid=source-limits]") == "已用 2 / 100 个品种 · 每秒最多 2,500 笔"
+    assert p.is_hidden("[data-testid=source-full]") and p.is_enabled("[data-testid=source-declare]")
+    assert me.errors == []
+    me.context.close()

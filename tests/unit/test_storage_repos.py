@@ -313,3 +313,30 @@ def test_receipt_import_commits_in_chunks_and_checks_everything_first(tmp_path: 
     with pytest.raises(ReceiptConflict):
         repo.import_all([pledged, *fresh[1:6], conflicting], now=NOW + 1, chunk=3)
     assert repo.public("T-0000")["status"] == "active"  # type: ignore[index]  # nothing was written
+
+
+def test_a_key_carries_its_accounts_ticks_a_second(storage: Storage, repos: Repositories, run: Run) -> None:
+    """SPEC 20's per-account limits (migration 9; SQLite's columns): the key queries the hubs refresh from carry the
+    account's ticks a second (None: the hub's --ingest-rate), so `users limits` reaches every hub with the keys."""
+    from server.store.accounts.console_store import ConsoleStore
+    from server.store.sources.repo import Limits, SourcesRepo
+
+    user = run(repos.users.create("lim@example.cn", "hash", None, None))
+    store = ConsoleStore(storage)
+
+    def make(r: Any) -> tuple[Any, str]:
+        account = r.account(user.id)
+        return r.create_key(account, "pub", NOW, None, "ingest")
+
+    _, secret = run(store.write(make))
+    assert run(repos.keys.by_hash(hash_key(secret))).ticks_per_second is None
+    run(store.write(lambda r: SourcesRepo(r.db).set_limits("LIM@example.cn", {"ticks_per_second": 25,
+                                                                             "instruments": 0})))
+    assert run(repos.keys.by_hash(hash_key(secret))).ticks_per_second == 25
+    assert run(repos.keys.active_by_hash())[hash_key(secret)].ticks_per_second == 25
+    assert run(store.read(lambda r: SourcesRepo(r.db).limits_of(user.id))) == Limits(0, 25)
+    assert Limits(0, 25).instrument_cap == 0 and Limits().instrument_cap == 100
+    run(store.write(lambda r: SourcesRepo(r.db).set_limits("lim@example.cn", {"ticks_per_second": None})))
+    assert run(repos.keys.by_hash(hash_key(secret))).ticks_per_second is None
+    assert run(store.read(lambda r: SourcesRepo(r.db).limits_of(user.id))) == Limits(0, None)
+    assert run(store.write(lambda r: SourcesRepo(r.db).set_limits("nobody@example.cn", {"instruments": 1}))) is None

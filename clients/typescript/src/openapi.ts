@@ -197,7 +197,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The account's declared instruments and its namespace (SPEC 20) */
+        /** The account's declared instruments, its namespace, its limits (instruments, ticks a second) and what it uses (SPEC 20) */
         get: operations["get_console_instruments"];
         put?: never;
         /** Declare an instrument of the account's dedicated data source: its ingest keys publish it, its read keys see it (every other key: 404) */
@@ -1326,7 +1326,7 @@ export interface components {
                 ip: string | null;
                 keyId: string | null;
                 /** @enum {string} */
-                kind: "created" | "rotated" | "revoked" | "relabelled" | "plan_requested" | "plan_changed" | "plan_rejected";
+                kind: "created" | "rotated" | "revoked" | "relabelled" | "plan_requested" | "plan_changed" | "plan_rejected" | "limits_changed";
             }[];
         };
         ConsoleIncidents: {
@@ -1552,8 +1552,14 @@ export interface components {
             venue: "shfe" | "ine" | "dce" | "zce" | "ice-eu" | "cme" | "ice-endex" | "gme" | "spot-sg" | "spot-me" | "spot-nea-lng" | "spot-ec" | "spot-cfr-cn" | "saudi-cp" | "fx" | "cfets";
         };
         DeclaredInstruments: {
+            defaults: components["schemas"]["SourceLimits"];
             items: components["schemas"]["DeclaredInstrument"][];
+            limits: components["schemas"]["SourceLimits"];
             namespace: string | null;
+            used: {
+                /** @description declared, not deleted (may exceed a lowered limit: existing instruments are kept) */
+                instruments: number;
+            };
             /** @description the venues a declaration may name (`venue`) */
             venues: ("shfe" | "ine" | "dce" | "zce" | "ice-eu" | "cme" | "ice-endex" | "gme" | "spot-sg" | "spot-me" | "spot-nea-lng" | "spot-ec" | "spot-cfr-cn" | "saudi-cp" | "fx" | "cfets")[];
         };
@@ -2260,6 +2266,12 @@ export interface components {
             timezone: "Asia/Shanghai";
             /** @description end of the counted minutes (the minute in progress, or the month's end); null when none count */
             to: string | null;
+        };
+        SourceLimits: {
+            /** @description declared instruments the account may hold */
+            instruments: number;
+            /** @description ticks a second it may publish (over it: 429 with Retry-After on POST /api/v1/ingest and /ws/ingest) */
+            ticksPerSecond: number;
         };
         Spread: {
             /** @description (shfe + dce) / 2 - intl, CNY/t */
@@ -4158,7 +4170,7 @@ export interface operations {
                     "application/problem+json": components["schemas"]["Problem"];
                 };
             };
-            /** @description the id was declared already (ids are not reused), the account's 100 instruments, or every reserved row is taken */
+            /** @description the id was declared already (ids are not reused), the account holds its limit of instruments (`limit`: 100 unless an operator set another), or every reserved row is taken */
             409: {
                 headers: {
                     [name: string]: unknown;

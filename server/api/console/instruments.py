@@ -2,7 +2,8 @@
 docs/ingest.md). The id is `{namespace}.{name}` in the namespace an operator granted (`users namespace EMAIL NS`):
 outside it 403; without a namespace 403. A declared instrument is bound at once to its reserved market-state row on
 this hub (`bind`) and by every other hub's next refresh (within a second); its data is visible to the account's keys
-only.
+only. An account holds at most its instrument limit (an operator's `users limits`, else the plan's 100: 409 naming it);
+the list reports the limits in force (instruments, ticks a second) and the instruments used.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from server.api.core.types import Request, Response
 from server.core.errors import ApiError
 from server.market.timefmt import iso
 from server.store.accounts.console import Account
-from server.store.sources.repo import NAMESPACE, Declared, Refused, SourcesRepo
+from server.store.sources.repo import NAMESPACE, Declared, Limits, Refused, SourcesRepo
 
 PREFIX = "/api/console/instruments"
 NAME = re.compile(r"[a-z0-9][a-z0-9_-]{0,47}")  # the part after `{namespace}.`
@@ -49,9 +50,17 @@ class ConsoleInstrumentsApi:
 
     async def list_instruments(self, req: Request) -> Response:
         account, namespace = await self._source(req)
-        found = await self.ctx.store.read(lambda r: SourcesRepo(r.db).instruments_of(account.id))
+        found, limits = await self.ctx.store.read(lambda r: (SourcesRepo(r.db).instruments_of(account.id),
+                                                             SourcesRepo(r.db).limits_of(account.id)))
         return json_answer({"namespace": namespace, "items": [instrument_view(d) for d in found],
-                            "venues": self.venues})
+                            "limits": self.limits_view(limits), "used": {"instruments": len(found)},
+                            "defaults": self.limits_view(Limits()), "venues": self.venues})
+
+    def limits_view(self, limits: Limits) -> dict[str, int]:
+        """The account's limits in force: an operator's (`users limits`), else the enterprise plan's defaults (100
+        instruments, the hub's --ingest-rate)."""
+        return {"instruments": limits.instrument_cap,
+                "ticksPerSecond": limits.ticks_per_second or self.ctx.settings.ingest_rate}
 
     async def declare(self, req: Request) -> Response:
         signed_in = await self.ctx.account(req)

@@ -220,7 +220,8 @@ def _ingest_channel() -> dict[str, Any]:
         "description": "An enterprise account's dedicated data source publishes here with an ingest key (POST "
                        "/api/console/keys with scope ingest): each text frame a batch of JSON lines, each answered. "
                        "The session gets no snapshot, no ticks and no candles; the client message rate (20 a "
-                       "second) does not apply to batches, the account's ticks a second do (--ingest-rate).",
+                       "second) does not apply to batches, the account's ticks a second do (its own, set by "
+                       "an operator with users limits, else --ingest-rate).",
         "messages": {name: {"name": name, "contentType": "application/json" if name != "IngestBatch"
                             else "application/x-ndjson", "summary": INGEST_DOCS[name], "payload": ref(name)}
                      for name in INGEST_DOCS},

@@ -56,7 +56,7 @@ CONSOLE_SCHEMAS: dict[str, S] = {
     "ConsoleEvents": obj(["items"], items={"type": "array", "items": obj(
         ["id", "at", "kind", "keyId", "detail", "ip"], id=STR, at=TS,
         kind={"type": "string", "enum": ["created", "rotated", "revoked", "relabelled", "plan_requested",
-                                         "plan_changed", "plan_rejected"]},
+                                         "plan_changed", "plan_rejected", "limits_changed"]},
         keyId=NULLSTR, detail=NULLSTR, ip=NULLSTR)}),
     "KeyLabel": obj([], label=LABEL, scope={"type": ["string", "null"], "enum": ["read", "ingest", None],
                                             "description": "read (absent or null), or ingest: the enterprise plan's "

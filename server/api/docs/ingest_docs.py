@@ -35,10 +35,18 @@ INGEST_SCHEMAS: dict[str, S] = {
     "InstrumentDeclaration": {**obj(["id", "name", "unit", "currency", "decimals", "venue"], **INSTRUMENT_PROPS),
                               "additionalProperties": False},
     "DeclaredInstrument": obj(list(VIEW_PROPS), **VIEW_PROPS),
-    "DeclaredInstruments": obj(["namespace", "items", "venues"], namespace=NULLSTR,
+    "DeclaredInstruments": obj(["namespace", "items", "limits", "used", "defaults", "venues"], namespace=NULLSTR,
                                items={"type": "array", "items": ref("DeclaredInstrument")},
+                               limits=ref("SourceLimits"),  # in force: an operator's (users limits), else defaults
+                               used=obj(["instruments"], instruments={**INT, "description": "declared, not deleted "
+                                        "(may exceed a lowered limit: existing instruments are kept)"}),
+                               defaults=ref("SourceLimits"),  # the enterprise plan's
                                venues={"type": "array", "items": {"type": "string", "enum": list(VENUES)},
                                        "description": "the venues a declaration may name (`venue`)"}),
+    "SourceLimits": obj(["instruments", "ticksPerSecond"],  # an account's limits: an operator's, else the plan's
+                        instruments={**INT, "description": "declared instruments the account may hold"},
+                        ticksPerSecond={**INT, "minimum": 1, "description": "ticks a second it may publish "
+                                        "(over it: 429 with Retry-After on POST /api/v1/ingest and /ws/ingest)"}),
     "IngestAnswer": obj(
         ["accepted", "rejected", "rejectedCount"], accepted={**INT, "description": "ticks kept and published"},
         rejected={"type": "array", "maxItems": MAX_REJECTED, "description": "the bad lines, by number (from 1)",
@@ -57,15 +65,16 @@ def _forbidden(op: S, description: str) -> S:
 
 
 INGEST_OPERATIONS: dict[tuple[str, str], S] = {
-    ("GET", BASE): _forbidden(_op("The account's declared instruments and its namespace (SPEC 20)",
+    ("GET", BASE): _forbidden(_op("The account's declared instruments, its namespace, its limits (instruments, ticks "
+                                  "a second) and what it uses (SPEC 20)",
                                   _ok("DeclaredInstruments")),
                               "not an enterprise account nor an operator, or account disabled"),
     ("POST", BASE): _forbidden(_op(
         "Declare an instrument of the account's dedicated data source: its ingest keys publish it, its read keys see "
         "it (every other key: 404)",
         {**_ok("DeclaredInstrument", "201"),
-         "409": _problem("the id was declared already (ids are not reused), the account's 100 instruments, or every "
-                         "reserved row is taken")},
+         "409": _problem("the id was declared already (ids are not reused), the account holds its limit of "
+                         "instruments (`limit`: 100 unless an operator set another), or every reserved row is taken")},
         requestBody=_body("InstrumentDeclaration")),
         "not an enterprise account nor an operator, no namespace, an id outside the namespace, or account disabled"),
     ("DELETE", BASE + "/{id}"): _forbidden(_op(

@@ -5,9 +5,11 @@ Only an ingest key is taken (the router's scope; a read key is 403), and only it
 is an unknown instrument, as if it did not exist. Each bad line is named by its number (from 1) and the good ones are
 kept; the answer says how many were accepted. The ticks take the feed's path (TickPath.ingest: the tick bus, so they
 are numbered, archived with a live feed's history, streamed and candled, and with the Redis engine taken by every hub
-and applied by every hub, through the feed lease holder). Each account may publish `rate` ticks a second (a bucket
-that may go into debt for one large batch, so any request up to 1 MiB can pass; while in debt: 429 with Retry-After,
-nothing of that request kept; server/core/tick_buckets.py, shared by every hub on Redis).
+and applied by every hub, through the feed lease holder). Each account may publish its ticks a second (a bucket that
+may go into debt for one large batch, so any request up to 1 MiB can pass; while in debt: 429 with Retry-After,
+nothing of that request kept; server/core/tick_buckets.py, shared by every hub on Redis): the rate an operator set for
+it (`users limits EMAIL --ticks-per-second N`), carried on its keys and refreshed with them, else the hub's
+--ingest-rate (the enterprise plan's default).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from server.api.core.query import known_query
 from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.core.errors import ApiError
+from server.core.keys import ApiKey
 from server.core.usage import UsageMeter
 from server.engine import InboxUnavailable
 from server.feeds.jsonl import JsonlParser
@@ -41,16 +44,13 @@ Publish = Callable[[str, list[Tick], int], float | Awaitable[float]]
 class IngestApi:
     def __init__(self, catalogue: Catalogue, publish: Publish, not_before: Callable[[], float], rate: int,
                  clock: Callable[[], float], meter: UsageMeter | None = None) -> None:
-        """`publish`: TickPath.ingest (the account's bucket, then the engine's inbox); `rate`: ticks a second per
-        account (`--ingest-rate`); `not_before`: the oldest tick time the state keeps (older lines are bad, as the
-        feed's); `meter`: each key's accepted ticks are counted as its messages (SPEC 17 usage, `wsMessages`)."""
+        """`publish`: TickPath.ingest (the account's bucket, then the engine's inbox); `rate`: the ticks a second of
+        an account without its own (`--ingest-rate`); `not_before`: the oldest tick time the state keeps (older lines
+        are bad, as the feed's); `meter`: each key's accepted ticks are counted as its messages (SPEC 17 usage,
+        `wsMessages`)."""
         self.catalogue, self.publish, self.not_before = catalogue, publish, not_before
         self.rate, self.clock, self.meter = rate, clock, meter
         self.parser = JsonlParser(catalogue)
-
-    def rate_of(self, owner: str | None) -> int:
-        """The account's ticks a second: the default (`--ingest-rate`) for every account."""
-        return self.rate
 
     def register(self, router: Router) -> None:
         router.add("POST", INGEST_PATH, self.ingest, Access.KEYED, name="ingest", scope="ingest")
@@ -69,25 +69,37 @@ class IngestApi:
                            "/console.",
                            extra={"requiredPlan": "enterprise", "currentPlan": req.auth.plan, "consoleUrl": "/console"})
         owner, key_id = (req.auth.owner, req.auth.id) if req.auth is not None else (None, None)
-        return Response(200, orjson.dumps(await self.publish_lines(owner, req.body, key_id)), "application/json",
-                        [("cache-control", "no-store")])
+        answer = await self.publish_lines(owner, req.body, key_id, self.rate_of(req.auth))
+        return Response(200, orjson.dumps(answer), "application/json", [("cache-control", "no-store")])
 
-    async def frame(self, owner: str | None, key_id: str | None, data: bytes) -> bytes:
+    def rate_of(self, key: ApiKey | None) -> int:
+        """The ticks a second of the key's account: its own (carried on the key, refreshed with it), else the hub's."""
+        return key.ticks_per_second if key is not None and key.ticks_per_second else self.rate
+
+    def framer(self, key_of: Callable[[str], ApiKey | None]) -> Callable[[str | None, str | None, bytes],
+                                                                          Awaitable[bytes]]:
+        """/ws/ingest's batches -> answers (`frame`), the account's rate read from its key as the cache holds it now
+        (`key_of`: the key cache's by id)."""
+        return lambda owner, key_id, data: self.frame(owner, key_id, data,
+                                                      self.rate_of(key_of(key_id) if key_id is not None else None))
+
+    async def frame(self, owner: str | None, key_id: str | None, data: bytes, rate: int | None = None) -> bytes:
         """A /ws/ingest text frame's batch (SPEC 20) -> its answer: the route's `{accepted, rejected, rejectedCount}`,
         or `{"error": problem}` (429 with `retryAfter`, 503), the batch then kept nowhere."""
         try:
-            return orjson.dumps(await self.publish_lines(owner, data, key_id))
+            return orjson.dumps(await self.publish_lines(owner, data, key_id, rate))
         except ApiError as exc:
             return orjson.dumps({"error": exc.problem()})
 
-    async def publish_lines(self, owner: str | None, body: bytes, key_id: str | None = None) -> dict[str, Any]:
+    async def publish_lines(self, owner: str | None, body: bytes, key_id: str | None = None,
+                            rate: int | None = None) -> dict[str, Any]:
         """Parse, check and publish one batch of lines: `{accepted, rejected: [{line, error}]}` once the batch is kept
         (memory: applied; Redis: held by Redis, on its way to the tick log); ApiError for a refusal of the whole
-        batch (429: the account's ticks a second; 503: Redis unreachable), nothing of it kept. The accepted ticks
-        count as messages of `key_id` in its usage (`wsMessages`, docs/ingest.md)."""
+        batch (429: the account's ticks a second, `rate`, default the hub's; 503: Redis unreachable), nothing of it
+        kept. The accepted ticks count as messages of `key_id` in its usage (`wsMessages`, docs/ingest.md)."""
         ticks, rejected = self._parse(owner, body)
         if ticks:
-            rate = self.rate_of(owner)
+            rate = rate or self.rate
             try:
                 wait = self.publish(owner or "", ticks, rate)
                 if not isinstance(wait, float):

@@ -41,7 +41,8 @@ def register_sources(router: Router, state: MarketState, venues: VenueBook, stor
                      publish: Publish, meter: UsageMeter | None = None,
                      ) -> tuple[DeclaredInstruments, IngestApi]:
     """The declared instruments' binding (a core part: its refresh) and the ingest route (its `frame` serves
-    /ws/ingest too); `publish`: the tick path's ingest (TickPath.ingest), `rate`: ticks a second per account,
+    /ws/ingest too); `publish`: the tick path's ingest (TickPath.ingest), `rate`: ticks a second of an account without
+    its own (--ingest-rate; an operator's `users limits` sets an account's),
     `meter`: counts each key's accepted ticks (its usage's wsMessages, docs/ingest.md)."""
     declared = DeclaredInstruments(state, venues, store, clock, changed)
     ingest = IngestApi(state.catalogue, publish, state.history_start, rate, clock, meter)

@@ -36,6 +36,7 @@ class EventKind(Enum):
     PLAN_REQUESTED = "plan_requested"
     PLAN_CHANGED = "plan_changed"
     PLAN_REJECTED = "plan_rejected"
+    LIMITS_CHANGED = "limits_changed"  # an operator's `users limits` (SPEC 20, docs/ingest.md)
 
 
 class SubscriptionStatus(Enum):

@@ -17,7 +17,12 @@ from server.store.accounts.console_repo import ACCOUNT_COLUMNS
 from server.store.accounts.users import normalize_email
 
 NAMESPACE = re.compile(r"[a-z][a-z0-9-]{1,31}")
-MAX_PER_ACCOUNT = 100  # declared (not deleted) instruments per account; the hub's reserved rows bound the total
+# declared (not deleted) instruments per account, the enterprise plan's default; an operator sets an account's own
+# (`users limits EMAIL --instruments N`); the hub's reserved rows bound the total
+MAX_PER_ACCOUNT = 100
+MAX_INSTRUMENT_CAP = 10_000  # as --custom-instruments
+MAX_TICKS_PER_SECOND = 1_000_000  # as --ingest-rate
+LIMIT_COLUMNS = {"instruments": "instrument_cap", "ticks_per_second": "ticks_per_second"}
 COLUMNS = ("id, owner_id, slot, name_zh, name_en, unit_zh, unit_en, currency, decimals, venue, session, created_at, "
            "deleted_at")
 
@@ -36,6 +41,18 @@ class Refused(Exception):
     def __init__(self, code: str, detail: str, limit: int | None = None) -> None:
         super().__init__(detail)
         self.code, self.limit = code, limit
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """An account's limits as an operator set them (`users limits`); None: the enterprise plan's default."""
+
+    instruments: int | None = None
+    ticks_per_second: int | None = None
+
+    @property
+    def instrument_cap(self) -> int:
+        return MAX_PER_ACCOUNT if self.instruments is None else self.instruments
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +96,29 @@ class SourcesRepo:
             self.db.run("UPDATE users SET namespace = ? WHERE id = ?", (namespace, account.id))
         return account
 
+    # --- limits -------------------------------------------------------------------------------------------------
+    def limits_of(self, user_id: str) -> Limits:
+        rows = self.db.rows("SELECT instrument_cap, ticks_per_second FROM users WHERE id = ?", (user_id,))
+        return Limits(rows[0]["instrument_cap"], rows[0]["ticks_per_second"]) if rows else Limits()
+
+    def set_limits(self, email: str, changes: dict[str, int | None]) -> Account | None:
+        """An operator's limits for the account (`changes`: `instruments`, `ticks_per_second`; None: back to the
+        plan's default); None: no such account. Lowering the instrument cap below the count keeps every instrument
+        (only new declarations are refused)."""
+        sets = ", ".join(f"{LIMIT_COLUMNS[name]} = ?" for name in changes)
+        with self.db.transaction():
+            rows = self.db.rows(f"SELECT {ACCOUNT_COLUMNS} FROM users WHERE email = ?", (normalize_email(email),))
+            if not rows:
+                return None
+            if sets:
+                self.db.run(f"UPDATE users SET {sets} WHERE id = ?", (*changes.values(), rows[0]["id"]))
+        return account_from_row(rows[0])
+
+    def count_of(self, user_id: str) -> int:
+        """The account's declared instruments, deleted ones not counted."""
+        return int(self.db.rows("SELECT COUNT(*) AS n FROM custom_instruments WHERE owner_id = ? AND "
+                                "deleted_at IS NULL", (user_id,))[0]["n"])
+
     def namespace_of(self, user_id: str) -> str | None:
         rows = self.db.rows("SELECT namespace FROM users WHERE id = ?", (user_id,))
         return rows[0]["namespace"] if rows else None
@@ -90,11 +130,12 @@ class SourcesRepo:
             self.db.run("UPDATE users SET plan = plan WHERE id = ?", (account.id,))  # serialise this account's calls
             if self.db.rows("SELECT 1 AS x FROM custom_instruments WHERE id = ?", (fields["id"],)):
                 raise Refused("duplicate", f"An instrument {fields['id']} was declared already (ids are not reused).")
-            active = self.db.rows("SELECT COUNT(*) AS n FROM custom_instruments WHERE owner_id = ? AND "
-                                  "deleted_at IS NULL", (account.id,))[0]["n"]
-            if active >= MAX_PER_ACCOUNT:
-                raise Refused("account_cap", f"An account may declare {MAX_PER_ACCOUNT} instruments; delete one.",
-                              MAX_PER_ACCOUNT)
+            cap, held = self.limits_of(account.id).instrument_cap, self.count_of(account.id)
+            if held >= cap:
+                raise Refused("account_cap", f"This account may hold {cap} declared instrument"
+                              f"{'' if cap == 1 else 's'} (its limit) and holds {held}: delete "
+                              "one, or ask the service's operator to raise the limit (a support ticket in the "
+                              "console).", cap)
             taken = {r["slot"] for r in self.db.rows("SELECT slot FROM custom_instruments")}
             slot = next((s for s in range(rows) if s not in taken), None)
             if slot is None:

@@ -6,8 +6,12 @@ declared instrument with the reserved market-state row (`slot`) it is bound to o
 keeps its row (`deleted_at`): a slot is never given to another instrument, so no hub can show one instrument's
 prices, candles or seqs under another's id.
 
+Each account's limits an operator sets (`users limits EMAIL`): `users.instrument_cap` (declared instruments) and
+`users.ticks_per_second` (published ticks); NULL is the enterprise plan's default (100; the hub's --ingest-rate).
+
 SQLite: `migrate_sources_sqlite(conn)` runs inside `open_db`'s transaction each time a data dir is opened (columns
-added when missing, tables created). PostgreSQL: `SOURCES_MIGRATION` is migration 8 of server/store/sql/schema.py.
+added when missing, tables created). PostgreSQL: `SOURCES_MIGRATION` is migration 8 of server/store/sql/schema.py,
+`LIMITS_MIGRATION` migration 9.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import sqlite3
 _COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("users", "namespace", "TEXT"),
     ("api_keys", "scope", "TEXT NOT NULL DEFAULT 'read'"),
+    ("users", "instrument_cap", "INTEGER CHECK (instrument_cap >= 0)"),
+    ("users", "ticks_per_second", "INTEGER CHECK (ticks_per_second > 0)"),
 )
 
 _TABLE = """
@@ -43,6 +49,17 @@ SOURCES_MIGRATION = """
 ALTER TABLE users ADD COLUMN namespace text;
 ALTER TABLE api_keys ADD COLUMN scope text NOT NULL DEFAULT 'read' CHECK (scope IN ('read', 'ingest'));
 """ + _TABLE.format(ine="", text="text", int="integer", real="double precision") + ";\n"
+
+
+LIMITS_MIGRATION = """
+ALTER TABLE users ADD COLUMN instrument_cap integer CHECK (instrument_cap >= 0);
+ALTER TABLE users ADD COLUMN ticks_per_second integer CHECK (ticks_per_second > 0);
+"""
+
+# The key queries' rows: each key with its account's ticks a second (NULL: the hub's --ingest-rate), read by every
+# key refresh, so an operator's change reaches every hub within a second as a plan change does.
+KEY_ROWS = ("SELECT *, (SELECT u.ticks_per_second FROM users u WHERE u.id = api_keys.owner_id) AS ticks_per_second "
+            "FROM api_keys")
 
 
 def migrate_sources_sqlite(conn: sqlite3.Connection) -> None:

@@ -49,6 +49,7 @@ from server.store.outbox.queue import (
 from server.store.site.content import CONTENT_COLUMNS, ContentKind, item_view
 from server.store.site.receipts import PUBLIC_COLUMNS, public_view
 from server.store.site.records import ChannelSpec, RecordsService, RecordWrite
+from server.store.sources.schema import KEY_ROWS  # SPEC 20: each key with its account's ticks a second
 from server.store.sql.errors import UnstorableValue
 from server.store.sql.pg import APPLICATION_NAME, connect, migrate
 from server.store.sql.pg_sync import UPSERT_CANDLE, UPSERT_SETTLEMENT, PgCandleRepo, PgEvidenceLog, PgKeyRepo, marks
@@ -185,12 +186,12 @@ class PgKeys:
 
     async def active_by_hash(self) -> dict[str, ApiKey]:
         async with self.storage.pool.connection() as conn:
-            cur = await conn.execute(f"SELECT * FROM api_keys WHERE revoked_at IS NULL AND {OWNER_ENABLED}")
+            cur = await conn.execute(f"{KEY_ROWS} WHERE revoked_at IS NULL AND {OWNER_ENABLED}")
             return {r["key_hash"]: key_from_row(r) for r in await cur.fetchall()}
 
     async def by_hash(self, key_hash: str) -> ApiKey | None:
         async with self.storage.pool.connection() as conn:
-            cur = await conn.execute(f"SELECT * FROM api_keys WHERE key_hash = %s AND {OWNER_ENABLED}", (key_hash,))
+            cur = await conn.execute(f"{KEY_ROWS} WHERE key_hash = %s AND {OWNER_ENABLED}", (key_hash,))
             row = await cur.fetchone()
         return key_from_row(row) if row else None
 

@@ -14,7 +14,7 @@ from server.store.accounts.console_schema import CONSOLE_MIGRATION
 from server.store.availability.minutes import PG_MIGRATION as AVAILABILITY_MIGRATION
 from server.store.availability.minutes import SQLITE_TABLE as AVAILABILITY_SQLITE
 from server.store.incidents.schema import INCIDENTS_MIGRATION
-from server.store.sources.schema import SOURCES_MIGRATION
+from server.store.sources.schema import LIMITS_MIGRATION, SOURCES_MIGRATION
 from server.store.support.schema import SUPPORT_MIGRATION
 
 META_TABLE = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)"
@@ -300,4 +300,5 @@ CREATE TABLE settlements_1d (
 );
 """),
     (8, "dedicated data sources: namespaces, key scopes, declared instruments (SPEC 20)", SOURCES_MIGRATION),
+    (9, "dedicated data sources: each account's instruments and ticks a second (SPEC 20)", LIMITS_MIGRATION),
 )

@@ -59,6 +59,7 @@ from server.store.site.records import (
     cooperation_write,
     inquiry_write,
 )
+from server.store.sources.schema import KEY_ROWS  # SPEC 20: each key with its account's ticks a second
 from server.store.sql.errors import integrity_errors
 from server.store.sql.sqlite_tx import transaction
 
@@ -95,12 +96,12 @@ class KeyRepo:
         return cur.rowcount == 1
 
     def by_hash(self, key_hash: str) -> ApiKey | None:
-        sql = f"SELECT * FROM api_keys WHERE key_hash = ? AND {OWNER_ENABLED}"  # issue 32: disabled owners' keys
+        sql = f"{KEY_ROWS} WHERE key_hash = ? AND {OWNER_ENABLED}"  # issue 32: disabled owners' keys
         row = self.conn.execute(sql, (key_hash,)).fetchone()
         return key_from_row(row) if row else None
 
     def active_by_hash(self) -> dict[str, ApiKey]:
-        rows = self.conn.execute(f"SELECT * FROM api_keys WHERE revoked_at IS NULL AND {OWNER_ENABLED}")
+        rows = self.conn.execute(f"{KEY_ROWS} WHERE revoked_at IS NULL AND {OWNER_ENABLED}")
         return {r["key_hash"]: key_from_row(r) for r in rows}
 
 class UserRepo:
