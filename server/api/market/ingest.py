@@ -30,6 +30,7 @@ from server.market.tick import Tick
 MEDIA_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
 MAX_REJECTED = 1000  # rejections named in one answer; the count is always complete (`rejectedCount`)
 LINE_HINT = 'a JSON object {"id", "price" > 0, "ts"?, "volume"? >= 0} (docs/ingest.md)'
+Late = Callable[[int, float, float | None], str | None]  # (row, ts, the row's previous ts in the batch) -> why not
 
 
 class IngestBuckets:
@@ -54,11 +55,13 @@ class IngestBuckets:
 
 class IngestApi:
     def __init__(self, catalogue: Catalogue, publish: Callable[[list[Tick]], bool], not_before: Callable[[], float],
-                 buckets: IngestBuckets, clock: Callable[[], float], meter: UsageMeter | None = None) -> None:
+                 buckets: IngestBuckets, clock: Callable[[], float], meter: UsageMeter | None = None,
+                 late: Late | None = None) -> None:
         """`publish`: TickPath.ingest; `not_before`: the oldest tick time the state keeps (older lines are bad, as the
-        feed's); `meter`: each key's accepted ticks are counted as its messages (SPEC 17 usage, `wsMessages`)."""
+        feed's); `meter`: each key's accepted ticks are counted as its messages (SPEC 17 usage, `wsMessages`);
+        `late(row, ts, previous)`: why a tick would not count toward its own buckets (market/late_ticks.py)."""
         self.catalogue, self.publish, self.not_before = catalogue, publish, not_before
-        self.buckets, self.clock, self.meter = buckets, clock, meter
+        self.buckets, self.clock, self.meter, self.late = buckets, clock, meter, late
         self.parser = JsonlParser(catalogue)
 
     def register(self, router: Router) -> None:
@@ -112,13 +115,19 @@ class IngestApi:
         ticks: list[Tick] = []
         rejected: list[dict[str, Any]] = []
         now, not_before, parser = self.clock(), self.not_before(), self.parser
-        owners = self.catalogue.owners
+        owners, late = self.catalogue.owners, self.late
+        previous: dict[int, float] = {}  # row -> the time of its last tick taken in this batch
         for number, line in enumerate(body.split(b"\n"), 1):
             if not line.strip():
                 continue
             bad, unknown = parser.bad_lines, parser.unknown_ids
             tick = parser.parse(line, now, not_before)
             if tick is not None and owner is not None and owners[tick.row] == owner:
+                why = late(tick.row, tick.ts, previous.get(tick.row)) if late is not None else None
+                if why is not None:
+                    rejected.append({"line": number, "error": why})
+                    continue
+                previous[tick.row] = tick.ts
                 ticks.append(tick)
             elif tick is not None or parser.unknown_ids != unknown:
                 rejected.append({"line": number, "error": "unknown instrument id: this account declares its "

@@ -12,11 +12,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from functools import partial
 
 from server.api.core.router import Router
 from server.api.market.ingest import IngestApi, IngestBuckets
 from server.core.usage import UsageMeter
 from server.market.catalogue import Catalogue, Instrument, declared_instrument, slot_instrument
+from server.market.late_ticks import misplaced
 from server.market.state import MarketState, reset_row
 from server.market.tick import Tick
 from server.market.venues.book import VenueBook
@@ -45,7 +47,8 @@ def register_sources(router: Router, state: MarketState, venues: VenueBook, stor
     /ws/ingest too); `publish`: the tick path's ingest (TickPath.ingest), `rate`: ticks a second per account,
     `meter`: counts each key's accepted ticks (its usage's wsMessages, docs/ingest.md)."""
     declared = DeclaredInstruments(state, venues, store, clock, changed)
-    ingest = IngestApi(state.catalogue, publish, state.history_start, IngestBuckets(rate, clock), clock, meter)
+    ingest = IngestApi(state.catalogue, publish, state.history_start, IngestBuckets(rate, clock), clock, meter,
+                       partial(misplaced, state))  # a late tick lands in its own bars or is refused, named
     ingest.register(router)
     return declared, ingest
 
