@@ -58,9 +58,13 @@ class SourceFiles:
         return held[1]
 
     def __iter__(self) -> Iterator[FlatFileDays]:
-        """Every namespace's files now (the job's round)."""
-        for namespace, mine in self.declared().items():
-            yield self.of(namespace, mine)
+        """Every namespace's files now (the job's round), and a set of no instrument for each namespace folder on
+        disk without a declared instrument (all deleted since: it makes no day, its retention still deletes)."""
+        declared = self.declared()
+        folder = self.every.root / SOURCES_DIR
+        held = sorted(p.name for p in folder.iterdir() if p.is_dir()) if folder.is_dir() else []
+        for namespace in sorted({*declared, *held}):
+            yield self.of(namespace, declared.get(namespace, []))
 
 
 @dataclass(frozen=True)
