@@ -34,13 +34,13 @@ def history_parts(keeper: CandleKeeper | None, registry: Registry, storage: Stor
     # the catalogue's own lists: a reserved row's declared instrument (SPEC 20) is read by the id it has now
     deep = DeepRanges(archive.history, catalogue.ids, catalogue.decimals, daily)
     # the flat files of the day: every instrument but the declared ones (docs/ingest.md: another account's keys
-    # see nothing of them, and a file is one set of bytes for every key)
+    # see nothing of them, and a file is one set of bytes for every key), which have their own per namespace
     instruments = catalogue.instruments[:catalogue.custom_from]
     ids = [i.id for i in instruments]
     flat = FlatFileSets.build(archive.history, daily, ids, [i.venue for i in instruments],
                               [venues.for_instrument(i) for i in ids], venues.venues, storage.data_dir / "flatfiles",
-                              days)
-    jobs: Jobs = [RetentionJob(archive.history, Retention(days), clock), FlatFileJob(list(flat), clock)]
+                              days, (catalogue, venues))
+    jobs: Jobs = [RetentionJob(archive.history, Retention(days), clock), FlatFileJob(flat, clock)]
     return archive.register_metrics(registry), jobs, deep, flat
 
 

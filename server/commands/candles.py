@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from server.commands.common import CommandError, command, db
+from server.commands.console_db import with_console
 from server.commands.history_files import report, with_history
 from server.config import add_history_args, history_settings, settings_clock
 from server.market.catalogue import default_catalogue
@@ -23,6 +24,7 @@ from server.market.venues.book import VenueBook
 from server.store.history.backfill import MAX_NAMED, ImportReport, TimeWindow, import_candles, import_ticks
 from server.store.history.candle_rows import Candle
 from server.store.history.retention import DEFAULT_DAYS, Retention
+from server.store.sources.repo import SourcesRepo
 
 # Imported candles show nowhere under the demo feed, which makes its own history: the operator is told,
 # on every import, which feed uses them and when (a server that is running loads them at its next start).
@@ -52,8 +54,8 @@ def _import(ns: argparse.Namespace) -> int:
     if ns.interval != "1d":
         path = Path(ns.csv)
         window = _window(ns, ns.interval)
-        done = with_history(ns, lambda candles, _a: import_candles(candles, ns.interval, path, set(known),
-                                                                    window=window))
+        ids = known_ids(ns)
+        done = with_history(ns, lambda candles, _a: import_candles(candles, ns.interval, path, ids, window=window))
         return report("candles", done, Path(ns.data_dir), "candles-1m" if ns.interval == "1m" else None)
     try:
         venues = VenueBook.load(ns.calendar_file)
@@ -86,8 +88,15 @@ def _import(ns: argparse.Namespace) -> int:
     return report("candles", result, Path(ns.data_dir), "candles-1d")
 
 
+def known_ids(ns: argparse.Namespace) -> set[str]:
+    """The ids an intraday import takes: the catalogue's and the dedicated data sources' declared instruments (SPEC
+    20: their history is backfilled as ours; their own flat files of the days touched are dropped with the rest)."""
+    declared = with_console(ns, lambda r: SourcesRepo(r.db).bound())
+    return set(default_catalogue().index) | {d.id for d in declared}
+
+
 def _import_ticks(ns: argparse.Namespace) -> int:
-    known = set(default_catalogue().index)
+    known = known_ids(ns)
     path = Path(ns.file)
     window = _window(ns, "ticks")
     return report("ticks", with_history(ns, lambda _c, archive: import_ticks(archive, path, known, window)),

@@ -398,10 +398,14 @@ def test_the_ingest_socket_frames_validate_against_asyncapi(srv: ServerProcess) 
 
     pub = account(srv, "schema@example.com", namespace="schema")
     assert pub.post("/api/console/instruments", json={"id": "schema.x", **INSTRUMENT}).status_code == 201
-    secret, start = key(pub, "ingest"), time.time() - 60
+    secret = key(pub, "ingest")
     assert until(lambda: ingest(srv, secret, []).status_code == 200)  # the key's first refresh
     good = '{"id":"schema.x","price":5}\nnope\n{"id":"brent","price":1}'
-    big = "\n".join(json.dumps({"id": "schema.x", "price": 5, "ts": start + i * 0.001}) for i in range(15000))
+
+    def big() -> bytes:  # stamped from now on: a line before the bar the good batch published is refused as late
+        start = time.time()
+        return "\n".join(json.dumps({"id": "schema.x", "price": 5, "ts": start + i * 0.0001})
+                         for i in range(15000)).encode()
 
     async def run() -> list[dict[str, Any]]:
         async with connect(srv.ws_base + "/ws/ingest", additional_headers={"X-SERVICE-Key": secret}) as ws:
@@ -409,7 +413,7 @@ def test_the_ingest_socket_frames_validate_against_asyncapi(srv: ServerProcess) 
             for n, batch in enumerate((good, good)):
                 check("IngestBatch", batch)
                 if n:  # a batch over the frame cap through POST: the account's bucket (3,000 a second) in debt
-                    assert ingest(srv, secret, big.encode()).json()["accepted"] == 15000  # 4 s of debt
+                    assert ingest(srv, secret, big()).json()["accepted"] == 15000  # 4 s of debt
                 await ws.send(batch)
                 out.append(json.loads(await ws.recv()))
             return out

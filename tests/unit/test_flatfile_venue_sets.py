@@ -18,6 +18,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from server.market.catalogue import declared_instrument, default_catalogue, with_slots
 from server.market.timefmt import TZ
 from server.market.venues.book import VenueBook
 from server.store.flatfiles.days import SETTLE_MS, FlatFileJob
@@ -141,3 +142,34 @@ def test_the_job_makes_each_venues_files_and_an_import_drops_them(held: Held) ->
     assert asyncio.run(job.round()) == 0  # made once
     assert drop_days_everywhere(held.root, "ticks", WED, WED) == 1
     assert cached(zce, "ticks", WED, "csv.gz") is None and cached(zce, "ticks", TUE, "csv.gz") is not None
+
+
+def test_the_job_makes_each_sources_files_and_sweeps_a_namespace_without_instruments(tmp_path: Path) -> None:
+    """SPEC 20: a namespace's declared instruments (a reserved row bound to `acme.blend` at zce) have their own set in
+    the job's round, made ahead like a venue's; a namespace none of whose instruments is declared any more keeps no
+    set of days but its files past the retention are deleted all the same."""
+    archive = SqliteTickArchive(tmp_path)
+    archive.append([("acme.blend", _ms(17, 10, 0), 1, 80.5, 2.0)])
+    archive.close()
+    storage = SqliteStorage(tmp_path)
+    history = History.sqlite(tmp_path)
+    cat = with_slots(default_catalogue(), 1)
+    cat.bind(cat.custom_from, declared_instrument("acme.blend", "usr_acme", {"zh": "x", "en": "x"},
+                                                   {"zh": "x", "en": "x"}, "USD", 2, "zce", "", "continuous"))
+    root = tmp_path / "flatfiles"
+    sets = FlatFileSets.build(history, SqliteCandles(storage), IDS, [VENUE[i] for i in IDS], CLOCKS, BOOK.venues,
+                              root, RETENTION, (cat, BOOK))
+    old = root / "sources" / "gone" / "ticks"
+    old.mkdir(parents=True)
+    for name in ("2026-10-01.csv.gz", "2026-10-01.csv.gz.json", "2026-11-17.csv.gz"):
+        (old / name).write_text("x")
+    try:
+        asyncio.run(FlatFileJob(sets, lambda: _ms(18, 15, 3) / 1000, back_days=1).round())
+        acme = root / "sources" / "acme"
+        assert cached(acme, "ticks", TUE, "csv.gz") is not None and cached(acme, "ticks", TUE, "parquet") is not None
+        assert cached(root, "ticks", TUE, "csv.gz") is None  # the shared files never hold it
+        assert sorted(p.name for p in old.iterdir()) == ["2026-11-17.csv.gz"]  # past the 30 days: deleted
+        assert drop_days_everywhere(root, "ticks", TUE, TUE) == 1 and cached(acme, "ticks", TUE, "csv.gz") is None
+    finally:
+        history.close()
+        storage.close()

@@ -56,7 +56,8 @@ INGEST_SCHEMAS: dict[str, S] = {
 
 BASE = "/api/console/instruments"
 LINES = ('JSON lines as the JSONL feed takes them: {"id", "price" > 0, "ts"? (epoch seconds or ISO 8601; default '
-         'now), "volume"? >= 0}; at most 1 MiB')
+         'now), "volume"? >= 0}; at most 1 MiB; each instrument\'s lines in time order (a line that would count toward '
+         'a bar already published, or a closed trading day, is rejected as a late tick)')
 
 
 def _forbidden(op: S, description: str) -> S:

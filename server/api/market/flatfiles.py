@@ -34,7 +34,6 @@ from server.api.core.query import known_query, param_error, parse_day, parse_day
 from server.api.core.router import Access, Router
 from server.api.core.types import FileBody, Request, Response
 from server.api.market.quality import DayQualities
-from server.api.market.sources import clock_of
 from server.core.errors import ApiError
 from server.market.catalogue import Catalogue
 from server.market.quality import Condition
@@ -43,7 +42,7 @@ from server.market.venues.book import VenueBook
 from server.store.flatfiles.byte_range import RangeNotSatisfiable, parse_range
 from server.store.flatfiles.days import FlatFileDays
 from server.store.flatfiles.files import DATASETS, FORMATS, FlatFile
-from server.store.flatfiles.scopes import FlatFileSets, source_days
+from server.store.flatfiles.scopes import FlatFileSets
 from server.store.sources.repo import NAMESPACE
 from server.stream.protocol.handshake import plan_required
 
@@ -63,8 +62,7 @@ class FlatFilesApi:
         instruments' clocks); `qualities`: each venue-day's condition (GET /api/v1/quality's); `catalogue`: whose
         declared instruments make each dedicated data source's own files (SPEC 20; None: none)."""
         self.sets, self.clock, self.venues, self.qualities = sets, clock, frozenset(venues.venues), qualities
-        self.book, self.catalogue = venues, catalogue
-        self._sources: dict[str, tuple[tuple[str, ...], FlatFileDays]] = {}  # namespace -> (its ids, its files)
+        self.catalogue = catalogue
 
     def register(self, router: Router) -> None:
         router.add("GET", "/api/v1/flatfiles", self.listing, Access.KEYED, name="flatfiles")
@@ -85,14 +83,9 @@ class FlatFilesApi:
             raise ApiError("not_found", f"No dedicated data source {namespace!r} of this key's account: its files "
                                         "are listed by GET /api/v1/flatfiles?source=<namespace> for its own keys.")
         one_venue = mine[0].venue if len({inst.venue for inst in mine}) == 1 else None
-        if self.sets is None:
+        if self.sets is None or self.sets.sources is None:
             return None, one_venue
-        ids = tuple(inst.id for inst in mine)
-        held = self._sources.get(namespace)
-        if held is None or held[0] != ids:  # an instrument declared or deleted since: a set of its ids
-            held = self._sources[namespace] = (ids, source_days(self.sets.all, namespace, ids,
-                                                                [clock_of(self.book, inst) for inst in mine]))
-        return held[1], one_venue
+        return self.sets.sources.of(namespace, mine), one_venue  # the files the flat-file job makes ahead too
 
     def _days(self, venue: str | None) -> FlatFileDays | None:
         """The all-venue files (venue None) or a venue's; None without a durable history. 404 for a venue not

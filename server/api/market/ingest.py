@@ -35,6 +35,7 @@ from server.market.tick import Tick
 MEDIA_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
 MAX_REJECTED = 1000  # rejections named in one answer; the count is always complete (`rejectedCount`)
 LINE_HINT = 'a JSON object {"id", "price" > 0, "ts"?, "volume"? >= 0} (docs/ingest.md)'
+Late = Callable[[int, float, float | None], str | None]  # (row, ts, the row's previous ts in the batch) -> why not
 
 
 # TickPath.ingest: (account, ticks, ticks a second) -> 0.0 kept, else seconds to wait; raises InboxUnavailable
@@ -43,13 +44,14 @@ Publish = Callable[[str, list[Tick], int], float | Awaitable[float]]
 
 class IngestApi:
     def __init__(self, catalogue: Catalogue, publish: Publish, not_before: Callable[[], float], rate: int,
-                 clock: Callable[[], float], meter: UsageMeter | None = None) -> None:
+                 clock: Callable[[], float], meter: UsageMeter | None = None, late: Late | None = None) -> None:
         """`publish`: TickPath.ingest (the account's bucket, then the engine's inbox); `rate`: the ticks a second of
         an account without its own (`--ingest-rate`); `not_before`: the oldest tick time the state keeps (older lines
         are bad, as the feed's); `meter`: each key's accepted ticks are counted as its messages (SPEC 17 usage,
-        `wsMessages`)."""
+        `wsMessages`); `late(row, ts, previous)`: why a tick would not count toward its own buckets
+        (market/late_ticks.py)."""
         self.catalogue, self.publish, self.not_before = catalogue, publish, not_before
-        self.rate, self.clock, self.meter = rate, clock, meter
+        self.rate, self.clock, self.meter, self.late = rate, clock, meter, late
         self.parser = JsonlParser(catalogue)
 
     def register(self, router: Router) -> None:
@@ -120,13 +122,19 @@ class IngestApi:
         ticks: list[Tick] = []
         rejected: list[dict[str, Any]] = []
         now, not_before, parser = self.clock(), self.not_before(), self.parser
-        owners = self.catalogue.owners
+        owners, late = self.catalogue.owners, self.late
+        previous: dict[int, float] = {}  # row -> the time of its last tick taken in this batch
         for number, line in enumerate(body.split(b"\n"), 1):
             if not line.strip():
                 continue
             bad, unknown = parser.bad_lines, parser.unknown_ids
             tick = parser.parse(line, now, not_before)
             if tick is not None and owner is not None and owners[tick.row] == owner:
+                why = late(tick.row, tick.ts, previous.get(tick.row)) if late is not None else None
+                if why is not None:
+                    rejected.append({"line": number, "error": why})
+                    continue
+                previous[tick.row] = tick.ts
                 ticks.append(tick)
             elif tick is not None or parser.unknown_ids != unknown:
                 rejected.append({"line": number, "error": "unknown instrument id: this account declares its "

@@ -12,12 +12,14 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable
+from functools import partial
 
 from server.api.core.router import Router
 from server.api.market.ingest import IngestApi, Publish
 from server.core.usage import UsageMeter
 from server.market.catalogue import Catalogue, Instrument, declared_instrument, slot_instrument
 from server.market.state import MarketState, reset_row
+from server.market.timefmt import iso
 from server.market.venues.book import VenueBook
 from server.market.venues.clock import VenueClock
 from server.market.venues.data import SESSIONS
@@ -45,9 +47,34 @@ def register_sources(router: Router, state: MarketState, venues: VenueBook, stor
     its own (--ingest-rate; an operator's `users limits` sets an account's),
     `meter`: counts each key's accepted ticks (its usage's wsMessages, docs/ingest.md)."""
     declared = DeclaredInstruments(state, venues, store, clock, changed)
-    ingest = IngestApi(state.catalogue, publish, state.history_start, rate, clock, meter)
+    ingest = IngestApi(state.catalogue, publish, state.history_start, rate, clock, meter,
+                       partial(late_tick, state))  # a late tick lands in its own bars or is refused, named
     ingest.register(router)
     return declared, ingest
+
+
+def late_tick(state: MarketState, row: int, ts: float, previous: float | None = None) -> str | None:
+    """Why an ingest tick of `row` at `ts` would not count toward its own buckets and trading day, or None when it
+    would (`previous`: the row's tick taken before it in the same batch). The candle book only moves forward: a tick
+    stamped before the row's newest bucket, a bucket the stream sent as final, or in a trading day before the live
+    one counts toward the newest bucket and the live day (the feed's rule for its few-seconds-late ticks), so its
+    1m bar, daily candle and 1m flat file would not be its ticks file's minute and day (docs/ingest.md "Late
+    ticks"): such a line is refused with this reason, every other late tick lands in its own bars."""
+    if not state.clocks or not len(state.candles):
+        return None
+    clock = state.clocks[row]
+    ms = int(ts * 1000)
+    day, live = clock.trading_day(ms), state.candles.live_day(row)
+    if day < live:
+        return (f"late tick: ts {iso(ts)} is in trading day {day}, before this instrument's live trading day {live} "
+                "(a closed day's candles and files are not rewritten; publish an instrument's ticks in time order)")
+    before = None if previous is None else clock.bucket_ts(int(previous * 1000)) / 1000
+    found = state.intraday.behind(row, clock.bucket_ts(ms) / 1000, before)
+    if found is None:
+        return None
+    return (f"late tick: ts {iso(ts)} is before this instrument's newest {found[0]} bar ({iso(found[1])}), which it "
+            "would be counted in (a bar already published is not rewritten; publish an instrument's ticks in time "
+            "order)")
 
 
 def bind_at_build(catalogue: Catalogue, venues: VenueBook, store: ConsoleStore) -> None:

@@ -281,6 +281,18 @@ class IntradayBook:
             ring.load_row(row, [])
             ring.sealed[row] = -(2**62)
 
+    def behind(self, row: int, at: float, before: float | None = None) -> tuple[str, int] | None:
+        """(interval, bucket start) of the first ring where a tick bucketed at ``at`` would not open or join its own
+        bucket (``apply`` counts it toward a later one: the newest, or the first not sealed; ``before``: a tick of
+        the row counted before it, not applied yet); None when it lands in its own bucket of every interval."""
+        for name, ring in self.rings.items():
+            sec, newest = ring.seconds, ring.newest_start(row)
+            bound = max(ring.sealed[row], -(2**62) if newest is None else newest,
+                        -(2**62) if before is None else int(before // sec) * sec)
+            if int(at // sec) * sec < bound:
+                return name, bound
+        return None
+
     def series_json(self, interval: str, row: int, limit: int, decimals: int) -> bytes:
         """``orjson.dumps(series(...))``, from the buckets' kept texts."""
         ring = self.rings[interval]

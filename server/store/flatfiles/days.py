@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from datetime import date, timedelta
 from pathlib import Path
 
@@ -198,11 +198,12 @@ class FlatFileDays:
 class FlatFileJob(HistoryRounds):
     """Makes the files of the newest closed trading days ahead of the first request (both formats), and drops the
     files the retention no longer keeps; a round at start and every `every_s` after, over every set of files
-    (the all-venue files first, then each venue's)."""
+    (the all-venue files first, then each venue's, then each dedicated data source's: `sets` is iterated again
+    each round, so a namespace's instruments declared since are in its next round)."""
 
     name = "flat files"
 
-    def __init__(self, sets: Sequence[FlatFileDays], clock: Callable[[], float], every_s: float = 600.0,
+    def __init__(self, sets: Iterable[FlatFileDays], clock: Callable[[], float], every_s: float = 600.0,
                  back_days: int = 3) -> None:
         super().__init__(every_s)
         self.sets, self.clock, self.back_days = sets, clock, back_days
