@@ -25,7 +25,7 @@ from server.core.errors import ApiError
 from server.core.usage import UsageMeter
 from server.feeds.jsonl import JsonlParser
 from server.market.catalogue import Catalogue
-from server.market.tick import Tick
+from server.market.tick import MAX_PRICE, MAX_VOLUME, Tick
 
 MEDIA_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
 MAX_REJECTED = 1000  # rejections named in one answer; the count is always complete (`rejectedCount`)
@@ -136,13 +136,15 @@ def _why(line: bytes, now: float, not_before: float) -> str:
         return "not valid JSON: " + LINE_HINT
     if not isinstance(obj, dict):
         return "not a JSON object: " + LINE_HINT
+    if not isinstance(obj.get("id"), str) and "symbol" not in obj:
+        return "id must be a string: one of this account's instrument ids"
     price = obj.get("price")
-    if isinstance(price, bool) or not isinstance(price, int | float) or not (math.isfinite(price) and price > 0):
-        return "price must be a number greater than 0"
+    if isinstance(price, bool) or not isinstance(price, int | float) or not 0 < price <= MAX_PRICE:
+        return f"price must be a number greater than 0, at most {MAX_PRICE:,.0f}"
     volume = obj.get("volume", 0)
-    if isinstance(volume, bool) or not isinstance(volume, int | float) or not volume >= 0:
-        return "volume must be a number, 0 or more"
+    if isinstance(volume, bool) or not isinstance(volume, int | float) or not 0 <= volume <= MAX_VOLUME:
+        return f"volume must be a number from 0 to {MAX_VOLUME:,.0f}"
     if "ts" in obj and obj["ts"] is not None:
-        return ("ts must be epoch seconds or ISO 8601, not before the oldest candle kept nor more than a few seconds "
+        return ("ts must be epoch seconds or ISO 8601 (YYYY-MM-DD[Thh:mm[:ss[.f]][Z|+hh:mm]]), not before the oldest candle kept nor more than a few seconds "
                 "ahead of the server's clock")
     return "not a tick line: " + LINE_HINT

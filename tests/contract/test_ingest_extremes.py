@@ -1,0 +1,220 @@
+"""Issue 45's hardening for the routes of issue 43 (SPEC 20, docs/ingest.md): POST /api/v1/ingest, WS /ws/ingest and
+the console's /api/console/instruments and /api/console/keys take extreme input on a real hub, both runtimes.
+
+Every bad line is a rejection named by its number while the good lines of the same batch are kept (and seen in the
+quote); every bad request a 4xx problem document; the hub keeps serving and logs no ERROR and no traceback. The
+inputs are a fixed list (no random draw): about 300 requests a runtime, a few seconds."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+from websockets.frames import CloseCode
+
+from tests.conftest import RUNTIMES, ServerProcess
+from tests.contract.test_ingest import INSTRUMENT, account, get, ingest, key, problem, until
+
+MIB = 1024 * 1024
+BIG = "9" * 4301  # one digit past CPython's int() limit for text
+
+
+@pytest.fixture(scope="module", params=RUNTIMES)
+def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+    data_dir = tmp_path_factory.mktemp(f"ingest-extremes-{request.param}") / "data"
+    server = ServerProcess(data_dir, request.param, "--public-rate", "100000", "--trusted-proxies", "127.0.0.1",
+                           "--demo-hours", "always", "--ingest-rate", "3000")
+    yield server
+    code = server.stop()
+    assert code == 0, f"server exited with {code}:\n{server.output()}"
+    log = server.output()
+    assert '"level":"ERROR"' not in log and "Traceback" not in log, log[-3000:]
+
+
+_names = iter(f"x{n}" for n in range(1000))
+
+
+def publisher(srv: ServerProcess) -> dict[str, Any]:
+    """A new enterprise account with a namespace, one instrument `{ns}.x`, an ingest key and a read key, both known
+    to the hub (its key refresh) when this returns."""
+    ns = next(_names)
+    console = account(srv, f"{ns}@example.com", namespace=ns)
+    assert console.post("/api/console/instruments", json={"id": f"{ns}.x", **INSTRUMENT}).status_code == 201
+    out = {"ns": ns, "id": f"{ns}.x", "console": console, "ingest": key(console, "ingest"), "read": key(console)}
+    assert until(lambda: ingest(srv, out["ingest"], b"").status_code == 200)
+    assert until(lambda: get(srv, out["read"], "/api/v1/quotes").status_code == 200)
+    return out
+
+
+def serving(srv: ServerProcess) -> None:
+    assert httpx.get(srv.base + "/readyz", timeout=10).status_code == 200
+
+
+def bad_lines(iid: str, now: float) -> list[bytes]:
+    """Lines each of which is one rejection."""
+    tick = f'"id":"{iid}","price":80'
+    lines = [b'\xff\xfe{"id":"' + iid.encode() + b'","price":80}', b'{"id":"' + iid.encode() + b'\x00","price":80}',
+             b"\x00", f'{{"id":"{iid}\\u0000","price":80}}'.encode(), b"[" * 100_000, b"{" * 100_000,
+             f'{{"id":"{"a" * 10_000}","price":80}}'.encode(), f'{{"id":"{iid}{"é" * 5000}","price":80}}'.encode(),
+             b"[]", b'"a string"', b"42", b"null", b"true", b'{"id":"' + iid.encode() + b'","price":80}}',
+             f'{{"id":"{iid}","price":80,"symbol":"X"}}'.encode()]
+    for price in ("1e309", "-1e309", "-0", "0", "-0.0", "1e-400", "NaN", "Infinity", "-Infinity", BIG, f"-{BIG}",
+                  "1.7e308", "1000000000000.001", str(2**64 - 1), '"80"', "true", "null", "[]", "{}", "[80]", '{"v":80}', "-1"):
+        lines.append(f'{{"id":"{iid}","price":{price}}}'.encode())
+    for volume in ("1e308", "1000000000.5", str(2**64 - 1), "1e309", "-1", "-1e-300", "NaN", BIG, '"3"', "true", "[]", "{}"):
+        lines.append(f'{{{tick},"volume":{volume}}}'.encode())
+    for ts in ("1e309", "-1", "0", "1e300", "-1e300", str(2**63), str(2**64 - 1), str(2**64), f"{now * 1000:.0f}",
+               f"{now + 86400 * 365:.0f}", "NaN", BIG, '"garbage"', '""', '"0000-01-01"', '"0001-01-01"',
+               '"0001-01-01T00:00:00+14:00"', '"9999-12-31T23:59:59-14:00"', '"10000-01-01T00:00:00Z"',
+               '"+10000-01-01"', '"2026-02-30T00:00:00Z"', '"2026-11-18T10:30:00\\u0000"', "true", "[]", "{}"):
+        lines.append(f'{{{tick},"ts":{ts}}}'.encode())
+    for iid_value in ("1", "null", "true", "[]", "{}", f'["{iid}"]', f'{{"id":"{iid}"}}'):
+        lines.append(f'{{"id":{iid_value},"price":80}}'.encode())
+    lines.append(b'{"price":80}')
+    lines.append(f'{{{tick},"oi":1e16}}'.encode())
+    return lines
+
+
+def test_every_extreme_line_is_named_and_the_good_lines_are_kept(srv: ServerProcess) -> None:
+    pub = publisher(srv)
+    now = time.time()
+    bad = bad_lines(pub["id"], now)
+    body, expected, good = [], [], 0
+    for n, line in enumerate(bad):
+        good += 1
+        body.append(f'{{"id":"{pub["id"]}","price":{100 + good},"ts":{now - 60 + good * 0.01},"volume":1}}'.encode())
+        body.append(line)
+        expected.append(2 * n + 2)
+    body.append(f'{{"id":"{pub["id"]}","price":99,"ts":{now},"volume":1,"price":98,"extra":{{"a":[[1]]}}}}'.encode())
+    resp = ingest(srv, pub["ingest"], b"\r\n".join(body) + b"\r\n")  # CRLF line ends
+    assert resp.status_code == 200, resp.text
+    answer = resp.json()
+    assert [r["line"] for r in answer["rejected"]] == expected, [
+        (r, bad[(r["line"] - 2) // 2][:60]) for r in answer["rejected"] if r["line"] not in expected]
+    assert answer["rejectedCount"] == len(bad) and answer["accepted"] == good + 1
+    assert all(isinstance(r["error"], str) and 10 < len(r["error"]) < 300 for r in answer["rejected"])
+    quote = get(srv, pub["read"], "/api/v1/quotes/" + pub["id"]).json()
+    assert quote["price"] == 98 and quote["volume"] == good + 1  # a repeated key: its last value (orjson's rule)
+    serving(srv)
+
+
+def test_the_largest_and_smallest_numbers_taken_are_served(srv: ServerProcess) -> None:
+    """A price of 10^12 and 10^9 lots (the limits, docs/input-rules.md), and a price of 10^-9: every read route of the
+    instrument answers 200 with them (a volume past int64 used to be a 500 on /quotes and /kline)."""
+    pub = publisher(srv)
+    now = time.time()
+    lines = [{"id": pub["id"], "price": 1e12, "volume": 1e9, "ts": now - 120}, {"id": pub["id"], "price": 1e-9,
+             "volume": 1e9, "ts": now - 60}, {"id": pub["id"], "price": 1e12, "volume": 0, "ts": now}]
+    assert ingest(srv, pub["ingest"], lines).json()["accepted"] == 3
+    quote = get(srv, pub["read"], "/api/v1/quotes/" + pub["id"])
+    assert quote.status_code == 200 and quote.json()["price"] == 1e12 and quote.json()["volume"] == 2e9, quote.text
+    for interval in ("1m", "1h", "1d"):
+        kline = get(srv, pub["read"], "/api/v1/kline/" + pub["id"], interval=interval)
+        assert kline.status_code == 200 and kline.json()["series"][-1]["h"] == 1e12, kline.text
+    for resolution in ("1", "D"):
+        udf = get(srv, pub["read"], "/api/v1/udf/history", symbol=pub["id"], resolution=resolution,
+                  **{"from": int(now) - 86400 * 5, "to": int(now) + 60})
+        assert udf.status_code == 200, udf.text
+    assert get(srv, pub["read"], "/api/v1/quotes").status_code == 200
+
+
+def test_extreme_lines_over_the_socket_keep_the_good_ones(srv: ServerProcess) -> None:
+    pub = publisher(srv)
+    bad = bad_lines(pub["id"], time.time())
+    texts = [line.decode() for line in bad if _utf8(line) and len(line) < 2000]  # a text frame is UTF-8 (1007)
+    good = f'{{"id":"{pub["id"]}","price":70,"volume":2}}'
+
+    async def run() -> list[dict[str, Any]]:
+        async with connect(srv.ws_base + "/ws/ingest", additional_headers={"X-SERVICE-Key": pub["ingest"]}) as ws:
+            answers = []
+            for frame in (good + "\n" + "\n".join(texts), "\n".join(texts[::-1]) + "\r\n" + good):
+                await ws.send(frame)
+                answers.append(json.loads(await ws.recv()))
+            return answers
+
+    first, second = asyncio.run(run())
+    assert first["accepted"] == second["accepted"] == 1
+    assert [r["line"] for r in first["rejected"]] == list(range(2, len(texts) + 2))
+    assert [r["line"] for r in second["rejected"]] == list(range(1, len(texts) + 1))
+    assert len(texts) > 60 and get(srv, pub["read"], "/api/v1/quotes/" + pub["id"]).json()["volume"] == 4
+
+
+def _utf8(line: bytes) -> bool:
+    try:
+        line.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _padded(iid: str, size: int) -> bytes:
+    """One good tick line of exactly `size` bytes (a padding field the parser ignores)."""
+    head = f'{{"id":"{iid}","price":81,"volume":1,"pad":"'.encode()
+    return head + b"p" * (size - len(head) - 2) + b'"}'
+
+
+def _chunks(body: bytes, n: int = 64 * 1024) -> Iterator[bytes]:
+    for at in range(0, len(body), n):
+        yield body[at:at + n]
+
+
+def test_bodies_at_and_over_one_mebibyte(srv: ServerProcess) -> None:
+    pub = publisher(srv)
+    at = ingest(srv, pub["ingest"], _padded(pub["id"], MIB))
+    assert at.status_code == 200 and at.json()["accepted"] == 1, at.text[:300]
+    problem(ingest(srv, pub["ingest"], _padded(pub["id"], MIB + 1)), 413, "payload_too_large")
+    problem(ingest(srv, pub["ingest"], b"\n" * (MIB + 1)), 413, "payload_too_large")
+    blank = ingest(srv, pub["ingest"], b"\n" * MIB)
+    assert blank.json() == {"accepted": 0, "rejected": [], "rejectedCount": 0}
+    crlf = ingest(srv, pub["ingest"], b"\r\n" * (MIB // 2))
+    assert crlf.json() == {"accepted": 0, "rejected": [], "rejectedCount": 0}
+    one = ingest(srv, pub["ingest"], b"x" * MIB)
+    assert one.json()["rejected"] == [{"line": 1, "error": one.json()["rejected"][0]["error"]}]
+    many = ingest(srv, pub["ingest"], b"x\n" * (MIB // 2))
+    assert many.json()["rejectedCount"] == MIB // 2 and len(many.json()["rejected"]) == 1000
+    headers = {"X-SERVICE-Key": pub["ingest"], "content-type": "application/x-ndjson"}
+    chunked = httpx.post(srv.base + "/api/v1/ingest", content=_chunks(_padded(pub["id"], MIB)), headers=headers,
+                         timeout=30)
+    assert "content-length" not in chunked.request.headers  # sent chunked
+    assert chunked.status_code == 200 and chunked.json()["accepted"] == 1, chunked.text[:300]
+    over = httpx.post(srv.base + "/api/v1/ingest", content=_chunks(b"\n" * (MIB + 1)), headers=headers, timeout=30)
+    problem(over, 413, "payload_too_large")
+    assert get(srv, pub["read"], "/api/v1/quotes/" + pub["id"]).json()["volume"] == 2
+    serving(srv)
+
+
+@pytest.mark.parametrize("ctype", [None, "", "text/plain", "application/json", "application/x-ndjson-x",
+                                   "application/x-ndjson\u00e9", ";", "application/x-ndjson," * 500])
+def test_a_missing_or_odd_content_type_is_415(srv: ServerProcess, ctype: str | None) -> None:
+    pub = _shared(srv)
+    headers: dict[str, Any] = {"X-SERVICE-Key": pub["ingest"]}
+    if ctype is not None:
+        headers["content-type"] = ctype.encode()
+    resp = httpx.post(srv.base + "/api/v1/ingest", content=b'{"id":"%s","price":1}' % pub["id"].encode(),
+                      headers=headers, timeout=10)
+    problem(resp, 415, "unsupported_media_type")
+
+
+@pytest.mark.parametrize("ctype", ["application/x-ndjson; charset=utf-8", "APPLICATION/X-NDJSON",
+                                   "application/jsonl", "application/json-lines ; q=1"])
+def test_the_json_lines_media_types_are_taken(srv: ServerProcess, ctype: str) -> None:
+    pub = _shared(srv)
+    resp = httpx.post(srv.base + "/api/v1/ingest", content=b'{"id":"%s","price":1}' % pub["id"].encode(),
+                      headers={"X-SERVICE-Key": pub["ingest"], "content-type": ctype}, timeout=10)
+    assert resp.status_code == 200 and resp.json()["accepted"] == 1, resp.text
+
+
+_SHARED: dict[str, dict[str, Any]] = {}
+
+
+def _shared(srv: ServerProcess) -> dict[str, Any]:
+    if srv.base not in _SHARED:
+        _SHARED[srv.base] = publisher(srv)
+    return _SHARED[srv.base]
