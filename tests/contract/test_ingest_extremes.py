@@ -218,3 +218,111 @@ def _shared(srv: ServerProcess) -> dict[str, Any]:
     if srv.base not in _SHARED:
         _SHARED[srv.base] = publisher(srv)
     return _SHARED[srv.base]
+
+
+async def _socket(srv: ServerProcess, secret: str, **kw: Any) -> Any:
+    return await connect(srv.ws_base + "/ws/ingest", additional_headers={"X-SERVICE-Key": secret}, **kw)
+
+
+def test_odd_frames_on_the_ingest_socket(srv: ServerProcess) -> None:
+    """A binary frame is an error frame and the session goes on; an empty frame an empty answer; a batch sent in
+    fragments one batch; a line that is not UTF-8 a rejected line (as over HTTP); a frame over 64 KiB closes with
+    1009, nothing of it kept; a session closed mid-batch (its last fragment never sent) keeps nothing of that batch."""
+    pub = _shared(srv)
+    tick = f'{{"id":"{pub["id"]}","price":75,"volume":1}}'
+    before = get(srv, pub["read"], "/api/v1/quotes/" + pub["id"]).json()["volume"]
+
+    async def run() -> list[Any]:
+        out: list[Any] = []
+        async with await _socket(srv, pub["ingest"]) as ws:
+            await ws.send(tick.encode())  # binary
+            out.append(json.loads(await ws.recv()))
+            for frame in ("", "\n", "\r\n" * 1000, " " * 65536):
+                await ws.send(frame)
+                out.append(json.loads(await ws.recv()))
+            await ws.send([tick[:10], tick[10:] + "\n", tick, "\nnope"])  # fragments of one text message
+            out.append(json.loads(await ws.recv()))
+            await ws.send(b"\xff" + tick.encode() + b"\n" + tick.encode(), text=True)  # a line that is not UTF-8
+            out.append(json.loads(await ws.recv()))
+        async with await _socket(srv, pub["ingest"]) as ws:
+            await ws.send(tick + "\n" + " " * 65536)
+            with pytest.raises(ConnectionClosed) as closed:
+                await ws.recv()
+            out.append(closed.value.rcvd.code if closed.value.rcvd else None)
+        ws = await _socket(srv, pub["ingest"])
+        fragments = _never_ending(tick)
+        sent = asyncio.ensure_future(ws.send(fragments))
+        await asyncio.sleep(0)  # let the first fragments go out (no event to await: the send never completes)
+        ws.transport.abort()
+        sent.cancel()
+        return out
+
+    out = asyncio.run(run())
+    assert out[0]["type"] == "error" and out[0]["code"] == "unsupported_binary"
+    assert out[1:5] == [{"accepted": 0, "rejected": [], "rejectedCount": 0}] * 4
+    assert out[5]["accepted"] == 2 and out[5]["rejected"][0]["line"] == 3
+    assert out[6]["accepted"] == 1 and out[6]["rejected"] == [{"line": 1, "error": out[6]["rejected"][0]["error"]}]
+    assert out[7] == CloseCode.MESSAGE_TOO_BIG
+    assert ingest(srv, pub["ingest"], [tick]).json()["accepted"] == 1  # after the aborted batch, on the same loop
+    assert get(srv, pub["read"], "/api/v1/quotes/" + pub["id"]).json()["volume"] == before + 4
+    serving(srv)
+
+
+async def _never_ending(tick: str) -> Any:
+    yield tick + "\n"
+    yield tick
+    await asyncio.Event().wait()
+
+
+def test_a_flood_of_batches_is_answered_batch_by_batch(srv: ServerProcess) -> None:
+    """600 frames of 20 ticks each, sent without waiting (a reader takes the answers as they come): every frame gets
+    its answer, in order; past the account's bucket (--ingest-rate 3000) they are 429 with retryAfter and nothing of
+    them is kept, and the quote's volume is exactly the sum of the accepted ones."""
+    pub = publisher(srv)
+    start = time.time() - 30
+    frames = ["\n".join(f'{{"id":"{pub["id"]}","price":{50 + k % 7},"ts":{start + k * 0.001},"volume":1}}'
+                        for k in range(n * 20, n * 20 + 20)) for n in range(600)]
+
+    async def run() -> list[dict[str, Any]]:
+        async with await _socket(srv, pub["ingest"]) as ws:
+            async def read() -> list[dict[str, Any]]:
+                return [json.loads(await ws.recv()) for _ in frames]
+            reader = asyncio.ensure_future(read())
+            for frame in frames:
+                await ws.send(frame)
+            return await reader
+
+    answers = asyncio.run(run())
+    accepted = sum(a.get("accepted", 0) for a in answers)
+    refused = [a["error"] for a in answers if "error" in a]
+    assert all(a == {"accepted": 20, "rejected": [], "rejectedCount": 0} for a in answers if "error" not in a)
+    assert refused and all(e["status"] == 429 and e["retryAfter"] >= 1 for e in refused)
+    assert accepted >= 3000 and accepted + 20 * len(refused) == 12000
+    assert get(srv, pub["read"], "/api/v1/quotes/" + pub["id"]).json()["volume"] == accepted
+    serving(srv)
+
+
+def test_a_client_that_floods_without_reading(srv: ServerProcess) -> None:
+    """A client that sends empty batches and never reads their answers: the hub closes it as a slow consumer
+    (4008) once its unread answers pass the hard cap, or answers them all; either way it keeps serving and the
+    ticks of the batches it answered are kept."""
+    pub = _shared(srv)
+
+    async def run() -> tuple[int | None, int]:
+        ws = await _socket(srv, pub["ingest"], max_queue=1)
+        answered = 0
+        try:
+            for _ in range(20000):
+                await ws.send("\n")
+            await ws.send(f'{{"id":"{pub["id"]}","price":76}}')
+            for _ in range(20001):
+                answered += bool(await ws.recv())
+            return None, answered
+        except ConnectionClosed as exc:
+            return (exc.rcvd.code if exc.rcvd else None), answered
+        finally:
+            await ws.close()
+
+    code, answered = asyncio.run(asyncio.wait_for(run(), 60))
+    assert code == 4008 or (code is None and answered == 20001), (code, answered)
+    serving(srv)
