@@ -93,7 +93,7 @@ class IngestApi:
         """Parse, check and publish one batch of lines: `{accepted, rejected: [{line, error}]}`; ApiError for a
         refusal of the whole batch (429: the account's ticks a second; 503: this hub cannot publish now). The accepted
         ticks count as messages of `key_id` in its usage (`wsMessages`, docs/ingest.md)."""
-        ticks, rejected = self._parse(owner, body)
+        ticks, rejected, rejected_count = self._parse(owner, body)
         if ticks:
             wait = self.buckets.take(owner or "", len(ticks))
             if wait > 0:
@@ -106,26 +106,33 @@ class IngestApi:
                                "retry, the next attempt may reach the hub that does.", headers=[("retry-after", "1")])
             if self.meter is not None and key_id is not None:
                 self.meter.ws_delivered(key_id, len(ticks))
-        return {"accepted": len(ticks), "rejected": rejected[:MAX_REJECTED], "rejectedCount": len(rejected)}
+        return {"accepted": len(ticks), "rejected": rejected, "rejectedCount": rejected_count}
 
-    def _parse(self, owner: str | None, body: bytes) -> tuple[list[Tick], list[dict[str, Any]]]:
+    def _parse(self, owner: str | None, body: bytes) -> tuple[list[Tick], list[dict[str, Any]], int]:
+        """The account's ticks, the first MAX_REJECTED rejections named, and the count of all rejections: past the
+        named ones a bad line is only counted (a 1 MiB body of 500,000 bad lines took 4.6 s of the loop)."""
         ticks: list[Tick] = []
         rejected: list[dict[str, Any]] = []
+        count = 0
         now, not_before, parser = self.clock(), self.not_before(), self.parser
         owners = self.catalogue.owners
         for number, line in enumerate(body.split(b"\n"), 1):
             if not line.strip():
                 continue
-            bad, unknown = parser.bad_lines, parser.unknown_ids
+            bad = parser.bad_lines
             tick = parser.parse(line, now, not_before)
             if tick is not None and owner is not None and owners[tick.row] == owner:
                 ticks.append(tick)
-            elif tick is not None or parser.unknown_ids != unknown:
+                continue
+            count += 1
+            if count > MAX_REJECTED:
+                continue
+            if tick is not None or parser.bad_lines == bad:  # well-formed, not this account's (or no such id)
                 rejected.append({"line": number, "error": "unknown instrument id: this account declares its "
                                                           "instruments at /api/console/instruments"})
-            elif parser.bad_lines != bad:
+            else:
                 rejected.append({"line": number, "error": _why(line, now, not_before)})
-        return ticks, rejected
+        return ticks, rejected, count
 
 
 def _why(line: bytes, now: float, not_before: float) -> str:
