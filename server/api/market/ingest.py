@@ -152,6 +152,6 @@ def _why(line: bytes, now: float, not_before: float) -> str:
     if isinstance(volume, bool) or not isinstance(volume, int | float) or not 0 <= volume <= MAX_VOLUME:
         return f"volume must be a number from 0 to {MAX_VOLUME:,.0f}"
     if "ts" in obj and obj["ts"] is not None:
-        return ("ts must be epoch seconds or ISO 8601 (YYYY-MM-DD[Thh:mm[:ss[.f]][Z|+hh:mm]]), not before the oldest candle kept nor more than a few seconds "
-                "ahead of the server's clock")
+        return ("ts must be epoch seconds or ISO 8601 (YYYY-MM-DD[Thh:mm[:ss[.f]][Z|+hh:mm]]), not before the oldest "
+                "candle kept nor more than a few seconds ahead of the server's clock")
     return "not a tick line: " + LINE_HINT
