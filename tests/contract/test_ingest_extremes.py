@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
@@ -113,6 +114,11 @@ def test_every_extreme_line_is_named_and_the_good_lines_are_kept(srv: ServerProc
         (r, bad[(r["line"] - 2) // 2][:60]) for r in answer["rejected"] if r["line"] not in expected]
     assert answer["rejectedCount"] == len(bad) and answer["accepted"] == good + 1
     assert all(isinstance(r["error"], str) and 10 < len(r["error"]) < 300 for r in answer["rejected"])
+    for r in answer["rejected"]:  # the error names what is wrong with a line that is JSON
+        line, error = bad[(r["line"] - 2) // 2], r["error"]
+        for field in (b"volume", b"ts", b"oi"):
+            if b'"%s":' % field in line and _json(line):
+                assert error.startswith((field if field != b"oi" else b"board").decode()), (line, error)
     assert quote(srv, pub, good + 1)["price"] == 98  # a repeated key: its last value (orjson's rule)
     serving(srv)
 
@@ -155,6 +161,15 @@ def test_extreme_lines_over_the_socket_keep_the_good_ones(srv: ServerProcess) ->
     assert [r["line"] for r in first["rejected"]] == list(range(2, len(texts) + 2))
     assert [r["line"] for r in second["rejected"]] == list(range(1, len(texts) + 1))
     assert len(texts) > 60 and quote(srv, pub, 4)
+
+
+def _json(line: bytes) -> bool:
+    """JSON as the hub reads it (orjson: no NaN, no number past a double)."""
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def _utf8(line: bytes) -> bool:

@@ -23,9 +23,9 @@ from server.api.core.router import Access, Router
 from server.api.core.types import Request, Response
 from server.core.errors import ApiError
 from server.core.usage import UsageMeter
-from server.feeds.jsonl import JsonlParser
+from server.feeds.jsonl import DETAIL_KEYS, JsonlParser
 from server.market.catalogue import Catalogue
-from server.market.tick import MAX_PRICE, MAX_VOLUME, Tick
+from server.market.tick import MAX_DETAIL, MAX_PRICE, MAX_VOLUME, Tick
 
 MEDIA_TYPES = ("application/x-ndjson", "application/jsonl", "application/json-lines")
 MAX_REJECTED = 1000  # rejections named in one answer; the count is always complete (`rejectedCount`)
@@ -154,4 +154,6 @@ def _why(line: bytes, now: float, not_before: float) -> str:
     if "ts" in obj and obj["ts"] is not None:
         return ("ts must be epoch seconds or ISO 8601 (YYYY-MM-DD[Thh:mm[:ss[.f]][Z|+hh:mm]]), not before the oldest "
                 "candle kept nor more than a few seconds ahead of the server's clock")
+    if any(obj.get(k) is not None for k in DETAIL_KEYS):
+        return f"board fields ({', '.join(DETAIL_KEYS)}) must be numbers from 0 to {MAX_DETAIL:,.0f}"
     return "not a tick line: " + LINE_HINT
