@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import random
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -24,6 +26,7 @@ from tests.conftest import RUNTIMES, ServerProcess
 from tests.contract.test_ingest import INSTRUMENT, account, get, ingest, key, problem, until
 
 MIB = 1024 * 1024
+DRAWS = int(os.environ.get("MARKET_INGEST_DRAWS") or 200)  # random batches a runtime (each over HTTP and the socket)
 BIG = "9" * 4301  # one digit past CPython's int() limit for text
 
 
@@ -39,13 +42,13 @@ def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     assert '"level":"ERROR"' not in log and "Traceback" not in log, log[-3000:]
 
 
-_names = iter(f"x{n}" for n in range(1000))
+fresh_names = iter(f"x{n}" for n in range(1000))
 
 
 def publisher(srv: ServerProcess) -> dict[str, Any]:
     """A new enterprise account with a namespace, one instrument `{ns}.x`, an ingest key and a read key, both known
     to the hub (its key refresh) when this returns."""
-    ns = next(_names)
+    ns = next(fresh_names)
     console = account(srv, f"{ns}@example.com", namespace=ns)
     assert console.post("/api/console/instruments", json={"id": f"{ns}.x", **INSTRUMENT}).status_code == 201
     out: dict[str, Any] = {"ns": ns, "id": f"{ns}.x", "console": console, "ingest": key(console, "ingest"),
@@ -219,7 +222,7 @@ def test_bodies_at_and_over_one_mebibyte(srv: ServerProcess) -> None:
 @pytest.mark.parametrize("ctype", [None, "", "text/plain", "application/json", "application/x-ndjson-x",
                                    "application/x-ndjson\u00e9", ";", "application/x-ndjson," * 500])
 def test_a_missing_or_odd_content_type_is_415(srv: ServerProcess, ctype: str | None) -> None:
-    pub = _shared(srv)
+    pub = shared_publisher(srv)
     headers: dict[str, Any] = {"X-SERVICE-Key": pub["ingest"]}
     if ctype is not None:
         headers["content-type"] = ctype.encode()
@@ -231,7 +234,7 @@ def test_a_missing_or_odd_content_type_is_415(srv: ServerProcess, ctype: str | N
 @pytest.mark.parametrize("ctype", ["application/x-ndjson; charset=utf-8", "APPLICATION/X-NDJSON",
                                    "application/jsonl", "application/json-lines ; q=1"])
 def test_the_json_lines_media_types_are_taken(srv: ServerProcess, ctype: str) -> None:
-    pub = _shared(srv)
+    pub = shared_publisher(srv)
     resp = httpx.post(srv.base + "/api/v1/ingest", content=b'{"id":"%s","price":1}' % pub["id"].encode(),
                       headers={"X-SERVICE-Key": pub["ingest"], "content-type": ctype}, timeout=10)
     assert resp.status_code == 200 and resp.json()["accepted"] == 1, resp.text
@@ -240,7 +243,7 @@ def test_the_json_lines_media_types_are_taken(srv: ServerProcess, ctype: str) ->
 _SHARED: dict[str, dict[str, Any]] = {}
 
 
-def _shared(srv: ServerProcess) -> dict[str, Any]:
+def shared_publisher(srv: ServerProcess) -> dict[str, Any]:
     if srv.base not in _SHARED:
         _SHARED[srv.base] = publisher(srv)
     return _SHARED[srv.base]
@@ -330,7 +333,7 @@ def test_a_client_that_floods_without_reading(srv: ServerProcess) -> None:
     """A client that sends empty batches and never reads their answers: the hub closes it as a slow consumer
     (4008) once its unread answers pass the hard cap, or answers them all; either way it keeps serving and the
     ticks of the batches it answered are kept."""
-    pub = _shared(srv)
+    pub = shared_publisher(srv)
 
     async def run() -> tuple[int | None, int]:
         ws = await _socket(srv, pub["ingest"], max_queue=1)
@@ -352,89 +355,52 @@ def test_a_client_that_floods_without_reading(srv: ServerProcess) -> None:
     serving(srv)
 
 
-def _declare_cases(ns: str) -> list[tuple[dict[str, Any], str]]:
-    """(a declaration, the field its 400 names)."""
-    cases: list[tuple[dict[str, Any], str]] = []
-    for iid in (f"{ns}.a.b", f"{ns}.é", f"{ns}./../x", f"{ns}.%2e", f"{ns}.", ".x", f"{ns}.x\x00", f"{ns}." + "a" * 49,
-                f"{ns.upper()}.x", f"{ns}.x ", f" {ns}.x", f"{ns}.x/y", f"{ns}.x\\y", f"{ns}.-x", "a" * 10_000, "",
-                1, None, [f"{ns}.x"], {"id": f"{ns}.x"}, f"{ns}.\u202ex", f"{ns}.x\n"):
-        cases.append(({"id": iid}, "id"))
-    for field, limit in (("name", 100), ("unit", 40)):
-        for value in ({"zh": "中" * (limit + 1), "en": "x"}, {"zh": "中", "en": "x" * 10_000}, {"zh": "", "en": "x"},
-                      {"zh": "中", "en": " \u3000 "}, {"zh": "中\x00", "en": "x"}, {"zh": "中"}, {"zh": 1, "en": "x"},
-                      {"zh": "中", "en": "x", "fr": "y"}, "plain", ["中", "x"], None, 1, {"zh": ["中"], "en": "x"}):
-            cases.append(({field: value}, field))
-    for decimals in (-1, 9, 8.5, 1e300, -1e300, "2", True, None, [2], {"d": 2}, 2**64):
-        cases.append(({"decimals": decimals}, "decimals"))
-    for currency in ("usd", "US", "USDX", "€€€", "ＵＳＤ", "US\x00", " USD", 1, None, ["USD"], ""):
-        cases.append(({"currency": currency}, "currency"))
-    venue: Any
-    for venue in ("ICE-EU", "ice-eu\x00", "../ice-eu", "ice-eu/", "", "x" * 10_000, 1, None, [], {"id": "ice-eu"}):
-        cases.append(({"venue": venue}, "venue"))
-    session: Any
-    for session in ("", "nope", "cn-day\x00", 1, [], {}):
-        cases.append(({"session": session}, "session"))
-    cases.append(({"colour": "red", "名": 1, "\x00": 1}, "colour"))
-    return cases
+VALUES = ["1", "80.25", "-0", "0", "1e12", "1e13", "1e9", "1e-9", "1e309", "NaN", "-1", BIG, "true", "null", '""',
+          '"x"', "[]", "{}", '"1971-01-01T00:00:00+08:00"', '"2026-W48-1"', '"9999-12-31T23:59:59Z"', str(2**64),
+          '"\\u0000"', '"' + "é" * 300 + '"']
 
 
-class Consoles:
-    """Signed-in console clients of new accounts, a fresh one every 25 requests: each account may make 30 console
-    requests a minute (CONSOLE_RATE), and a body is checked after that bucket (so any account's 400 is the same)."""
-
-    def __init__(self, srv: ServerProcess) -> None:
-        self.srv, self.used, self.client = srv, 0, httpx.Client()
-
-    def __call__(self) -> httpx.Client:
-        if self.used % 25 == 0:
-            self.client = account(self.srv, f"c{next(_names)}@example.com", enterprise=False)
-        self.used += 1
-        return self.client
+def _random_line(rng: random.Random, iid: str) -> bytes:
+    """A line of random fields (each maybe left out) drawn from VALUES, or raw noise."""
+    if rng.random() < 0.1:
+        return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 40))).replace(b"\n", b"")
+    fields = {"id": rng.choice([json.dumps(iid), *VALUES]), "price": rng.choice(VALUES), "volume": rng.choice(VALUES),
+              "ts": rng.choice(VALUES), "oi": rng.choice(VALUES)}
+    kept = [f'"{k}":{v}' for k, v in fields.items() if k in ("id", "price") or rng.random() < 0.4]
+    return ("{" + ",".join(kept) + "}").encode()
 
 
-def test_extreme_declarations_are_400_naming_the_field(srv: ServerProcess) -> None:
-    pub, consoles = _shared(srv), Consoles(srv)
-    ns = pub["ns"]
-    for change, field in _declare_cases(ns):
-        body = {"id": f"{ns}.fine", **INSTRUMENT, **change}
-        resp = consoles().post("/api/console/instruments", json=body)
-        assert resp.status_code == 400, (str(change)[:80], resp.text)
-        found = problem(resp, 400, "validation_failed")
-        assert field in {e["field"] for e in found["errors"]}, (change, found)
-    for raw in (b"[]", b'"x"', b"1", b"null", b"true", b"[{}]", b"", b"{", b"\xff\xfe", b"\x00", b"{}" * 2,
-                b'{"decimals": ' + BIG.encode() + b"}", b'{"decimals": NaN}', b'{"decimals": 1e309}', b"[" * 60_000):
-        resp = consoles().post("/api/console/instruments", content=raw, headers={"content-type": "application/json"})
-        problem(resp, 400, "invalid_body")
-    problem(consoles().post("/api/console/instruments", content=b"{}", headers={"content-type": "text/plain"}), 415,
-            "unsupported_media_type")
-    longest = {"id": f"{ns}." + "z" * 48, **INSTRUMENT, "name": {"zh": "中" * 100, "en": "x" * 100},
-               "unit": {"zh": "单" * 40, "en": "u" * 40}, "decimals": 8.0, "currency": "XAU"}
-    made = pub["console"].post("/api/console/instruments", json=longest)
-    assert made.status_code == 201 and made.json()["decimals"] == 8, made.text
-    listed = pub["console"].get("/api/console/instruments").json()["items"]
-    assert next(i for i in listed if i["id"] == longest["id"])["name"] == longest["name"]
-    serving(srv)
+def test_random_batches_are_answered_line_by_line(srv: ServerProcess) -> None:
+    """DRAWS batches of 1-30 random lines (seeded), each over HTTP and then over the socket: every answer counts each
+    non-blank line once (accepted + rejectedCount), names the rejected lines by number, and the quote's volume is the
+    sum of the accepted lines' volumes (those without one: 0)."""
+    pub, rng = publisher(srv), random.Random(45)
+    lines_sent, accepted, volume = 0, 0, 0.0
+    http_answers, batches = [], []
+    for _ in range(DRAWS):
+        batch = [_random_line(rng, pub["id"]) for _ in range(rng.randrange(1, 31))]
+        batches.append(batch)
+        resp = ingest(srv, pub["ingest"], b"\n".join(batch))
+        assert resp.status_code == 200, resp.text
+        http_answers.append(resp.json())
 
+    async def over_socket() -> list[dict[str, Any]]:
+        async with await _socket(srv, pub["ingest"]) as ws:
+            answers = []
+            for batch in batches:
+                await ws.send(b"\n".join(batch).decode(errors="replace"))
+                answers.append(json.loads(await ws.recv()))
+            return answers
 
-@pytest.mark.parametrize("raw", ["x.a.b", "x.%C3%A9", "..%2F..%2Fetc%2Fpasswd", "%00", "x.x%00", "a" * 4000,
-                                 "%E2%80%AE", "x0.x%2F", "%2e%2e", "x0.x%20", "%FF%FE", "x0.X"])
-def test_deleting_an_odd_id_is_a_404(srv: ServerProcess, raw: str) -> None:
-    console = account(srv, f"{next(_names)}@example.com")  # enterprise: the id is looked up
-    resp = console.delete("/api/console/instruments/" + raw)
-    assert resp.status_code in (400, 404) and resp.headers["content-type"] == "application/problem+json", resp.text
-    assert console.get("/api/console/instruments").status_code == 200
-
-
-def test_odd_key_scopes_and_labels_are_400(srv: ServerProcess) -> None:
-    consoles = Consoles(srv)
-    for body, field in (({"scope": "INGEST"}, "scope"), ({"scope": ""}, "scope"), ({"scope": " ingest"}, "scope"),
-                        ({"scope": "write"}, "scope"), ({"scope": 1}, "scope"), ({"scope": ["ingest"]}, "scope"),
-                        ({"scope": {"s": 1}}, "scope"), ({"scope": "ingest\x00"}, "scope"), ({"scope": "读"}, "scope"),
-                        ({"label": "x" * 10_000}, "label"), ({"label": "a\x00"}, "label"), ({"label": 5}, "label"),
-                        ({"scope": "ingest", "admin": True}, "admin")):
-        found = problem(consoles().post("/api/console/keys", json=body), 400, "validation_failed")
-        assert field in {e["field"] for e in found["errors"]}, (body, found)
-    for raw in (b"[]", b'"ingest"', b"null", b"", b"\xff"):
-        problem(consoles().post("/api/console/keys", content=raw, headers={"content-type": "application/json"}), 400,
-                "invalid_body")
+    for batch, answer in zip(batches * 2, http_answers + asyncio.run(over_socket()), strict=True):
+        assert "error" not in answer, answer
+        blank = sum(1 for line in batch if not line.strip())
+        assert answer["accepted"] + answer["rejectedCount"] == len(batch) - blank, (batch, answer)
+        assert all(1 <= r["line"] <= len(batch) for r in answer["rejected"])
+        taken = set(range(1, len(batch) + 1)) - {r["line"] for r in answer["rejected"]}
+        lines_sent += len(batch)
+        accepted += answer["accepted"]
+        volume += sum(orjson.loads(batch[n - 1]).get("volume", 0) for n in taken if batch[n - 1].strip())
+    assert accepted > 0 and accepted < lines_sent  # the draw hit both kinds
+    quote(srv, pub, volume)
     serving(srv)
