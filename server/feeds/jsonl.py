@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeGuard
@@ -11,15 +12,21 @@ import orjson
 
 from server.market.catalogue import Catalogue
 from server.market.contracts.settlement import within
-from server.market.tick import MAX_FUTURE_S, Tick, TickDetail
+from server.market.tick import MAX_DETAIL, MAX_FUTURE_S, MAX_PRICE, MAX_VOLUME, Tick, TickDetail
 from server.market.timefmt import TZ
 
 # A futures line's board fields (SPEC 19): the line's key -> TickDetail's field; each a number >= 0 or absent/null.
 DETAIL_KEYS = {"bid": "bid", "ask": "ask", "bidSize": "bid_size", "askSize": "ask_size", "oi": "oi",
                "cumVolume": "cum_volume", "turnover": "turnover", "settle": "settle", "limitUp": "limit_up",
                "limitDown": "limit_down"}
+MIN_LINE = len('{"id":"","price":1}')  # the shortest line naming an instrument (empty: an unknown id) and a price
 Limits = Callable[[int, float, float], bool]  # (row, price, ts) -> within the daily limits of ts's trading day
 Symbols = Callable[[str, float], str | None]  # (an exchange's symbol, now) -> the contract id it names, None: none
+# A text `ts` (docs/input-rules.md): YYYY-MM-DD, then optionally T (or a space) hh:mm[:ss[.fraction]] and Z or an
+# offset; nothing else. `datetime.fromisoformat` alone also takes week dates (2026-W48-1), the basic form
+# (20261118T103000) and (CPython 3.11) text cut at a NUL ("2026-11-18T10:30:00\x00" read as 10:30).
+ISO_TS = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}([Tt ][0-9]{2}:[0-9]{2}(:[0-9]{2}([.,][0-9]{1,9})?)?"
+                    r"([Zz]|[+-][0-9]{2}(:?[0-9]{2})?)?)?")
 
 
 def _allow_all(row: int, price: float, ts: float) -> bool:
@@ -39,7 +46,7 @@ def _parse_ts(value: Any, now: float) -> float | None:
         return now
     if _is_number(value):
         return float(value) if math.isfinite(value) else None
-    if isinstance(value, str):
+    if isinstance(value, str) and ISO_TS.fullmatch(value):
         try:
             parsed = datetime.fromisoformat(value)
             if parsed.tzinfo is None:
@@ -58,8 +65,8 @@ class JsonlParser:
     current trading day (ZCE's one-digit year: the nearest contract with that month); a line with both, or with
     neither, is a bad line, and a symbol naming no instrument an unknown id.
 
-    ``bad_lines`` counts malformed lines (bad JSON, wrong types, non-positive or
-    non-finite price, negative volume, unparseable ts, a ts before ``not_before``
+    ``bad_lines`` counts malformed lines (bad JSON, wrong types, a price not in (0, MAX_PRICE], a volume
+    not in [0, MAX_VOLUME], unparseable ts, a ts before ``not_before``
     (the oldest candle held) or more than ``MAX_FUTURE_S`` after ``now``);
     ``unknown_ids`` counts well-formed lines whose id is not in the catalogue.
     Blank lines are ignored. A missing ts means "now"; a naive ISO 8601 ts is
@@ -67,7 +74,7 @@ class JsonlParser:
     tens of thousands of years ahead and are rejected like any other future ts.
 
     A futures line may carry the board's fields (``DETAIL_KEYS``; ``cumVolume``, the day's running total, instead
-    of ``volume``); a field that is not a finite number >= 0 is a bad line, and so is a price outside the daily
+    of ``volume``); a field that is not a number from 0 to MAX_DETAIL is a bad line, and so is a price outside the daily
     limits (``within_limits``: the market state's; a line's own ``limitUp``/``limitDown`` win), a limit price
     being valid.
     """
@@ -94,6 +101,8 @@ class JsonlParser:
         return None
 
     def _parse(self, line: bytes | str, now: float, not_before: float) -> Tick | None:
+        if len(line) < MIN_LINE:  # cannot hold an id and a price: bad without orjson's costly exception (2 us)
+            return self._bad()
         try:
             obj = orjson.loads(line)
         except orjson.JSONDecodeError:
@@ -107,7 +116,7 @@ class JsonlParser:
             return self._bad()
         if not isinstance(iid, str) or not _is_number(price) or not _is_number(volume):
             return self._bad()
-        if not (math.isfinite(price) and price > 0) or not (math.isfinite(volume) and volume >= 0):
+        if not 0 < price <= MAX_PRICE or not 0 <= volume <= MAX_VOLUME:  # NaN and inf fail these too
             return self._bad()
         ts = _parse_ts(obj.get("ts"), now)
         if ts is None:
@@ -119,7 +128,7 @@ class JsonlParser:
         if not not_before <= ts <= now + MAX_FUTURE_S:  # before the limits: their trading day must exist
             return self._bad()
         given = {field: obj[key] for key, field in DETAIL_KEYS.items() if obj.get(key) is not None}
-        if not all(_is_number(v) and math.isfinite(v) and v >= 0 for v in given.values()) or (
+        if not all(_is_number(v) and 0 <= v <= MAX_DETAIL for v in given.values()) or (
                 "cum_volume" in given and "volume" in obj):
             return self._bad()
         detail = TickDetail(**{k: float(v) for k, v in given.items()}) if given else None

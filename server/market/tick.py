@@ -10,6 +10,12 @@ from dataclasses import astuple, dataclass
 
 # A tick stamped further ahead of the clock than this is a bad line of the feed (SPEC 10) and a bad row of an import.
 MAX_FUTURE_S = 300.0
+# The largest price, volume and board field a line may carry (docs/input-rules.md): a day's volume is summed into
+# int64 candles and rendered with round(), so a tick of 1e19 lots (or 1e308) overflowed them into 500s on
+# /quotes and /kline. Far above any market's: 1e12 a unit, 1e9 lots a tick, 1e15 for a board's totals.
+MAX_PRICE = 1e12
+MAX_VOLUME = 1e9
+MAX_DETAIL = 1e15
 
 
 @dataclass(slots=True, frozen=True)

@@ -194,9 +194,9 @@ INGEST_MESSAGE_SCHEMAS: dict[str, Any] = {
     "IngestBatch": {"type": "string", "contentMediaType": "application/x-ndjson", "maxLength": 65536,
                     "examples": ['{"id":"acme.crude-blend","price":80.25,"volume":3}\n'
                                  '{"id":"acme.crude-blend","price":80.3,"ts":1767225600}'],
-                    "description": 'JSON lines as POST /api/v1/ingest takes them: {"id", "price" > 0, "ts"? (epoch '
-                                   'seconds or ISO 8601; default now), "volume"? >= 0}, one a line, blank lines '
-                                   'skipped; the frame at most 64 KiB.'},
+                    "description": 'JSON lines as POST /api/v1/ingest takes them: {"id", "price" (> 0, at most 1e12), '
+                                   '"ts"? (epoch seconds or ISO 8601; default now), "volume"? (0 to 1e9)}, one a '
+                                   'line, blank lines skipped; the frame at most 64 KiB (larger: closed, 1009).'},
     "IngestAnswer": INGEST_SCHEMAS["IngestAnswer"],
     "IngestError": {**obj(["error"], error=ref("Problem")), "additionalProperties": False},
 }

@@ -55,9 +55,10 @@ INGEST_SCHEMAS: dict[str, S] = {
 }
 
 BASE = "/api/console/instruments"
-LINES = ('JSON lines as the JSONL feed takes them: {"id", "price" > 0, "ts"? (epoch seconds or ISO 8601; default '
-         'now), "volume"? >= 0}; at most 1 MiB; each instrument\'s lines in time order (a line that would count toward '
-         'a bar already published, or a closed trading day, is rejected as a late tick)')
+LINES = ('JSON lines as the JSONL feed takes them: {"id", "price" (> 0, at most 1e12), "ts"? (epoch seconds, or '
+         'ISO 8601 YYYY-MM-DD[Thh:mm[:ss[.f]]][Z|+hh:mm]; default now), "volume"? (0 to 1e9)}; at most 1 MiB; each '
+         'instrument\'s lines in time order (a line that would count toward a bar already published, or a closed '
+         'trading day, is rejected as a late tick)')
 
 
 def _forbidden(op: S, description: str) -> S:
