@@ -88,6 +88,10 @@ def test_an_enterprise_customer_declares_publishes_and_deletes_an_instrument(bro
         assert me.no_sideways_scroll(), lang
         me.shot(f"source-1440-{lang}")
     assert p.inner_text("[data-testid=source] h2") == "专属数据源"
+    me.lang("en")  # the SLA table's target column is not the tickets' first response (they shared one string key)
+    assert "Target" in p.inner_text("[data-testid=sla-components] thead")
+    assert "First response" not in p.inner_text("[data-testid=sla-components] thead")
+    assert "First response" in p.inner_text("[data-testid=tickets] thead")
     me.lang("en")
     p.click(f"{row} >> [data-act=delete]")
     p.wait_for_selector("[data-testid=dialog][open]")
