@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import json
 import math
-import time
 from collections.abc import Callable
 from datetime import UTC, date, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +26,7 @@ import httpx
 import pytest
 
 from server.market.venues.book import VenueBook
+from tests import poll
 from tests.conftest import ServerProcess, run_cli, sqlite_only
 
 MEMORY = ("--engine", "memory")
@@ -46,13 +47,7 @@ WEDNESDAY_LINES = [
 ]
 
 
-def _until(check: Callable[[], Any], timeout: float = 20.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)  # another process reads its feed file: poll its answers, bounded
+_until = partial(poll.until, timeout=20.0)  # this module's wait and polling interval
 
 
 def _lines(path: Path, lines: list[dict[str, Any]]) -> None:

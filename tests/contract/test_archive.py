@@ -14,9 +14,9 @@ import os
 import signal
 import subprocess
 import sys
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, date, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ import pytest
 
 from server.market.timefmt import TZ
 from server.market.venues.book import VenueBook
+from tests import poll
 from tests.conftest import ServerProcess, run_cli, sqlite_only
 from tests.tmpfs import small_tmpfs
 
@@ -53,13 +54,7 @@ def _ticks(day: int = 18) -> list[dict[str, Any]]:
     return out
 
 
-def _until(check: Callable[[], Any], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)
+_until = partial(poll.until, timeout=15.0)  # this module's wait and polling interval
 
 
 def _metric(srv: ServerProcess, name: str) -> float:

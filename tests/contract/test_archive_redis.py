@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import signal
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +15,7 @@ import psycopg
 
 from tests.conftest import ServerProcess
 from tests.pg_service import pg_schema
+from tests.poll import until as _until
 from tests.redis_service import redis_prefix, require_redis
 
 T0 = 1_795_000_000.0  # 2026-11-18 17:46:40 +08:00; the ticks' own times (the archive keeps whatever a feed stamps)
@@ -27,14 +26,6 @@ def _ticks(start: int, n: int) -> list[dict[str, Any]]:
     return [{"id": ("brent", "wti", "methanol")[k % 3], "price": 70.0 + (k % 11) * 0.25, "ts": T0 + k * 0.5,
              "volume": 1} for k in range(start, start + n)]
 
-
-def _until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)  # another process's work: nothing here to await
 
 
 def _leads(srv: ServerProcess) -> bool:

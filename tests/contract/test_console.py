@@ -14,6 +14,7 @@ import itertools
 import json
 import time
 from collections.abc import Callable, Iterator
+from functools import partial
 from typing import Any
 
 import httpx
@@ -22,6 +23,7 @@ from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
 from server.core.login_throttle import FREE_FAILURES, LOCK_AFTER, MAX_BACKOFF_S
+from tests import poll
 from tests.conftest import RUNTIMES, ServerProcess, run_cli
 
 _ips = itertools.count(1)
@@ -68,14 +70,7 @@ def problem(resp: httpx.Response, status: int, code: str) -> dict[str, Any]:
     return body
 
 
-def until(check: Callable[[], Any], timeout: float = 10.0, every: float = 0.1) -> Any:
-    """Poll another process's effect (the key refresh, the usage flush) until `check` gives a truthy value."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(every)
+until = partial(poll.until, timeout=10.0, every=0.1)  # this module's wait and polling interval
 
 
 def quotes(srv: ServerProcess, key: str) -> httpx.Response:

@@ -10,7 +10,8 @@ import asyncio
 import itertools
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import httpx
@@ -19,6 +20,7 @@ from jsonschema import Draft202012Validator
 from websockets.asyncio.client import connect
 from websockets.exceptions import InvalidStatus
 
+from tests import poll
 from tests.conftest import RUNTIMES, ServerProcess, run_cli
 
 PASSWORD = "correct horse"
@@ -37,13 +39,7 @@ def srv(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
     assert code == 0, f"server exited with {code}:\n{server.output()}"
 
 
-def until(check: Callable[[], Any], timeout: float = 10.0, every: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(every)
+until = partial(poll.until, timeout=10.0)  # this module's wait and polling interval
 
 
 def account(srv: ServerProcess, email: str, enterprise: bool = True, namespace: str | None = None) -> httpx.Client:

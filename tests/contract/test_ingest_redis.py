@@ -14,7 +14,8 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ import pytest
 import redis
 from websockets.asyncio.client import ClientConnection, connect
 
+from tests import poll
 from tests.conftest import ServerProcess, run_cli
 from tests.redis_service import redis_prefix, require_redis
 
@@ -69,13 +71,7 @@ def pair(tmp_path: Path) -> Iterator[Pair]:
                     assert hub.stop() == 0, hub.output()[-3000:]
 
 
-def until(check: Callable[[], Any], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)  # another process's refresh or lease: nothing to await
+until = partial(poll.until, timeout=15.0)  # this module's wait and polling interval
 
 
 def _metric(hub: ServerProcess, name: str) -> float:

@@ -24,8 +24,6 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
-import time
-from collections.abc import Callable
 from contextlib import ExitStack
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -39,6 +37,7 @@ from websockets.sync.client import connect
 from server.market.timefmt import TZ
 from tests.conftest import ServerProcess, database_flags, engine_variants
 from tests.pg_service import pg_schema
+from tests.poll import until as _until
 from tests.redis_service import redis_prefix, require_redis
 
 NOW = "2026-11-24T09:30:00+08:00"  # a Tuesday: ZCE and DCE in their morning session (hidden --clock-start)
@@ -65,14 +64,6 @@ def _ticks(start: int, n: int, at: datetime) -> list[dict[str, Any]]:
 def _lines(ticks: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(t) + "\n" for t in ticks)
 
-
-def _until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)  # another process's work: nothing here to await
 
 
 class Archive:

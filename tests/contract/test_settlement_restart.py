@@ -15,8 +15,8 @@ import contextlib
 import json
 import signal
 import sqlite3
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ from server.store.history.archive_sqlite import HISTORY_DB
 from server.store.sql.db import open_db
 from server.store.sql.pg import connect, migrate
 from server.store.sql.schema import MIGRATIONS
+from tests import poll
 from tests.conftest import ServerProcess, sqlite_only
 from tests.pg_service import QmarkConnection, pg_schema
 
@@ -60,13 +61,7 @@ LINES: list[dict[str, Any]] = [
 ]
 
 
-def _until(check: Callable[[], Any], timeout: float = 15.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(0.05)  # another process applies and commits: poll its answers, bounded
+_until = partial(poll.until, timeout=15.0)  # this module's wait and polling interval
 
 
 def _metric(srv: ServerProcess, name: str) -> float:

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
@@ -22,6 +23,7 @@ import httpx
 import pytest
 
 from server.market.timefmt import iso
+from tests import poll
 from tests.conftest import ServerProcess, open_database, run_cli
 
 PASSWORD = "correct horse"
@@ -34,14 +36,7 @@ def minute_of(ts: float) -> int:
     return int(ts // MINUTE)
 
 
-def until(check: Callable[[], Any], timeout: float, every: float = 0.2) -> Any:
-    """Poll another process's effect until `check` gives a truthy value (or the deadline: the falsy value)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(every)
+until = partial(poll.until, every=0.2)  # this module's wait and polling interval
 
 
 def minutes_recorded(data_dir: Path) -> set[int]:

@@ -17,9 +17,9 @@ import csv
 import gzip
 import io
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +27,7 @@ import httpx
 import pytest
 
 from server.market.timefmt import TZ
+from tests import poll
 from tests.conftest import ServerProcess, run_cli
 from tests.contract.test_ingest import INSTRUMENT, PASSWORD, account, ingest, key
 
@@ -57,11 +58,7 @@ BATCHES = [
 TAKEN = [line for lines, late in BATCHES for n, line in enumerate(lines, 1) if n not in late]
 
 
-def until(check: Callable[[], Any], timeout: float = 30.0) -> Any:
-    deadline = time.monotonic() + timeout
-    while not (value := check()) and time.monotonic() < deadline:
-        time.sleep(0.1)  # another process commits its archive or makes its files: nothing here to await
-    return value
+until = partial(poll.until, every=0.1)  # this module's wait and polling interval
 
 
 def _hub(data: Path, runtime: str, clock: str, *extra: str) -> ServerProcess:

@@ -8,15 +8,16 @@ they are down, and the route says so per Shanghai day with the SLA report's rule
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import httpx
 import pytest
 
 from server.market.timefmt import iso
+from tests import poll
 from tests.conftest import ServerProcess, open_database
 
 FIRST = datetime.fromisoformat("2026-03-10T23:50:50+08:00").timestamp()  # a Tuesday, 10 minutes before midnight
@@ -24,13 +25,7 @@ SECOND = datetime.fromisoformat("2026-03-12T10:00:00+08:00").timestamp()
 MINUTE = 60
 
 
-def until(check: Callable[[], Any], timeout: float, every: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value or time.monotonic() > deadline:
-            return value
-        time.sleep(every)
+until = partial(poll.until, every=0.2)  # this module's wait and polling interval
 
 
 def recorded(srv: ServerProcess) -> set[int]:
