@@ -2,10 +2,9 @@
 // operators the incidents (open, post an update, resolve) and scheduled maintenance, as the CLI does. Loaded and
 // drawn by the console page (console.js), whose `act`, `say`, client and strings it uses.
 
-import { el, replaceChildren } from "./dom.js";
+import { el, replaceChildren, when } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
-const when = (iso) => (iso ? `${iso.slice(0, 16).replace("T", " ")} UTC+8` : "");
 
 export class IncidentsPanel {
   constructor(page) {

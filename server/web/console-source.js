@@ -4,10 +4,9 @@
 // key is made in the keys section with the scope "ingest"). Names and units are the customer's text: they go into the
 // page as text nodes only (el(), textContent), never as HTML.
 
-import { el, replaceChildren } from "./dom.js";
+import { el, replaceChildren, when } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
-const when = (iso) => (iso ? `${iso.slice(0, 16).replace("T", " ")} UTC+8` : "");
 
 export class SourcePanel {
   /** `page`: the console page (its client, i18n, `act`, `say` and `ask`). */

@@ -2,10 +2,9 @@
 // reopen; operators list every account's tickets (filtered by status) and answer on the same thread. Subjects and
 // bodies are the customer's plain text: they go into the page as text nodes only (el(), textContent), never as HTML.
 
-import { el, replaceChildren } from "./dom.js";
+import { el, replaceChildren, when } from "./dom.js";
 
 const $ = (id) => document.getElementById(id);
-const when = (iso) => (iso ? `${iso.slice(0, 16).replace("T", " ")} UTC+8` : "");
 
 export class SupportPanel {
   /** `page`: the console page (its client, i18n, `act` and `say`). */

@@ -5,7 +5,7 @@
 // key's secret is in the DOM only until "I saved it", and reaches the dashboard through sessionStorage, read once.
 
 import { HANDOVER_STORAGE } from "./calls.js";
-import { el, replaceChildren } from "./dom.js";
+import { el, replaceChildren, when } from "./dom.js";
 import { ConsoleI18n } from "./console-i18n.js";
 import { IncidentsPanel } from "./console-incidents.js";
 import { MarketClient, ProblemError } from "./market-client.js";
@@ -31,7 +31,6 @@ function store(kind, name, value) {
 }
 
 const $ = (id) => document.getElementById(id);
-const when = (iso) => (iso ? `${iso.slice(0, 16).replace("T", " ")} UTC+8` : "");
 
 class ConsolePage {
   constructor() {

@@ -43,3 +43,8 @@ export function flash(node, dir) {
   const from = `var(${dir > 0 ? "--up-bg" : "--down-bg"})`;
   flashes.set(node, node.animate([{ backgroundColor: from }, { backgroundColor: "transparent" }], FLASH));
 }
+
+/** An API time (ISO 8601 with +08:00) as the console shows it: "YYYY-MM-DD hh:mm UTC+8"; "" for none. */
+export function when(iso) {
+  return iso ? `${iso.slice(0, 16).replace("T", " ")} UTC+8` : "";
+}
