@@ -308,17 +308,20 @@ def test_the_ingest_socket_answers_each_batch(srv: ServerProcess, source: dict[s
 
 
 def test_an_account_over_its_ticks_a_second_waits(srv: ServerProcess) -> None:
-    """--ingest-rate 3000: one batch of 6,000 ticks passes (the bucket goes into debt), the next is 429 with
-    Retry-After and nothing of it kept, on both routes; another account is not held back."""
+    """An account at 100 ticks a second (`users limits`; the hub's --ingest-rate of 3,000 would leave it in debt for
+    a second only, less than the steps below may take on a loaded machine): one batch of 6,000 ticks passes (the
+    bucket goes about 59 s into debt), the next is 429 with Retry-After and nothing of it kept, on both routes."""
     burst = account(srv, "burst@example.com", namespace="burst")
     assert burst.post("/api/console/instruments", json={"id": "burst.x", **INSTRUMENT}).status_code == 201
-    secret = key(burst, "ingest")
+    out = run_cli(srv.data_dir, "users", "limits", "burst@example.com", "--ticks-per-second", "100")
+    assert out.returncode == 0, out.stderr
+    secret = key(burst, "ingest")  # made after the limit: the hub's first refresh of it carries the 100
     start = time.time() - 60
     big = lines_for(["burst.x"], start, 6000, 0.001)
     resp = until(lambda: (r := ingest(srv, secret, big)).status_code == 200 and r)  # the key's first refresh
     assert resp.json()["accepted"] == 6000
     refused = problem(ingest(srv, secret, lines_for(["burst.x"], start + 7, 1, 1)), 429, "rate_limited")
-    assert refused["retryAfter"] >= 1
+    assert refused["retryAfter"] >= 30 and "100 ticks a second" in refused["detail"]
 
     async def over_ws() -> dict[str, Any]:
         async with connect(srv.ws_base + "/ws/ingest", additional_headers={"X-SERVICE-Key": secret}) as ws:

@@ -82,7 +82,7 @@ def bad_lines(iid: str, now: float) -> list[bytes]:
              f'{{"id":"{iid}","price":80,"symbol":"X"}}'.encode()]
     for price in ("1e309", "-1e309", "-0", "0", "-0.0", "1e-400", "NaN", "Infinity", "-Infinity", BIG, f"-{BIG}",
                   "1.7e308", "1000000000000.001", str(2**64 - 1), '"80"', "true", "null", "[]", "{}", "[80]",
-                  '{"v":80}', "-1"):
+                  '{"v":80}', "-1", "0.001", "80.125", "1e-9"):  # the last three: finer than its 2 decimals
         lines.append(f'{{"id":"{iid}","price":{price}}}'.encode())
     for volume in ("1e308", "1000000000.5", str(2**64 - 1), "1e309", "-1", "-1e-300", "NaN", BIG, '"3"', "true", "[]",
                    "{}"):
@@ -122,16 +122,19 @@ def test_every_extreme_line_is_named_and_the_good_lines_are_kept(srv: ServerProc
         for field in (b"volume", b"ts", b"oi"):
             if b'"%s":' % field in line and _json(line):
                 assert error.startswith((field if field != b"oi" else b"board").decode()), (line, error)
+        if line.endswith((b":0.001}", b":80.125}", b":1e-9}")):  # named as finer than the instrument's decimals
+            assert "more decimals than this instrument's 2" in error, (line, error)
     assert quote(srv, pub, good + 1)["price"] == 98  # a repeated key: its last value (orjson's rule)
     serving(srv)
 
 
 def test_the_largest_and_smallest_numbers_taken_are_served(srv: ServerProcess) -> None:
-    """A price of 10^12 and 10^9 lots (the limits, docs/input-rules.md), and a price of 10^-9: every read route of the
-    instrument answers 200 with them (a volume past int64 used to be a 500 on /quotes and /kline)."""
+    """A price of 10^12 and 10^9 lots (the limits, docs/input-rules.md), and a price of 0.01 (the finest of its 2
+    decimals): every read route of the instrument answers 200 with them (a volume past int64 used to be a 500 on
+    /quotes and /kline)."""
     pub = publisher(srv)
     now = time.time()
-    lines = [{"id": pub["id"], "price": 1e12, "volume": 1e9}, {"id": pub["id"], "price": 1e-9, "volume": 1e9},
+    lines = [{"id": pub["id"], "price": 1e12, "volume": 1e9}, {"id": pub["id"], "price": 0.01, "volume": 1e9},
              {"id": pub["id"], "price": 1e12, "volume": 0}]  # ts: now (the same trading day)
     assert ingest(srv, pub["ingest"], lines).json()["accepted"] == 3
     assert quote(srv, pub, 2e9)["price"] == 1e12

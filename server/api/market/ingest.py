@@ -125,7 +125,7 @@ class IngestApi:
         rejected: list[dict[str, Any]] = []
         count = 0
         now, not_before, parser = self.clock(), self.not_before(), self.parser
-        owners, late = self.catalogue.owners, self.late
+        owners, decimals, late = self.catalogue.owners, self.catalogue.decimals, self.late
         previous: dict[int, float] = {}  # row -> the time of its last tick taken in this batch
         for number, line in enumerate(body.split(b"\n"), 1):
             if not line.strip():
@@ -133,7 +133,9 @@ class IngestApi:
             bad, why = parser.bad_lines, None
             tick = parser.parse(line, now, not_before)
             if tick is not None and owner is not None and owners[tick.row] == owner:
-                why = late(tick.row, tick.ts, previous.get(tick.row)) if late is not None else None
+                why = _finer(tick.price, decimals[tick.row])
+                if why is None and late is not None:
+                    why = late(tick.row, tick.ts, previous.get(tick.row))
                 if why is None:
                     previous[tick.row] = tick.ts
                     ticks.append(tick)
@@ -145,6 +147,15 @@ class IngestApi:
                 why = "unknown instrument id: this account declares its instruments at /api/console/instruments"
             rejected.append({"line": number, "error": why or _why(line, now, not_before)})
         return ticks, rejected, count
+
+
+def _finer(price: float, decimals: int) -> str | None:
+    """Why a price is finer than its instrument shows (it would be quoted rounded: 0.001 as 0.00), else None. A JSON
+    number written with at most `decimals` decimals reads back from round() as the same float."""
+    if round(price, decimals) == price:
+        return None
+    return (f"price {price!r} has more decimals than this instrument's {decimals}: send it rounded, or declare the "
+            "instrument again with more decimals")
 
 
 def _why(line: bytes, now: float, not_before: float) -> str:
