@@ -243,12 +243,12 @@ def test_the_json_lines_media_types_are_taken(srv: ServerProcess, ctype: str) ->
     assert resp.status_code == 200 and resp.json()["accepted"] == 1, resp.text
 
 
-@pytest.mark.parametrize("query", ["x=1", "id=a", "%00=1", "a=%00", "&&", "x" * 4000 + "=1"])
+@pytest.mark.parametrize("query", ["x=1", "id=a", "%00=1", "a=%00", "&&", "=", "&=&", "x" * 4000 + "=1"])
 def test_a_query_on_the_ingest_route_is_400(srv: ServerProcess, query: str) -> None:
     pub = shared_publisher(srv)
     resp = httpx.post(f"{srv.base}/api/v1/ingest?{query}", content=b'{"id":"%s","price":1}' % pub["id"].encode(),
                       headers={"X-SERVICE-Key": pub["ingest"], "content-type": "application/x-ndjson"}, timeout=10)
-    if query == "&&":  # no parameter at all: taken
+    if query in ("&&", "=", "&=&"):  # no parameter at all (neither a name nor a value): taken, on both runtimes
         assert resp.status_code == 200 and resp.json()["accepted"] == 1, resp.text
     else:
         assert problem(resp, 400, "unknown_parameter")["errors"][0]["field"], resp.text

@@ -39,9 +39,11 @@ class Request:
 
     @property
     def query(self) -> dict[str, str]:
-        """Query parameters; the last value wins for a repeated name."""
+        """Query parameters; the last value wins for a repeated name. A pair with neither name nor value (`?=`) is
+        no parameter, as on Robyn, which gives `?=` and `?&&` alike as ("", "") and drops them (robyn_app.py)."""
         if self._query is None:
-            self._query = dict(parse_qsl(self.query_string, keep_blank_values=True)) if self.query_string else {}
+            pairs = parse_qsl(self.query_string, keep_blank_values=True) if self.query_string else ()
+            self._query = {k: v for k, v in pairs if k or v}
         return self._query
 
     def header(self, name: str, default: str | None = None) -> str | None:
