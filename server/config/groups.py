@@ -293,6 +293,10 @@ class EngineSettings(Group):
     redis_url: str = setting("redis://127.0.0.1:6379/0", "Redis for --engine redis (default "
                              "redis://127.0.0.1:6379/0)", check=check_redis_url_text)
     redis_prefix: str = setting("market:", check=_prefix)
+    ingest_inbox_max: int = setting(1000, "with --engine redis: ingest batches that may wait in the shared inbox for "
+                                    "the feed lease holder; beyond it ingest is 503 with Retry-After, nothing of "
+                                    "the batch kept (docs/ingest.md)", parse=integer,
+                                    check=between(1, 1_000_000, "must be between 1 and 1000000"))
 
 
 @dataclass(frozen=True)

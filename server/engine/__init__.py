@@ -131,6 +131,11 @@ class InboxUnavailable(Exception):
     """A batch could not be kept (Redis unreachable): nothing of it was kept (or, after a timeout, perhaps it was)."""
 
 
+class InboxFull(InboxUnavailable):
+    """A batch was not kept: the inbox holds --ingest-inbox-max batches the feed lease holder has not taken yet (none
+    holds it, or it is behind)."""
+
+
 class TickInbox(Protocol):
     """A dedicated data source's batches (SPEC 20) onto the tick bus, from any hub."""
 

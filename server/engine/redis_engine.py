@@ -183,7 +183,8 @@ class RedisEngine:
         self.bus: TickBus = self.tick_log
         self.ticks: TickLog = self.tick_log
         self.history: ResumeHistory = self.tick_log
-        self.ingest = RedisInbox(self.target, settings.redis_prefix, self.tick_log, self.gcra.fast)
+        self.ingest = RedisInbox(self.target, settings.redis_prefix, self.tick_log, self.gcra.fast,
+                                 settings.ingest_inbox_max)
         self.inbox: TickInbox = self.ingest  # SPEC 20's ingest on every hub, through the lease holder
         registry.gauge("market_feed_leader", "1 while this hub holds the feed lease and runs the feed.",
                        lambda: float(self.tick_log.leading))

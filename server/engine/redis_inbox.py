@@ -29,7 +29,7 @@ from typing import Any
 from redis.exceptions import NoScriptError, RedisError
 
 from server.core.redis_url import RedisTarget
-from server.engine import InboxUnavailable
+from server.engine import InboxFull, InboxUnavailable
 from server.engine.redis_client import AutoPipeline
 from server.engine.redis_ticks import (
     APPEND_SCRIPT,
@@ -47,9 +47,11 @@ log = logging.getLogger("market.ingest")
 
 ENTRIES = 100  # inbox entries read (and appended, pipelined) at once
 
-# KEYS: the account's bucket, the inbox. ARGV: rate (ticks a second), n (ticks in the batch), the batch.
-# Returns '0' (kept) or the seconds to wait (refused, nothing kept), as text: a Lua number reply is an integer.
+# KEYS: the account's bucket, the inbox. ARGV: rate (ticks a second), n (ticks in the batch), the batch, the most
+# batches the inbox may hold. Returns '0' (kept), the seconds to wait (refused, nothing kept), as text (a Lua number
+# reply is an integer), or 'full' (the inbox holds its most: refused before the bucket, nothing kept or taken).
 INGEST_LUA = """
+if redis.call('XLEN', KEYS[2]) >= tonumber(ARGV[4]) then return 'full' end
 local rate = tonumber(ARGV[1])
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
@@ -75,9 +77,11 @@ INGEST_SHA = hashlib.sha1(INGEST_SCRIPT).hexdigest().encode()
 class RedisInbox:
     """The Redis engine's `TickInbox` (server/engine/__init__.py), and the holder's consumer of it."""
 
-    def __init__(self, url: str | RedisTarget, prefix: str, ticks: RedisTicks, fast: AutoPipeline) -> None:
-        """`fast`: the request path's auto-pipelined connection (the limiter's); `ticks`: the tick log."""
-        self.ticks, self.fast = ticks, fast
+    def __init__(self, url: str | RedisTarget, prefix: str, ticks: RedisTicks, fast: AutoPipeline,
+                 most: int = 1000) -> None:
+        """`fast`: the request path's auto-pipelined connection (the limiter's); `ticks`: the tick log; `most`: the
+        batches the inbox may hold (--ingest-inbox-max)."""
+        self.ticks, self.fast, self.most = ticks, fast, most
         self.rate_prefix = prefix + "ingest:rate:"
         self.reader = AutoPipeline(url, BLOCK_MS / 1000 + 1.0, connect_timeout=CONNECT_S)  # the holder's XREAD
         self._task: asyncio.Task[None] | None = None
@@ -87,7 +91,7 @@ class RedisInbox:
         """The account's bucket and the inbox in one script call (`floors`: unused, the holder numbers)."""
         ids = self.ticks.ids
         body = ";".join(f"{ids[t.row]} {t.price!r} {t.ts!r} {t.volume!r} {encode_detail(t.detail)}" for t in ticks)
-        args = (1 + 1, self.rate_prefix + account, self.ticks.inbox, rate, len(ticks), body)
+        args = (1 + 1, self.rate_prefix + account, self.ticks.inbox, rate, len(ticks), body, self.most)
         try:
             try:
                 reply = await self.fast.call(b"EVALSHA", INGEST_SHA, *args)
@@ -95,6 +99,8 @@ class RedisInbox:
                 reply = await self.fast.call(b"EVAL", INGEST_SCRIPT, *args)
         except (RedisError, OSError) as exc:
             raise InboxUnavailable(f"{type(exc).__name__}: {exc}") from None
+        if reply == b"full":
+            raise InboxFull(f"the inbox holds {self.most} batches")
         return float(reply)
 
     # --- the lease holder ---------------------------------------------------------------------------------------

@@ -244,18 +244,18 @@ def test_a_lease_change_publishes_the_waiting_batches_once(pair: Pair, end: str)
     publisher, reader = _source(a, b)
     leader, other = pair.leader()
     client = redis.Redis.from_url(pair.url)
-    inbox = pair.prefix + "ingest:inbox"
+    inbox, lease = pair.prefix + "ingest:inbox", pair.prefix + "feed:lease"
 
     async def run() -> tuple[list[Any], list[dict[str, Any]], int]:
         watch = await Watch.open(other, reader)
         answers = await _publish(other, publisher, [0, 1], [2, 3])
         await watch.wait(80)
-        os.kill(leader.proc.pid, signal.SIGSTOP)
-        pair.killed.add(leader.proc.pid)
+        freeze(pair, leader, client)
         answers += await _publish(other, publisher, [4, 5, 6], [7, 8, 9])
         waiting = int(client.xlen(inbox))  # nobody consumes them: the lease is still the frozen hub's
         if end == "kill":
             os.kill(leader.proc.pid, signal.SIGKILL)
+        assert client.pexpire(lease, 1)  # the frozen hub's lease lapses: the other hub takes it
         ticks = list(await watch.wait(200, timeout=30.0))
         if end == "resume":
             os.kill(leader.proc.pid, signal.SIGCONT)
@@ -273,4 +273,44 @@ def test_a_lease_change_publishes_the_waiting_batches_once(pair: Pair, end: str)
     if end == "resume":  # the deposed leader applied the same log: each tick once there too
         pair.killed.discard(leader.proc.pid)
         assert until(lambda: _get(leader, reader, f"/api/v1/quotes/{IDS[1]}").json().get("volume") == 100)
+    client.close()
+
+
+def freeze(pair: Pair, leader: ServerProcess, client: redis.Redis) -> None:
+    """The lease holder frozen (SIGSTOP) with its lease kept for two minutes, whatever the steps after take on a
+    loaded machine: no hub consumes the inbox until the test lets the lease lapse (PEXPIRE 1 ms)."""
+    os.kill(leader.proc.pid, signal.SIGSTOP)
+    pair.killed.add(leader.proc.pid)
+    assert client.pexpire(pair.prefix + "feed:lease", 120_000)  # its last renewal had 3 s: it still holds it
+
+
+def test_a_full_inbox_refuses_a_batch_until_a_holder_takes_the_waiting_ones(pair: Pair) -> None:
+    """--ingest-inbox-max 3: the holder frozen with its lease kept, three batches wait in the inbox; a fourth is 503
+    not_ready with Retry-After over HTTP and an error frame over /ws/ingest, nothing of it kept; once the lease
+    passes, the new holder publishes the three once, the inbox empties, and the fourth sent again is taken."""
+    a, b = pair.start("--ingest-inbox-max", "3")
+    publisher, reader = _source(a, b)
+    leader, other = pair.leader()
+    client = redis.Redis.from_url(pair.url)
+    inbox = pair.prefix + "ingest:inbox"
+    freeze(pair, leader, client)
+    assert asyncio.run(_publish(other, publisher, [0, 1, 2], [])) == [ACCEPTED] * 3
+    assert client.xlen(inbox) == 3
+    full = httpx.post(other.base + "/api/v1/ingest", content=_batch(3), timeout=10.0,
+                      headers={"X-SERVICE-Key": publisher, "content-type": NDJSON})
+    assert full.status_code == 503 and full.headers["retry-after"] == "1", full.text
+    assert full.json()["code"] == "not_ready" and "inbox" in full.json()["detail"]
+
+    async def over_ws() -> dict[str, Any]:
+        async with connect(other.ws_base + "/ws/ingest", additional_headers={"X-SERVICE-Key": publisher}) as ws:
+            await ws.send(_batch(3))
+            return dict(json.loads(await ws.recv()))
+
+    assert asyncio.run(over_ws())["error"]["status"] == 503
+    assert client.xlen(inbox) == 3  # nothing of the refused batch kept
+    os.kill(leader.proc.pid, signal.SIGKILL)
+    assert client.pexpire(pair.prefix + "feed:lease", 1)
+    assert until(lambda: client.xlen(inbox) == 0)
+    assert asyncio.run(_publish(other, publisher, [3], [])) == [ACCEPTED]
+    assert until(lambda: _get(other, reader, f"/api/v1/quotes/{IDS[1]}").json().get("volume") == 40)
     client.close()

@@ -27,7 +27,7 @@ from server.api.core.types import Request, Response
 from server.core.errors import ApiError
 from server.core.keys import ApiKey
 from server.core.usage import UsageMeter
-from server.engine import InboxUnavailable
+from server.engine import InboxFull, InboxUnavailable
 from server.feeds.jsonl import DETAIL_KEYS, JsonlParser
 from server.market.catalogue import Catalogue
 from server.market.tick import MAX_DETAIL, MAX_PRICE, MAX_VOLUME, Tick
@@ -106,6 +106,10 @@ class IngestApi:
                 wait = self.publish(owner or "", ticks, rate)
                 if not isinstance(wait, float):
                     wait = await wait
+            except InboxFull:
+                raise ApiError("not_ready", "This hub's shared inbox holds the most ingest batches it may keep waiting "
+                               "for the feed (its lease is changing hands, or its holder is behind); nothing of "
+                               "this batch was kept: retry.", headers=[("retry-after", "1")]) from None
             except InboxUnavailable:
                 raise ApiError("not_ready", "This hub cannot keep ticks now (the shared store does not answer); "
                                "nothing of this batch was kept: retry.", headers=[("retry-after", "1")]) from None
