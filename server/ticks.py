@@ -32,7 +32,7 @@ import numpy as np
 from server.core.background import cancel_and_wait
 from server.core.limits import LimiterStore
 from server.core.metrics import Registry
-from server.engine import Engine, Numbered, ResumeHistory, TickBus, TickInbox, TickLog
+from server.engine import Engine, Numbered, Once, Put, ResumeHistory, TickBus, TickInbox, TickLog
 from server.feeds import FeedSource, FeedSupervisor
 from server.market.applied import AppliedTicks
 from server.market.state import AppliedTick, MarketState
@@ -106,13 +106,14 @@ class TickPath:
         seq = self.state.seq
         self.bus.append(ticks, [int(seq[t.row]) for t in ticks])
 
-    def ingest(self, account: str, ticks: list[Tick], rate: int) -> float | Awaitable[float]:
+    def ingest(self, account: str, ticks: list[Tick], rate: int, once: Once | None = None) -> Put | Awaitable[Put]:
         """A dedicated data source's batch (SPEC 20) onto the tick bus as the feed's go (numbered, archived, streamed,
         candled), from any hub, once the account's bucket (`rate` ticks a second) lets it: the engine's inbox
         (memory: at once; Redis: through the lease holder, shared with every hub). 0.0: kept; else the seconds to
-        wait, nothing kept; InboxUnavailable: nothing kept."""
+        wait, nothing kept; `Replayed`: the batch's Idempotency-Key (`once`) was kept already, nothing kept now;
+        InboxUnavailable: nothing kept."""
         seq = self.state.seq
-        return self.inbox.put(account, ticks, rate, [int(seq[t.row]) for t in ticks])
+        return self.inbox.put(account, ticks, rate, [int(seq[t.row]) for t in ticks], once)
 
     def on_batch(self, batch: Numbered) -> None:
         """Hop 4: a numbered batch from the bus, applied."""

@@ -40,6 +40,7 @@ class Call(Generic[T]):
     body: Mapping[str, Any] | RawBody | None = None
     auth: Auth = "none"
     conditional: bool = False  # send If-None-Match with the last ETag; a 304 returns the cached value
+    headers: Mapping[str, str] = field(default_factory=dict)  # the call's own (Idempotency-Key)
 
 
 @dataclass(frozen=True, slots=True)

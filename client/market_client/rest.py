@@ -60,6 +60,7 @@ class _Base:
             headers["X-SERVICE-Key"] = self.key
         if call.auth == "bearer" and self.token:
             headers["Authorization"] = f"Bearer {self.token}"
+        headers.update(call.headers)
         content = None
         if isinstance(call.body, c.RawBody):
             content = call.body.data
@@ -127,11 +128,14 @@ class MarketClient(_Base):
         """`adjust`: "diff" or "ratio" for a futures product's series back-adjusted at its rolls (SPEC 19)."""
         return self.call(c.kline(instrument_id, days, interval, limit, start, end, adjust))
 
-    def ingest(self, ticks: Iterable[Mapping[str, Any]] | bytes | str) -> src.IngestAnswer:
+    def ingest(self, ticks: Iterable[Mapping[str, Any]] | bytes | str,
+               idempotency_key: str | None = None) -> src.IngestAnswer:
         """Publish ticks of the key's account's own instruments (an ingest key; SPEC 20, docs/ingest.md): mappings
         `{id, price, ts?, volume?}` or JSON lines, at most 1 MiB a call; bad lines come back by number, the good ones
-        are kept. A 429 (the account's ticks a second) kept nothing: it is retried as any 429."""
-        return self.call(src.ingest(ticks))
+        are kept. A 429 (the account's ticks a second) kept nothing: it is retried as any 429. Every call sends an
+        `Idempotency-Key` (a new UUID unless `idempotency_key` is given: give the same one to send a batch again
+        after a call that failed), so its own retries keep the batch once."""
+        return self.call(src.ingest(ticks, idempotency_key))
 
     def candles(self, instrument_id: str, interval: str = "1d", *, start: c.Instant | None = None,
                 end: c.Instant | None = None, page_size: int = MAX_PAGE) -> list[m.Candle]:
@@ -272,9 +276,10 @@ class AsyncMarketClient(_Base):
                     end: c.Instant | None = None, adjust: str | None = None) -> m.CandleSeries:
         return await self.call(c.kline(instrument_id, days, interval, limit, start, end, adjust))
 
-    async def ingest(self, ticks: Iterable[Mapping[str, Any]] | bytes | str) -> src.IngestAnswer:
+    async def ingest(self, ticks: Iterable[Mapping[str, Any]] | bytes | str,
+                     idempotency_key: str | None = None) -> src.IngestAnswer:
         """As `MarketClient.ingest`."""
-        return await self.call(src.ingest(ticks))
+        return await self.call(src.ingest(ticks, idempotency_key))
 
     async def candles(self, instrument_id: str, interval: str = "1d", *, start: c.Instant | None = None,
                       end: c.Instant | None = None, page_size: int = MAX_PAGE) -> list[m.Candle]:

@@ -14,6 +14,7 @@ namespace and publishes their ticks with an ingest key; its read keys then see t
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -69,12 +70,15 @@ def delete(instrument_id: str) -> Call[None]:
     return Call("DELETE", f"{BASE}/{_seg(instrument_id)}", type(None), auth="bearer")
 
 
-def ingest(ticks: Iterable[Mapping[str, Any]] | bytes | str) -> Call[IngestAnswer]:
-    """`ticks`: mappings `{id, price, ts?, volume?}` (one line each), or JSON lines already made."""
+def ingest(ticks: Iterable[Mapping[str, Any]] | bytes | str, idempotency_key: str | None = None) -> Call[IngestAnswer]:
+    """`ticks`: mappings `{id, price, ts?, volume?}` (one line each), or JSON lines already made; the call's
+    Idempotency-Key is `idempotency_key`, else a new UUID (the call's retries then keep the batch once)."""
     if isinstance(ticks, str):
         data = ticks.encode()
     elif isinstance(ticks, bytes):
         data = ticks
     else:
         data = b"".join(msgspec.json.encode(t) + b"\n" for t in ticks)
-    return Call("POST", "/api/v1/ingest", IngestAnswer, body=RawBody(data, INGEST_MEDIA_TYPE), auth="key")
+    key = idempotency_key if idempotency_key is not None else str(uuid.uuid4())
+    return Call("POST", "/api/v1/ingest", IngestAnswer, body=RawBody(data, INGEST_MEDIA_TYPE), auth="key",
+                headers={"Idempotency-Key": key})

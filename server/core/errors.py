@@ -40,6 +40,7 @@ ERROR_KINDS: dict[str, tuple[int, str]] = {
     "range_not_satisfiable": (416, "Range not satisfiable"),
     "uri_too_long": (414, "URI too long"),
     "unsupported_media_type": (415, "Unsupported media type"),
+    "idempotency_key_reused": (422, "Idempotency key reused"),
     "upgrade_required": (426, "Upgrade required"),
     "rate_limited": (429, "Too many requests"),
     "too_many_connections": (429, "Too many connections"),

@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import enum
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Protocol
 
 from server.config import EngineKind, ServiceUnreachable
@@ -136,13 +137,39 @@ class InboxFull(InboxUnavailable):
     holds it, or it is behind)."""
 
 
+ONCE_TTL_S = 86_400  # how long a batch's Idempotency-Key is remembered (docs/ingest.md)
+
+
+@dataclass(frozen=True, slots=True)
+class Once:
+    """A batch sent with an Idempotency-Key: kept with its answer under (account, key) for ONCE_TTL_S, in the same
+    step as the batch itself, so a batch sent again is answered from there and kept once."""
+
+    key: str
+    fingerprint: str  # the body's digest: the same key with another body is not the same batch
+    answer: bytes  # what the first request was answered
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """What `put` answers for a key already kept: the fingerprint and answer kept with it (nothing kept now)."""
+
+    fingerprint: str
+    answer: bytes
+
+
+Put = float | Replayed
+
+
 class TickInbox(Protocol):
     """A dedicated data source's batches (SPEC 20) onto the tick bus, from any hub."""
 
-    def put(self, account: str, ticks: list[Tick], rate: int, floors: list[int]) -> float | Awaitable[float]:
+    def put(self, account: str, ticks: list[Tick], rate: int, floors: list[int],
+            once: Once | None = None) -> Put | Awaitable[Put]:
         """Take the batch's ticks from the account's bucket (`rate` ticks a second) and keep the batch for the tick
         log: 0.0 once kept, else the seconds to wait (nothing kept). `floors`: each tick's instrument's seq on this
-        hub (memory's numbering; on Redis the lease holder's own are used). Raises InboxUnavailable."""
+        hub (memory's numbering; on Redis the lease holder's own are used). `once`: the batch's Idempotency-Key;
+        if the account kept that key already, `Replayed` and nothing else happens. Raises InboxUnavailable."""
         ...
 
 

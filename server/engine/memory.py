@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections import OrderedDict
 from collections.abc import Callable
 
 from server.config import EngineKind
@@ -19,10 +20,14 @@ from server.core.limits import Decision, Gcra, Rate
 from server.core.login_throttle import LoginThrottle
 from server.core.tick_buckets import TickBuckets
 from server.engine import (
+    ONCE_TTL_S,
     Limiter,
     LoginFailures,
     Numbered,
+    Once,
+    Put,
     RateFields,
+    Replayed,
     ResumeHistory,
     RevocationChannel,
     RevocationListener,
@@ -103,14 +108,23 @@ def _nowhere(batch: Numbered) -> None:
 class MemoryInbox:
     """Ingest on one hub: the account's bucket here, then the batch numbered and applied in the same call."""
 
-    def __init__(self, bus: MemoryTicks, clock: Callable[[], float]) -> None:
-        self.bus = bus
+    def __init__(self, bus: MemoryTicks, clock: Callable[[], float], most_kept: int = 100_000) -> None:
+        """`most_kept`: Idempotency-Keys remembered at most (the oldest forgotten first, else after ONCE_TTL_S)."""
+        self.bus, self.clock, self.most_kept = bus, clock, most_kept
         self.buckets = TickBuckets(clock)
+        self.kept: OrderedDict[tuple[str, str], tuple[float, Replayed]] = OrderedDict()  # -> (until, kept)
 
-    def put(self, account: str, ticks: list[Tick], rate: int, floors: list[int]) -> float:
+    def put(self, account: str, ticks: list[Tick], rate: int, floors: list[int], once: Once | None = None) -> Put:
+        now = self.clock()
+        while self.kept and (len(self.kept) >= self.most_kept or next(iter(self.kept.values()))[0] <= now):
+            self.kept.popitem(last=False)  # in the order kept: the oldest first
+        if once is not None and (held := self.kept.get((account, once.key))) is not None:
+            return held[1]
         wait = self.buckets.take(account, len(ticks), rate)
         if wait <= 0:
             self.bus.append(ticks, floors)
+            if once is not None:
+                self.kept[(account, once.key)] = (now + ONCE_TTL_S, Replayed(once.fingerprint, once.answer))
         return wait
 
 

@@ -2,6 +2,7 @@
 hub goes through a Redis Stream inbox to the feed lease holder, which appends it to the tick log.
 
 Keys (after the prefix): `ingest:rate:{account}` (the account's ticks-a-second bucket: "tokens at", Redis time),
+`ingest:once:{account}:{key}` (a batch's Idempotency-Key: "fingerprint answer", 24 h, set with the batch),
 `ingest:inbox` (the stream of accepted batches not yet in the tick log), `ingest:inbox:pos` (the last inbox entry
 the tick log holds).
 
@@ -29,7 +30,7 @@ from typing import Any
 from redis.exceptions import NoScriptError, RedisError
 
 from server.core.redis_url import RedisTarget
-from server.engine import InboxFull, InboxUnavailable
+from server.engine import ONCE_TTL_S, InboxFull, InboxUnavailable, Once, Put, Replayed
 from server.engine.redis_client import AutoPipeline
 from server.engine.redis_ticks import (
     APPEND_SCRIPT,
@@ -47,10 +48,17 @@ log = logging.getLogger("market.ingest")
 
 ENTRIES = 100  # inbox entries read (and appended, pipelined) at once
 
-# KEYS: the account's bucket, the inbox. ARGV: rate (ticks a second), n (ticks in the batch), the batch, the most
-# batches the inbox may hold. Returns '0' (kept), the seconds to wait (refused, nothing kept), as text (a Lua number
-# reply is an integer), or 'full' (the inbox holds its most: refused before the bucket, nothing kept or taken).
+# KEYS: the account's bucket, the inbox, the batch's Idempotency-Key (`ingest:once:{account}:{key}`, unused without
+# one). ARGV: rate (ticks a second), n (ticks in the batch), the batch, the most batches the inbox may hold, the
+# body's fingerprint ('' without a key), the answer to keep with it, its lifetime (ms). Returns '0' (kept), the
+# seconds to wait (refused, nothing kept), as text (a Lua number reply is an integer), 'full' (the inbox holds its
+# most: refused before the bucket, nothing kept or taken), or 'once FINGERPRINT ANSWER' (the key kept already:
+# nothing else done).
 INGEST_LUA = """
+if ARGV[5] ~= '' then
+  local held = redis.call('GET', KEYS[3])
+  if held then return 'once ' .. held end
+end
 if redis.call('XLEN', KEYS[2]) >= tonumber(ARGV[4]) then return 'full' end
 local rate = tonumber(ARGV[1])
 local t = redis.call('TIME')
@@ -68,6 +76,7 @@ local full_ms = math.ceil((rate - tokens) / rate * 1000) + 1000
 redis.call('SET', KEYS[1], string.format('%.17g %.17g', tokens, now), 'PX', full_ms)
 if wait > 0 then return string.format('%.17g', wait) end
 redis.call('XADD', KEYS[2], '*', 'b', ARGV[3])
+if ARGV[5] ~= '' then redis.call('SET', KEYS[3], ARGV[5] .. ' ' .. ARGV[6], 'PX', ARGV[7]) end
 return '0'
 """
 INGEST_SCRIPT = INGEST_LUA.encode()
@@ -82,16 +91,21 @@ class RedisInbox:
         """`fast`: the request path's auto-pipelined connection (the limiter's); `ticks`: the tick log; `most`: the
         batches the inbox may hold (--ingest-inbox-max)."""
         self.ticks, self.fast, self.most = ticks, fast, most
-        self.rate_prefix = prefix + "ingest:rate:"
+        self.rate_prefix, self.once_prefix = prefix + "ingest:rate:", prefix + "ingest:once:"
         self.reader = AutoPipeline(url, BLOCK_MS / 1000 + 1.0, connect_timeout=CONNECT_S)  # the holder's XREAD
         self._task: asyncio.Task[None] | None = None
         ticks.lead_listeners.append(self.lead)
 
-    async def put(self, account: str, ticks: list[Tick], rate: int, floors: list[int]) -> float:
-        """The account's bucket and the inbox in one script call (`floors`: unused, the holder numbers)."""
+    async def put(self, account: str, ticks: list[Tick], rate: int, floors: list[int],
+                  once: Once | None = None) -> Put:
+        """The Idempotency-Key, the account's bucket and the inbox in one script call (`floors`: unused, the holder
+        numbers)."""
         ids = self.ticks.ids
         body = ";".join(f"{ids[t.row]} {t.price!r} {t.ts!r} {t.volume!r} {encode_detail(t.detail)}" for t in ticks)
-        args = (1 + 1, self.rate_prefix + account, self.ticks.inbox, rate, len(ticks), body, self.most)
+        held = f"{self.once_prefix}{account}:{once.key}" if once is not None else self.once_prefix
+        fingerprint, answer = (once.fingerprint, once.answer) if once is not None else ("", b"")
+        args = (3, self.rate_prefix + account, self.ticks.inbox, held, rate, len(ticks), body, self.most, fingerprint,
+                answer, ONCE_TTL_S * 1000)
         try:
             try:
                 reply = await self.fast.call(b"EVALSHA", INGEST_SHA, *args)
@@ -101,6 +115,9 @@ class RedisInbox:
             raise InboxUnavailable(f"{type(exc).__name__}: {exc}") from None
         if reply == b"full":
             raise InboxFull(f"the inbox holds {self.most} batches")
+        if reply.startswith(b"once "):
+            kept_fingerprint, _, kept_answer = reply[5:].partition(b" ")
+            return Replayed(kept_fingerprint.decode(), kept_answer)
         return float(reply)
 
     # --- the lease holder ---------------------------------------------------------------------------------------

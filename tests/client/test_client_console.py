@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from market_client import AsyncMarketClient, Conflict, Forbidden, MarketClient, NotFound
+from market_client import AsyncMarketClient, Conflict, Forbidden, MarketClient, MarketError, NotFound
 
 from tests.conftest import ServerProcess, run_cli
 
@@ -132,7 +132,12 @@ def test_a_dedicated_data_source(server: ServerProcess) -> None:
         with MarketClient(server.base, key=publisher.key) as feed, MarketClient(server.base, key=reader.key) as desk:
             answer = feed.ingest([{"id": "pyacme.blend", "price": 80.25, "volume": 3}, {"id": "pyacme.blend"}])
             assert (answer.accepted, answer.rejected_count, [r.line for r in answer.rejected]) == (1, 1, [2])
-            assert feed.ingest('{"id":"pyacme.blend","price":80.5}\n').accepted == 1  # lines already made
+            assert feed.ingest('{"id":"pyacme.blend","price":80.5}\n', idempotency_key="b2").accepted == 1
+            # the same batch again with its key (an answer lost): answered again, kept once (volume 3, not 3 + 0)
+            assert feed.ingest('{"id":"pyacme.blend","price":80.5}\n', idempotency_key="b2").accepted == 1
+            with pytest.raises(MarketError) as reused:  # the key names one batch
+                feed.ingest('{"id":"pyacme.blend","price":80.75,"volume":1}\n', idempotency_key="b2")
+            assert reused.value.status == 422
             with pytest.raises(Forbidden):
                 feed.quote("pyacme.blend")  # an ingest key reads nothing
             quote = desk.quote("pyacme.blend")

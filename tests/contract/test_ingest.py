@@ -422,3 +422,33 @@ def test_the_ingest_socket_frames_validate_against_asyncapi(srv: ServerProcess) 
     assert answer["accepted"] == 1 and answer["rejectedCount"] == 2
     check("IngestError", refused)
     assert refused["error"]["status"] == 429 and refused["error"]["retryAfter"] >= 1
+
+
+def test_a_batch_sent_again_with_its_idempotency_key_is_kept_once(srv: ServerProcess) -> None:
+    """The same Idempotency-Key and body again (a client whose answer was lost): the first answer again, with
+    `Idempotent-Replayed: true`, and nothing kept twice; the key with another body: 422 idempotency_key_reused,
+    nothing kept; a key that is not 1-255 visible ASCII: 400 naming the header."""
+    once = account(srv, "once@example.com", namespace="once")
+    assert once.post("/api/console/instruments", json={"id": "once.x", **INSTRUMENT}).status_code == 201
+    secret, reader = key(once, "ingest"), key(once)
+    start = time.time() - 60
+    body = [*lines_for(["once.x"], start, 5, 0.1), "not json"]
+    first = until(lambda: (r := ingest(srv, secret, body, **{"Idempotency-Key": "batch-1"})).status_code == 200
+                  and r)
+    assert first.json()["accepted"] == 5 and [r["line"] for r in first.json()["rejected"]] == [6]
+    assert "idempotent-replayed" not in first.headers
+    again = ingest(srv, secret, body, **{"Idempotency-Key": "batch-1"})
+    assert again.status_code == 200 and again.json() == first.json(), again.text
+    assert again.headers["idempotent-replayed"] == "true"
+    later = lines_for(["once.x"], start + 1, 5, 0.1)
+    reused = problem(ingest(srv, secret, later, **{"Idempotency-Key": "batch-1"}), 422, "idempotency_key_reused")
+    assert "another body" in reused["detail"]
+    for bad in ("", "two words", "x" * 256, "tab\there"):
+        refused = problem(ingest(srv, secret, later, **{"Idempotency-Key": bad}), 400, "invalid_parameter")
+        assert refused["errors"][0]["field"] == "Idempotency-Key"
+    assert until(lambda: get(srv, reader, "/api/v1/quotes/once.x").json().get("volume") == 5)
+    fresh = ingest(srv, secret, later, **{"Idempotency-Key": "batch-2"})
+    assert fresh.status_code == 200 and fresh.json()["accepted"] == 5
+    # 10, not 15: neither the replay nor the refused body was kept
+    assert until(lambda: get(srv, reader, "/api/v1/quotes/once.x").json().get("volume") == 10)
+    assert ingest(srv, secret, later).json()["accepted"] == 5  # without a key: kept again, as before

@@ -314,3 +314,19 @@ def test_a_full_inbox_refuses_a_batch_until_a_holder_takes_the_waiting_ones(pair
     assert asyncio.run(_publish(other, publisher, [3], [])) == [ACCEPTED]
     assert until(lambda: _get(other, reader, f"/api/v1/quotes/{IDS[1]}").json().get("volume") == 40)
     client.close()
+
+
+def test_a_batch_sent_again_to_another_hub_with_its_idempotency_key_is_kept_once(pair: Pair) -> None:
+    """The key is kept in Redis with the batch, in one script call: a batch sent to hub A and again to hub B with the
+    same Idempotency-Key is answered from the first (`Idempotent-Replayed: true`) and published once."""
+    a, b = pair.start()
+    publisher, reader = _source(a, b)
+    headers = {"X-SERVICE-Key": publisher, "content-type": NDJSON, "Idempotency-Key": "0b1d"}
+    answers = [httpx.post(hub.base + "/api/v1/ingest", content=_batch(0), headers=headers, timeout=10.0)
+               for hub in (a, b, a)]
+    assert [(r.status_code, r.json()) for r in answers] == [ACCEPTED] * 3
+    assert [r.headers.get("idempotent-replayed") for r in answers] == [None, "true", "true"]
+    for hub in (a, b):
+        assert until(lambda hub=hub: _get(hub, reader, f"/api/v1/quotes/{IDS[1]}").json().get("volume") == 10)
+    assert asyncio.run(_publish(b, publisher, [1], [])) == [ACCEPTED]  # no key: a new batch
+    assert until(lambda: _get(a, reader, f"/api/v1/quotes/{IDS[1]}").json().get("volume") == 20)

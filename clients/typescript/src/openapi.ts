@@ -1889,7 +1889,7 @@ export interface components {
              * @description stable snake_case identifier
              * @enum {string}
              */
-            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "range_not_satisfiable" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
+            code: "bad_handshake" | "conflict" | "forbidden" | "idempotency_key_reused" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "range_not_satisfiable" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
             /** @description on plan_required: where to ask for the plan */
             consoleUrl?: string;
             /** @description on plan_required: the key's plan */
@@ -1916,7 +1916,7 @@ export interface components {
         };
         ProblemPage: {
             /** @enum {string} */
-            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "range_not_satisfiable" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
+            code: "bad_handshake" | "conflict" | "forbidden" | "idempotency_key_reused" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "range_not_satisfiable" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
             description: string;
             status: number;
             title: string;
@@ -2473,7 +2473,7 @@ export interface components {
         /** @description A problem document (RFC 9457) with the TradingView UDF error fields added */
         UdfError: {
             /** @enum {string} */
-            code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "range_not_satisfiable" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
+            code: "bad_handshake" | "conflict" | "forbidden" | "idempotency_key_reused" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "range_not_satisfiable" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
             detail: string;
             /** @description the same text as detail */
             errmsg: string;
@@ -7842,7 +7842,10 @@ export interface operations {
     post_ingest: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description a key of this batch (a UUID, say): a batch sent again with its key and the same body within 24 hours is answered as the first time (header `Idempotent-Replayed: true`) and kept once (docs/ingest.md) */
+                "Idempotency-Key"?: string;
+            };
             path?: never;
             cookie?: never;
         };
@@ -7875,7 +7878,7 @@ export interface operations {
                     "application/json": components["schemas"]["IngestAnswer"];
                 };
             };
-            /** @description a query parameter (none is defined; bad lines are named in the answer); a query parameter the endpoint does not define (unknown_parameter, naming it) */
+            /** @description a query parameter (none is defined; bad lines are named in the answer), or an Idempotency-Key that is not 1-255 visible ASCII characters; a query parameter the endpoint does not define (unknown_parameter, naming it) */
             400: {
                 headers: {
                     [name: string]: unknown;
@@ -7922,6 +7925,15 @@ export interface operations {
             };
             /** @description the content type is not application/x-ndjson */
             415: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            /** @description the Idempotency-Key was sent with another body in the last 24 hours (idempotency_key_reused): nothing kept */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -10167,7 +10179,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description a problem `code` */
-                code: "bad_handshake" | "conflict" | "forbidden" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "range_not_satisfiable" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
+                code: "bad_handshake" | "conflict" | "forbidden" | "idempotency_key_reused" | "internal_error" | "invalid_body" | "invalid_parameter" | "method_not_allowed" | "not_found" | "not_ready" | "payload_too_large" | "plan_required" | "range_not_satisfiable" | "rate_limited" | "request_timeout" | "shutting_down" | "storage_unavailable" | "too_many_connections" | "too_many_uploads" | "unauthorized" | "unknown_parameter" | "unsupported_media_type" | "upgrade_required" | "uri_too_long" | "validation_failed";
             };
             cookie?: never;
         };

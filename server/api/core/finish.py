@@ -27,10 +27,11 @@ from server.api.core.types import Headers, Request, Response
 # what a cross-origin script may read: the rate-limit fields, and what resuming a flat-file download needs
 EXPOSED_HEADERS = (
     "X-RateLimit-Limit, X-RateLimit-Remaining, X-RateLimit-Reset, RateLimit, RateLimit-Policy, "
-    "Retry-After, X-Request-ID, ETag, Content-Range, Content-Length, Accept-Ranges"
+    "Retry-After, X-Request-ID, ETag, Content-Range, Content-Length, Accept-Ranges, Idempotent-Replayed"
 )
 # Range and If-Range: a browser resumes a broken flat-file download cross-origin (issue 45)
-ALLOWED_REQUEST_HEADERS = "X-SERVICE-Key, Authorization, Content-Type, X-Request-ID, If-None-Match, Range, If-Range"
+ALLOWED_REQUEST_HEADERS = ("X-SERVICE-Key, Authorization, Content-Type, X-Request-ID, If-None-Match, Range, If-Range, "
+                           "Idempotency-Key")
 VARY_ENCODING = ("vary", "Accept-Encoding")
 MAX_REQUEST_ID = 128
 ID_BLOCK = 1000  # request ids made at a time (Finisher._new_ids)

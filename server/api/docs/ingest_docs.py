@@ -87,10 +87,18 @@ INGEST_OPERATIONS: dict[tuple[str, str], S] = {
     ("POST", "/api/v1/ingest"): {
         "summary": "Publish ticks of the account's own instruments (an ingest key): the good lines are kept, each "
                    "bad one named by its number", "tags": ["market data"],
+        "parameters": [{"name": "Idempotency-Key", "in": "header", "required": False,
+                        "description": "a key of this batch (a UUID, say): a batch sent again with its key and the "
+                                       "same body within 24 hours is answered as the first time (header "
+                                       "`Idempotent-Replayed: true`) and kept once (docs/ingest.md)",
+                        "schema": {"type": "string", "minLength": 1, "maxLength": 255, "pattern": "^[!-~]+$"}}],
         "requestBody": {"required": True, "content": {media: {"schema": {"type": "string", "description": LINES}}
                                                       for media in MEDIA_TYPES}},
         "responses": {**_ok("IngestAnswer"),
-                      "400": _problem("a query parameter (none is defined; bad lines are named in the answer)"),
+                      "400": _problem("a query parameter (none is defined; bad lines are named in the answer), or an "
+                                      "Idempotency-Key that is not 1-255 visible ASCII characters"),
+                      "422": _problem("the Idempotency-Key was sent with another body in the last 24 hours "
+                                      "(idempotency_key_reused): nothing kept"),
                       "403": _problem("not an ingest key (a read key publishes nothing), or the key's account is no "
                                       "longer on the enterprise plan (plan_required)"),
                       "413": _problem("a body over 1 MiB"),

@@ -42,6 +42,9 @@ DESCRIPTIONS: dict[str, str] = {
                              "*/SIZE` gives the file's size. Ask again from a byte below it (or without Range).",
     "uri_too_long": "The request line is too long; send fewer ids per request.",
     "unsupported_media_type": "The body's `Content-Type` is not one the endpoint accepts (usually `application/json`).",
+    "idempotency_key_reused": "The request's `Idempotency-Key` was sent in the last 24 hours with another body. A "
+                              "key names one batch: send a lost batch again with its key and the same body, and a "
+                              "new batch with a new key.",
     "upgrade_required": "This endpoint speaks WebSocket only: connect with an upgrade request.",
     "rate_limited": "The key's (or the address's) request budget is spent. Wait `Retry-After` seconds; "
                     "`RateLimit-Policy` and `X-RateLimit-*` headers show the plan's limit and what is left.",

@@ -14,7 +14,9 @@ it (`users limits EMAIL --ticks-per-second N`), carried on its keys and refreshe
 
 from __future__ import annotations
 
+import hashlib
 import math
+import re
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,7 +29,7 @@ from server.api.core.types import Request, Response
 from server.core.errors import ApiError
 from server.core.keys import ApiKey
 from server.core.usage import UsageMeter
-from server.engine import InboxFull, InboxUnavailable
+from server.engine import InboxFull, InboxUnavailable, Once, Put, Replayed
 from server.feeds.jsonl import DETAIL_KEYS, JsonlParser
 from server.market.catalogue import Catalogue
 from server.market.tick import MAX_DETAIL, MAX_PRICE, MAX_VOLUME, Tick
@@ -38,8 +40,10 @@ LINE_HINT = 'a JSON object {"id", "price" > 0, "ts"?, "volume"? >= 0} (docs/inge
 Late = Callable[[int, float, float | None], str | None]  # (row, ts, the row's previous ts in the batch) -> why not
 
 
-# TickPath.ingest: (account, ticks, ticks a second) -> 0.0 kept, else seconds to wait; raises InboxUnavailable
-Publish = Callable[[str, list[Tick], int], float | Awaitable[float]]
+# TickPath.ingest: (account, ticks, ticks a second, Idempotency-Key) -> 0.0 kept, else seconds to wait, or Replayed
+# (the key kept already); raises InboxUnavailable
+Publish = Callable[[str, list[Tick], int, Once | None], Put | Awaitable[Put]]
+IDEMPOTENCY_KEY = re.compile(r"[\x21-\x7e]{1,255}")  # visible ASCII, as the IETF draft's examples (UUIDs and such)
 
 
 class IngestApi:
@@ -71,8 +75,17 @@ class IngestApi:
                            "/console.",
                            extra={"requiredPlan": "enterprise", "currentPlan": req.auth.plan, "consoleUrl": "/console"})
         owner, key_id = (req.auth.owner, req.auth.id) if req.auth is not None else (None, None)
-        answer = await self.publish_lines(owner, req.body, key_id, self.rate_of(req.auth))
-        return Response(200, orjson.dumps(answer), "application/json", [("cache-control", "no-store")])
+        key = req.headers.get("idempotency-key")
+        if key is not None and not IDEMPOTENCY_KEY.fullmatch(key):
+            raise ApiError("invalid_parameter", "Idempotency-Key must be 1 to 255 visible ASCII characters (a UUID, "
+                           "say), one for each batch, sent again unchanged with the same body when the answer was "
+                           "lost.", errors=[{"field": "Idempotency-Key", "message": "1 to 255 visible ASCII "
+                                             "characters"}])
+        answer = await self.publish_lines(owner, req.body, key_id, self.rate_of(req.auth), key)
+        headers = [("cache-control", "no-store")]
+        if isinstance(answer, bytes):  # the batch of this key, answered as it was the first time
+            return Response(200, answer, "application/json", [*headers, ("idempotent-replayed", "true")])
+        return Response(200, orjson.dumps(answer), "application/json", headers)
 
     def rate_of(self, key: ApiKey | None) -> int:
         """The ticks a second of the key's account: its own (carried on the key, refreshed with it), else the hub's."""
@@ -94,33 +107,51 @@ class IngestApi:
             return orjson.dumps({"error": exc.problem()})
 
     async def publish_lines(self, owner: str | None, body: bytes, key_id: str | None = None,
-                            rate: int | None = None) -> dict[str, Any]:
+                            rate: int | None = None, key: str | None = None) -> dict[str, Any] | bytes:
         """Parse, check and publish one batch of lines: `{accepted, rejected: [{line, error}]}` once the batch is kept
         (memory: applied; Redis: held by Redis, on its way to the tick log); ApiError for a refusal of the whole
         batch (429: the account's ticks a second, `rate`, default the hub's; 503: Redis unreachable), nothing of it
-        kept. The accepted ticks count as messages of `key_id` in its usage (`wsMessages`, docs/ingest.md)."""
+        kept. The accepted ticks count as messages of `key_id` in its usage (`wsMessages`, docs/ingest.md).
+        `key`: the batch's Idempotency-Key: the answer is kept with the batch, and a batch of a key kept already
+        is answered with the kept answer (bytes), nothing kept again (422 when its body is another one)."""
         ticks, rejected, rejected_count = self._parse(owner, body)
-        if ticks:
-            rate = rate or self.rate
-            try:
-                wait = self.publish(owner or "", ticks, rate)
-                if not isinstance(wait, float):
-                    wait = await wait
-            except InboxFull:
-                raise ApiError("not_ready", "This hub's shared inbox holds the most ingest batches it may keep waiting "
-                               "for the feed (its lease is changing hands, or its holder is behind); nothing of "
-                               "this batch was kept: retry.", headers=[("retry-after", "1")]) from None
-            except InboxUnavailable:
-                raise ApiError("not_ready", "This hub cannot keep ticks now (the shared store does not answer); "
-                               "nothing of this batch was kept: retry.", headers=[("retry-after", "1")]) from None
-            if wait > 0:
-                after = max(1, math.ceil(wait))
-                raise ApiError("rate_limited", f"This account publishes at most {rate} ticks a second; "
-                               f"retry in {after} s (nothing of this request was kept).",
-                               headers=[("retry-after", str(after))], extra={"retryAfter": after})
-            if self.meter is not None and key_id is not None:
-                self.meter.ws_delivered(key_id, len(ticks))
-        return {"accepted": len(ticks), "rejected": rejected, "rejectedCount": rejected_count}
+        answer = {"accepted": len(ticks), "rejected": rejected, "rejectedCount": rejected_count}
+        if not ticks:  # nothing to keep (and so nothing remembered of a key)
+            return answer
+        once = None if key is None else Once(key, hashlib.sha256(body).hexdigest(), orjson.dumps(answer))
+        kept = await self._put(owner or "", ticks, rate or self.rate, once)
+        if isinstance(kept, Replayed):
+            assert once is not None
+            if kept.fingerprint != once.fingerprint:
+                raise ApiError("idempotency_key_reused", "This Idempotency-Key was sent with another body in the "
+                               "last 24 hours: a key names one batch; make a new key for a new batch (nothing of "
+                               "this request was kept).", extra={"field": "Idempotency-Key"})
+            return kept.answer
+        if self.meter is not None and key_id is not None:
+            self.meter.ws_delivered(key_id, len(ticks))
+        return answer
+
+    async def _put(self, owner: str, ticks: list[Tick], rate: int, once: Once | None) -> Replayed | None:
+        """The batch kept (None), or the batch of its key kept before (Replayed); else the refusal's ApiError."""
+        try:
+            kept = self.publish(owner, ticks, rate, once)
+            if not isinstance(kept, float | Replayed):
+                kept = await kept
+        except InboxFull:
+            raise ApiError("not_ready", "This hub's shared inbox holds the most ingest batches it may keep waiting "
+                           "for the feed (its lease is changing hands, or its holder is behind); nothing of "
+                           "this batch was kept: retry.", headers=[("retry-after", "1")]) from None
+        except InboxUnavailable:
+            raise ApiError("not_ready", "This hub cannot keep ticks now (the shared store does not answer); "
+                           "nothing of this batch was kept: retry.", headers=[("retry-after", "1")]) from None
+        if isinstance(kept, Replayed):
+            return kept
+        if kept > 0:
+            after = max(1, math.ceil(kept))
+            raise ApiError("rate_limited", f"This account publishes at most {rate} ticks a second; "
+                           f"retry in {after} s (nothing of this request was kept).",
+                           headers=[("retry-after", str(after))], extra={"retryAfter": after})
+        return None
 
     def _parse(self, owner: str | None, body: bytes) -> tuple[list[Tick], list[dict[str, Any]], int]:
         """The account's ticks, the first MAX_REJECTED rejections named, and the count of all rejections: past the
