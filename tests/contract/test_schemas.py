@@ -363,6 +363,9 @@ def _provoke_sources(check: Checker, http: httpx.Client, api: ServerProcess, dis
     lines = {"X-SERVICE-Key": secret, "content-type": "application/x-ndjson"}
     check(http.post(ingest, content=b'{"id": "schema.x", "price": 1}\nnot a tick', headers=lines), ingest)  # 200
     check(http.post(ingest, params={"x": "1"}, content=b"", headers=lines), ingest)  # 400
+    once = {**lines, "Idempotency-Key": "schema-1"}
+    assert check(http.post(ingest, content=b'{"id": "schema.x", "price": 2}', headers=once), ingest).status_code == 200
+    assert check(http.post(ingest, content=b'{"id": "schema.x", "price": 3}', headers=once), ingest).status_code == 422
     check(http.post(ingest, content=b"x" * (1024 * 1024 + 1), headers=lines), ingest)  # 413
     check(http.post(ingest, content=b"{}", headers={**lines, "content-type": "text/plain"}), ingest)  # 415
     check(http.delete(base + "/schema.x", headers=bearer), base + "/{id}")  # 204

@@ -125,7 +125,8 @@ class IngestApi:
             if kept.fingerprint != once.fingerprint:
                 raise ApiError("idempotency_key_reused", "This Idempotency-Key was sent with another body in the "
                                "last 24 hours: a key names one batch; make a new key for a new batch (nothing of "
-                               "this request was kept).", extra={"field": "Idempotency-Key"})
+                               "this request was kept).",
+                               errors=[{"field": "Idempotency-Key", "message": "sent before with another body"}])
             return kept.answer
         if self.meter is not None and key_id is not None:
             self.meter.ws_delivered(key_id, len(ticks))
