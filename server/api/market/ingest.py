@@ -81,11 +81,11 @@ class IngestApi:
                            "say), one for each batch, sent again unchanged with the same body when the answer was "
                            "lost.", errors=[{"field": "Idempotency-Key", "message": "1 to 255 visible ASCII "
                                              "characters"}])
-        answer = await self.publish_lines(owner, req.body, key_id, self.rate_of(req.auth), key)
+        answer, replayed = await self.publish_lines(owner, req.body, key_id, self.rate_of(req.auth), key)
         headers = [("cache-control", "no-store")]
-        if isinstance(answer, bytes):  # the batch of this key, answered as it was the first time
-            return Response(200, answer, "application/json", [*headers, ("idempotent-replayed", "true")])
-        return Response(200, orjson.dumps(answer), "application/json", headers)
+        if replayed:  # the batch of this key, answered as it was the first time
+            headers.append(("idempotent-replayed", "true"))
+        return Response(200, answer, "application/json", headers)
 
     def rate_of(self, key: ApiKey | None) -> int:
         """The ticks a second of the key's account: its own (carried on the key, refreshed with it), else the hub's."""
@@ -102,23 +102,24 @@ class IngestApi:
         """A /ws/ingest text frame's batch (SPEC 20) -> its answer: the route's `{accepted, rejected, rejectedCount}`,
         or `{"error": problem}` (429 with `retryAfter`, 503), the batch then kept nowhere."""
         try:
-            return orjson.dumps(await self.publish_lines(owner, data, key_id, rate))
+            return (await self.publish_lines(owner, data, key_id, rate))[0]
         except ApiError as exc:
             return orjson.dumps({"error": exc.problem()})
 
     async def publish_lines(self, owner: str | None, body: bytes, key_id: str | None = None,
-                            rate: int | None = None, key: str | None = None) -> dict[str, Any] | bytes:
-        """Parse, check and publish one batch of lines: `{accepted, rejected: [{line, error}]}` once the batch is kept
+                            rate: int | None = None, key: str | None = None) -> tuple[bytes, bool]:
+        """Parse, check and publish one batch of lines: `{accepted, rejected: [{line, error}]}` (as JSON, and False)
+        once the batch is kept
         (memory: applied; Redis: held by Redis, on its way to the tick log); ApiError for a refusal of the whole
         batch (429: the account's ticks a second, `rate`, default the hub's; 503: Redis unreachable), nothing of it
         kept. The accepted ticks count as messages of `key_id` in its usage (`wsMessages`, docs/ingest.md).
         `key`: the batch's Idempotency-Key: the answer is kept with the batch, and a batch of a key kept already
-        is answered with the kept answer (bytes), nothing kept again (422 when its body is another one)."""
+        is answered with the kept answer (and True), nothing kept again (422 when its body is another one)."""
         ticks, rejected, rejected_count = self._parse(owner, body)
-        answer = {"accepted": len(ticks), "rejected": rejected, "rejectedCount": rejected_count}
+        answer = orjson.dumps({"accepted": len(ticks), "rejected": rejected, "rejectedCount": rejected_count})
         if not ticks:  # nothing to keep (and so nothing remembered of a key)
-            return answer
-        once = None if key is None else Once(key, hashlib.sha256(body).hexdigest(), orjson.dumps(answer))
+            return answer, False
+        once = None if key is None else Once(key, hashlib.sha256(body).hexdigest(), answer)
         kept = await self._put(owner or "", ticks, rate or self.rate, once)
         if isinstance(kept, Replayed):
             assert once is not None
@@ -127,10 +128,10 @@ class IngestApi:
                                "last 24 hours: a key names one batch; make a new key for a new batch (nothing of "
                                "this request was kept).",
                                errors=[{"field": "Idempotency-Key", "message": "sent before with another body"}])
-            return kept.answer
+            return kept.answer, True
         if self.meter is not None and key_id is not None:
             self.meter.ws_delivered(key_id, len(ticks))
-        return answer
+        return answer, False
 
     async def _put(self, owner: str, ticks: list[Tick], rate: int, once: Once | None) -> Replayed | None:
         """The batch kept (None), or the batch of its key kept before (Replayed); else the refusal's ApiError."""
@@ -138,13 +139,12 @@ class IngestApi:
             kept = self.publish(owner, ticks, rate, once)
             if not isinstance(kept, float | Replayed):
                 kept = await kept
-        except InboxFull:
-            raise ApiError("not_ready", "This hub's shared inbox holds the most ingest batches it may keep waiting "
-                           "for the feed (its lease is changing hands, or its holder is behind); nothing of "
-                           "this batch was kept: retry.", headers=[("retry-after", "1")]) from None
-        except InboxUnavailable:
-            raise ApiError("not_ready", "This hub cannot keep ticks now (the shared store does not answer); "
-                           "nothing of this batch was kept: retry.", headers=[("retry-after", "1")]) from None
+        except InboxUnavailable as exc:
+            why = ("its shared inbox holds the most ingest batches it may keep waiting for the feed (its lease is "
+                   "changing hands, or its holder is behind)" if isinstance(exc, InboxFull) else
+                   "the shared store does not answer")
+            raise ApiError("not_ready", f"This hub cannot keep ticks now ({why}); nothing of this batch was kept: "
+                           "retry.", headers=[("retry-after", "1")]) from None
         if isinstance(kept, Replayed):
             return kept
         if kept > 0:
